@@ -1,0 +1,3 @@
+module github.com/rocone/rocone
+
+go 1.26

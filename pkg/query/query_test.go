@@ -1,0 +1,187 @@
+package query
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestNamedTypesRoundTrip(t *testing.T) {
+	for _, typ := range Types {
+		s, err := Parse(typ.Notation)
+		if err != nil {
+			t.Fatalf("%s: %v", typ.Name, err)
+		}
+		if s.String() != typ.Notation || s.Name() != typ.Name {
+			t.Errorf("%s: printed %s named %s", typ.Name, s, s.Name())
+		}
+		// Python's repr, with spaces and double quotes, parses to the same structure.
+		py := strings.NewReplacer(",", ", ", "'", `"`).Replace(typ.Notation)
+		s2, err := Parse(py)
+		if err != nil || s2.String() != typ.Notation {
+			t.Errorf("%s: python form %s gave %v, %v", typ.Name, py, s2, err)
+		}
+	}
+}
+
+func TestSizes(t *testing.T) {
+	tests := []struct {
+		name          string
+		anchors, rels int
+		neg, union    bool
+	}{
+		{"1p", 1, 1, false, false}, {"3p", 1, 3, false, false}, {"3i", 3, 3, false, false},
+		{"ip", 2, 3, false, false}, {"pi", 2, 3, false, false}, {"2in", 2, 2, true, false},
+		{"pni", 2, 3, true, false}, {"up", 2, 3, false, true}, {"up-DM", 2, 3, true, false},
+	}
+	for _, tc := range tests {
+		s, _ := ByName(tc.name)
+		if s.NumAnchors != tc.anchors || s.NumRelations != tc.rels || s.HasNegation() != tc.neg || s.HasUnion() != tc.union {
+			t.Errorf("%s: anchors %d rels %d neg %v union %v", tc.name, s.NumAnchors, s.NumRelations, s.HasNegation(), s.HasUnion())
+		}
+	}
+}
+
+func TestCustomStructures(t *testing.T) {
+	for _, n := range []string{
+		"('e',('r','r','r','r'))",
+		"(('e',('r',)),('e',('r',)),('e',('r',)),('e',('r',)))",
+		"((('e',('r',)),('e',('r',)),('e',('r','n'))),('r',))",
+		"((('e',('r','r')),('e',('r',)),('u',)),('r','r'))",
+	} {
+		s, err := Parse(n)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if s.String() != n || s.Name() != Custom {
+			t.Errorf("%s: printed %s named %s", n, s, s.Name())
+		}
+	}
+}
+
+func TestMalformed(t *testing.T) {
+	tests := []struct {
+		in     string
+		offset int
+		msg    string
+	}{
+		{"('e',('r',)", 11, "missing ')'"},
+		{"('e',('x',))", 6, "unknown symbol"},
+		{"('e',('r'))", 9, "trailing comma"},
+		{"(('e',('r',)),('u',))", 0, "at least 2 branches"},
+		{"(('e',('r',)),('u',),('e',('r',)))", 14, "union marker must be the last"},
+		{"('e',('r',)) x", 13, "trailing text"},
+		{"'e'", 0, "must be a tuple"},
+		{"(('e',('r',)),'e')", 14, "branch must be a tuple"},
+		{"()", 0, "empty tuple"},
+		{"(('r',('r',)),('e',('r',)))", 2, "base must be 'e'"},
+	}
+	for _, tc := range tests {
+		_, err := Parse(tc.in)
+		var se *SyntaxError
+		if !errors.As(err, &se) {
+			t.Errorf("%s: want a SyntaxError, got %v", tc.in, err)
+			continue
+		}
+		if se.Offset != tc.offset || !strings.Contains(se.Msg, tc.msg) {
+			t.Errorf("%s: got offset %d %q, want offset %d containing %q", tc.in, se.Offset, se.Msg, tc.offset, tc.msg)
+		}
+	}
+}
+
+func TestGroundedRoundTrip(t *testing.T) {
+	tests := []struct {
+		text, typ string
+		anchors   []int32
+		rels      []int32
+	}{
+		{"((17,(5,)),(903,(12,-2)))", "2in", []int32{17, 903}, []int32{5, 12}},
+		{"(((1,(2,)),(3,(4,)),(-1,)),(5,))", "up", []int32{1, 3}, []int32{2, 4, 5}},
+		{"((1,(2,3,-2)),(4,(5,)))", "pni", []int32{1, 4}, []int32{2, 3, 5}},
+		{"(((1,(2,-2)),(3,(4,-2))),(-2,6))", "up-DM", []int32{1, 3}, []int32{2, 4, 6}},
+	}
+	for _, tc := range tests {
+		g, err := ParseGrounded(tc.text)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.text, err)
+		}
+		if g.String() != tc.text || g.Structure.Name() != tc.typ ||
+			!equal(g.Anchors, tc.anchors) || !equal(g.Relations, tc.rels) {
+			t.Errorf("%s: got %s %s %v %v", tc.text, g, g.Structure.Name(), g.Anchors, g.Relations)
+		}
+		if err := g.Validate(1000, 20); err != nil {
+			t.Errorf("%s: %v", tc.text, err)
+		}
+		if err := g.Validate(10, 10); err == nil && tc.typ == "2in" {
+			t.Errorf("%s: anchor 903 accepted with 10 entities", tc.text)
+		}
+	}
+}
+
+func TestDNF(t *testing.T) {
+	tests := []struct {
+		name string
+		want []string
+	}{
+		{"2u", []string{"('e',('r',))", "('e',('r',))"}},
+		{"up", []string{"('e',('r','r'))", "('e',('r','r'))"}},
+		{"2i", []string{"(('e',('r',)),('e',('r',)))"}},
+		{"up-DM", []string{"((('e',('r','n')),('e',('r','n'))),('n','r'))"}},
+	}
+	for _, tc := range tests {
+		s, _ := ByName(tc.name)
+		bs, err := s.DNF()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bs) != len(tc.want) {
+			t.Fatalf("%s: %d branches", tc.name, len(bs))
+		}
+		for i, b := range bs {
+			got, err := New(cloneTree(b))
+			if err != nil || got.String() != tc.want[i] {
+				t.Errorf("%s branch %d: %v %v", tc.name, i, got, err)
+			}
+		}
+	}
+	// up's branches keep the original slots: (e0,(r0,r2)) and (e1,(r1,r2)).
+	up, _ := ByName("up")
+	bs, _ := up.DNF()
+	if bs[0].Base.Slot != 0 || bs[1].Base.Slot != 1 || bs[0].Ops[0].Slot != 0 || bs[0].Ops[1].Slot != 2 ||
+		bs[1].Ops[0].Slot != 1 || bs[1].Ops[1].Slot != 2 {
+		t.Errorf("up branches lost their slots")
+	}
+	// An intersection of unions expands to every combination.
+	s := MustParse("((('e',('r',)),('e',('r',)),('u',)),(('e',('r',)),('e',('r',)),('u',)))")
+	if bs, _ := s.DNF(); len(bs) != 4 {
+		t.Errorf("want 4 branches, got %d", len(bs))
+	}
+	if _, err := MustParse("((('e',('r',)),('e',('r',)),('u',)),('n',))").DNF(); err == nil {
+		t.Errorf("negated union accepted")
+	}
+}
+
+func cloneTree(n *Node) *Node {
+	c := *n
+	if n.Base != nil {
+		c.Base = cloneTree(n.Base)
+	}
+	c.Ops = append([]Op(nil), n.Ops...)
+	c.Branches = nil
+	for _, b := range n.Branches {
+		c.Branches = append(c.Branches, cloneTree(b))
+	}
+	return &c
+}
+
+func equal(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
