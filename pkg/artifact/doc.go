@@ -1,0 +1,57 @@
+// Package artifact reads and writes the Arrow IPC files that the pipeline stages pass to
+// one another. Every artifact's layout is defined here and nowhere else, so a stage, a test
+// or an outside tool (pyarrow, apache-arrow in JavaScript) sees one contract.
+//
+// # Files, streams and pipes
+//
+// A path names a file; the path "-" names stdout when writing and stdin when reading, so
+// that stages compose in shell pipes (stage1 -o - | stage2 -i -).
+//
+// Files are written in the Arrow IPC file format and stdout in the IPC stream format,
+// because the file format needs a seekable output for its footer and pipes have none.
+// Readers accept either format from either source: the file format is recognized by the
+// magic bytes "ARROW1" at its start; anything else is read as a stream.
+//
+// Writes to a file are atomic. Rows go to a hidden temporary file in the destination's
+// directory (.NAME.tmp-XXXX), which is renamed over the destination only when the writer is
+// closed successfully; on any error, or on Abort, it is removed. A reader therefore never
+// sees a partial artifact at a path, and a failed stage leaves any previous artifact in
+// place. On stdout nothing can be taken back; instead an aborted stream ends without the
+// end-of-stream marker, which readers here report as a truncated stream rather than
+// accept as a short one.
+//
+// Readers reject an empty input, a truncated file or stream and an artifact of another kind
+// or version with an error that names the path.
+//
+// # Schema metadata
+//
+// Every artifact carries two schema metadata keys: artifact, its kind ("queries", ...), and
+// version, a decimal integer bumped whenever its columns change meaning. Readers check
+// both, and check the column names and types exactly, in order. Further metadata keys are
+// defined per kind; readers ignore keys they do not know.
+//
+// # The queries artifact (artifact=queries, version=1)
+//
+// One row per grounded query, with exactly these columns in this order (none nullable):
+//
+//	id         int64         unique in the file, non-negative
+//	type       utf8          1p 2p 3p 2i 3i ip pi 2u up 2in 3in inp pin pni 2u-DM up-DM, or custom
+//	structure  utf8          the structure in nested-tuple notation, e.g. (('e',('r',)),('e',('r','n')))
+//	anchors    list<int32>   anchor entity ids, in depth-first order of the structure
+//	relations  list<int32>   relation ids, in depth-first order of the structure
+//	easy       list<int32>   answers already entailed by the smaller graph (empty in train files)
+//	hard       list<int32>   the answers to predict (train files: every answer on the train graph)
+//
+// and this schema metadata:
+//
+//	artifact       queries
+//	version        1
+//	split          train, valid or test
+//	dataset        the dataset's name, e.g. FB15k-237
+//	num_entities   number of entities; anchors, easy and hard lie in [0, num_entities)
+//	num_relations  number of relations; relations lie in [0, num_relations)
+//
+// The list columns may use any name for their element field and may declare it nullable
+// (pyarrow does), but must hold no nulls. Batches hold at most 16384 rows, fewer when
+// their answer lists are long.
+package artifact

@@ -1,0 +1,351 @@
+// Package kg loads knowledge-graph datasets and holds their graphs in CSR form.
+//
+// A dataset folder has the layout of BetaE's data: train, valid and test triples
+// (train.tsv, valid.tsv, test.tsv, each optionally gzipped; BetaE's train.txt works too)
+// and optional name tables entities.tsv and relations.tsv ("id<TAB>name"). Triples come in
+// one of two formats:
+//
+//   - ids: "head<TAB>relation<TAB>tail" integers in BetaE's ids, where relation 2k is a
+//     forward relation and 2k+1 its inverse, and every fact is listed in both directions;
+//   - names: raw "head<TAB>relation<TAB>tail" strings. Ids are assigned BetaE's way: entities
+//     and relations numbered in order of first appearance in train (head before tail),
+//     relation k becoming 2k (forward) and 2k+1 (inverse), and both directions added.
+//
+// In both formats, valid and test facts whose entities (or relation) never occur in train
+// are dropped and counted in a warning, as BetaE does.
+package kg
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Triple is a directed fact (head, relation, tail) in ids.
+type Triple struct{ Head, Relation, Tail int32 }
+
+// Format is the encoding of the triple files.
+type Format string
+
+const (
+	FormatAuto  Format = "auto"  // ids if the first train line is three integers, else names
+	FormatIDs   Format = "ids"   // BetaE ids, both directions listed
+	FormatNames Format = "names" // raw strings
+)
+
+// Splits in the order BetaE stacks their graphs.
+var Splits = []string{"train", "valid", "test"}
+
+// Dataset is a loaded KG: the directed triples of each split (both directions included)
+// and, when known, the names of entities and relations.
+type Dataset struct {
+	Name          string
+	Dir           string
+	NumEntities   int
+	NumRelations  int // directed relation ids, inverses included (always even)
+	Train         []Triple
+	Valid         []Triple
+	Test          []Triple
+	EntityNames   []string // nil when unknown
+	RelationNames []string // nil when unknown
+	Warnings      []string
+}
+
+// Split returns the triples of a split by name.
+func (d *Dataset) Split(name string) ([]Triple, error) {
+	switch name {
+	case "train":
+		return d.Train, nil
+	case "valid":
+		return d.Valid, nil
+	case "test":
+		return d.Test, nil
+	}
+	return nil, fmt.Errorf("unknown split %q (want train, valid or test)", name)
+}
+
+// Load reads the dataset folder dir. The dataset's name is the folder's base name.
+func Load(dir string, format Format) (*Dataset, error) {
+	d := &Dataset{Dir: dir, Name: filepath.Base(filepath.Clean(dir))}
+	paths := map[string]string{}
+	for _, s := range Splits {
+		p, err := findFile(dir, s, true)
+		if err != nil {
+			return nil, err
+		}
+		paths[s] = p
+	}
+	raw := map[string][]row{}
+	for _, s := range Splits {
+		rows, err := readTSV(paths[s], 3)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 && s == "train" {
+			return nil, fmt.Errorf("%s: no triples", paths[s])
+		}
+		raw[s] = rows
+	}
+	if format == "" || format == FormatAuto {
+		format = FormatNames
+		if f := raw["train"][0].fields; isInt(f[0]) && isInt(f[1]) && isInt(f[2]) {
+			format = FormatIDs
+		}
+	}
+	var err error
+	switch format {
+	case FormatIDs:
+		err = d.fromIDs(paths, raw)
+	case FormatNames:
+		err = d.fromNames(paths, raw)
+	default:
+		err = fmt.Errorf("unknown triple format %q (want auto, ids or names)", format)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func isInt(s string) bool {
+	_, err := strconv.ParseInt(s, 10, 32)
+	return err == nil
+}
+
+// findFile finds base.tsv.gz, base.tsv, base.txt.gz or base.txt in dir.
+func findFile(dir, base string, required bool) (string, error) {
+	for _, ext := range []string{".tsv.gz", ".tsv", ".txt.gz", ".txt"} {
+		p := filepath.Join(dir, base+ext)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if !required {
+		return "", nil
+	}
+	return "", fmt.Errorf("%s: no %s.tsv[.gz] (or %s.txt) in the dataset folder", dir, base, base)
+}
+
+type row struct {
+	line   int
+	fields []string
+}
+
+// readTSV reads a tab-separated file, gzipped or not, requiring n fields per line.
+// Blank lines are skipped.
+func readTSV(path string, n int) ([]row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer gz.Close()
+		r = gz
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<24)
+	var rows []row
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		var fields []string
+		if strings.Contains(text, "\t") {
+			fields = strings.Split(text, "\t")
+		} else {
+			fields = strings.Fields(text)
+		}
+		if len(fields) != n && !(n == 2 && len(fields) == 1) {
+			return nil, fmt.Errorf("%s:%d: want %d tab-separated fields, got %d", path, line, n, len(fields))
+		}
+		rows = append(rows, row{line: line, fields: fields})
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("%s: truncated file after line %d: %w", path, line, err)
+		}
+		return nil, fmt.Errorf("%s: after line %d: %w", path, line, err)
+	}
+	return rows, nil
+}
+
+// readNames reads an "id<TAB>name" table whose ids must run 0..n-1 in order.
+func readNames(path string) ([]string, error) {
+	rows, err := readTSV(path, 2)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(rows))
+	for i, r := range rows {
+		id, err := strconv.Atoi(r.fields[0])
+		if err != nil || id != i {
+			return nil, fmt.Errorf("%s:%d: id %q, want %d (ids must run 0..n-1 in order)", path, r.line, r.fields[0], i)
+		}
+		if len(r.fields) == 2 {
+			names[i] = r.fields[1]
+		}
+	}
+	return names, nil
+}
+
+func (d *Dataset) fromIDs(paths map[string]string, raw map[string][]row) error {
+	var err error
+	if p, _ := findFile(d.Dir, "entities", false); p != "" {
+		if d.EntityNames, err = readNames(p); err != nil {
+			return err
+		}
+	}
+	if p, _ := findFile(d.Dir, "relations", false); p != "" {
+		if d.RelationNames, err = readNames(p); err != nil {
+			return err
+		}
+	}
+	parsed := map[string][]Triple{}
+	lineOf := map[string][]int{}
+	maxEnt, maxRel := int32(-1), int32(-1)
+	for _, s := range Splits {
+		ts := make([]Triple, len(raw[s]))
+		lines := make([]int, len(raw[s]))
+		for i, r := range raw[s] {
+			f := r.fields
+			lines[i] = r.line
+			var v [3]int32
+			for j, name := range []string{"head", "relation", "tail"} {
+				x, err := strconv.ParseInt(f[j], 10, 32)
+				if err != nil || x < 0 {
+					return fmt.Errorf("%s:%d: %s %q is not a non-negative integer id", paths[s], r.line, name, f[j])
+				}
+				v[j] = int32(x)
+			}
+			ts[i] = Triple{v[0], v[1], v[2]}
+			maxEnt = max(maxEnt, v[0], v[2])
+			maxRel = max(maxRel, v[1])
+		}
+		parsed[s] = ts
+		lineOf[s] = lines
+	}
+	d.NumEntities = int(maxEnt) + 1
+	if d.EntityNames != nil {
+		d.NumEntities = len(d.EntityNames)
+	}
+	d.NumRelations = int(maxRel|1) + 1
+	if d.RelationNames != nil {
+		d.NumRelations = len(d.RelationNames)
+		if d.NumRelations%2 != 0 {
+			return fmt.Errorf("%s: %d relations; BetaE ids pair each relation with its inverse, so the count must be even", paths["train"], d.NumRelations)
+		}
+	}
+	for _, s := range Splits {
+		for i, t := range parsed[s] {
+			if int(t.Head) >= d.NumEntities || int(t.Tail) >= d.NumEntities {
+				return fmt.Errorf("%s:%d: entity id out of range [0,%d) in %d %d %d", paths[s], lineOf[s][i], d.NumEntities, t.Head, t.Relation, t.Tail)
+			}
+			if int(t.Relation) >= d.NumRelations {
+				return fmt.Errorf("%s:%d: relation id %d out of range [0,%d)", paths[s], lineOf[s][i], t.Relation, d.NumRelations)
+			}
+		}
+		if err := checkInverseClosure(paths[s], parsed[s], lineOf[s]); err != nil {
+			return err
+		}
+	}
+	seen := make([]bool, d.NumEntities)
+	for _, t := range parsed["train"] {
+		seen[t.Head], seen[t.Tail] = true, true
+	}
+	d.Train = parsed["train"]
+	d.Valid = d.dropUnseen("valid", parsed["valid"], func(t Triple) bool { return seen[t.Head] && seen[t.Tail] })
+	d.Test = d.dropUnseen("test", parsed["test"], func(t Triple) bool { return seen[t.Head] && seen[t.Tail] })
+	return nil
+}
+
+// checkInverseClosure requires that (h, r, t) is listed iff (t, r^1, h) is: BetaE-id files
+// list both directions, and the sampler walks edges backwards through the inverse ids.
+func checkInverseClosure(path string, ts []Triple, lines []int) error {
+	set := make(map[Triple]struct{}, len(ts))
+	for _, t := range ts {
+		set[t] = struct{}{}
+	}
+	for i, t := range ts {
+		if _, ok := set[Triple{t.Tail, t.Relation ^ 1, t.Head}]; !ok {
+			return fmt.Errorf("%s:%d: fact %d %d %d has no inverse row %d %d %d (BetaE-id files list both directions)",
+				path, lines[i], t.Head, t.Relation, t.Tail, t.Tail, t.Relation^1, t.Head)
+		}
+	}
+	return nil
+}
+
+func (d *Dataset) dropUnseen(split string, ts []Triple, keep func(Triple) bool) []Triple {
+	out := ts[:0]
+	for _, t := range ts {
+		if keep(t) {
+			out = append(out, t)
+		}
+	}
+	if dropped := len(ts) - len(out); dropped > 0 {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("%s: dropped %d %s rows whose entity does not occur in train", d.Dir, dropped, split))
+	}
+	return out
+}
+
+func (d *Dataset) fromNames(paths map[string]string, raw map[string][]row) error {
+	ent := map[string]int32{}
+	rel := map[string]int32{}
+	for _, r := range raw["train"] {
+		f := r.fields
+		for _, e := range []string{f[0], f[2]} {
+			if _, ok := ent[e]; !ok {
+				ent[e] = int32(len(ent))
+				d.EntityNames = append(d.EntityNames, e)
+			}
+		}
+		if _, ok := rel[f[1]]; !ok {
+			rel[f[1]] = int32(len(rel))
+			d.RelationNames = append(d.RelationNames, "+"+f[1], "-"+f[1])
+		}
+	}
+	d.NumEntities, d.NumRelations = len(ent), 2*len(rel)
+	for _, s := range Splits {
+		ts := make([]Triple, 0, 2*len(raw[s]))
+		dropped := 0
+		for _, r := range raw[s] {
+			f := r.fields
+			h, ok1 := ent[f[0]]
+			r, ok2 := rel[f[1]]
+			t, ok3 := ent[f[2]]
+			if !(ok1 && ok2 && ok3) {
+				dropped++
+				continue
+			}
+			ts = append(ts, Triple{h, 2 * r, t}, Triple{t, 2*r + 1, h})
+		}
+		if dropped > 0 {
+			d.Warnings = append(d.Warnings, fmt.Sprintf("%s: dropped %d %s facts whose entity or relation does not occur in train", paths[s], dropped, s))
+		}
+		switch s {
+		case "train":
+			d.Train = ts
+		case "valid":
+			d.Valid = ts
+		case "test":
+			d.Test = ts
+		}
+	}
+	return nil
+}
