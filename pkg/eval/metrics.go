@@ -164,8 +164,9 @@ type GroupAverage struct {
 
 // Summary is the result of an evaluation.
 type Summary struct {
-	// Types holds every type with at least one query, in query.TypeOrder order (the papers'
-	// column order for the named types; others last, by name).
+	// Types holds every type with at least one query: the papers' 14 types in their column
+	// order (query.EvalTypes), then other named types (query.TypeOrder), then custom names
+	// alphabetically.
 	Types []TypeResult
 	// EPFO averages the 9 EPFO types (query.EPFOTypes); Negation the 5 negation types
 	// (query.NegationTypes).
@@ -201,12 +202,21 @@ func (a *Accumulator) Summary() Summary {
 		})
 	}
 	slices.SortFunc(s.Types, func(x, y TypeResult) int {
-		return cmp.Or(cmp.Compare(query.TypeOrder(x.Type), query.TypeOrder(y.Type)),
+		return cmp.Or(cmp.Compare(columnOrder(x.Type), columnOrder(y.Type)),
 			strings.Compare(x.Type, y.Type))
 	})
 	s.EPFO = s.group(query.EPFOTypes)
 	s.Negation = s.group(query.NegationTypes)
 	return s
+}
+
+// columnOrder sorts type names: the papers' 14 columns (query.EvalTypes) first, in their
+// order, then the other named types in query.TypeOrder order, then custom structures.
+func columnOrder(name string) int {
+	if i := slices.Index(query.EvalTypes, name); i >= 0 {
+		return i
+	}
+	return len(query.EvalTypes) + query.TypeOrder(name)
 }
 
 // sortedMean returns the mean of xs, summed in ascending order so that the result does not

@@ -1,46 +1,42 @@
 package eval
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 )
 
-// hardKey is a hard answer with its score and its position in the caller's hard list.
+// rankKey maps entity (s, id) to an integer that orders entities the way the ranking does:
+// a smaller key is ranked higher, by score descending, then entity id ascending. Scores that
+// compare equal get the same high half (−0 and +0 included), and distinct ids give distinct
+// keys. s must not be NaN.
+func rankKey(s float32, id int32) uint64 {
+	b := math.Float32bits(s + 0) // −0 + 0 = +0
+	// b ^ mask is the usual order-preserving map of float bits to uint32 (flip everything
+	// of a negative number, only the sign bit of a positive one); ^ of it reverses the order.
+	mask := uint32(int32(b)>>31) | 1<<31
+	return uint64(^(b^mask))<<32 | uint64(uint32(id))
+}
+
+// hardKey is a hard answer's rank key and its position in the caller's hard list.
 type hardKey struct {
-	score float32
-	id    int32
-	pos   int32
+	key uint64
+	pos int32
 }
 
-// beatenBy reports whether entity (s, id) is ranked strictly above k in the total order used
-// for ranking: score descending, then entity id ascending. No score may be NaN.
-func (k hardKey) beatenBy(s float32, id int32) bool {
-	return s > k.score || (s == k.score && id < k.id)
-}
-
-func compareKeys(a, b hardKey) int {
-	switch {
-	case a.score > b.score:
-		return -1
-	case a.score < b.score:
-		return 1
-	case a.id < b.id:
-		return -1
-	case a.id > b.id:
-		return 1
-	}
-	return 0
-}
+func (k hardKey) id() int32 { return int32(uint32(k.key)) }
 
 // Ranker computes filtered ranks (queries.md section 5, steps 1–3). It keeps scratch space
 // between calls, so after the first few queries ranking does not allocate. The zero value is
 // ready to use. A Ranker must not be used by several goroutines at once; give each worker its
 // own.
 type Ranker struct {
-	keys []hardKey // hard answers sorted by (score desc, id asc)
-	cnt  []int     // cnt[b]: entities with exactly b hard answers ranked above them
-	easy []int32   // sorted copy of the easy answers, to detect duplicates
+	keys   []hardKey // hard answers sorted by rank key, best first
+	sorted []uint64  // their keys alone, for the search
+	cnt    []int     // cnt[b]: entities ranked strictly above exactly the hard answers keys[b:]
+	easy   []int32   // sorted copy of the easy answers, to detect duplicates
 }
 
 // FilteredRanks returns the filtered rank of every hard answer, using a fresh [Ranker]. It
@@ -65,13 +61,15 @@ func FilteredRanks(scores []float32, easy, hard []int32, out []int32) ([]int32, 
 //
 // An error is returned, and no ranks, if any score is NaN, if an id is outside
 // [0, len(scores)), if hard or easy holds an id twice, or if an id is in both (the protocol's
-// easy and hard sets are disjoint).
+// easy and hard sets are disjoint). With no hard answers there is nothing to rank: the result
+// is empty and nothing is checked.
 //
-// Cost: the entities are not sorted. The hard answers are sorted by (score desc, id asc);
-// one pass over all entities then counts, for each entity, how many hard answers rank above
-// it (a bucket histogram; an entity ranked below every hard answer costs two comparisons,
-// others a binary search over the hard answers), and the buckets of the answers themselves
-// are subtracted afterwards. A prefix sum over the buckets gives every rank. In total
+// Cost: the entities are not sorted. Each (score, id) is mapped to a 64-bit integer key with
+// the same order, and the hard answers are sorted by key. One pass over all entities then
+// counts, for each entity, how many hard answers it is ranked above (a bucket histogram; an
+// entity ranked below every hard answer costs one key comparison, others a branch-free
+// binary search over the hard answers' keys), and the buckets of the answers themselves are
+// subtracted afterwards. A prefix sum over the buckets gives every rank. In total
 // O(N·log|H| + |E|·log|E| + |H|·log|H|) time in the worst case, O(N) when few entities score
 // above the worst hard answer, and O(|E| + |H|) scratch space kept in the Ranker.
 func (r *Ranker) FilteredRanks(scores []float32, easy, hard []int32, out []int32) ([]int32, error) {
@@ -96,13 +94,16 @@ func (r *Ranker) FilteredRanks(scores []float32, easy, hard []int32, out []int32
 		if s != s {
 			return nil, fmt.Errorf("eval: score of entity %d is NaN", h)
 		}
-		keys[i] = hardKey{score: s, id: h, pos: int32(i)}
+		keys[i] = hardKey{key: rankKey(s, h), pos: int32(i)}
 	}
-	slices.SortFunc(keys, compareKeys)
-	for i := 1; i < m; i++ {
-		if keys[i].id == keys[i-1].id {
-			return nil, fmt.Errorf("eval: hard answer %d listed twice", keys[i].id)
+	slices.SortFunc(keys, func(a, b hardKey) int { return cmp.Compare(a.key, b.key) })
+	sorted := slices.Grow(r.sorted[:0], m)[:m]
+	r.sorted = sorted
+	for i, k := range keys {
+		if i > 0 && k.key == keys[i-1].key {
+			return nil, fmt.Errorf("eval: hard answer %d listed twice", k.id())
 		}
+		sorted[i] = k.key
 	}
 
 	// Easy answers: range and duplicate checks on a sorted copy.
@@ -122,23 +123,23 @@ func (r *Ranker) FilteredRanks(scores []float32, easy, hard []int32, out []int32
 	r.cnt = cnt
 	clear(cnt)
 
-	// One pass over every entity: bucket b = number of hard answers ranked above it or equal
-	// to it. The entity is then ranked strictly above exactly the hard answers keys[b:].
-	// (A hard answer keys[j] lands in bucket j+1.)
-	worst := keys[m-1]
+	// One pass over every entity. Its bucket b is the number of hard answers it is not
+	// ranked strictly above, so it is ranked strictly above exactly keys[b:]. (A hard answer
+	// keys[j] lands in bucket j+1.) Fast path: an entity ranked below every hard answer.
+	worst := sorted[m-1]
+	below := 0 // bucket m, kept in a register
 	for v, s := range scores {
-		id := int32(v)
-		// Fast path: below the worst hard answer. NaN fails both comparisons and takes the
-		// slow path, where it is reported.
-		if s < worst.score || (s == worst.score && id > worst.id) {
-			cnt[m]++
-			continue
-		}
 		if s != s {
 			return nil, fmt.Errorf("eval: score of entity %d is NaN", v)
 		}
-		cnt[bucket(keys, s, id)]++
+		k := rankKey(s, int32(v))
+		if k > worst {
+			below++
+			continue
+		}
+		cnt[bucket(sorted, k)]++
 	}
+	cnt[m] += below
 
 	// Remove the answers from the competition. A hard answer keys[j] sits in bucket j+1; an
 	// easy answer in the bucket found by search. An easy answer equal to a hard answer has
@@ -147,8 +148,9 @@ func (r *Ranker) FilteredRanks(scores []float32, easy, hard []int32, out []int32
 		cnt[j+1]--
 	}
 	for _, e := range ez {
-		b := bucket(keys, scores[e], e)
-		if b > 0 && keys[b-1].id == e {
+		k := rankKey(scores[e], e)
+		b := bucket(sorted, k)
+		if b > 0 && sorted[b-1] == k {
 			return nil, fmt.Errorf("eval: entity %d is both an easy and a hard answer", e)
 		}
 		cnt[b]--
@@ -163,17 +165,17 @@ func (r *Ranker) FilteredRanks(scores []float32, easy, hard []int32, out []int32
 	return out, nil
 }
 
-// bucket returns the number of hard answers in keys (sorted best first) that entity (s, id)
-// is not ranked strictly above: the index of the first key it beats.
-func bucket(keys []hardKey, s float32, id int32) int {
-	lo, hi := 0, len(keys)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if keys[mid].beatenBy(s, id) {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
+// bucket returns the number of keys in sorted (ascending, non-empty) that are ≤ k: the
+// hard answers that entity k is not ranked strictly above. The search is branch-free.
+func bucket(sorted []uint64, k uint64) int {
+	base, n := 0, len(sorted)
+	for n > 1 {
+		half := n >> 1
+		// borrow is 1 when k < sorted[base+half-1]; then base stays, else it moves.
+		_, borrow := bits.Sub64(k, sorted[base+half-1], 0)
+		base += half & (int(borrow) - 1)
+		n -= half
 	}
-	return lo
+	_, borrow := bits.Sub64(k, sorted[base], 0)
+	return base + 1 - int(borrow)
 }

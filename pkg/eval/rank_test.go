@@ -92,6 +92,12 @@ func TestFilteredRanksTable(t *testing.T) {
 			want:   []int32{2},
 		},
 		{
+			name:   "zero equals negative zero",
+			scores: []float32{float32(math.Copysign(0, -1)), 0, float32(math.Copysign(0, -1))},
+			hard:   []int32{1},
+			want:   []int32{2},
+		},
+		{
 			name:   "infinities",
 			scores: []float32{float32(math.Inf(-1)), float32(math.Inf(1)), 3, float32(math.Inf(1))},
 			hard:   []int32{0, 3},
@@ -280,9 +286,51 @@ func BenchmarkFilteredRanks(b *testing.B) {
 	}
 }
 
+// BenchmarkFilteredRanksGoodModel: the hard answers score near the top, as for a trained
+// model, so most entities take the fast path.
+func BenchmarkFilteredRanksGoodModel(b *testing.B) {
+	scores, easy, hard := bigQuery(63361, 150, 15)
+	for i, h := range hard {
+		scores[h] = 100 - float32(i)
+	}
+	var r Ranker
+	out := make([]int32, 0, len(hard))
+	b.ReportAllocs()
+	for b.Loop() {
+		out, _ = r.FilteredRanks(scores, easy, hard, out)
+	}
+}
+
 func BenchmarkReferenceRanks(b *testing.B) {
 	scores, easy, hard := bigQuery(63361, 150, 15)
 	for b.Loop() {
 		referenceRanks(scores, easy, hard)
+	}
+}
+
+// TestRankKeyOrder checks that the integer key orders entities exactly as (score desc, id
+// asc), for special and random floats.
+func TestRankKeyOrder(t *testing.T) {
+	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, math.SmallestNonzeroFloat32,
+		-math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32,
+		float32(math.Inf(1)), float32(math.Inf(-1)), 1e-38, -1e-38, 3.5, -3.5}
+	rng := rand.New(rand.NewPCG(5, 6))
+	vals := slices.Clone(special)
+	for range 200 {
+		vals = append(vals, math.Float32frombits(rng.Uint32()))
+	}
+	vals = slices.DeleteFunc(vals, func(x float32) bool { return x != x })
+	ids := []int32{0, 1, 7, math.MaxInt32}
+	for _, a := range vals {
+		for _, b := range vals {
+			for _, ia := range ids {
+				for _, ib := range ids {
+					want := a > b || (a == b && ia < ib)
+					if got := rankKey(a, ia) < rankKey(b, ib); got != want {
+						t.Fatalf("(%v,%d) above (%v,%d): key says %v, want %v", a, ia, b, ib, got, want)
+					}
+				}
+			}
+		}
 	}
 }

@@ -180,6 +180,13 @@ func hasUnion(n *Node) bool {
 	return false
 }
 
+// NodeString is the notation of the subtree at n.
+func NodeString(n *Node) string {
+	var b strings.Builder
+	writeNode(&b, n)
+	return b.String()
+}
+
 func writeNode(b *strings.Builder, n *Node) {
 	switch n.Kind {
 	case Anchor:

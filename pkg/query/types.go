@@ -121,6 +121,13 @@ func (g *Grounded) String() string {
 	return b.String()
 }
 
+// NodeString prints the grounded subtree at n, a node of g's structure.
+func (g *Grounded) NodeString(n *Node) string {
+	var b strings.Builder
+	g.write(&b, n)
+	return b.String()
+}
+
 // Key is a compact, unique text key of the grounded query (structure and ids), used to
 // detect repeats.
 func (g *Grounded) Key() string { return g.String() }

@@ -1,0 +1,503 @@
+package sample
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rocone/rocone/pkg/answer"
+	"github.com/rocone/rocone/pkg/query"
+)
+
+// Query is a sampled query with its answers. For train, Easy is empty and Hard holds
+// every answer on the train graph; for valid and test, Easy holds the answers on the
+// smaller graph and Hard the answers that need a held-out edge.
+type Query struct {
+	*query.Grounded
+	Type string
+	Easy []int32
+	Hard []int32
+}
+
+// Options control Generate. Zero values mean BetaE's defaults.
+type Options struct {
+	Dataset    string         // names the KG for the default counts
+	Types      []string       // type names or structure notations; default: the split's BetaE types
+	Counts     map[string]int // per type name or notation; overrides DefaultCount
+	MaxAnswers int            // the answer cap; 0 means DefaultMaxAnswers on valid/test, none on train
+	Seed       uint64
+	Workers    int       // 0 means every core
+	Log        io.Writer // progress and per-type statistics; nil for none
+}
+
+// Rejection reasons, in the order BetaE checks them.
+const (
+	accepted = iota
+	rejectBroken
+	rejectEmpty
+	rejectNoHard
+	rejectNoExtraNegative
+	rejectTooMany
+	rejectRepeat
+	numReasons
+)
+
+var reasonNames = [numReasons]string{"accepted", "broken", "empty", "no hard answer", "no extra negative", "too many answers", "repeat"}
+
+// TypeStats reports the sampling of one type.
+type TypeStats struct {
+	Type     string
+	Queries  int
+	Attempts int
+	Rejected [numReasons]int // indexed by reason; Rejected[0] is unused
+	MeanEasy float64
+	MeanHard float64
+	Elapsed  time.Duration
+}
+
+func (s TypeStats) String() string {
+	var parts []string
+	for r := rejectBroken; r < numReasons; r++ {
+		if s.Rejected[r] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", reasonNames[r], s.Rejected[r]))
+		}
+	}
+	rej := "none"
+	if len(parts) > 0 {
+		rej = strings.Join(parts, ", ")
+	}
+	return fmt.Sprintf("%-6s %7d queries, mean easy %.1f hard %.1f, %d attempts (rejected: %s), %.2fs",
+		s.Type, s.Queries, s.MeanEasy, s.MeanHard, s.Attempts, rej, s.Elapsed.Seconds())
+}
+
+// DefaultTypes are the types a split holds in BetaE's files.
+func DefaultTypes(split string) []string {
+	if split == "train" {
+		return query.TrainTypes
+	}
+	return []string{"1p", "2p", "3p", "2i", "3i", "ip", "pi", "2u", "up", "2in", "3in", "inp", "pin", "pni"}
+}
+
+// Generate samples every requested type in turn and calls emit with each accepted query,
+// type by type, in a deterministic order: the output depends on the seed and the inputs
+// only, never on the number of workers.
+func Generate(ctx context.Context, g *Graphs, opts Options, emit func(*Query) error) ([]TypeStats, error) {
+	types := opts.Types
+	if len(types) == 0 {
+		types = DefaultTypes(g.Split)
+	}
+	maxAnswers := opts.MaxAnswers
+	if maxAnswers == 0 {
+		maxAnswers = DefaultMaxAnswers
+		if g.Split == "train" {
+			maxAnswers = 1 << 30
+		}
+	}
+	var all []TypeStats
+	for _, t := range types {
+		s, err := resolveType(t)
+		if err != nil {
+			return all, err
+		}
+		name := s.Name()
+		negation := hasNegationRule(s)
+		count, ok := opts.Counts[t]
+		if !ok {
+			count, ok = opts.Counts[name]
+		}
+		if !ok {
+			count = DefaultCount(opts.Dataset, g, name, negation)
+		}
+		start := time.Now()
+		var st TypeStats
+		if name == "1p" {
+			st, err = writeLinks(g, maxAnswers, count, opts.Seed, emit)
+		} else {
+			sm := &sampler{g: g, s: s, name: name, negation: negation, maxAnswers: maxAnswers}
+			st, err = sm.run(ctx, count, opts, emit)
+		}
+		st.Type, st.Elapsed = name, time.Since(start)
+		all = append(all, st)
+		if err != nil {
+			return all, fmt.Errorf("sampling %s: %w", name, err)
+		}
+		if opts.Log != nil {
+			fmt.Fprintf(opts.Log, "%s %s\n", g.Split, st)
+		}
+	}
+	return all, nil
+}
+
+func resolveType(t string) (*query.Structure, error) {
+	if strings.HasPrefix(strings.TrimSpace(t), "(") {
+		return query.Parse(t)
+	}
+	return query.ByName(t)
+}
+
+// hasNegationRule reports whether the "no extra negative" rule applies. BetaE applies it
+// when the type's name contains 'n' (2in 3in inp pin pni), which leaves out the De Morgan
+// union forms; a custom structure gets it when it has a negation.
+func hasNegationRule(s *query.Structure) bool {
+	if name := s.Name(); name != query.Custom {
+		return strings.Contains(name, "n")
+	}
+	return s.HasNegation()
+}
+
+// writeLinks makes BetaE's 1p queries: one per (head, relation) pair with an edge in the
+// split's own links and at most maxAnswers of them. Hard answers are the pair's own tails
+// not already on the small graph (BetaE's splits share no facts, so that is all of them);
+// easy answers are the small graph's tails. A count below the number of pairs keeps a
+// seeded random subset, in pair order.
+func writeLinks(g *Graphs, maxAnswers, count int, seed uint64, emit func(*Query) error) (TypeStats, error) {
+	s := query.MustParse("('e',('r',))")
+	type pair struct {
+		head int32
+		run  int
+	}
+	var pairs []pair
+	st := TypeStats{}
+	for h := int32(0); int(h) < g.Own.NumEntities; h++ {
+		lo, hi := g.Own.Runs(h)
+		for i := lo; i < hi; i++ {
+			st.Attempts++
+			_, tails := g.Own.Run(i)
+			if len(tails) > maxAnswers {
+				st.Rejected[rejectTooMany]++
+				continue
+			}
+			pairs = append(pairs, pair{h, i})
+		}
+	}
+	if count >= 0 && count < len(pairs) {
+		rng := rand.New(rand.NewPCG(seed, typeSeed("1p")))
+		keep := rng.Perm(len(pairs))[:count]
+		slices.Sort(keep)
+		kept := make([]pair, count)
+		for i, k := range keep {
+			kept[i] = pairs[k]
+		}
+		pairs = kept
+	}
+	var sumEasy, sumHard int
+	for _, p := range pairs {
+		rel, tails := g.Own.Run(p.run)
+		q := &Query{Grounded: &query.Grounded{Structure: s, Anchors: []int32{p.head}, Relations: []int32{rel}}, Type: "1p"}
+		if g.Small != nil {
+			q.Easy = slices.Clone(g.Small.Out(p.head, rel))
+			q.Hard = sortedDifference(tails, q.Easy)
+		} else {
+			q.Easy = []int32{}
+			q.Hard = slices.Clone(tails)
+		}
+		if len(q.Hard) == 0 {
+			st.Rejected[rejectNoHard]++
+			continue
+		}
+		sumEasy += len(q.Easy)
+		sumHard += len(q.Hard)
+		st.Queries++
+		if err := emit(q); err != nil {
+			return st, err
+		}
+	}
+	if st.Queries > 0 {
+		st.MeanEasy, st.MeanHard = float64(sumEasy)/float64(st.Queries), float64(sumHard)/float64(st.Queries)
+	}
+	return st, nil
+}
+
+func sortedDifference(a, b []int32) []int32 {
+	out := make([]int32, 0, len(a))
+	j := 0
+	for _, x := range a {
+		for j < len(b) && b[j] < x {
+			j++
+		}
+		if j == len(b) || b[j] != x {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func typeSeed(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
+}
+
+// sampler grounds one structure (BetaE's ground_queries).
+type sampler struct {
+	g          *Graphs
+	s          *query.Structure
+	name       string
+	negation   bool
+	maxAnswers int
+	targets    []int32 // entities with an edge in Big: the possible target answers
+}
+
+// attemptsPerBlock is the unit of work a worker takes; attempts are numbered, each has
+// its own random stream, and blocks are merged in order, so the result is independent of
+// how many workers ran them.
+const attemptsPerBlock = 256
+
+// stallAttempts is how many attempts in a row may fail before Generate gives up on a
+// count the graph cannot supply. BetaE's loop would run forever; on FB15k-237 the hardest
+// type needs about 25 attempts per query.
+var stallAttempts = 200_000
+
+type outcome struct {
+	q      *Query
+	key    string
+	reason int
+}
+
+type block struct {
+	index    int
+	outcomes []outcome
+}
+
+func (sm *sampler) run(ctx context.Context, count int, opts Options, emit func(*Query) error) (TypeStats, error) {
+	st := TypeStats{}
+	if count <= 0 {
+		return st, nil
+	}
+	for e := int32(0); int(e) < sm.g.Big.NumEntities; e++ {
+		if sm.g.Big.HasEdges(e) {
+			sm.targets = append(sm.targets, e)
+		}
+	}
+	if len(sm.targets) == 0 {
+		return st, fmt.Errorf("the %s graph has no edges", sm.g.Split)
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	lastAccepted := 0 // attempt count at the last acceptance, to detect a structure that cannot reach its count
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	todo := make(chan int, 4*workers)
+	results := make(chan block, 4*workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			big := answer.NewEngine(sm.g.Big)
+			var small *answer.Engine
+			if sm.g.Small != nil {
+				small = answer.NewEngine(sm.g.Small)
+			}
+			src := rand.NewPCG(0, 0)
+			rng := rand.New(src)
+			for b := range todo {
+				out := make([]outcome, attemptsPerBlock)
+				for i := range out {
+					attempt := uint64(b*attemptsPerBlock + i)
+					src.Seed(opts.Seed, typeSeed(sm.name)^(attempt*0x9e3779b97f4a7c15))
+					out[i] = sm.attempt(rng, big, small)
+				}
+				select {
+				case results <- block{b, out}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	next := 0 // next block to hand out
+	for ; next < 4*workers; next++ {
+		todo <- next
+	}
+	seen := map[string]struct{}{}
+	pending := map[int][]outcome{}
+	var sumEasy, sumHard int
+	lastReport := time.Now()
+	start := lastReport
+	for merged := 0; st.Queries < count; {
+		outs, ok := pending[merged]
+		if !ok {
+			select {
+			case b := <-results:
+				pending[b.index] = b.outcomes
+			case <-ctx.Done():
+				close(todo)
+				return st, ctx.Err()
+			}
+			continue
+		}
+		delete(pending, merged)
+		merged++
+		todo <- next
+		next++
+		for _, o := range outs {
+			if st.Queries == count {
+				break
+			}
+			st.Attempts++
+			if o.reason == accepted {
+				if _, dup := seen[o.key]; dup {
+					o.reason = rejectRepeat
+				} else {
+					seen[o.key] = struct{}{}
+				}
+			}
+			if o.reason != accepted {
+				st.Rejected[o.reason]++
+				continue
+			}
+			st.Queries++
+			lastAccepted = st.Attempts
+			sumEasy += len(o.q.Easy)
+			sumHard += len(o.q.Hard)
+			if err := emit(o.q); err != nil {
+				close(todo)
+				return st, err
+			}
+		}
+		if st.Attempts-lastAccepted >= stallAttempts && st.Queries < count {
+			close(todo)
+			return st, fmt.Errorf("only %d of %d queries accepted, none in the last %d attempts (%v); ask for fewer with --count or raise --max-answers",
+				st.Queries, count, stallAttempts, st)
+		}
+		if opts.Log != nil && time.Since(lastReport) > 2*time.Second {
+			lastReport = time.Now()
+			rate := float64(st.Queries) / time.Since(start).Seconds()
+			fmt.Fprintf(opts.Log, "%s %s: %d/%d queries, %.0f/s, ETA %.0fs\n", sm.g.Split, sm.name,
+				st.Queries, count, rate, float64(count-st.Queries)/rate)
+		}
+	}
+	close(todo)
+	st.MeanEasy, st.MeanHard = float64(sumEasy)/float64(st.Queries), float64(sumHard)/float64(st.Queries)
+	return st, nil
+}
+
+// attempt is one try of BetaE's loop: pick a target answer, ground the structure
+// backwards from it, answer it on both graphs and apply the rejection rules (all but
+// "repeat", which needs the order of acceptance and is applied when merging).
+func (sm *sampler) attempt(rng *rand.Rand, big, small *answer.Engine) outcome {
+	s := sm.s
+	q := &query.Grounded{Structure: s, Anchors: make([]int32, s.NumAnchors), Relations: make([]int32, s.NumRelations)}
+	target := sm.targets[rng.IntN(len(sm.targets))]
+	if !sm.fill(rng, q, s.Root, target) {
+		return outcome{reason: rejectBroken}
+	}
+	ab := big.Answers(q)
+	if ab.Len() == 0 {
+		return outcome{reason: rejectEmpty}
+	}
+	out := &Query{Grounded: q, Type: sm.name}
+	if small == nil {
+		if ab.Len() > sm.maxAnswers {
+			return outcome{reason: rejectTooMany}
+		}
+		out.Easy, out.Hard = []int32{}, ab.IDs()
+		return outcome{q: out, key: q.Key()}
+	}
+	as := small.Answers(q)
+	hard := answer.Difference(ab, as)
+	if hard.Len() == 0 {
+		return outcome{reason: rejectNoHard}
+	}
+	extraNegatives := answer.Difference(as, ab).Len()
+	if sm.negation && extraNegatives == 0 {
+		return outcome{reason: rejectNoExtraNegative}
+	}
+	if max(hard.Len(), extraNegatives) > sm.maxAnswers {
+		return outcome{reason: rejectTooMany}
+	}
+	out.Easy, out.Hard = as.IDs(), hard.IDs()
+	return outcome{q: out, key: q.Key()}
+}
+
+// fillTries is how many relations BetaE draws before it gives a chain up as broken.
+const fillTries = 40
+
+// fill grounds the subtree n backwards so that `at` is one of its answers on g (BetaE's
+// fill_query). It reports false when the grounding is broken.
+func (sm *sampler) fill(rng *rand.Rand, q *query.Grounded, n *query.Node, at int32) bool {
+	g := sm.g.Big
+	switch n.Kind {
+	case query.Anchor:
+		q.Anchors[n.Slot] = at
+		return true
+	case query.Chain:
+		prev := int32(-1) // the relation chosen just before, walking backwards
+		for i := len(n.Ops) - 1; i >= 0; i-- {
+			op := n.Ops[i]
+			if op.Kind == query.Negate {
+				continue
+			}
+			// The relations entering `at` are the inverses of those leaving it.
+			lo, hi := g.Runs(at)
+			if hi == lo {
+				return false
+			}
+			found := false
+			for try := 0; try < fillTries; try++ {
+				rel, tails := g.Run(lo + rng.IntN(hi-lo))
+				r := rel ^ 1
+				// Not the inverse partner of the previous choice; the same one is fine.
+				if prev < 0 || r>>1 != prev>>1 || r == prev {
+					prev = r
+					q.Relations[op.Slot] = r
+					at = tails[rng.IntN(len(tails))] // a predecessor of `at` through r
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return sm.fill(rng, q, n.Base, at)
+	case query.And, query.Or:
+		for _, b := range n.Branches {
+			if !sm.fill(rng, q, b, at) {
+				return false
+			}
+		}
+		// Branches of the same shape must be grounded differently.
+		for i, a := range n.Branches {
+			for _, b := range n.Branches[i+1:] {
+				if sameGrounding(q, a, b) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// sameGrounding reports whether subtrees a and b have the same shape and the same ids.
+func sameGrounding(q *query.Grounded, a, b *query.Node) bool {
+	if a.Kind != b.Kind || len(a.Ops) != len(b.Ops) || len(a.Branches) != len(b.Branches) {
+		return false
+	}
+	switch a.Kind {
+	case query.Anchor:
+		return q.Anchors[a.Slot] == q.Anchors[b.Slot]
+	case query.Chain:
+		for i := range a.Ops {
+			if a.Ops[i].Kind != b.Ops[i].Kind ||
+				(a.Ops[i].Kind == query.Project && q.Relations[a.Ops[i].Slot] != q.Relations[b.Ops[i].Slot]) {
+				return false
+			}
+		}
+		return sameGrounding(q, a.Base, b.Base)
+	}
+	for i := range a.Branches {
+		if !sameGrounding(q, a.Branches[i], b.Branches[i]) {
+			return false
+		}
+	}
+	return true
+}
