@@ -62,18 +62,21 @@ type TypeStats struct {
 }
 
 func (s TypeStats) String() string {
+	return fmt.Sprintf("%-6s %7d queries, mean easy %.1f hard %.1f, %d attempts (rejected: %s), %.2fs",
+		s.Type, s.Queries, s.MeanEasy, s.MeanHard, s.Attempts, s.rejections(), s.Elapsed.Seconds())
+}
+
+func (s TypeStats) rejections() string {
 	var parts []string
 	for r := rejectBroken; r < numReasons; r++ {
 		if s.Rejected[r] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", reasonNames[r], s.Rejected[r]))
 		}
 	}
-	rej := "none"
-	if len(parts) > 0 {
-		rej = strings.Join(parts, ", ")
+	if len(parts) == 0 {
+		return "none"
 	}
-	return fmt.Sprintf("%-6s %7d queries, mean easy %.1f hard %.1f, %d attempts (rejected: %s), %.2fs",
-		s.Type, s.Queries, s.MeanEasy, s.MeanHard, s.Attempts, rej, s.Elapsed.Seconds())
+	return strings.Join(parts, ", ")
 }
 
 // DefaultTypes are the types a split holds in BetaE's files.
@@ -249,10 +252,12 @@ type sampler struct {
 // how many workers ran them.
 const attemptsPerBlock = 256
 
-// stallAttempts is how many attempts in a row may fail before Generate gives up on a
-// count the graph cannot supply. BetaE's loop would run forever; on FB15k-237 the hardest
-// type needs about 25 attempts per query.
+// Generate gives up on a count the graph cannot supply when fewer than stallMinQueries
+// queries were accepted in the last stallAttempts attempts. BetaE's loop would run
+// forever; on FB15k-237 the hardest type needs about 25 attempts per query.
 var stallAttempts = 200_000
+
+const stallMinQueries = 20
 
 type outcome struct {
 	q      *Query
@@ -266,7 +271,7 @@ type block struct {
 }
 
 func (sm *sampler) run(ctx context.Context, count int, opts Options, emit func(*Query) error) (TypeStats, error) {
-	st := TypeStats{}
+	st := TypeStats{Type: sm.name}
 	if count <= 0 {
 		return st, nil
 	}
@@ -282,7 +287,7 @@ func (sm *sampler) run(ctx context.Context, count int, opts Options, emit func(*
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	lastAccepted := 0 // attempt count at the last acceptance, to detect a structure that cannot reach its count
+	windowAttempts, windowQueries := 0, 0 // where the current stall window began
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -354,7 +359,6 @@ func (sm *sampler) run(ctx context.Context, count int, opts Options, emit func(*
 				continue
 			}
 			st.Queries++
-			lastAccepted = st.Attempts
 			sumEasy += len(o.q.Easy)
 			sumHard += len(o.q.Hard)
 			if err := emit(o.q); err != nil {
@@ -362,10 +366,13 @@ func (sm *sampler) run(ctx context.Context, count int, opts Options, emit func(*
 				return st, err
 			}
 		}
-		if st.Attempts-lastAccepted >= stallAttempts && st.Queries < count {
-			close(todo)
-			return st, fmt.Errorf("only %d of %d queries accepted, none in the last %d attempts (%v); ask for fewer with --count or raise --max-answers",
-				st.Queries, count, stallAttempts, st)
+		if st.Attempts-windowAttempts >= stallAttempts {
+			if st.Queries-windowQueries < stallMinQueries && st.Queries < count {
+				close(todo)
+				return st, fmt.Errorf("only %d of %d queries accepted, %d in the last %d attempts (%d attempts in all; rejected: %s); ask for fewer with --count or raise --max-answers",
+					st.Queries, count, st.Queries-windowQueries, st.Attempts-windowAttempts, st.Attempts, st.rejections())
+			}
+			windowAttempts, windowQueries = st.Attempts, st.Queries
 		}
 		if opts.Log != nil && time.Since(lastReport) > 2*time.Second {
 			lastReport = time.Now()

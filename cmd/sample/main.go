@@ -1,0 +1,100 @@
+// Command sample grounds BetaE query structures on a KG, or imports a published BetaE
+// query pickle, and writes a queries artifact (Arrow IPC). See the README for the schema.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rocone/rocone/pkg/kg"
+	"github.com/rocone/rocone/pkg/sample"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := app().RunContext(ctx, os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "sample:", err)
+		os.Exit(1)
+	}
+}
+
+var dataFlags = []cli.Flag{
+	&cli.StringFlag{Name: "data", Required: true, Usage: "dataset `DIR` (train/valid/test.tsv[.gz], optional entities.tsv, relations.tsv)"},
+	&cli.StringFlag{Name: "split", Required: true, Usage: "train, valid or test"},
+	&cli.StringFlag{Name: "format", Value: "auto", Usage: "triple format: ids (BetaE ids, both directions), names (raw strings) or auto"},
+	&cli.StringFlag{Name: "dataset", Usage: "dataset name written to the artifact (default: the folder's name)"},
+	&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output `FILE` (- for an IPC stream on stdout)"},
+	&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
+}
+
+func source(c *cli.Context) sample.Source {
+	return sample.Source{Dir: c.String("data"), Format: kg.Format(c.String("format")), Dataset: c.String("dataset")}
+}
+
+func logWriter(c *cli.Context) io.Writer {
+	if c.Bool("quiet") {
+		return io.Discard
+	}
+	return os.Stderr
+}
+
+func app() *cli.App {
+	return &cli.App{
+		Name:  "sample",
+		Usage: "make BetaE-style query files (queries artifacts) from a KG",
+		Commands: []*cli.Command{
+			{
+				Name:  "generate",
+				Usage: "ground query structures on the split's graph with BetaE's rules",
+				Flags: append([]cli.Flag{
+					&cli.StringFlag{Name: "types", Usage: "comma-separated type names or structure notations (default: the split's BetaE types)"},
+					&cli.StringFlag{Name: "count", Usage: "per-type counts, `TYPE=N,...` (default: BetaE's)"},
+					&cli.IntFlag{Name: "max-answers", Usage: "answer cap (default: 80 on valid/test, none on train)"},
+					&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "random seed; the same seed gives byte-identical output"},
+					&cli.IntFlag{Name: "workers", Usage: "worker goroutines (default: every core); does not change the output"},
+				}, dataFlags...),
+				Action: func(c *cli.Context) error {
+					opts := sample.Options{MaxAnswers: c.Int("max-answers"), Seed: c.Uint64("seed"), Workers: c.Int("workers")}
+					if c.IsSet("types") {
+						opts.Types = sample.SplitList(c.String("types"))
+					}
+					if c.IsSet("count") {
+						counts, err := sample.ParseCounts(c.String("count"))
+						if err != nil {
+							return err
+						}
+						opts.Counts = counts
+					}
+					return sample.GenerateToFile(c.Context, source(c), c.String("split"), opts, c.String("output"), logWriter(c))
+				},
+			},
+			{
+				Name:  "import-betae",
+				Usage: "answer a published BetaE query pickle on the split's graphs",
+				Flags: append([]cli.Flag{
+					&cli.StringFlag{Name: "pickle", Required: true, Usage: "BetaE query pickle `FILE` (e.g. test-queries.pkl)"},
+				}, dataFlags...),
+				Action: func(c *cli.Context) error {
+					return sample.ImportToFile(source(c), c.String("split"), c.String("pickle"), c.String("output"), logWriter(c))
+				},
+			},
+			{
+				Name:      "stats",
+				Usage:     "print query counts and mean easy/hard answers per type of queries artifacts",
+				ArgsUsage: "FILE...",
+				Action: func(c *cli.Context) error {
+					if c.NArg() == 0 {
+						return fmt.Errorf("stats: give one or more queries files")
+					}
+					return sample.PrintStats(os.Stdout, c.Args().Slice())
+				},
+			},
+		},
+	}
+}

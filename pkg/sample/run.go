@@ -1,0 +1,140 @@
+package sample
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/kg"
+)
+
+// Source names a dataset folder and how to read it.
+type Source struct {
+	Dir     string
+	Format  kg.Format
+	Dataset string // the dataset's name in the artifact; default: the folder's name
+}
+
+// Load reads the dataset and reports its warnings to log.
+func (s Source) Load(log io.Writer) (*kg.Dataset, error) {
+	d, err := kg.Load(s.Dir, s.Format)
+	if err != nil {
+		return nil, err
+	}
+	if s.Dataset != "" {
+		d.Name = s.Dataset
+	}
+	for _, w := range d.Warnings {
+		fmt.Fprintln(log, "warning:", w)
+	}
+	return d, nil
+}
+
+// GenerateToFile samples split of src with opts and writes a queries artifact to out
+// ("-" for an IPC stream on stdout). On any error nothing is left at out.
+func GenerateToFile(ctx context.Context, src Source, split string, opts Options, out string, log io.Writer) error {
+	d, err := src.Load(log)
+	if err != nil {
+		return err
+	}
+	g, err := NewGraphs(d, split)
+	if err != nil {
+		return err
+	}
+	opts.Dataset, opts.Log = d.Name, log
+	return writeArtifact(d, split, out, func(emit func(*Query) error) error {
+		_, err := Generate(ctx, g, opts, emit)
+		return err
+	})
+}
+
+// ImportToFile imports a BetaE query pickle for split of src and writes a queries artifact.
+func ImportToFile(src Source, split, pickle, out string, log io.Writer) error {
+	d, err := src.Load(log)
+	if err != nil {
+		return err
+	}
+	g, err := NewGraphs(d, split)
+	if err != nil {
+		return err
+	}
+	return writeArtifact(d, split, out, func(emit func(*Query) error) error {
+		stats, err := ImportBetaE(pickle, g, emit)
+		for _, st := range stats {
+			fmt.Fprintf(log, "%s %s\n", split, st)
+			if st.Rejected[rejectNoHard] > 0 {
+				fmt.Fprintf(log, "warning: %s: %d %s queries have no hard answer\n", pickle, st.Rejected[rejectNoHard], st.Type)
+			}
+		}
+		return err
+	})
+}
+
+func writeArtifact(d *kg.Dataset, split, out string, produce func(emit func(*Query) error) error) error {
+	w, err := artifact.CreateQueries(out, artifact.QueriesMeta{
+		Split: split, Dataset: d.Name, NumEntities: d.NumEntities, NumRelations: d.NumRelations,
+	})
+	if err != nil {
+		return err
+	}
+	defer w.Abort() // no-op after a successful Close
+	var id int64
+	err = produce(func(q *Query) error {
+		row := artifact.Query{ID: id, Type: q.Type, Structure: q.Structure.String(),
+			Anchors: q.Anchors, Relations: q.Relations, Easy: q.Easy, Hard: q.Hard}
+		id++
+		return w.Write(&row)
+	})
+	if err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+// SplitList splits a comma-separated list at the top level only, so structure notations,
+// which contain commas inside parentheses, can be list items.
+func SplitList(s string) []string {
+	var items []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				items = append(items, strings.TrimSpace(s[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	if last := strings.TrimSpace(s[start:]); last != "" || len(items) > 0 {
+		items = append(items, last)
+	}
+	return items
+}
+
+// ParseCounts reads "TYPE=N,TYPE=N" (TYPE a name or a structure notation).
+func ParseCounts(s string) (map[string]int, error) {
+	counts := map[string]int{}
+	for _, item := range SplitList(s) {
+		eq := strings.LastIndexByte(item, '=')
+		if eq < 0 {
+			return nil, fmt.Errorf("count %q: want TYPE=N", item)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(item[eq+1:]))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("count %q: %q is not a non-negative integer", item, item[eq+1:])
+		}
+		typ := strings.TrimSpace(item[:eq])
+		if _, err := resolveType(typ); err != nil {
+			return nil, fmt.Errorf("count %q: %w", item, err)
+		}
+		counts[typ] = n
+	}
+	return counts, nil
+}

@@ -1,0 +1,65 @@
+package sample
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/query"
+)
+
+// PrintStats prints, for each queries artifact, a table of query counts and mean easy and
+// hard answers per type.
+func PrintStats(w io.Writer, paths []string) error {
+	for _, path := range paths {
+		r, err := artifact.OpenQueries(path)
+		if err != nil {
+			return err
+		}
+		type acc struct{ n, easy, hard int }
+		per := map[string]*acc{}
+		for r.Next() {
+			q := r.Query()
+			a := per[q.Type]
+			if a == nil {
+				a = &acc{}
+				per[q.Type] = a
+			}
+			a.n++
+			a.easy += len(q.Easy)
+			a.hard += len(q.Hard)
+		}
+		if err := r.Err(); err != nil {
+			r.Close()
+			return err
+		}
+		r.Close()
+		meta := r.Meta()
+		types := make([]string, 0, len(per))
+		for t := range per {
+			types = append(types, t)
+		}
+		slices.SortFunc(types, func(a, b string) int {
+			if d := query.TypeOrder(a) - query.TypeOrder(b); d != 0 {
+				return d
+			}
+			if a < b {
+				return -1
+			}
+			return 1
+		})
+		fmt.Fprintf(w, "%s: %s %s (%d entities, %d relations)\n\n", path, meta.Dataset, meta.Split, meta.NumEntities, meta.NumRelations)
+		fmt.Fprintf(w, "| %-6s | %8s | %9s | %9s |\n", "type", "queries", "mean easy", "mean hard")
+		fmt.Fprintf(w, "|%s|%s:|%s:|%s:|\n", strings.Repeat("-", 8), strings.Repeat("-", 9), strings.Repeat("-", 10), strings.Repeat("-", 10))
+		total := 0
+		for _, t := range types {
+			a := per[t]
+			total += a.n
+			fmt.Fprintf(w, "| %-6s | %8d | %9.1f | %9.1f |\n", t, a.n, float64(a.easy)/float64(a.n), float64(a.hard)/float64(a.n))
+		}
+		fmt.Fprintf(w, "| %-6s | %8d | %9s | %9s |\n\n", "all", total, "", "")
+	}
+	return nil
+}
