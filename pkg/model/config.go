@@ -1,0 +1,100 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/rocone/rocone/pkg/compute"
+)
+
+// Float is the element type of the model: float32 for training, float64 for the
+// gradient checks of the same code.
+type Float = compute.Float
+
+// Variant selects the projection operator (model.md §2, §3).
+type Variant string
+
+const (
+	// RoConE rotates the axis and the half-aperture and folds the aperture back into
+	// [0, π]: h' = |wrap(h + φ_r)| (model.md §3.2, the recommended default reading).
+	RoConE Variant = "rocone"
+	// RoConETrunc rotates and clamps: h' = clamp(h + φ_r, 0, π) (model.md §3.2, Trunc,
+	// read on the code's half-aperture, so the full aperture is at most 2π).
+	RoConETrunc Variant = "rocone-trunc"
+	// RoConESE rotates the axis only and shrinks or expands the aperture with a learned
+	// per-relation shift: h' = π·σ(logit(clip(h/π)) + s_r) (model.md §3.2, S.E.).
+	RoConESE Variant = "rocone-se"
+	// ConE is the baseline: ConE's MLP projection (model.md §2).
+	ConE Variant = "cone"
+)
+
+// Variants lists every variant.
+var Variants = []Variant{RoConE, RoConETrunc, RoConESE, ConE}
+
+// ParseVariant returns the variant with the given name.
+func ParseVariant(name string) (Variant, error) {
+	for _, v := range Variants {
+		if string(v) == name {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("unknown model variant %q (known: rocone rocone-trunc rocone-se cone)", name)
+}
+
+// rotates reports whether the variant's projection is RoConE's rotation.
+func (v Variant) rotates() bool { return v != ConE }
+
+// DefaultConeHidden is the hidden width of ConE's projection MLP, hard-coded in ConE.
+const DefaultConeHidden = 1600
+
+// epsilon is ConE's ε in the embedding range R = (γ + ε)/d (model.md §1.3).
+const epsilon = 2.0
+
+// Config is everything that fixes the model's shapes and its constants.
+type Config struct {
+	Variant      Variant
+	NumEntities  int
+	NumRelations int // including inverse relations
+	Dim          int // d
+	Gamma        float64
+	CenterReg    float64 // λ, the weight of the inside distance (model.md §7)
+	Drop         float64 // intersection dropout rate on input apertures (model.md §4)
+	// ConeHidden is the hidden width of ConE's projection MLP; 0 means DefaultConeHidden.
+	// Only the cone variant uses it.
+	ConeHidden int
+	// Seed makes the initialisation deterministic.
+	Seed uint64
+}
+
+// EmbeddingRange is R = (γ + 2)/d: tables are initialised U(−R, R) and a raw value x
+// becomes the angle π·tanh(x/R) (model.md §1.3).
+func (c Config) EmbeddingRange() float64 { return (c.Gamma + epsilon) / float64(c.Dim) }
+
+// Hidden is the hidden width of ConE's projection MLP.
+func (c Config) Hidden() int {
+	if c.ConeHidden == 0 {
+		return DefaultConeHidden
+	}
+	return c.ConeHidden
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if _, err := ParseVariant(string(c.Variant)); err != nil {
+		return err
+	}
+	switch {
+	case c.NumEntities <= 0:
+		return fmt.Errorf("model: NumEntities must be positive, got %d", c.NumEntities)
+	case c.NumRelations <= 0:
+		return fmt.Errorf("model: NumRelations must be positive, got %d", c.NumRelations)
+	case c.Dim <= 0:
+		return fmt.Errorf("model: Dim must be positive, got %d", c.Dim)
+	case c.Gamma+epsilon <= 0:
+		return fmt.Errorf("model: Gamma must exceed -2, got %g", c.Gamma)
+	case c.Drop < 0 || c.Drop >= 1:
+		return fmt.Errorf("model: Drop must be in [0, 1), got %g", c.Drop)
+	case c.ConeHidden < 0:
+		return fmt.Errorf("model: ConeHidden must not be negative, got %d", c.ConeHidden)
+	}
+	return nil
+}

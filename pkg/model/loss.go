@@ -1,0 +1,188 @@
+package model
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/rocone/rocone/pkg/query"
+)
+
+// Batch is one training batch (model.md §9): queries of any structures, each with one
+// positive and NumNegative negative entities and a subsampling weight
+// w = (4 + |answers|)^(−1/2).
+type Batch struct {
+	Queries     []query.Grounded
+	Positive    []int32   // [Q]
+	Negative    []int32   // [Q][NumNegative]
+	NumNegative int       // k
+	Weight      []float64 // [Q]
+}
+
+// LossTape is a forward pass of the loss over a batch: the loss and its two parts, and
+// what Backward needs.
+type LossTape[T Float] struct {
+	Loss         float64 // (L_pos + L_neg)/2
+	PositiveLoss float64 // L_pos
+	NegativeLoss float64 // L_neg
+
+	m        *Model[T]
+	k        int
+	groups   []*lossGroup[T]
+	entities []int32 // the candidates' local table: row u is entity entities[u]
+	angles   []T     // [U][d] their angles
+	pos, neg []T     // [Q], [Q][k] the scores (union: max over branches)
+	w        []T     // [Q]
+}
+
+// lossGroup is the part of a batch with one structure.
+type lossGroup[T Float] struct {
+	queries []int // positions in the batch
+	emb     *Embedding[T]
+	cand    []int32 // [B][K] rows of the local table; column 0 is the positive
+	dist    [][]T   // per DNF branch, [B][K]
+	arg     []int32 // [B][K] the branch that gave the score
+}
+
+// Loss runs the forward pass of the loss over a batch. drop draws the intersection
+// dropout masks (nil: none).
+//
+// Steps: group the queries by structure; map the candidates' angles once; per group,
+// embed the queries (one cone batch per DNF branch), take each branch's distances to the
+// candidates, its logits γ − m·dist, and the max over branches; then the loss of §9.
+func (m *Model[T]) Loss(b *Batch, drop *rand.Rand) (*LossTape[T], error) {
+	nq, k := len(b.Queries), b.NumNegative
+	if nq == 0 || k <= 0 || len(b.Positive) != nq || len(b.Negative) != nq*k || len(b.Weight) != nq {
+		return nil, fmt.Errorf("model: malformed batch: %d queries, %d positives, %d negatives (k=%d), %d weights",
+			nq, len(b.Positive), len(b.Negative), k, len(b.Weight))
+	}
+	d, K := m.Config.Dim, k+1
+	lt := &LossTape[T]{m: m, k: k, pos: make([]T, nq), neg: make([]T, nq*k), w: make([]T, nq)}
+	for q, w := range b.Weight {
+		lt.w[q] = T(w)
+	}
+
+	// The candidates' local table.
+	local := map[int32]int32{}
+	cand := make([]int32, nq*K) // [Q][K], positive first
+	for q := 0; q < nq; q++ {
+		for j := 0; j < K; j++ {
+			id := b.Positive[q]
+			if j > 0 {
+				id = b.Negative[q*k+j-1]
+			}
+			if id < 0 || int(id) >= m.Config.NumEntities {
+				return nil, fmt.Errorf("model: candidate entity %d out of range [0,%d)", id, m.Config.NumEntities)
+			}
+			u, ok := local[id]
+			if !ok {
+				u = int32(len(lt.entities))
+				local[id] = u
+				lt.entities = append(lt.entities, id)
+			}
+			cand[q*K+j] = u
+		}
+	}
+	lt.angles = gatherAngles(m.Params.Entity, lt.entities, d, m.embeddingRange())
+
+	gamma, modulus, lambda := T(m.Config.Gamma), m.Params.Modulus[0], T(m.Config.CenterReg)
+	for _, g := range groupByStructure(b.Queries) {
+		s := b.Queries[g.queries[0]].Structure
+		anchors, relations := g.ids(b.Queries)
+		emb, err := m.Embed(s, anchors, relations, len(g.queries), drop)
+		if err != nil {
+			return nil, err
+		}
+		n := len(g.queries)
+		lg := &lossGroup[T]{queries: g.queries, emb: emb, cand: make([]int32, n*K), arg: make([]int32, n*K)}
+		for r, q := range g.queries {
+			copy(lg.cand[r*K:(r+1)*K], cand[q*K:(q+1)*K])
+		}
+		logits := make([][]T, len(emb.Branches))
+		for br, c := range emb.Branches {
+			dist := make([]T, n*K)
+			m.Kernels.DistanceForward(dist, c.Axis, c.Half, lt.angles, lg.cand, n, K, d, lambda)
+			lg.dist = append(lg.dist, dist)
+			logits[br] = make([]T, n*K)
+			LogitForward(logits[br], dist, gamma, modulus)
+		}
+		score := make([]T, n*K)
+		UnionMaxForward(score, lg.arg, logits)
+		for r, q := range g.queries {
+			lt.pos[q] = score[r*K]
+			copy(lt.neg[q*k:(q+1)*k], score[r*K+1:(r+1)*K])
+		}
+		lt.groups = append(lt.groups, lg)
+	}
+	lt.Loss, lt.PositiveLoss, lt.NegativeLoss = LossForward(lt.pos, lt.neg, lt.w, k)
+	return lt, nil
+}
+
+// Backward adds the gradient of the loss with respect to every parameter to g.
+func (lt *LossTape[T]) Backward(g *Grads[T]) {
+	m, k, K, d := lt.m, lt.k, lt.k+1, lt.m.Config.Dim
+	dPos, dNeg := make([]T, len(lt.pos)), make([]T, len(lt.neg))
+	LossBackward(dPos, dNeg, lt.pos, lt.neg, lt.w, k, 1)
+
+	modulus, lambda := m.Params.Modulus[0], T(m.Config.CenterReg)
+	dAngles := make([]T, len(lt.angles))
+	var dModulus float64
+	for _, lg := range lt.groups {
+		n := len(lg.queries)
+		dScore := make([]T, n*K)
+		for r, q := range lg.queries {
+			dScore[r*K] = dPos[q]
+			copy(dScore[r*K+1:(r+1)*K], dNeg[q*k:(q+1)*k])
+		}
+		dLogits := make([][]T, len(lg.dist))
+		for br := range dLogits {
+			dLogits[br] = make([]T, n*K)
+		}
+		UnionMaxBackward(dLogits, dScore, lg.arg)
+		dBranches := make([]Cones[T], len(lg.dist))
+		for br, dist := range lg.dist {
+			dDist := make([]T, n*K)
+			dModulus += LogitBackward(dDist, dLogits[br], dist, modulus)
+			c := lg.emb.Branches[br]
+			dBranches[br] = NewCones[T](n, d)
+			m.Kernels.DistanceBackward(dBranches[br].Axis, dBranches[br].Half, dAngles, dDist,
+				c.Axis, c.Half, lt.angles, lg.cand, n, K, d, lambda)
+		}
+		lg.emb.Backward(dBranches, g)
+	}
+	g.Modulus[0] += T(dModulus)
+	R := m.embeddingRange()
+	for u, id := range lt.entities {
+		AngleBackward(g.Entity[int(id)*d:int(id+1)*d], dAngles[u*d:(u+1)*d], lt.angles[u*d:(u+1)*d], R)
+		g.EntityRows.Add(id)
+	}
+}
+
+// structureGroup is the positions of the queries of one structure, in batch order.
+type structureGroup struct{ queries []int }
+
+// groupByStructure groups query positions by structure notation, groups in order of
+// first appearance.
+func groupByStructure(qs []query.Grounded) []structureGroup {
+	var groups []structureGroup
+	index := map[string]int{}
+	for i := range qs {
+		key := qs[i].Structure.String()
+		gi, ok := index[key]
+		if !ok {
+			gi = len(groups)
+			index[key] = gi
+			groups = append(groups, structureGroup{})
+		}
+		groups[gi].queries = append(groups[gi].queries, i)
+	}
+	return groups
+}
+
+// ids concatenates the group's anchor and relation ids into [n][nA] and [n][nR].
+func (g structureGroup) ids(qs []query.Grounded) (anchors, relations []int32) {
+	for _, q := range g.queries {
+		anchors = append(anchors, qs[q].Anchors...)
+		relations = append(relations, qs[q].Relations...)
+	}
+	return anchors, relations
+}

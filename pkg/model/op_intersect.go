@@ -1,0 +1,205 @@
+package model
+
+import (
+	"math"
+
+	"github.com/rocone/rocone/pkg/compute"
+)
+
+// Intersection (model.md §4), the same in ConE and RoConE. For n ≥ 2 input cones
+// (a_j, h_j), per row and dimension:
+//
+//	z_j   = [a_j − h_j ; a_j + h_j]                     boundaries, 2d
+//
+//	SemanticAverage (axis):
+//	g_j   = W2·ReLU(W1·z_j + b1) + b2                   attention logits
+//	α_j   = softmax_j(g_j)                              over branches, per dimension
+//	x, y  = Σ_j α_j cos a_j, Σ_j α_j sin a_j
+//	a'    = atan2(y, x)
+//
+//	CardMin (aperture):
+//	gate  = σ(W4·mean_j ReLU(W3·z_j + b3) + b4)
+//	h'    = min_j(mask_j ⊙ h_j) · gate
+//
+// mask is the dropout on the input apertures, supplied by the caller: each entry 0
+// (dropped) or 1/(1−p) (kept, inverted scaling), or nil for no dropout (evaluation).
+// The features z_j use the apertures before dropout, as ConE does.
+//
+// Subgradients: ReLU'(0) = 0; the min over branches sends the whole gradient to the first
+// minimal branch (PyTorch's min(dim) picks one index); atan2 at x = y = 0 has gradient 0.
+// Deviation: ConE's code replaces |x| < 1e-3 by 1e-3 before its atan-with-quadrant-fix;
+// this uses atan2 directly, as model.md §4 allows.
+
+// IntersectState is what IntersectBackward needs from the forward pass. Tensors marked
+// [n·N] hold branch j's rows at j·N … (j+1)·N − 1.
+type IntersectState[T Float] struct {
+	z      []T     // [n·N][2d] boundary features
+	att    []T     // [n·N][d] ReLU(W1·z + b1)
+	alpha  []T     // [n·N][d] attention weights
+	x, y   []T     // [N][d] attention-weighted cos and sin of the axes
+	set    []T     // [n·N][d] ReLU(W3·z + b3), the DeepSets elements
+	mean   []T     // [N][d] their mean over branches
+	gate   []T     // [N][d]
+	hmin   []T     // [N][d] min over branches of the dropped-out apertures
+	argmin []int32 // [N][d] the branch that gave hmin
+	mask   []T     // [n·N][d] or nil
+}
+
+// IntersectForward intersects the cones in (n batches of N cones each) into out.
+func IntersectForward[T Float](k compute.Kernels[T], w *IntersectionWeights[T], out Cones[T],
+	in []Cones[T], mask []T) *IntersectState[T] {
+	nb, n, d := len(in), out.N, out.Dim
+	rows := nb * n
+	st := &IntersectState[T]{
+		z:     make([]T, rows*2*d),
+		att:   make([]T, rows*d),
+		alpha: make([]T, rows*d),
+		x:     make([]T, n*d), y: make([]T, n*d),
+		set:  make([]T, rows*d),
+		mean: make([]T, n*d), gate: make([]T, n*d),
+		hmin: make([]T, n*d), argmin: make([]int32, n*d),
+		mask: mask,
+	}
+	for j, c := range in {
+		for r := 0; r < n; r++ {
+			zr := st.z[(j*n+r)*2*d:]
+			for i := 0; i < d; i++ {
+				a, h := c.Axis[r*d+i], c.Half[r*d+i]
+				zr[i] = a - h
+				zr[d+i] = a + h
+			}
+		}
+	}
+
+	// SemanticAverage: attention logits, softmax over branches, weighted mean direction.
+	k.LinearForward(st.att, st.z, w.W1, w.B1, rows, 2*d, d)
+	reluForward(st.att)
+	k.LinearForward(st.alpha, st.att, w.W2, w.B2, rows, d, d) // logits g, softmaxed in place
+	for p := 0; p < n*d; p++ {
+		g := st.alpha[p]
+		for j := 1; j < nb; j++ {
+			g = max(g, st.alpha[j*n*d+p])
+		}
+		var sum T
+		for j := 0; j < nb; j++ {
+			e := T(math.Exp(float64(st.alpha[j*n*d+p] - g)))
+			st.alpha[j*n*d+p] = e
+			sum += e
+		}
+		var x, y T
+		for j := 0; j < nb; j++ {
+			st.alpha[j*n*d+p] /= sum
+			s, c := sincos(in[j].Axis[p])
+			x += st.alpha[j*n*d+p] * c
+			y += st.alpha[j*n*d+p] * s
+		}
+		st.x[p], st.y[p] = x, y
+		out.Axis[p] = T(math.Atan2(float64(y), float64(x)))
+	}
+
+	// CardMin: DeepSets gate times the minimum dropped-out aperture.
+	k.LinearForward(st.set, st.z, w.W3, w.B3, rows, 2*d, d)
+	reluForward(st.set)
+	for p := 0; p < n*d; p++ {
+		var s T
+		for j := 0; j < nb; j++ {
+			s += st.set[j*n*d+p]
+		}
+		st.mean[p] = s / T(nb)
+	}
+	k.LinearForward(st.gate, st.mean, w.W4, w.B4, n, d, d)
+	for p := 0; p < n*d; p++ {
+		st.gate[p] = sigmoid(st.gate[p])
+		best, arg := dropped(in[0].Half[p], mask, p), int32(0)
+		for j := 1; j < nb; j++ {
+			if h := dropped(in[j].Half[p], mask, j*n*d+p); h < best {
+				best, arg = h, int32(j)
+			}
+		}
+		st.hmin[p], st.argmin[p] = best, arg
+		out.Half[p] = best * st.gate[p]
+	}
+	return st
+}
+
+// dropped is h·mask[i], or h when mask is nil.
+func dropped[T Float](h T, mask []T, i int) T {
+	if mask == nil {
+		return h
+	}
+	return h * mask[i]
+}
+
+// IntersectBackward adds the gradients of IntersectForward given dOut: into dIn (one
+// batch per input) and the layers' weight gradients gw.
+func IntersectBackward[T Float](k compute.Kernels[T], w, gw *IntersectionWeights[T], st *IntersectState[T],
+	dIn []Cones[T], dOut Cones[T], in []Cones[T]) {
+	nb, n, d := len(in), dOut.N, dOut.Dim
+	rows := nb * n
+	dz := make([]T, rows*2*d)
+
+	// SemanticAverage. a' = atan2(y, x): ∂a'/∂x = −y/r², ∂a'/∂y = x/r².
+	dg := make([]T, rows*d) // gradient of the attention logits
+	for p := 0; p < n*d; p++ {
+		x, y := st.x[p], st.y[p]
+		r2 := x*x + y*y
+		if r2 == 0 {
+			continue
+		}
+		dx, dy := -y/r2*dOut.Axis[p], x/r2*dOut.Axis[p]
+		// x = Σ α_j cos a_j, y = Σ α_j sin a_j.
+		var dot T // Σ_j α_j·dα_j, for the softmax
+		for j := 0; j < nb; j++ {
+			s, c := sincos(in[j].Axis[p])
+			al := st.alpha[j*n*d+p]
+			dAlpha := dx*c + dy*s
+			dIn[j].Axis[p] += al * (dy*c - dx*s)
+			dg[j*n*d+p] = dAlpha
+			dot += al * dAlpha
+		}
+		// softmax: dg_j = α_j (dα_j − Σ_k α_k dα_k)
+		for j := 0; j < nb; j++ {
+			dg[j*n*d+p] = st.alpha[j*n*d+p] * (dg[j*n*d+p] - dot)
+		}
+	}
+	dAtt := make([]T, rows*d)
+	k.LinearBackward(dAtt, gw.W2, gw.B2, dg, st.att, w.W2, rows, d, d)
+	reluBackward(dAtt, st.att)
+	k.LinearBackward(dz, gw.W1, gw.B1, dAtt, st.z, w.W1, rows, 2*d, d)
+
+	// CardMin. h' = hmin·gate.
+	dPre := make([]T, n*d) // gradient of the gate's pre-activation
+	for p := 0; p < n*d; p++ {
+		g := dOut.Half[p]
+		j := int(st.argmin[p])
+		dHmin := g * st.gate[p]
+		if st.mask != nil {
+			dHmin *= st.mask[j*n*d+p]
+		}
+		dIn[j].Half[p] += dHmin
+		gate := st.gate[p]
+		dPre[p] = g * st.hmin[p] * gate * (1 - gate)
+	}
+	dMean := make([]T, n*d)
+	k.LinearBackward(dMean, gw.W4, gw.B4, dPre, st.mean, w.W4, n, d, d)
+	dSet := make([]T, rows*d)
+	for j := 0; j < nb; j++ {
+		for p := 0; p < n*d; p++ {
+			dSet[j*n*d+p] = dMean[p] / T(nb)
+		}
+	}
+	reluBackward(dSet, st.set)
+	k.LinearBackward(dz, gw.W3, gw.B3, dSet, st.z, w.W3, rows, 2*d, d)
+
+	// z_j = [a_j − h_j ; a_j + h_j].
+	for j := 0; j < nb; j++ {
+		for r := 0; r < n; r++ {
+			dzr := dz[(j*n+r)*2*d:]
+			for i := 0; i < d; i++ {
+				lo, hi := dzr[i], dzr[d+i]
+				dIn[j].Axis[r*d+i] += lo + hi
+				dIn[j].Half[r*d+i] += hi - lo
+			}
+		}
+	}
+}

@@ -1,0 +1,272 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/rocone/rocone/pkg/compute"
+)
+
+// Gradient checks of every operator on its own, in float64 (see gradcheck_test.go).
+// Each scalar is Σ c·output with random c, so the analytic gradient is the operator's
+// backward pass with dOut = c.
+
+var ref = compute.Reference[float64]{}
+
+func TestAngleGrad(t *testing.T) {
+	gradTest(t, 1, func(rng *rand.Rand) (func() float64, []fdParam) {
+		const R = 0.7
+		// Raw values up to ±3R, so that some angles come within 0.03 of ±π.
+		raw := uniform(rng, 12, -3*R, 3*R)
+		c := uniform(rng, 12, -1, 1)
+		theta := make([]float64, 12)
+		f := func() float64 { AngleForward(theta, raw, R); return dot(c, theta) }
+		f()
+		g := make([]float64, 12)
+		AngleBackward(g, c, theta, R)
+		return f, []fdParam{{"raw", raw, g}}
+	})
+}
+
+func TestRotateGrad(t *testing.T) {
+	for _, v := range []Variant{RoConE, RoConETrunc, RoConESE} {
+		t.Run(string(v), func(t *testing.T) {
+			gradTest(t, 2, func(rng *rand.Rand) (func() float64, []fdParam) {
+				const n, d = 4, 5
+				in := randCones(rng, n, d)
+				// Relation angles over (−π, π): sums cross the wrap point ±π, and
+				// apertures h + φ cross 0 and π (fold and clamp both ways).
+				relAxis := edgeAxes(rng, n*d)
+				relAperture := uniform(rng, n*d, -math.Pi, math.Pi)
+				relShift := uniform(rng, n*d, -3, 3)
+				ca, ch := uniform(rng, n*d, -1, 1), uniform(rng, n*d, -1, 1)
+				out := NewCones[float64](n, d)
+				f := func() float64 {
+					RotateForward(v, out, in, relAxis, relAperture, relShift)
+					return dot(ca, out.Axis) + dot(ch, out.Half)
+				}
+				f()
+				dIn := NewCones[float64](n, d)
+				dAx, dAp, dSh := make([]float64, n*d), make([]float64, n*d), make([]float64, n*d)
+				RotateBackward(v, dIn, dAx, dAp, dSh, Cones[float64]{Axis: ca, Half: ch, N: n, Dim: d}, in, out, relAperture)
+				return f, []fdParam{
+					{"in.axis", in.Axis, dIn.Axis}, {"in.half", in.Half, dIn.Half},
+					{"relAxis", relAxis, dAx}, {"relAperture", relAperture, dAp}, {"relShift", relShift, dSh},
+				}
+			})
+		})
+	}
+}
+
+func TestConeProjectGrad(t *testing.T) {
+	gradTest(t, 3, func(rng *rand.Rand) (func() float64, []fdParam) {
+		const n, d, hid = 3, 4, 6
+		cfg := Config{Variant: ConE, NumEntities: 1, NumRelations: 1, Dim: d, ConeHidden: hid}
+		p := NewParams[float64](cfg)
+		p.Init(cfg, rng.Uint64())
+		w := &p.Projection
+		in := randCones(rng, n, d)
+		relAxis, relAperture := edgeAxes(rng, n*d), uniform(rng, n*d, -math.Pi, math.Pi)
+		ca, ch := uniform(rng, n*d, -1, 1), uniform(rng, n*d, -1, 1)
+		out := NewCones[float64](n, d)
+		var st *MLPState[float64]
+		f := func() float64 {
+			st = ConeProjectForward(ref, w, out, in, relAxis, relAperture)
+			return dot(ca, out.Axis) + dot(ch, out.Half)
+		}
+		f()
+		gw := &NewParams[float64](cfg).Projection
+		dIn := NewCones[float64](n, d)
+		dAx, dAp := make([]float64, n*d), make([]float64, n*d)
+		ConeProjectBackward(ref, w, gw, st, dIn, dAx, dAp, Cones[float64]{Axis: ca, Half: ch, N: n, Dim: d}, out)
+		return f, []fdParam{
+			{"in.axis", in.Axis, dIn.Axis}, {"in.half", in.Half, dIn.Half},
+			{"relAxis", relAxis, dAx}, {"relAperture", relAperture, dAp},
+			{"W1", w.W1, gw.W1}, {"B1", w.B1, gw.B1}, {"W2", w.W2, gw.W2},
+			{"B2", w.B2, gw.B2}, {"W3", w.W3, gw.W3}, {"B3", w.B3, gw.B3},
+		}
+	})
+}
+
+func TestNegateGrad(t *testing.T) {
+	gradTest(t, 4, func(rng *rand.Rand) (func() float64, []fdParam) {
+		const n, d = 3, 4
+		in := randCones(rng, n, d)
+		ca, ch := uniform(rng, n*d, -1, 1), uniform(rng, n*d, -1, 1)
+		out := NewCones[float64](n, d)
+		f := func() float64 { NegateForward(out, in); return dot(ca, out.Axis) + dot(ch, out.Half) }
+		f()
+		dIn := NewCones[float64](n, d)
+		NegateBackward(dIn, Cones[float64]{Axis: ca, Half: ch, N: n, Dim: d})
+		return f, []fdParam{{"in.axis", in.Axis, dIn.Axis}, {"in.half", in.Half, dIn.Half}}
+	})
+}
+
+func TestIntersectGrad(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		branches int
+		dropout  bool
+	}{{"2", 2, false}, {"3", 3, false}, {"2/dropout", 2, true}, {"3/dropout", 3, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			gradTest(t, 5, func(rng *rand.Rand) (func() float64, []fdParam) {
+				const n, d = 3, 4
+				cfg := Config{Variant: RoConE, NumEntities: 1, NumRelations: 1, Dim: d}
+				p := NewParams[float64](cfg)
+				p.Init(cfg, rng.Uint64())
+				w := &p.Intersection
+				in := make([]Cones[float64], tc.branches)
+				for j := range in {
+					in[j] = randCones(rng, n, d)
+				}
+				var mask []float64
+				if tc.dropout {
+					const drop = 0.3
+					mask = make([]float64, tc.branches*n*d)
+					for i := range mask {
+						if rng.Float64() >= drop {
+							mask[i] = 1 / (1 - drop)
+						}
+					}
+				}
+				ca, ch := uniform(rng, n*d, -1, 1), uniform(rng, n*d, -1, 1)
+				out := NewCones[float64](n, d)
+				var st *IntersectState[float64]
+				f := func() float64 {
+					st = IntersectForward(ref, w, out, in, mask)
+					return dot(ca, out.Axis) + dot(ch, out.Half)
+				}
+				f()
+				gw := &NewParams[float64](cfg).Intersection
+				dIn := make([]Cones[float64], len(in))
+				for j := range dIn {
+					dIn[j] = NewCones[float64](n, d)
+				}
+				IntersectBackward(ref, w, gw, st, dIn, Cones[float64]{Axis: ca, Half: ch, N: n, Dim: d}, in)
+				ps := []fdParam{
+					{"W1", w.W1, gw.W1}, {"B1", w.B1, gw.B1}, {"W2", w.W2, gw.W2}, {"B2", w.B2, gw.B2},
+					{"W3", w.W3, gw.W3}, {"B3", w.B3, gw.B3}, {"W4", w.W4, gw.W4}, {"B4", w.B4, gw.B4},
+				}
+				for j := range in {
+					ps = append(ps, fdParam{"in.axis", in[j].Axis, dIn[j].Axis}, fdParam{"in.half", in[j].Half, dIn[j].Half})
+				}
+				return f, ps
+			})
+		})
+	}
+}
+
+// TestDistanceGrad checks the distance kernel (model.md §7) as the model uses it: with a
+// candidate list that repeats rows (scatter-add), and with cand = nil (all rows).
+func TestDistanceGrad(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		name := "candidates"
+		if shared {
+			name = "all-rows"
+		}
+		t.Run(name, func(t *testing.T) {
+			gradTest(t, 6, func(rng *rand.Rand) (func() float64, []fdParam) {
+				const q, k, d, rows, lambda = 3, 4, 5, 6, 0.3
+				cones := randCones(rng, q, d)
+				ent := edgeAxes(rng, rows*d)
+				var cand []int32
+				cands := rows
+				if !shared {
+					cands = k
+					cand = make([]int32, q*k)
+					for i := range cand {
+						cand[i] = int32(rng.IntN(rows))
+					}
+				}
+				// Put some entities just inside and just outside the cone's boundaries.
+				for qi := 0; qi < q; qi++ {
+					for j := 0; j < d; j++ {
+						if rng.IntN(3) == 0 {
+							side := 1.0
+							if rng.IntN(2) == 0 {
+								side = -1
+							}
+							r := rng.IntN(rows)
+							ent[r*d+j] = wrap(cones.Axis[qi*d+j] + side*cones.Half[qi*d+j] + (rng.Float64()-0.5)*0.1)
+						}
+					}
+				}
+				c := uniform(rng, q*cands, -1, 1)
+				dist := make([]float64, q*cands)
+				f := func() float64 {
+					ref.DistanceForward(dist, cones.Axis, cones.Half, ent, cand, q, cands, d, lambda)
+					return dot(c, dist)
+				}
+				f()
+				dA, dH, dE := make([]float64, q*d), make([]float64, q*d), make([]float64, rows*d)
+				ref.DistanceBackward(dA, dH, dE, c, cones.Axis, cones.Half, ent, cand, q, cands, d, lambda)
+				return f, []fdParam{{"axis", cones.Axis, dA}, {"half", cones.Half, dH}, {"ent", ent, dE}}
+			})
+		})
+	}
+}
+
+func TestLogitGrad(t *testing.T) {
+	gradTest(t, 7, func(rng *rand.Rand) (func() float64, []fdParam) {
+		dist := uniform(rng, 10, 0, 5)
+		mod := []float64{0.3}
+		c := uniform(rng, 10, -1, 1)
+		logit := make([]float64, 10)
+		f := func() float64 { LogitForward(logit, dist, 2.5, mod[0]); return dot(c, logit) }
+		f()
+		dDist := make([]float64, 10)
+		dm := LogitBackward(dDist, c, dist, mod[0])
+		return f, []fdParam{{"dist", dist, dDist}, {"modulus", mod, []float64{dm}}}
+	})
+}
+
+func TestUnionMaxGrad(t *testing.T) {
+	gradTest(t, 8, func(rng *rand.Rand) (func() float64, []fdParam) {
+		const n, nb = 8, 3
+		branches := make([][]float64, nb)
+		for b := range branches {
+			branches[b] = uniform(rng, n, -2, 2)
+		}
+		c := uniform(rng, n, -1, 1)
+		score, arg := make([]float64, n), make([]int32, n)
+		f := func() float64 { UnionMaxForward(score, arg, branches); return dot(c, score) }
+		f()
+		var ps []fdParam
+		dB := make([][]float64, nb)
+		for b := range dB {
+			dB[b] = make([]float64, n)
+		}
+		UnionMaxBackward(dB, c, arg)
+		for b := range branches {
+			ps = append(ps, fdParam{"branch", branches[b], dB[b]})
+		}
+		return f, ps
+	})
+}
+
+func TestLossGrad(t *testing.T) {
+	gradTest(t, 9, func(rng *rand.Rand) (func() float64, []fdParam) {
+		const q, k = 5, 3
+		pos, neg := uniform(rng, q, -6, 6), uniform(rng, q*k, -6, 6)
+		w := uniform(rng, q, 0.1, 0.5)
+		f := func() float64 { l, _, _ := LossForward(pos, neg, w, k); return l }
+		dPos, dNeg := make([]float64, q), make([]float64, q*k)
+		LossBackward(dPos, dNeg, pos, neg, w, k, 1)
+		return f, []fdParam{{"pos", pos, dPos}, {"neg", neg, dNeg}}
+	})
+}
+
+// TestLossValue checks the loss against a direct transcription of model.md §9.
+func TestLossValue(t *testing.T) {
+	pos := []float64{1.5, -0.5}
+	neg := []float64{0.2, -1, 3, 0}
+	w := []float64{0.25, 0.5}
+	ls := func(x float64) float64 { return math.Log(1 / (1 + math.Exp(-x))) }
+	wantPos := -(0.25*ls(1.5) + 0.5*ls(-0.5)) / 0.75
+	wantNeg := -(0.25*(ls(-0.2)+ls(1))/2 + 0.5*(ls(-3)+ls(0))/2) / 0.75
+	l, lp, ln := LossForward(pos, neg, w, 2)
+	if math.Abs(lp-wantPos) > 1e-12 || math.Abs(ln-wantNeg) > 1e-12 || math.Abs(l-(wantPos+wantNeg)/2) > 1e-12 {
+		t.Fatalf("loss = %g (%g, %g), want %g (%g, %g)", l, lp, ln, (wantPos+wantNeg)/2, wantPos, wantNeg)
+	}
+}

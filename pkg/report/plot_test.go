@@ -1,0 +1,218 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// checkImage checks that path is a complete, valid PNG or SVG file.
+func checkImage(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch filepath.Ext(path) {
+	case ".png", ".PNG":
+		if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
+			t.Fatalf("%s: no PNG magic", path)
+		}
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if r := img.Bounds(); r.Dx() < 100 || r.Dy() < 100 {
+			t.Errorf("%s: %v", path, r)
+		}
+	case ".svg":
+		if !bytes.HasPrefix(b, []byte("<?xml")) || !bytes.Contains(b[:200], []byte("<svg")) {
+			t.Fatalf("%s: no SVG prefix: %.60q", path, b)
+		}
+		d := xml.NewDecoder(bytes.NewReader(b))
+		for {
+			_, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: not well-formed XML: %v", path, err)
+			}
+		}
+		if !bytes.HasSuffix(bytes.TrimSpace(b), []byte("</svg>")) {
+			t.Errorf("%s: does not end with </svg>", path)
+		}
+	default:
+		t.Fatalf("%s: unexpected extension", path)
+	}
+	// No temporary file left behind.
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*.tmp-*"))
+	if len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+func TestPlotMRR(t *testing.T) {
+	three, err := Summarize(synthetic(3, 6, 1), Options{Resamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := Summarize(synthetic(1, 6, 1), Options{Resamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noBoot, err := Summarize(synthetic(1, 6, 1)[:1], Options{Resamples: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial, err := Summarize([]Run{{Queries: []QueryResult{qr(1, "1p", 0.4), qr(2, "2in", 0.1), qr(3, "2in", 0.2)}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		a    *Aggregate
+		opt  BarOptions
+		err  string
+	}{
+		{"seeds.png", three, BarOptions{}, ""},
+		{"seeds.svg", three, BarOptions{Compare: true, Dataset: "FB15k-237", Title: "test"}, ""},
+		{"boot.PNG", one, BarOptions{Compare: true, Dataset: "nell"}, ""},
+		{"hits.svg", one, BarOptions{Metric: Hits10}, ""},
+		{"noboot.png", noBoot, BarOptions{}, ""},
+		{"partial.svg", partial, BarOptions{Compare: true, Dataset: "fb15k", Model: "ConE", Width: 300, Height: 200}, ""},
+		{"bad.pdf", three, BarOptions{}, "unsupported plot format"},
+		{"nomodel.png", three, BarOptions{Compare: true, Dataset: "fb15k"}, "no published FB15k row"},
+		{"hitscmp.png", three, BarOptions{Compare: true, Dataset: "nell", Metric: Hits1}, "MRR only"},
+		{"metric.png", three, BarOptions{Metric: 7}, "unknown metric"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name)
+			err := PlotMRR(path, tc.a, tc.opt)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("file written on error: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkImage(t, path)
+		})
+	}
+}
+
+func TestPlotTraining(t *testing.T) {
+	var log TrainingLog
+	for s := 0; s < 5000; s += 10 {
+		log.Steps = append(log.Steps, s)
+		log.Loss = append(log.Loss, 2/(1+float64(s)/500)+0.1*math.Sin(float64(s)))
+	}
+	log.Loss[3] = math.NaN()
+	log.Loss[7] = math.Inf(1)
+	pool := Series{Name: "pool 2in", Steps: []int{0, 1000, 2000, 3000}, Values: []float64{3, 2, 1.5, 1.2}}
+	valid := []Series{
+		{Name: "EPFO avg", Steps: []int{1000, 2000, 3000, 4000}, Values: []float64{0.05, 0.1, 0.14, 0.16}},
+		{Name: "negation avg", Steps: []int{1000, 2000, 3000, 4000}, Values: []float64{0.01, 0.02, 0.03, 0.035}},
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		log  TrainingLog
+		opt  CurveOptions
+		err  string
+	}{
+		{"full.png", TrainingLog{Steps: log.Steps, Loss: log.Loss, Pools: []Series{pool}, Valid: valid}, CurveOptions{}, ""},
+		{"full.svg", TrainingLog{Steps: log.Steps, Loss: log.Loss, Pools: []Series{pool}, Valid: valid}, CurveOptions{LogLoss: true, MaxPoints: 50}, ""},
+		{"loss.svg", TrainingLog{Steps: log.Steps, Loss: log.Loss}, CurveOptions{Title: "loss only"}, ""},
+		{"valid.png", TrainingLog{Valid: valid[:1]}, CurveOptions{}, ""},
+		{"pools.svg", TrainingLog{Pools: []Series{pool}}, CurveOptions{}, ""},
+		{"empty.png", TrainingLog{}, CurveOptions{}, "empty"},
+		{"nan.png", TrainingLog{Steps: []int{1}, Loss: []float64{math.NaN()}}, CurveOptions{}, "no finite loss"},
+		{"len.png", TrainingLog{Steps: []int{1, 2}, Loss: []float64{1}}, CurveOptions{}, "2 steps and 1 values"},
+		{"fmt.jpg", log, CurveOptions{}, "unsupported plot format"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name)
+			err := PlotTraining(path, tc.log, tc.opt)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("file written on error: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkImage(t, path)
+		})
+	}
+}
+
+func TestCurveThinning(t *testing.T) {
+	s := Series{Name: "x", Steps: []int{0, 1, 2, 3, 4, 5, 6}, Values: []float64{1, 3, math.NaN(), 5, 7, -1, 9}}
+	xy, err := curve(s, 3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Finite points (0,1) (1,3) (3,5) (4,7) (5,-1) (6,9): 6 points → runs of 2.
+	want := [][2]float64{{0.5, 2}, {3.5, 6}, {5.5, 4}}
+	if len(xy) != len(want) {
+		t.Fatalf("%v", xy)
+	}
+	for i, w := range want {
+		if xy[i].X != w[0] || xy[i].Y != w[1] {
+			t.Errorf("point %d: %v, want %v", i, xy[i], w)
+		}
+	}
+	pos, _ := curve(s, -1, true)
+	if len(pos) != 5 {
+		t.Errorf("positive points: %v", pos)
+	}
+}
+
+func TestWriteAtomicReplaces(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.svg")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A failing writer leaves the old file and no temporary file.
+	if err := writeAtomic(path, failingWriter{}); err == nil {
+		t.Fatal("no error")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Errorf("destination changed: %q", b)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) > 0 {
+		t.Errorf("left %v", left)
+	}
+	if err := writeAtomic(path, strings.NewReader("new")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "new" {
+		t.Errorf("destination %q", b)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) WriteTo(w io.Writer) (int64, error) {
+	w.Write([]byte("partial"))
+	return 7, errors.New("boom")
+}
