@@ -9,8 +9,9 @@
 //
 // Files are written in the Arrow IPC file format and stdout in the IPC stream format,
 // because the file format needs a seekable output for its footer and pipes have none.
-// Readers accept either format from either source: the file format is recognized by the
-// magic bytes "ARROW1" at its start; anything else is read as a stream.
+// Readers accept either format from either source, telling them apart by their first
+// bytes: the magic "ARROW1" of the file format, or the continuation marker 0xFFFFFFFF with
+// which a stream begins (streams from before Arrow 0.15, which lack it, are refused).
 //
 // Writes to a file are atomic. Rows go to a hidden temporary file in the destination's
 // directory (.NAME.tmp-XXXX), which is renamed over the destination only when the writer is
@@ -21,7 +22,9 @@
 // accept as a short one.
 //
 // Readers reject an empty input, a truncated file or stream and an artifact of another kind
-// or version with an error that names the path.
+// or version with an error that names the path ("stdin" and "stdout" for "-"). A stream
+// must end with its end-of-stream marker, which Arrow writers write when closed: without
+// it, a stream cut between two batches would read as a complete, shorter one.
 //
 // # Schema metadata
 //
@@ -50,6 +53,12 @@
 //	dataset        the dataset's name, e.g. FB15k-237
 //	num_entities   number of entities; anchors, easy and hard lie in [0, num_entities)
 //	num_relations  number of relations; relations lie in [0, num_relations)
+//
+// Writers and readers here both check every row: a non-negative id not seen before in the
+// file, a non-empty type and structure, and ids within num_entities and num_relations; an
+// error names the path and the row (counted from 0). They do not check that type and
+// structure agree (package query knows structures), nor the order of easy and hard, which
+// producers write sorted ascending.
 //
 // The list columns may use any name for their element field and may declare it nullable
 // (pyarrow does), but must hold no nulls. Batches hold at most 16384 rows, fewer when
