@@ -247,7 +247,8 @@ func randomSet(rng *rand.Rand, n int) (*Set, map[int32]bool) {
 
 func ExampleEngine_Answers() {
 	// Three facts and their inverses: 0 -r0-> 1, 0 -r0-> 2, 1 -r2-> 3.
-	triples := []kg.Triple{{0, 0, 1}, {1, 1, 0}, {0, 0, 2}, {2, 1, 0}, {1, 2, 3}, {3, 3, 1}}
+	fact := func(h, r, t int32) kg.Triple { return kg.Triple{Head: h, Relation: r, Tail: t} }
+	triples := []kg.Triple{fact(0, 0, 1), fact(1, 1, 0), fact(0, 0, 2), fact(2, 1, 0), fact(1, 2, 3), fact(3, 3, 1)}
 	g := kg.NewGraph(4, 4, triples)
 	q, _ := query.ParseGrounded("(0,(0,2))") // 2p: 0 -r0-> ? -r2-> ?
 	fmt.Println(NewEngine(g).Answers(q).IDs())
