@@ -1,0 +1,149 @@
+package artifact
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+)
+
+// ConesMeta is the schema metadata of a cones artifact: what the cones are of and how
+// they were made.
+type ConesMeta struct {
+	Dim            int    // dimension of axis and aperture
+	Aperture       string // "half": aperture holds the half aperture h in [0, π] (boundaries a±h)
+	Model          string // model variant
+	Dataset        string
+	Split          string
+	NumEntities    int
+	Checkpoint     string // path of the checkpoint the cones were computed with
+	CheckpointHash string // SHA-256 of the checkpoint file
+	Queries        string // path of the queries artifact ("stdin" for a pipe)
+	QueriesHash    string // QueriesDigest of its rows
+}
+
+// Cone is one row of a cones artifact: one DNF branch of one query.
+type Cone struct {
+	ID       int64
+	Type     string
+	Branch   int8
+	Axis     []float32 // radians, in [-π, π)
+	Aperture []float32 // half aperture, radians
+}
+
+// conesSpec is the cones schema for dimension dim: fixed-size lists, declared with
+// nullable elements because pqarrow (for an export to Parquet) writes non-nullable
+// fixed_size_list columns as NULL.
+func conesSpec(dim int) *spec {
+	vec := arrow.FixedSizeListOfField(int32(dim), arrow.Field{Name: "item", Type: arrow.PrimitiveTypes.Float32, Nullable: true})
+	return &spec{kind: "cones", version: 1, fields: []arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "type", Type: arrow.BinaryTypes.String},
+		{Name: "branch", Type: arrow.PrimitiveTypes.Int8},
+		{Name: "axis", Type: vec},
+		{Name: "aperture", Type: vec},
+	}}
+}
+
+func (m ConesMeta) values() map[string]string {
+	return map[string]string{
+		"dim": strconv.Itoa(m.Dim), "aperture": m.Aperture, "model": m.Model, "dataset": m.Dataset,
+		"split": m.Split, "num_entities": strconv.Itoa(m.NumEntities),
+		"checkpoint": m.Checkpoint, "checkpoint_sha256": m.CheckpointHash,
+		"queries": m.Queries, "queries_digest": m.QueriesHash,
+	}
+}
+
+// ConesWriter writes a cones artifact row by row.
+type ConesWriter struct {
+	t    *tableWriter
+	dim  int
+	axis *array.Float32Builder
+	ap   *array.Float32Builder
+}
+
+// CreateCones starts a cones artifact at path ("-" for a stream on stdout).
+func CreateCones(path string, meta ConesMeta) (*ConesWriter, error) {
+	if meta.Dim <= 0 {
+		return nil, fmt.Errorf("%s: cones need a positive dimension, got %d", displayName(path, "stdout"), meta.Dim)
+	}
+	t, err := createTable(path, conesSpec(meta.Dim), meta.values())
+	if err != nil {
+		return nil, err
+	}
+	return &ConesWriter{t: t, dim: meta.Dim,
+		axis: t.field(3).(*array.FixedSizeListBuilder).ValueBuilder().(*array.Float32Builder),
+		ap:   t.field(4).(*array.FixedSizeListBuilder).ValueBuilder().(*array.Float32Builder)}, nil
+}
+
+// Write appends one cone.
+func (w *ConesWriter) Write(c *Cone) error {
+	if err := w.t.usable(); err != nil {
+		return err
+	}
+	if len(c.Axis) != w.dim || len(c.Aperture) != w.dim {
+		return fmt.Errorf("%s: query %d branch %d: axis/aperture of length %d/%d, want %d", w.t.name, c.ID, c.Branch, len(c.Axis), len(c.Aperture), w.dim)
+	}
+	w.t.field(0).(*array.Int64Builder).Append(c.ID)
+	w.t.field(1).(*array.StringBuilder).Append(c.Type)
+	w.t.field(2).(*array.Int8Builder).Append(c.Branch)
+	w.t.field(3).(*array.FixedSizeListBuilder).Append(true)
+	w.axis.AppendValues(c.Axis, nil)
+	w.t.field(4).(*array.FixedSizeListBuilder).Append(true)
+	w.ap.AppendValues(c.Aperture, nil)
+	return w.t.rowDone()
+}
+
+// Close completes the artifact.
+func (w *ConesWriter) Close() error { return w.t.close() }
+
+// Abort abandons it; a no-op after Close.
+func (w *ConesWriter) Abort() { w.t.abort() }
+
+// ReadCones reads a whole cones artifact ("-" for stdin).
+func ReadCones(path string) (ConesMeta, []Cone, error) {
+	var m ConesMeta
+	var cones []Cone
+	specFor := func(name string, md arrow.Metadata) (*spec, error) {
+		if err := kindIs(name, md, "cones"); err != nil {
+			return nil, err
+		}
+		var err error
+		if m.Dim, err = metaCount(name, md, "dim"); err != nil {
+			return nil, err
+		}
+		if m.NumEntities, err = metaCount(name, md, "num_entities"); err != nil {
+			return nil, err
+		}
+		for key, dst := range map[string]*string{"aperture": &m.Aperture, "model": &m.Model, "dataset": &m.Dataset, "split": &m.Split,
+			"checkpoint": &m.Checkpoint, "checkpoint_sha256": &m.CheckpointHash, "queries": &m.Queries, "queries_digest": &m.QueriesHash} {
+			if *dst, err = metaString(name, md, key); err != nil {
+				return nil, err
+			}
+		}
+		return conesSpec(m.Dim), nil
+	}
+	err := readTable(path, specFor, func(rec arrow.Record, first int64) error {
+		dim := m.Dim
+		ids := rec.Column(0).(*array.Int64).Int64Values()
+		types := rec.Column(1).(*array.String)
+		branches := rec.Column(2).(*array.Int8).Int8Values()
+		axis := rec.Column(3).(*array.FixedSizeList).ListValues().(*array.Float32).Float32Values()
+		ap := rec.Column(4).(*array.FixedSizeList).ListValues().(*array.Float32).Float32Values()
+		off3, off4 := rec.Column(3).Data().Offset()*dim, rec.Column(4).Data().Offset()*dim
+		if len(axis) < off3+len(ids)*dim || len(ap) < off4+len(ids)*dim {
+			return fmt.Errorf("rows %d to %d: corrupt axis/aperture values", first, first+int64(len(ids))-1)
+		}
+		for i := range ids {
+			cones = append(cones, Cone{ID: ids[i], Type: types.Value(i), Branch: branches[i],
+				Axis:     append([]float32(nil), axis[off3+i*dim:off3+(i+1)*dim]...),
+				Aperture: append([]float32(nil), ap[off4+i*dim:off4+(i+1)*dim]...)})
+		}
+		return nil
+	})
+	if err != nil {
+		return ConesMeta{}, nil, err
+	}
+	return m, cones, nil
+}

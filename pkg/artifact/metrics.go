@@ -1,0 +1,137 @@
+package artifact
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+)
+
+// MetricsMeta is the schema metadata of a metrics artifact.
+type MetricsMeta struct {
+	Dataset   string
+	Model     string
+	Split     string
+	Runs      []string // the ranks artifacts aggregated, one per seed
+	Resamples int      // bootstrap resamples behind lo/hi
+	Level     float64  // the interval's confidence level, e.g. 0.95
+}
+
+// MetricStat is one metric's summary: the mean over seeds, the standard deviation across
+// seeds (0 with one seed) and the bootstrap interval over queries. Values are fractions
+// (MRR 0.42, not 42).
+type MetricStat struct{ Mean, Std, Lo, Hi float64 }
+
+// MetricsRow is one row: a query type, or a group average ("EPFO", "negation").
+type MetricsRow struct {
+	Kind    string // "type" or "average"
+	Name    string
+	Queries int64
+	Seeds   int32
+	MRR     MetricStat
+	H1      MetricStat
+	H3      MetricStat
+	H10     MetricStat
+}
+
+var metricNames = []string{"mrr", "h1", "h3", "h10"}
+
+func metricsSpec() *spec {
+	fields := []arrow.Field{
+		{Name: "kind", Type: arrow.BinaryTypes.String},
+		{Name: "name", Type: arrow.BinaryTypes.String},
+		{Name: "queries", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "seeds", Type: arrow.PrimitiveTypes.Int32},
+	}
+	for _, m := range metricNames {
+		for _, s := range []string{"mean", "std", "lo", "hi"} {
+			fields = append(fields, arrow.Field{Name: m + "_" + s, Type: arrow.PrimitiveTypes.Float64})
+		}
+	}
+	return &spec{kind: "metrics", version: 1, fields: fields}
+}
+
+func (r *MetricsRow) stats() [4]*MetricStat { return [4]*MetricStat{&r.MRR, &r.H1, &r.H3, &r.H10} }
+
+// WriteMetrics writes a metrics artifact at path ("-" for stdout).
+func WriteMetrics(path string, meta MetricsMeta, rows []MetricsRow) error {
+	t, err := createTable(path, metricsSpec(), map[string]string{
+		"dataset": meta.Dataset, "model": meta.Model, "split": meta.Split, "runs": strings.Join(meta.Runs, "\n"),
+		"resamples": strconv.Itoa(meta.Resamples), "level": strconv.FormatFloat(meta.Level, 'g', -1, 64),
+	})
+	if err != nil {
+		return err
+	}
+	defer t.abort()
+	for i := range rows {
+		r := &rows[i]
+		t.field(0).(*array.StringBuilder).Append(r.Kind)
+		t.field(1).(*array.StringBuilder).Append(r.Name)
+		t.field(2).(*array.Int64Builder).Append(r.Queries)
+		t.field(3).(*array.Int32Builder).Append(r.Seeds)
+		col := 4
+		for _, st := range r.stats() {
+			for _, v := range []float64{st.Mean, st.Std, st.Lo, st.Hi} {
+				t.field(col).(*array.Float64Builder).Append(v)
+				col++
+			}
+		}
+		if err := t.rowDone(); err != nil {
+			return err
+		}
+	}
+	return t.close()
+}
+
+// ReadMetrics reads a metrics artifact ("-" for stdin).
+func ReadMetrics(path string) (MetricsMeta, []MetricsRow, error) {
+	var m MetricsMeta
+	var rows []MetricsRow
+	specFor := func(name string, md arrow.Metadata) (*spec, error) {
+		if err := kindIs(name, md, "metrics"); err != nil {
+			return nil, err
+		}
+		var runs, level string
+		var err error
+		for key, dst := range map[string]*string{"dataset": &m.Dataset, "model": &m.Model, "split": &m.Split, "runs": &runs, "level": &level} {
+			if *dst, err = metaString(name, md, key); err != nil {
+				return nil, err
+			}
+		}
+		m.Runs = strings.Split(runs, "\n")
+		if m.Level, err = strconv.ParseFloat(level, 64); err != nil {
+			return nil, fmt.Errorf("%s: schema metadata level=%q is not a number", name, level)
+		}
+		if m.Resamples, err = metaCount(name, md, "resamples"); err != nil {
+			return nil, err
+		}
+		return metricsSpec(), nil
+	}
+	err := readTable(path, specFor, func(rec arrow.Record, first int64) error {
+		n := int(rec.NumRows())
+		for i := 0; i < n; i++ {
+			r := MetricsRow{
+				Kind:    rec.Column(0).(*array.String).Value(i),
+				Name:    rec.Column(1).(*array.String).Value(i),
+				Queries: rec.Column(2).(*array.Int64).Value(i),
+				Seeds:   rec.Column(3).(*array.Int32).Value(i),
+			}
+			col := 4
+			for _, st := range r.stats() {
+				vals := [4]*float64{&st.Mean, &st.Std, &st.Lo, &st.Hi}
+				for _, v := range vals {
+					*v = rec.Column(col).(*array.Float64).Value(i)
+					col++
+				}
+			}
+			rows = append(rows, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return MetricsMeta{}, nil, err
+	}
+	return m, rows, nil
+}

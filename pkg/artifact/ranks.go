@@ -1,0 +1,154 @@
+package artifact
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+)
+
+// RanksMeta is the schema metadata of a ranks artifact.
+type RanksMeta struct {
+	Model          string
+	Dataset        string
+	Split          string
+	NumEntities    int
+	NumQueries     int    // queries in the queries artifact, with or without hard answers
+	Queries        string // path of the queries artifact
+	QueriesHash    string // QueriesDigest of its rows: ranks of different query files never mix
+	Checkpoint     string
+	CheckpointHash string
+	Seed           string // the training seed of the checkpoint, for the metrics table
+	TopK           int    // 0: no top-K columns
+}
+
+// Rank is one row: the filtered rank of one hard answer of one query (1-based, as in
+// ../shared/spec/queries.md section 5). With TopK > 0, Top and TopScores hold the query's
+// K best entities and their scores (the same for every row of a query), and TopNames
+// their names when the KG has them.
+type Rank struct {
+	ID        int64
+	Type      string
+	Answer    int32
+	Rank      int32
+	Top       []int32
+	TopScores []float32
+	TopNames  []string
+}
+
+func ranksSpec(topK bool) *spec {
+	fields := []arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "type", Type: arrow.BinaryTypes.String},
+		{Name: "answer", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "rank", Type: arrow.PrimitiveTypes.Int32},
+	}
+	if topK {
+		fields = append(fields,
+			arrow.Field{Name: "top", Type: arrow.ListOfNonNullable(arrow.PrimitiveTypes.Int32)},
+			arrow.Field{Name: "top_scores", Type: arrow.ListOfNonNullable(arrow.PrimitiveTypes.Float32)},
+			arrow.Field{Name: "top_names", Type: arrow.ListOfNonNullable(arrow.BinaryTypes.String)})
+	}
+	return &spec{kind: "ranks", version: 1, fields: fields}
+}
+
+func (m RanksMeta) values() map[string]string {
+	return map[string]string{
+		"model": m.Model, "dataset": m.Dataset, "split": m.Split, "num_entities": strconv.Itoa(m.NumEntities),
+		"num_queries": strconv.Itoa(m.NumQueries), "queries": m.Queries, "queries_digest": m.QueriesHash,
+		"checkpoint": m.Checkpoint, "checkpoint_sha256": m.CheckpointHash, "seed": m.Seed, "top_k": strconv.Itoa(m.TopK),
+	}
+}
+
+// RanksWriter writes a ranks artifact row by row.
+type RanksWriter struct {
+	t    *tableWriter
+	topK int
+}
+
+// CreateRanks starts a ranks artifact at path ("-" for a stream on stdout).
+func CreateRanks(path string, meta RanksMeta) (*RanksWriter, error) {
+	t, err := createTable(path, ranksSpec(meta.TopK > 0), meta.values())
+	if err != nil {
+		return nil, err
+	}
+	return &RanksWriter{t: t, topK: meta.TopK}, nil
+}
+
+// Write appends one row.
+func (w *RanksWriter) Write(r *Rank) error {
+	if err := w.t.usable(); err != nil {
+		return err
+	}
+	if r.Rank < 1 {
+		return fmt.Errorf("%s: query %d answer %d: rank %d below 1", w.t.name, r.ID, r.Answer, r.Rank)
+	}
+	w.t.field(0).(*array.Int64Builder).Append(r.ID)
+	w.t.field(1).(*array.StringBuilder).Append(r.Type)
+	w.t.field(2).(*array.Int32Builder).Append(r.Answer)
+	w.t.field(3).(*array.Int32Builder).Append(r.Rank)
+	if w.topK > 0 {
+		if len(r.TopScores) != len(r.Top) || (len(r.TopNames) != 0 && len(r.TopNames) != len(r.Top)) {
+			return fmt.Errorf("%s: query %d: top-K lists of different lengths", w.t.name, r.ID)
+		}
+		lb := w.t.field(4).(*array.ListBuilder)
+		lb.Append(true)
+		lb.ValueBuilder().(*array.Int32Builder).AppendValues(r.Top, nil)
+		sb := w.t.field(5).(*array.ListBuilder)
+		sb.Append(true)
+		sb.ValueBuilder().(*array.Float32Builder).AppendValues(r.TopScores, nil)
+		nb := w.t.field(6).(*array.ListBuilder)
+		nb.Append(true)
+		nb.ValueBuilder().(*array.StringBuilder).AppendValues(r.TopNames, nil)
+	}
+	return w.t.rowDone()
+}
+
+// Close completes the artifact.
+func (w *RanksWriter) Close() error { return w.t.close() }
+
+// Abort abandons it; a no-op after Close.
+func (w *RanksWriter) Abort() { w.t.abort() }
+
+// ReadRanks reads a whole ranks artifact ("-" for stdin). The top-K columns, when present,
+// are not read back (they are for people and outside tools).
+func ReadRanks(path string) (RanksMeta, []Rank, error) {
+	var m RanksMeta
+	var rows []Rank
+	specFor := func(name string, md arrow.Metadata) (*spec, error) {
+		if err := kindIs(name, md, "ranks"); err != nil {
+			return nil, err
+		}
+		var err error
+		for key, dst := range map[string]*int{"num_entities": &m.NumEntities, "num_queries": &m.NumQueries, "top_k": &m.TopK} {
+			if *dst, err = metaCount(name, md, key); err != nil {
+				return nil, err
+			}
+		}
+		for key, dst := range map[string]*string{"model": &m.Model, "dataset": &m.Dataset, "split": &m.Split, "queries": &m.Queries,
+			"queries_digest": &m.QueriesHash, "checkpoint": &m.Checkpoint, "checkpoint_sha256": &m.CheckpointHash, "seed": &m.Seed} {
+			if *dst, err = metaString(name, md, key); err != nil {
+				return nil, err
+			}
+		}
+		return ranksSpec(m.TopK > 0), nil
+	}
+	err := readTable(path, specFor, func(rec arrow.Record, first int64) error {
+		ids := rec.Column(0).(*array.Int64).Int64Values()
+		types := rec.Column(1).(*array.String)
+		answers := rec.Column(2).(*array.Int32).Int32Values()
+		ranks := rec.Column(3).(*array.Int32).Int32Values()
+		for i := range ids {
+			if ranks[i] < 1 || int(ranks[i]) > m.NumEntities || answers[i] < 0 || int(answers[i]) >= m.NumEntities {
+				return fmt.Errorf("row %d: rank %d of answer %d out of range for %d entities", first+int64(i), ranks[i], answers[i], m.NumEntities)
+			}
+			rows = append(rows, Rank{ID: ids[i], Type: types.Value(i), Answer: answers[i], Rank: ranks[i]})
+		}
+		return nil
+	})
+	if err != nil {
+		return RanksMeta{}, nil, err
+	}
+	return m, rows, nil
+}

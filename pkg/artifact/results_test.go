@@ -1,0 +1,137 @@
+package artifact
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestConesRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	meta := ConesMeta{Dim: 3, Aperture: "half", Model: "rocone", Dataset: "tiny", Split: "test", NumEntities: 82,
+		Checkpoint: "m.arrow", CheckpointHash: "ab", Queries: "q.arrow", QueriesHash: "cd"}
+	var cones []Cone
+	for i := 0; i < 2*maxBatchRows+5; i++ {
+		cones = append(cones, Cone{ID: int64(i / 2), Type: "2u", Branch: int8(i % 2),
+			Axis: []float32{float32(i), -1, 2}, Aperture: []float32{0, float32(math.Pi), 0.5}})
+	}
+	path := filepath.Join(dir, "c.arrow")
+	w, err := CreateCones(path, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cones {
+		if err := w.Write(&cones[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Write(&Cone{ID: 9, Axis: []float32{1}, Aperture: []float32{1}}); err == nil || !strings.Contains(err.Error(), "want 3") {
+		t.Fatalf("a cone of the wrong dimension: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gotMeta, got, err := ReadCones(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotMeta != meta || !reflect.DeepEqual(got, cones) {
+		t.Fatalf("read back %+v and %d cones", gotMeta, len(got))
+	}
+	// A cones file is not a ranks file.
+	if _, _, err := ReadRanks(path); err == nil || !strings.Contains(err.Error(), `artifact is "cones", want "ranks"`) {
+		t.Fatalf("wrong kind: %v", err)
+	}
+}
+
+func TestRanksRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	for _, topK := range []int{0, 2} {
+		meta := RanksMeta{Model: "rocone", Dataset: "tiny", Split: "test", NumEntities: 82, NumQueries: 2, Queries: "q",
+			QueriesHash: "x", Checkpoint: "c", CheckpointHash: "y", Seed: "3", TopK: topK}
+		rows := []Rank{{ID: 0, Type: "1p", Answer: 5, Rank: 1}, {ID: 1, Type: "2in", Answer: 7, Rank: 82}}
+		if topK > 0 {
+			for i := range rows {
+				rows[i].Top, rows[i].TopScores, rows[i].TopNames = []int32{5, 6}, []float32{2, 1}, []string{"a", "b"}
+			}
+		}
+		path := filepath.Join(dir, "r.arrow")
+		w, err := CreateRanks(path, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range rows {
+			if err := w.Write(&rows[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Write(&Rank{ID: 3, Rank: 0}); err == nil {
+			t.Fatal("rank 0 accepted")
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		gotMeta, got, err := ReadRanks(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range rows {
+			rows[i].Top, rows[i].TopScores, rows[i].TopNames = nil, nil, nil
+		}
+		if gotMeta != meta || !reflect.DeepEqual(got, rows) {
+			t.Fatalf("top %d: read back %+v %+v", topK, gotMeta, got)
+		}
+	}
+}
+
+func TestMetricsRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.arrow")
+	meta := MetricsMeta{Dataset: "fb15k-237", Model: "rocone", Split: "test", Runs: []string{"a.arrow", "b.arrow"}, Resamples: 1000, Level: 0.95}
+	rows := []MetricsRow{{Kind: "type", Name: "1p", Queries: 10, Seeds: 2, MRR: MetricStat{0.4, 0.01, 0.38, 0.42}},
+		{Kind: "average", Name: "EPFO", Queries: 90, Seeds: 2, H10: MetricStat{0.5, 0, math.NaN(), math.NaN()}}}
+	if err := WriteMetrics(path, meta, rows); err != nil {
+		t.Fatal(err)
+	}
+	gotMeta, got, err := ReadMetrics(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotMeta, meta) || len(got) != 2 || got[0].MRR != rows[0].MRR || !math.IsNaN(got[1].H10.Lo) {
+		t.Fatalf("read back %+v %+v", gotMeta, got)
+	}
+}
+
+func TestEmptyAndTruncatedResults(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.arrow")
+	w, _ := CreateRanks(empty, RanksMeta{NumEntities: 5})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadRanks(empty); err == nil || !strings.Contains(err.Error(), "empty.arrow: empty artifact") {
+		t.Fatalf("empty ranks: %v", err)
+	}
+	full := filepath.Join(dir, "full.arrow")
+	w, _ = CreateRanks(full, RanksMeta{NumEntities: 5})
+	for i := 0; i < 1000; i++ {
+		w.Write(&Rank{ID: int64(i), Type: "1p", Answer: 1, Rank: 2})
+	}
+	w.Close()
+	b, _ := os.ReadFile(full)
+	cut := filepath.Join(dir, "cut.arrow")
+	os.WriteFile(cut, b[:len(b)*2/3], 0o644)
+	if _, _, err := ReadRanks(cut); err == nil || !strings.Contains(err.Error(), "cut.arrow") {
+		t.Fatalf("truncated ranks: %v", err)
+	}
+}
+
+func TestQueriesDigest(t *testing.T) {
+	a := []Query{{ID: 1, Type: "1p", Structure: "('e',('r',))", Anchors: []int32{1}, Relations: []int32{2}, Easy: []int32{}, Hard: []int32{3}}}
+	b := []Query{{ID: 1, Type: "1p", Structure: "('e',('r',))", Anchors: []int32{1}, Relations: []int32{2}, Easy: []int32{3}, Hard: []int32{}}}
+	if QueriesDigest(a) == QueriesDigest(b) || QueriesDigest(a) != QueriesDigest(append([]Query(nil), a...)) {
+		t.Fatal("digest does not tell easy from hard, or is not stable")
+	}
+}
