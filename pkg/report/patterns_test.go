@@ -1,0 +1,61 @@
+package report
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func TestFindPatterns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	d := 32
+	randomAngles := func() []float64 {
+		v := make([]float64, d)
+		for j := range v {
+			v[j] = (rng.Float64()*2 - 1) * math.Pi
+		}
+		return v
+	}
+	wrap := func(x float64) float64 { return math.Remainder(x, 2*math.Pi) }
+	axes := make([][]float64, 12)
+	for r := range axes {
+		axes[r] = randomAngles()
+	}
+	// relation 3 is symmetric (every angle 0 or π), 5 and 8 are inverses, 2∘7 = 10.
+	for j := 0; j < d; j++ {
+		axes[3][j] = float64(j%2) * math.Pi
+		axes[8][j] = -axes[5][j]
+		axes[10][j] = wrap(axes[2][j] + axes[7][j])
+	}
+	p := FindPatterns(axes, 3)
+	if p.Symmetric[0].Relations[0] != 3 || p.Symmetric[0].Error > 1e-9 {
+		t.Errorf("symmetric: %+v", p.Symmetric)
+	}
+	if r := p.Inverse[0].Relations; r[0] != 5 || r[1] != 8 || p.Inverse[0].Error > 1e-9 {
+		t.Errorf("inverse: %+v", p.Inverse)
+	}
+	found := false
+	for _, c := range p.Composition[:2] { // 2∘7 and 7∘2 both compose to 10
+		r := c.Relations
+		found = found || (r[2] == 10 && ((r[0] == 2 && r[1] == 7) || (r[0] == 7 && r[1] == 2)) && c.Error < 1e-9)
+	}
+	if !found {
+		t.Errorf("composition: %+v", p.Composition)
+	}
+	if e := p.Symmetric[1].Error; e < 0.5 {
+		t.Errorf("a random relation scored %.3f for symmetry", e)
+	}
+	var b bytes.Buffer
+	WritePatterns(&b, p, []string{"", "", "+a", "+sym"})
+	if !strings.Contains(b.String(), "| 3 +sym | 0.0000 |") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+func TestMeanAngularError(t *testing.T) {
+	if e := MeanAngularError([]float64{math.Pi - 0.1, 3}, []float64{math.Pi - 0.1, 3}); math.Abs(e-(0.2+(2*math.Pi-6))/2) > 1e-12 {
+		t.Errorf("got %v", e)
+	}
+}
