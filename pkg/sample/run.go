@@ -18,8 +18,11 @@ type Source struct {
 	Dataset string // the dataset's name in the artifact; default: the folder's name
 }
 
-// Load reads the dataset and reports its warnings to log.
+// Load reads the dataset and reports its warnings to log (nil: nowhere).
 func (s Source) Load(log io.Writer) (*kg.Dataset, error) {
+	if log == nil {
+		log = io.Discard
+	}
 	d, err := kg.Load(s.Dir, s.Format)
 	if err != nil {
 		return nil, err
@@ -34,8 +37,12 @@ func (s Source) Load(log io.Writer) (*kg.Dataset, error) {
 }
 
 // GenerateToFile samples split of src with opts and writes a queries artifact to out
-// ("-" for an IPC stream on stdout). On any error nothing is left at out.
+// ("-" for an IPC stream on stdout), with progress on log (nil: none). On any error
+// nothing is left at out.
 func GenerateToFile(ctx context.Context, src Source, split string, opts Options, out string, log io.Writer) error {
+	if log == nil {
+		log = io.Discard
+	}
 	d, err := src.Load(log)
 	if err != nil {
 		return err
@@ -53,6 +60,9 @@ func GenerateToFile(ctx context.Context, src Source, split string, opts Options,
 
 // ImportToFile imports a BetaE query pickle for split of src and writes a queries artifact.
 func ImportToFile(src Source, split, pickle, out string, log io.Writer) error {
+	if log == nil {
+		log = io.Discard
+	}
 	d, err := src.Load(log)
 	if err != nil {
 		return err

@@ -1,0 +1,46 @@
+// Command embed writes the cones of a queries artifact under a trained model: one row per
+// query and DNF branch (see the README for the cones schema).
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rocone/rocone/pkg/pipeline"
+)
+
+func main() {
+	if err := app().Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "embed:", err)
+		os.Exit(1)
+	}
+}
+
+func app() *cli.App {
+	return &cli.App{
+		Name:  "embed",
+		Usage: "embed queries as cones (axis and half aperture per DNF branch)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "checkpoint", Required: true, Usage: "trained model `FILE`"},
+			&cli.StringFlag{Name: "queries", Required: true, Usage: "queries artifact `FILE` (- for stdin)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "cones artifact `FILE` (- for an IPC stream on stdout)"},
+			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
+		},
+		Action: func(c *cli.Context) error {
+			kernels, err := pipeline.Backend(c.String("device"))
+			if err != nil {
+				return err
+			}
+			var log io.Writer = os.Stderr
+			if c.Bool("quiet") {
+				log = nil
+			}
+			return pipeline.Embed(pipeline.EmbedConfig{Checkpoint: c.String("checkpoint"), Queries: c.String("queries"),
+				Output: c.String("output"), Kernels: kernels, Log: log})
+		},
+	}
+}

@@ -1,0 +1,71 @@
+// Command metrics aggregates ranks artifacts (one per seed) into the papers' per-type MRR
+// and Hits@k tables with error bars, and reports the relation patterns a model learned.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rocone/rocone/pkg/pipeline"
+)
+
+func main() {
+	if err := app().Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "metrics:", err)
+		os.Exit(1)
+	}
+}
+
+func app() *cli.App {
+	return &cli.App{
+		Name:      "metrics",
+		Usage:     "per-type MRR and Hits@1/3/10 over seeds (mean ± std, bootstrap 95% interval)",
+		ArgsUsage: "RANKS...",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "compare", Usage: "put the published RoConE and ConE rows beside ours"},
+			&cli.StringFlag{Name: "plot", Usage: "MRR-per-type plot with error bars, `FILE`.png or .svg"},
+			&cli.StringFlag{Name: "log", Usage: "a train-log artifact whose loss and valid-MRR curves to plot"},
+			&cli.StringFlag{Name: "curves", Usage: "where the training curves go (default: next to --plot, -training added)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "metrics artifact `FILE` (- for stdout is not allowed: the table goes there)"},
+			&cli.IntFlag{Name: "resamples", Value: 1000, Usage: "bootstrap resamples over queries"},
+			&cli.Uint64Flag{Name: "seed", Usage: "bootstrap seed"},
+			&cli.StringFlag{Name: "label", Usage: "name of our row in the tables (default: the model)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.String("output") == "-" {
+				return fmt.Errorf("-o -: the table is written to stdout; give the metrics artifact a file name")
+			}
+			curves := c.String("curves")
+			if c.IsSet("log") && curves == "" {
+				plot := c.String("plot")
+				if plot == "" {
+					return fmt.Errorf("--log needs --curves FILE (or --plot, to put the curves beside it)")
+				}
+				ext := filepath.Ext(plot)
+				curves = strings.TrimSuffix(plot, ext) + "-training" + ext
+			}
+			return pipeline.Metrics(pipeline.MetricsConfig{
+				Ranks: c.Args().Slice(), Output: c.String("output"), Compare: c.Bool("compare"), Plot: c.String("plot"),
+				TrainLog: c.String("log"), CurvePlot: curves, Resamples: c.Int("resamples"), Seed: c.Uint64("seed"), Label: c.String("label"),
+			}, os.Stdout)
+		},
+		Commands: []*cli.Command{
+			{
+				Name:  "patterns",
+				Usage: "how symmetric, inverse and compositional each relation's learned rotation is",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "checkpoint", Required: true, Usage: "a trained model `FILE`"},
+					&cli.IntFlag{Name: "top", Value: 10, Usage: "list the N strongest of each pattern"},
+					&cli.StringFlag{Name: "data", Usage: "dataset `DIR`, for relation names"},
+				},
+				Action: func(c *cli.Context) error {
+					return pipeline.Patterns(pipeline.PatternsConfig{Checkpoint: c.String("checkpoint"), Top: c.Int("top"), Data: c.String("data")}, os.Stdout)
+				},
+			},
+		},
+	}
+}

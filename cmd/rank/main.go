@@ -1,0 +1,51 @@
+// Command rank scores every entity for each query and writes the filtered rank of each
+// hard answer (see the README for the ranks schema).
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rocone/rocone/pkg/pipeline"
+)
+
+func main() {
+	if err := app().Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "rank:", err)
+		os.Exit(1)
+	}
+}
+
+func app() *cli.App {
+	return &cli.App{
+		Name:  "rank",
+		Usage: "filtered ranks of every hard answer (one row per query and hard answer)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "checkpoint", Required: true, Usage: "trained model `FILE` (its entity table)"},
+			&cli.StringFlag{Name: "queries", Required: true, Usage: "queries artifact `FILE`, for the easy/hard answers (- for stdin)"},
+			&cli.StringFlag{Name: "cones", Usage: "cones artifact `FILE` from embed (- for stdin); default: embed the queries here"},
+			&cli.IntFlag{Name: "top", Usage: "also write each query's `K` best entities and their scores"},
+			&cli.StringFlag{Name: "data", Usage: "dataset `DIR`, to name the top-K entities"},
+			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"},
+			&cli.IntFlag{Name: "workers", Usage: "goroutines ranking queries (default: every core)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "ranks artifact `FILE` (- for an IPC stream on stdout)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
+		},
+		Action: func(c *cli.Context) error {
+			kernels, err := pipeline.Backend(c.String("device"))
+			if err != nil {
+				return err
+			}
+			var log io.Writer = os.Stderr
+			if c.Bool("quiet") {
+				log = nil
+			}
+			return pipeline.Rank(pipeline.RankConfig{Checkpoint: c.String("checkpoint"), Queries: c.String("queries"),
+				Cones: c.String("cones"), Output: c.String("output"), TopK: c.Int("top"), Data: c.String("data"),
+				Kernels: kernels, Workers: c.Int("workers"), Log: log})
+		},
+	}
+}

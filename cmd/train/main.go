@@ -1,0 +1,198 @@
+// Command train trains a RoConE or ConE model on a train queries artifact and writes a
+// checkpoint artifact and a train-log artifact (see pkg/artifact for both schemas and
+// pkg/train for the loop).
+//
+// Configuration precedence: command-line flags, then the --config file (YAML or TOML,
+// keys named like the flags), then the --preset, then the defaults (train.Default).
+// With --resume the checkpoint's configuration is used; a flag, config-file value or
+// preset that contradicts it is an error, except --steps (the total, which may be
+// raised), --eval-every and --checkpoint-every.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
+
+	"github.com/rocone/rocone/pkg/train"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := app().RunContext(ctx, os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "train:", err)
+		os.Exit(1)
+	}
+}
+
+// configFlags are the flags that set a Config value, with its key, in the order they are
+// checked.
+var configFlags = [][2]string{
+	{"model", "model"}, {"dim", "dim"}, {"batch", "batch"}, {"negatives", "negatives"},
+	{"gamma", "gamma"}, {"lr", "lr"}, {"lambda", "lambda"}, {"dropout", "dropout"},
+	{"steps", "steps"}, {"eval-every", "eval_every"}, {"checkpoint-every", "checkpoint_every"},
+	{"seed", "seed"}, {"cone-hidden", "cone_hidden"},
+}
+
+func flags() []cli.Flag {
+	d := train.Default()
+	return []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "read flag values from a YAML or TOML `FILE` (keys named like the flags); flags given on the command line win"},
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "train", Usage: "train queries `FILE` (a queries artifact, split train)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "valid", Usage: "validate on this queries `FILE` (same dataset) every --eval-every steps and at the end"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint `FILE` to write (and with --resume, to continue)"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "resume", Usage: "continue the run in --checkpoint, with its configuration, up to --steps"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "log", Usage: "train-log `FILE` (default: the checkpoint's name with -log.arrow; \"\" for none)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "preset", Usage: "hyper-parameters of training.md §5.3: " + strings.Join(train.PresetNames(), " or ")}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "model", Value: d.Model, Usage: "rocone, rocone-trunc, rocone-se or cone"}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "dim", Value: d.Dim, Usage: "embedding dimension d"}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "batch", Value: d.Batch, Usage: "queries per batch (each of the three updates of a step)"}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "negatives", Value: d.Negatives, Usage: "negatives per query"}),
+		altsrc.NewFloat64Flag(&cli.Float64Flag{Name: "gamma", Value: d.Gamma, Usage: "margin γ"}),
+		altsrc.NewFloat64Flag(&cli.Float64Flag{Name: "lr", Value: d.LR, Usage: "initial learning rate (÷5 at steps//2, then every ×1.5)"}),
+		altsrc.NewFloat64Flag(&cli.Float64Flag{Name: "lambda", Value: d.Lambda, Usage: "weight λ of the inside distance"}),
+		altsrc.NewFloat64Flag(&cli.Float64Flag{Name: "dropout", Value: d.Dropout, Usage: "intersection dropout on input apertures"}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "steps", Value: d.Steps, Usage: "total training steps (max_steps; three updates each); with --resume, may be raised"}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "eval-every", Value: d.EvalEvery, Usage: "validate every N steps (×4 from step 2·steps//3); 0: only at the end"}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "checkpoint-every", Value: d.CheckpointEvery, Usage: "write the checkpoint and log every N steps (and at the end); 0: only at the end"}),
+		altsrc.NewUint64Flag(&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "random seed (initialisation, sampling, dropout)"}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "cone-hidden", Value: d.ConeHidden, Usage: "hidden width of ConE's projection MLP; 0: 1600 (cone only)"}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "workers", Usage: "goroutines for the optimiser, the kernels and validation (default: every core); does not change results"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"}),
+		// For the tests of this command: block once a checkpoint with this many steps is
+		// written, so that a test can kill a run that is certainly not finished.
+		&cli.IntFlag{Name: "test-hang-after", Hidden: true},
+	}
+}
+
+func app() *cli.App {
+	fl := flags()
+	return &cli.App{
+		Name:      "train",
+		Usage:     "train a RoConE or ConE model on a train queries file",
+		UsageText: "train --train FILE [--valid FILE] --checkpoint FILE [--resume] [--preset NAME] [--config FILE] [flags]",
+		Flags:     fl,
+		Before: func(c *cli.Context) error {
+			if !c.IsSet("config") {
+				return nil
+			}
+			src, err := configSource(c.String("config"), fl)
+			if err != nil {
+				return err
+			}
+			return altsrc.ApplyInputSourceValues(c, src, fl)
+		},
+		Action: action,
+	}
+}
+
+func action(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", c.Args().First())
+	}
+	for _, req := range []string{"train", "checkpoint"} {
+		if c.String(req) == "" {
+			return fmt.Errorf("--%s is required", req)
+		}
+	}
+	kernels, err := backend(c.String("device"), c.Int("workers"))
+	if err != nil {
+		return err
+	}
+
+	var settings []train.Setting
+	for _, fk := range configFlags {
+		flag, key := fk[0], fk[1]
+		if c.IsSet(flag) {
+			settings = append(settings, train.Setting{Key: key, Value: flagValue(c, flag), Source: "--" + flag})
+		}
+	}
+	preset := c.String("preset")
+	var cfg train.Config
+	if c.Bool("resume") {
+		saved, done, err := train.ReadCheckpointConfig(c.String("checkpoint"))
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("--resume: no checkpoint at %s", c.String("checkpoint"))
+		}
+		if err != nil {
+			return err
+		}
+		if preset != "" {
+			p, ok := train.Presets[preset]
+			if !ok {
+				return fmt.Errorf("unknown preset %q (known: %s)", preset, strings.Join(train.PresetNames(), ", "))
+			}
+			for _, fk := range configFlags {
+				if v, ok := p[fk[1]]; ok && !settingGiven(settings, fk[1]) {
+					settings = append(settings, train.Setting{Key: fk[1], Value: v, Source: "--preset " + preset})
+				}
+			}
+		}
+		if cfg, err = train.ResumeConfig(saved, done, settings); err != nil {
+			return err
+		}
+	} else if cfg, err = train.NewConfig(preset, settings); err != nil {
+		return err
+	}
+
+	logPath := c.String("log")
+	if !c.IsSet("log") {
+		logPath = strings.TrimSuffix(c.String("checkpoint"), ".arrow") + "-log.arrow"
+	}
+	var progress io.Writer = os.Stderr
+	if c.Bool("quiet") {
+		progress = nil
+	}
+	opts := train.Options{
+		Train: c.String("train"), Valid: c.String("valid"), Checkpoint: c.String("checkpoint"), Log: logPath,
+		Resume: c.Bool("resume"), Kernels: kernels, Workers: c.Int("workers"), Progress: progress,
+	}
+	if n := c.Int("test-hang-after"); n > 0 {
+		opts.AfterCheckpoint = func(done int) {
+			for done >= n {
+				time.Sleep(time.Hour)
+			}
+		}
+	}
+	res, err := train.Run(c.Context, cfg, opts)
+	if err != nil {
+		return err
+	}
+	if res.Interrupted {
+		return fmt.Errorf("interrupted: %s holds %d of %d steps; continue with --resume", opts.Checkpoint, res.StepsDone, cfg.Steps)
+	}
+	return nil
+}
+
+func settingGiven(settings []train.Setting, key string) bool {
+	for _, s := range settings {
+		if s.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// flagValue returns a flag's value in its own type.
+func flagValue(c *cli.Context, name string) any {
+	switch name {
+	case "model":
+		return c.String(name)
+	case "gamma", "lr", "lambda", "dropout":
+		return c.Float64(name)
+	case "seed":
+		return c.Uint64(name)
+	}
+	return c.Int(name)
+}

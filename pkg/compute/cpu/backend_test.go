@@ -1,0 +1,301 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/compute/computetest"
+)
+
+// backends are the configurations under test: the default (assembly where supported),
+// pure Go, and, on amd64, each assembly kernel this CPU can run (see kernels_amd64_test).
+func backends() map[string]*Backend {
+	m := map[string]*Backend{
+		"default": New(Options{}),
+		"purego":  New(Options{PureGo: true}),
+	}
+	for name, be := range extraBackends() {
+		m[name] = be
+	}
+	return m
+}
+
+func TestConformance(t *testing.T) {
+	for name, be := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Logf("kernels: %s", be.Kernels())
+			computetest.CheckBackend(t, be)
+		})
+	}
+}
+
+func randF32(rng *rand.Rand, n int, lo, hi float64) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(lo + (hi-lo)*rng.Float64())
+	}
+	return out
+}
+
+// compareRel fails when got and want differ by more than eps relative to want's largest
+// magnitude (the measure of computetest).
+func compareRel(t *testing.T, what string, want, got []float32, eps float64) {
+	t.Helper()
+	var scale float64
+	for _, v := range want {
+		scale = math.Max(scale, math.Abs(float64(v)))
+	}
+	scale = math.Max(scale, 1e-6)
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); !(d <= eps*scale) {
+			t.Fatalf("%s[%d] = %g, reference %g (scale %g)", what, i, got[i], want[i], scale)
+		}
+	}
+}
+
+// linearShapes are odd sizes around the tile sizes of every micro-kernel (4×4, 6×16,
+// 12×32) and the blocking (kc = 256, mc = 192, nc = 512), plus 1 and primes.
+var linearShapes = []struct{ rows, in, out int }{
+	{1, 1, 1}, {1, 7, 1}, {2, 3, 5}, {5, 1, 13}, {7, 11, 13}, {11, 17, 31}, {12, 32, 32},
+	{13, 33, 47}, {25, 257, 33}, {37, 300, 65}, {193, 97, 513}, {200, 513, 70}, {64, 1, 64},
+}
+
+func TestLinearOddSizes(t *testing.T) {
+	ref := compute.Reference[float32]{}
+	for name, be := range backends() {
+		for _, sh := range linearShapes {
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", name, sh.rows, sh.in, sh.out), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(sh.rows), uint64(sh.in*1000+sh.out)))
+				x, w := randF32(rng, sh.rows*sh.in, -1, 1), randF32(rng, sh.out*sh.in, -1, 1)
+				b, dy := randF32(rng, sh.out, -1, 1), randF32(rng, sh.rows*sh.out, -1, 1)
+				// Tolerance: float32 sums of up to 513 terms in another order.
+				eps := 1e-5 * math.Sqrt(float64(max(sh.in, sh.rows, sh.out)))
+				for _, bias := range [][]float32{b, nil} {
+					y1, y2 := make([]float32, sh.rows*sh.out), randF32(rng, sh.rows*sh.out, -9, 9)
+					ref.LinearForward(y1, x, w, bias, sh.rows, sh.in, sh.out)
+					be.LinearForward(y2, x, w, bias, sh.rows, sh.in, sh.out)
+					compareRel(t, "y", y1, y2, eps)
+				}
+				dx0, dw0, db0 := randF32(rng, sh.rows*sh.in, -1, 1), randF32(rng, sh.out*sh.in, -1, 1), randF32(rng, sh.out, -1, 1)
+				dx1, dw1, db1 := slices.Clone(dx0), slices.Clone(dw0), slices.Clone(db0)
+				dx2, dw2, db2 := slices.Clone(dx0), slices.Clone(dw0), slices.Clone(db0)
+				ref.LinearBackward(dx1, dw1, db1, dy, x, w, sh.rows, sh.in, sh.out)
+				be.LinearBackward(dx2, dw2, db2, dy, x, w, sh.rows, sh.in, sh.out)
+				compareRel(t, "dx", dx1, dx2, eps)
+				compareRel(t, "dw", dw1, dw2, eps)
+				compareRel(t, "db", db1, db2, eps)
+			})
+		}
+	}
+}
+
+// TestLinearNoOverrun checks that the kernels touch nothing past the tensors they are
+// given (slices cut from larger buffers whose tails hold sentinels).
+func TestLinearNoOverrun(t *testing.T) {
+	const sentinel = 12345
+	for name, be := range backends() {
+		for _, sh := range linearShapes {
+			rng := rand.New(rand.NewPCG(5, uint64(sh.rows)))
+			withTail := func(n int) []float32 {
+				s := append(randF32(rng, n, -1, 1), sentinel, sentinel, sentinel, sentinel)
+				return s[:n]
+			}
+			x, w, b, dy := withTail(sh.rows*sh.in), withTail(sh.out*sh.in), withTail(sh.out), withTail(sh.rows*sh.out)
+			y, dx, dw, db := withTail(sh.rows*sh.out), withTail(sh.rows*sh.in), withTail(sh.out*sh.in), withTail(sh.out)
+			be.LinearForward(y, x, w, b, sh.rows, sh.in, sh.out)
+			be.LinearBackward(dx, dw, db, dy, x, w, sh.rows, sh.in, sh.out)
+			for _, s := range [][]float32{y, dx, dw, db} {
+				if tail := s[len(s) : len(s)+4]; !slices.Equal(tail, []float32{sentinel, sentinel, sentinel, sentinel}) {
+					t.Fatalf("%s %v: wrote past the end: %v", name, sh, tail)
+				}
+			}
+		}
+	}
+}
+
+type distShape struct{ queries, cands, dim, rows int }
+
+var distShapes = []distShape{
+	{1, 1, 1, 1}, {1, 3, 15, 2}, {2, 5, 16, 7}, {3, 7, 17, 4}, {5, 9, 31, 11}, {4, 13, 33, 50},
+	{7, 129, 47, 300}, {3, 5, 800, 9},
+}
+
+// distInputs draws a distance problem; with dupes, candidates repeat within and across
+// queries (as the scatter-add of the entity gradient must handle).
+func distInputs(rng *rand.Rand, sh distShape) (axis, half, ent []float32, cand []int32) {
+	axis = randF32(rng, sh.queries*sh.dim, -math.Pi, math.Pi)
+	half = randF32(rng, sh.queries*sh.dim, 0, math.Pi)
+	ent = randF32(rng, sh.rows*sh.dim, -math.Pi, math.Pi)
+	cand = make([]int32, sh.queries*sh.cands)
+	for i := range cand {
+		cand[i] = int32(rng.IntN(sh.rows))
+	}
+	return
+}
+
+func TestDistanceOddSizes(t *testing.T) {
+	ref := compute.Reference[float32]{}
+	for name, be := range backends() {
+		for _, sh := range distShapes {
+			t.Run(fmt.Sprintf("%s/%v", name, sh), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(7, uint64(sh.dim*1000+sh.cands)))
+				axis, half, ent, cand := distInputs(rng, sh)
+				// Apertures at the edges: closed cones, dropped out (h = 0), and full.
+				for i := 0; i < len(half); i += 5 {
+					half[i] = []float32{0, math.Pi, 1e-30}[i%3]
+				}
+				const lambda = 0.02
+				tab := be.PrepareEntities(ent, sh.rows, sh.dim)
+				for _, c := range []struct {
+					name  string
+					cand  []int32
+					cands int
+				}{{"cand", cand, sh.cands}, {"all", nil, sh.rows}} {
+					n := sh.queries * c.cands
+					d1, d2, d3 := make([]float32, n), make([]float32, n), make([]float32, n)
+					ref.DistanceForward(d1, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, lambda)
+					be.DistanceForward(d2, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, lambda)
+					tab.DistanceForward(d3, axis, half, c.cand, sh.queries, c.cands, lambda)
+					compareRel(t, c.name+" dist", d1, d2, 2e-6)
+					if !slices.Equal(d2, d3) {
+						t.Fatalf("%s: prepared table's distance differs", c.name)
+					}
+					g := randF32(rng, n, -1, 1)
+					for i := 0; i < n; i += 7 {
+						g[i] = 0
+					}
+					a0, h0, e0 := randF32(rng, len(axis), -1, 1), randF32(rng, len(half), -1, 1), randF32(rng, len(ent), -1, 1)
+					a1, h1, e1 := slices.Clone(a0), slices.Clone(h0), slices.Clone(e0)
+					a2, h2, e2 := slices.Clone(a0), slices.Clone(h0), slices.Clone(e0)
+					a3, h3, e3 := slices.Clone(a0), slices.Clone(h0), slices.Clone(e0)
+					ref.DistanceBackward(a1, h1, e1, g, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, lambda)
+					be.DistanceBackward(a2, h2, e2, g, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, lambda)
+					tab.DistanceBackward(a3, h3, e3, g, axis, half, c.cand, sh.queries, c.cands, lambda)
+					compareRel(t, c.name+" dAxis", a1, a2, 2e-5)
+					compareRel(t, c.name+" dHalf", h1, h2, 2e-5)
+					compareRel(t, c.name+" dEnt", e1, e2, 2e-5)
+					if !slices.Equal(a2, a3) || !slices.Equal(h2, h3) || !slices.Equal(e2, e3) {
+						t.Fatalf("%s: prepared table's gradients differ", c.name)
+					}
+					// nil outputs are skipped, the others unchanged.
+					a4, e4 := slices.Clone(a0), slices.Clone(e0)
+					be.DistanceBackward(a4, nil, e4, g, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, lambda)
+					if !slices.Equal(a4, a2) || !slices.Equal(e4, e2) {
+						t.Fatalf("%s: gradients differ with dHalf nil", c.name)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestDistanceTies pins the subgradient conventions where the fast path could differ:
+// h = 0 exactly (lo and hi tie: the gradient splits, ∂/∂h of the outside term is 0).
+func TestDistanceTies(t *testing.T) {
+	ref := compute.Reference[float32]{}
+	rng := rand.New(rand.NewPCG(9, 9))
+	const q, k, d = 3, 5, 37
+	axis, _, ent, cand := distInputs(rng, distShape{q, k, d, 8})
+	half := make([]float32, q*d) // all dropped out
+	g := randF32(rng, q*k, -1, 1)
+	for name, be := range backends() {
+		a1, h1, e1 := make([]float32, q*d), make([]float32, q*d), make([]float32, len(ent))
+		a2, h2, e2 := make([]float32, q*d), make([]float32, q*d), make([]float32, len(ent))
+		ref.DistanceBackward(a1, h1, e1, g, axis, half, ent, cand, q, k, d, 0.02)
+		be.DistanceBackward(a2, h2, e2, g, axis, half, ent, cand, q, k, d, 0.02)
+		compareRel(t, name+" dAxis", a1, a2, 2e-5)
+		compareRel(t, name+" dEnt", e1, e2, 2e-5)
+		compareRel(t, name+" dHalf", h1, h2, 2e-5) // λ·∂β/∂h only: cos(0)/2 ≠ 0 … times sign(0) = 0
+		for i, v := range h2 {
+			if v != 0 {
+				t.Fatalf("%s: dHalf[%d] = %g at h = 0, want 0", name, i, v)
+			}
+		}
+	}
+}
+
+// TestDeterminism: bit-identical results for any number of workers.
+func TestDeterminism(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const rows, in, out = 301, 530, 270
+	x, w, b := randF32(rng, rows*in, -1, 1), randF32(rng, out*in, -1, 1), randF32(rng, out, -1, 1)
+	dy := randF32(rng, rows*out, -1, 1)
+	sh := distShape{37, 65, 161, 400}
+	axis, half, ent, cand := distInputs(rng, sh)
+	g := randF32(rng, sh.queries*sh.cands, -1, 1)
+	gAll := randF32(rng, sh.queries*sh.rows, -1, 1)
+
+	run := func(be *Backend) [][]float32 {
+		y := make([]float32, rows*out)
+		be.LinearForward(y, x, w, b, rows, in, out)
+		dx, dw, db := make([]float32, rows*in), make([]float32, out*in), make([]float32, out)
+		be.LinearBackward(dx, dw, db, dy, x, w, rows, in, out)
+		dist := make([]float32, sh.queries*sh.cands)
+		be.DistanceForward(dist, axis, half, ent, cand, sh.queries, sh.cands, sh.dim, 0.02)
+		distAll := make([]float32, sh.queries*sh.rows)
+		be.DistanceForward(distAll, axis, half, ent, nil, sh.queries, sh.rows, sh.dim, 0.02)
+		da, dh, de := make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))
+		be.DistanceBackward(da, dh, de, g, axis, half, ent, cand, sh.queries, sh.cands, sh.dim, 0.02)
+		be.DistanceBackward(da, dh, de, gAll, axis, half, ent, nil, sh.queries, sh.rows, sh.dim, 0.02)
+		return [][]float32{y, dx, dw, db, dist, distAll, da, dh, de}
+	}
+	for _, pure := range []bool{false, true} {
+		want := run(New(Options{Workers: 1, PureGo: pure}))
+		for _, workers := range []int{2, 3, 4, 7, 16} {
+			got := run(New(Options{Workers: workers, PureGo: pure}))
+			for i := range want {
+				if !slices.Equal(math32bits(want[i]), math32bits(got[i])) {
+					t.Fatalf("purego=%v workers=%d: output %d differs from 1 worker", pure, workers, i)
+				}
+			}
+		}
+	}
+}
+
+func math32bits(x []float32) []uint32 {
+	out := make([]uint32, len(x))
+	for i, v := range x {
+		out[i] = math.Float32bits(v)
+	}
+	return out
+}
+
+func TestSincos(t *testing.T) {
+	var inRange []float32
+	for x := -40.0; x <= 40; x += 0.0007 {
+		inRange = append(inRange, float32(x))
+	}
+	inRange = append(inRange, 0, float32(math.Copysign(0, -1)), 1e-30, 3000, -4000.5, 16000, -16383, math.Pi, -math.Pi, 2*math.Pi)
+	outOfRange := append(slices.Clone(inRange[:100]), 16386, -1e6, 1e20, float32(math.Inf(1)))
+	for name, be := range backends() {
+		for _, xs := range [][]float32{inRange, outOfRange} {
+			for len(xs)%lanes != 0 {
+				xs = append(xs, 0)
+			}
+			nblk := len(xs) / lanes
+			out := make([]float32, nblk*eBlock)
+			be.dk.sincos(xs, nblk, out, eBlock)
+			var worst float64
+			for i, x := range xs {
+				s, c := math.Sincos(float64(x) / 2)
+				b, l := i/lanes, i%lanes
+				gs, gc := float64(out[b*eBlock+l]), float64(out[b*eBlock+lanes+l])
+				if math.IsInf(float64(x), 0) {
+					if !math.IsNaN(gs) || !math.IsNaN(gc) {
+						t.Fatalf("%s: sincos(%g) = %g, %g, want NaN", name, x, gs, gc)
+					}
+					continue
+				}
+				worst = math.Max(worst, math.Max(math.Abs(gs-s), math.Abs(gc-c)))
+			}
+			if worst > 2e-7 {
+				t.Fatalf("%s: sincos error %g", name, worst)
+			}
+			t.Logf("%s (%s): worst sincos error %.3g over %d values", name, be.dk.name, worst, len(xs))
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package cpu
+
+import "golang.org/x/sys/cpu"
+
+// Assembly kernels (gemm_amd64.s, distance_amd64.s). Each takes raw pointers; the Go
+// wrappers below check the slice lengths first, so the assembly never reads or writes
+// outside the slices it was given.
+
+//go:noescape
+func gemm12x32ColAAVX512(k int, a *float32, lda int, b, c *float32, ldc int)
+
+//go:noescape
+func gemm12x32RowAAVX512(k int, a *float32, lda int, b, c *float32, ldc int)
+
+//go:noescape
+func gemm6x16ColAAVX2(k int, a *float32, lda int, b, c *float32, ldc int)
+
+//go:noescape
+func gemm6x16RowAAVX2(k int, a *float32, lda int, b, c *float32, ldc int)
+
+// hasAVX512 reports the AVX-512 subsets the kernels use (F for everything, DQ for
+// VRANGEPS and VANDPS on zmm), with the OS saving zmm state (x/sys/cpu checks XCR0).
+var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
+
+var hasAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+var (
+	avx512GEMM = gemmKernel{name: "avx512 12x32", mr: 12, nr: 32, fn: asmKernel(gemm12x32ColAAVX512, gemm12x32RowAAVX512, 12, 32)}
+	avx2GEMM   = gemmKernel{name: "avx2 6x16", mr: 6, nr: 16, fn: asmKernel(gemm6x16ColAAVX2, gemm6x16RowAAVX2, 6, 16)}
+)
+
+func asmGEMM() (gemmKernel, bool) {
+	switch {
+	case hasAVX512:
+		return avx512GEMM, true
+	case hasAVX2FMA:
+		return avx2GEMM, true
+	}
+	return gemmKernel{}, false
+}
+
+// asmKernel wraps the two assembly variants of a micro-kernel with the bounds checks of
+// their operands.
+func asmKernel(colA, rowA func(k int, a *float32, lda int, b, c *float32, ldc int), mr, nr int) func(k int, a []float32, lda int, rowMajor bool, b, c []float32, ldc int) {
+	return func(k int, a []float32, lda int, rowMajor bool, b, c []float32, ldc int) {
+		if k <= 0 {
+			return
+		}
+		_, _ = b[nr*k-1], c[(mr-1)*ldc+nr-1]
+		if rowMajor {
+			_ = a[(mr-1)*lda+k-1]
+			rowA(k, &a[0], lda, &b[0], &c[0], ldc)
+			return
+		}
+		_ = a[(k-1)*lda+mr-1]
+		colA(k, &a[0], lda, &b[0], &c[0], ldc)
+	}
+}
+
+//go:noescape
+func sincosHalfAVX512(x *float32, nblk int, out *float32, stride int) (bad int)
+
+//go:noescape
+func distFwd4AVX512(q, e0, e1, e2, e3 *float32, nblk int, out *[8]float32)
+
+//go:noescape
+func distFwd4PFAVX512(q, e0, e1, e2, e3 *float32, nblk int, out *[8]float32)
+
+//go:noescape
+func distBwdAVX512(q, e *float32, nblk, tailMask int, c, lambda float32, dAxis, dHalf, dEnt *float32)
+
+var avx512Dist = distKernels{name: "avx512", sincos: sincosAVX512, fwd4: fwd4AVX512, bwd: bwdAVX512}
+
+func asmDist() (distKernels, bool) {
+	if hasAVX512 {
+		return avx512Dist, true
+	}
+	return distKernels{}, false
+}
+
+func sincosAVX512(x []float32, nblk int, out []float32, stride int) {
+	if nblk <= 0 {
+		return
+	}
+	_, _ = x[nblk*lanes-1], out[(nblk-1)*stride+2*lanes-1]
+	if sincosHalfAVX512(&x[0], nblk, &out[0], stride) != 0 {
+		// Some |x/2| is beyond the reduction's range (never for model angles), or NaN:
+		// redo the call in Go, which uses math.Sincos there.
+		sincosGo(x, nblk, out, stride)
+	}
+}
+
+func fwd4AVX512(q []float32, e *[4][]float32, nblk int, out *[8]float32) {
+	if nblk <= 0 {
+		*out = [8]float32{}
+		return
+	}
+	_ = q[nblk*qBlock-1]
+	for _, r := range e {
+		_ = r[nblk*eBlock-1]
+	}
+	distFwd4AVX512(&q[0], &e[0][0], &e[1][0], &e[2][0], &e[3][0], nblk, out)
+}
+
+func bwdAVX512(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dEnt []float32) {
+	if nblk <= 0 {
+		return
+	}
+	if tail < 1 || tail > lanes {
+		panic("cpu: distance backward: bad tail")
+	}
+	n := (nblk-1)*lanes + tail
+	_, _ = q[nblk*qBlock-1], e[nblk*eBlock-1]
+	_, _, _ = dAxis[n-1], dHalf[n-1], dEnt[n-1]
+	distBwdAVX512(&q[0], &e[0], nblk, 1<<tail-1, c, lambda, &dAxis[0], &dHalf[0], &dEnt[0])
+}
+
+func fwd4PFAVX512(q []float32, e *[4][]float32, nblk int, out *[8]float32) {
+	if nblk <= 0 {
+		*out = [8]float32{}
+		return
+	}
+	_ = q[nblk*qBlock-1]
+	for _, r := range e {
+		_ = r[nblk*eBlock-1]
+	}
+	distFwd4PFAVX512(&q[0], &e[0][0], &e[1][0], &e[2][0], &e[3][0], nblk, out)
+}

@@ -1,0 +1,147 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// extraBackends adds a backend per assembly kernel this CPU can run besides the default.
+func extraBackends() map[string]*Backend {
+	m := map[string]*Backend{}
+	if hasAVX512 && hasAVX2FMA {
+		be := New(Options{})
+		be.gk = avx2GEMM
+		m["avx2"] = be
+	}
+	return m
+}
+
+// TestGEMMMicroKernels checks each assembly micro-kernel, in both A layouts, against a
+// plain loop on random operands, for odd k (including 0 and 1) and strides wider than
+// the tile.
+func TestGEMMMicroKernels(t *testing.T) {
+	var kernels []gemmKernel
+	if hasAVX512 {
+		kernels = append(kernels, avx512GEMM)
+	}
+	if hasAVX2FMA {
+		kernels = append(kernels, avx2GEMM)
+	}
+	kernels = append(kernels, genericGEMM)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, kern := range kernels {
+		mr, nr := kern.mr, kern.nr
+		for _, k := range []int{0, 1, 2, 3, 7, 17, 255, 256} {
+			for _, rowA := range []bool{false, true} {
+				ldc := nr + 5
+				lda := mr + 3
+				if rowA {
+					lda = k + 3
+				}
+				a := randF32(rng, mr*lda+k*lda, -1, 1)
+				at := func(i, p int) float32 {
+					if rowA {
+						return a[i*lda+p]
+					}
+					return a[p*lda+i]
+				}
+				b := randF32(rng, nr*k, -1, 1)
+				c0 := randF32(rng, (mr-1)*ldc+nr, -1, 1)
+				want := slices.Clone(c0)
+				for i := 0; i < mr; i++ {
+					for j := 0; j < nr; j++ {
+						var s float64
+						for p := 0; p < k; p++ {
+							s += float64(at(i, p)) * float64(b[p*nr+j])
+						}
+						want[i*ldc+j] = float32(float64(c0[i*ldc+j]) + s)
+					}
+				}
+				got := slices.Clone(c0)
+				kern.fn(k, a, lda, rowA, b, got, ldc)
+				for i := range want {
+					if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*math.Sqrt(float64(k+1)) {
+						t.Fatalf("%s k=%d rowA=%v: c[%d] = %g, want %g", kern.name, k, rowA, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDistanceKernelsAVX512 holds the AVX-512 distance kernels to the Go ones on random
+// tables: sin/cos half-angles (in range, so that the assembly path is taken), one query
+// against four entities, and the backward pass with every tail length, including exact
+// ties (h = 0, θ = a) and zeros.
+func TestDistanceKernelsAVX512(t *testing.T) {
+	if !hasAVX512 {
+		t.Skip("no AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	const nblk = 5
+	xs := randF32(rng, nblk*lanes, -20, 20)
+	s1, s2 := make([]float32, nblk*48), make([]float32, nblk*48)
+	if sincosHalfAVX512(&xs[0], nblk, &s1[0], 48) != 0 {
+		t.Fatal("in-range input flagged")
+	}
+	sincosGo(xs, nblk, s2, 48)
+	for b := 0; b < nblk; b++ {
+		for i := 0; i < 32; i++ {
+			if d := math.Abs(float64(s1[b*48+i] - s2[b*48+i])); d > 2e-7 {
+				t.Fatalf("sincos block %d lane %d: %g vs %g", b, i, s1[b*48+i], s2[b*48+i])
+			}
+		}
+	}
+
+	be := New(Options{PureGo: true})
+	for trial := 0; trial < 20; trial++ {
+		dim := 1 + rng.IntN(90)
+		axis := randF32(rng, dim, -math.Pi, math.Pi)
+		half := randF32(rng, dim, 0, math.Pi)
+		ent := randF32(rng, 4*dim, -math.Pi, math.Pi)
+		for j := 0; j < dim; j += 3 {
+			half[j] = 0 // dropped out: lo and hi tie
+		}
+		for j := 1; j < dim; j += 7 {
+			ent[j] = axis[j] // θ = a: st = 0
+		}
+		qt := be.queryTable(axis, half, 1, dim, 0.02)
+		nb := ceilDiv(dim, lanes)
+		et := make([]float32, 4*nb*eBlock)
+		be.entityRows(et, ent, nil, 4, dim)
+		var e [4][]float32
+		for i := range e {
+			e[i] = et[i*nb*eBlock : (i+1)*nb*eBlock]
+		}
+		var o1, o2 [8]float32
+		fwd4AVX512(qt.s, &e, nb, &o1)
+		fwd4Go(qt.s, &e, nb, &o2)
+		for i := range o1 {
+			if d := math.Abs(float64(o1[i] - o2[i])); d > 1e-5*float64(dim) {
+				t.Fatalf("dim %d: fwd4 out[%d] = %g, Go %g", dim, i, o1[i], o2[i])
+			}
+		}
+		tail := dim - (nb-1)*lanes
+		for i := range e {
+			da1, dh1, de1 := randF32(rng, dim, -1, 1), randF32(rng, dim, -1, 1), randF32(rng, dim, -1, 1)
+			da2, dh2, de2 := slices.Clone(da1), slices.Clone(dh1), slices.Clone(de1)
+			// One past the end of each gradient: must stay untouched.
+			da1, dh1, de1 = append(da1, 7)[:dim], append(dh1, 7)[:dim], append(de1, 7)[:dim]
+			bwdAVX512(qt.s, e[i], nb, tail, 0.37, 0.02, da1, dh1, de1)
+			bwdGo(qt.s, e[i], nb, tail, 0.37, 0.02, da2, dh2, de2)
+			for j := 0; j < dim; j++ {
+				for _, p := range [][2]float32{{da1[j], da2[j]}, {dh1[j], dh2[j]}, {de1[j], de2[j]}} {
+					if d := math.Abs(float64(p[0] - p[1])); d > 1e-6 {
+						t.Fatalf("dim %d entity %d lane %d: bwd %g, Go %g", dim, i, j, p[0], p[1])
+					}
+				}
+			}
+			if da1[:dim+1][dim] != 7 || dh1[:dim+1][dim] != 7 || de1[:dim+1][dim] != 7 {
+				t.Fatalf("dim %d: bwd wrote past the tail", dim)
+			}
+		}
+		putBuf(qt)
+	}
+}

@@ -1,0 +1,78 @@
+package eval
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/model"
+)
+
+// LoadModel reads the checkpoint at path and builds its model with the given kernels (nil:
+// compute.Reference). It is how every stage that uses a trained model gets it, so that
+// all of them score with the same parameters and code.
+func LoadModel(path string, kernels compute.Kernels[float32]) (*model.Model[float32], *artifact.Checkpoint, error) {
+	ck, err := artifact.ReadCheckpoint(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := ModelFromCheckpoint(ck, kernels)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, ck, nil
+}
+
+// ModelConfig returns the model configuration a checkpoint records (metadata
+// model_config), after checking it against the plain metadata keys.
+func ModelConfig(meta *artifact.CheckpointMeta) (model.Config, error) {
+	var cfg model.Config
+	if err := json.Unmarshal([]byte(meta.ModelConfig), &cfg); err != nil {
+		return cfg, fmt.Errorf("checkpoint model_config: %w", err)
+	}
+	switch {
+	case string(cfg.Variant) != meta.Model:
+		return cfg, fmt.Errorf("checkpoint model_config has variant %q, metadata model is %q", cfg.Variant, meta.Model)
+	case cfg.Dim != meta.Dim:
+		return cfg, fmt.Errorf("checkpoint model_config has dim %d, metadata dim is %d", cfg.Dim, meta.Dim)
+	case cfg.NumEntities != meta.NumEntities || cfg.NumRelations != meta.NumRelations:
+		return cfg, fmt.Errorf("checkpoint model_config has %d entities and %d relations, metadata %d and %d",
+			cfg.NumEntities, cfg.NumRelations, meta.NumEntities, meta.NumRelations)
+	}
+	return cfg, cfg.Validate()
+}
+
+// ModelFromCheckpoint builds the model a checkpoint holds: its configuration from the
+// metadata, every parameter tensor from the param rows. The checkpoint must hold exactly
+// the model's parameter tensors, each with the shape [rows, cols] the configuration gives.
+// The parameters are copied.
+func ModelFromCheckpoint(ck *artifact.Checkpoint, kernels compute.Kernels[float32]) (*model.Model[float32], error) {
+	cfg, err := ModelConfig(&ck.Meta)
+	if err != nil {
+		return nil, err
+	}
+	m, err := model.New(cfg, kernels)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, t := range m.Params.Tensors() {
+		want[t.Name] = true
+		src := ck.Tensor(t.Name, artifact.RoleParam)
+		if src == nil {
+			return nil, fmt.Errorf("checkpoint has no parameter %s (model %s, dim %d)", t.Name, cfg.Variant, cfg.Dim)
+		}
+		if len(src.Shape) != 2 || src.Shape[0] != int64(t.Rows) || src.Shape[1] != int64(t.Cols) {
+			return nil, fmt.Errorf("checkpoint parameter %s has shape %v, the model (%s, dim %d) needs [%d %d]",
+				t.Name, src.Shape, cfg.Variant, cfg.Dim, t.Rows, t.Cols)
+		}
+		copy(t.Data, src.Values)
+	}
+	for _, t := range ck.Tensors {
+		if t.Role == artifact.RoleParam && !want[t.Name] {
+			return nil, fmt.Errorf("checkpoint has parameter %s, which model %s does not", t.Name, cfg.Variant)
+		}
+	}
+	return m, nil
+}

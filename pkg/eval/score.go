@@ -1,0 +1,189 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/query"
+)
+
+// RankQuery is one query to rank: its type name (for the per-type metrics), the grounded
+// query the model embeds, and its easy and hard answers.
+type RankQuery struct {
+	Type  string
+	Query query.Grounded
+	Easy  []int32
+	Hard  []int32
+}
+
+// QueriesFromArtifact turns the rows of a queries artifact into queries to rank, parsing
+// each distinct structure once and checking every query's id counts against its structure
+// and its ids against numEntities and numRelations (the model's sizes). The answer lists
+// are shared with rows, not copied.
+func QueriesFromArtifact(rows []artifact.Query, numEntities, numRelations int) ([]RankQuery, error) {
+	structures := map[string]*query.Structure{}
+	out := make([]RankQuery, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		s, ok := structures[r.Structure]
+		if !ok {
+			var err error
+			if s, err = query.Parse(r.Structure); err != nil {
+				return nil, fmt.Errorf("query %d: %w", r.ID, err)
+			}
+			structures[r.Structure] = s
+		}
+		q := RankQuery{Type: r.Type, Query: query.Grounded{Structure: s, Anchors: r.Anchors, Relations: r.Relations},
+			Easy: r.Easy, Hard: r.Hard}
+		if err := q.Query.Validate(numEntities, numRelations); err != nil {
+			return nil, fmt.Errorf("query %d (%s): %w", r.ID, r.Type, err)
+		}
+		for _, lists := range [][]int32{r.Easy, r.Hard} {
+			for _, a := range lists {
+				if a < 0 || int(a) >= numEntities {
+					return nil, fmt.Errorf("query %d (%s): answer %d out of range [0,%d)", r.ID, r.Type, a, numEntities)
+				}
+			}
+		}
+		out[i] = q
+	}
+	return out, nil
+}
+
+// DefaultRankBatch is the number of queries RankQueries scores at a time.
+const DefaultRankBatch = 16
+
+// RankOptions control RankQueries.
+type RankOptions struct {
+	// Workers is the number of goroutines; 0 means GOMAXPROCS. It does not change the
+	// result.
+	Workers int
+	// Batch is the number of consecutive queries (in the order given) scored together;
+	// 0 means DefaultRankBatch. The batches do not depend on Workers. With the reference
+	// kernels a query's scores do not depend on the batch either; a fast backend whose
+	// linear layers block rows may round differently with another batch, so stages that
+	// must agree bit for bit use the same Batch (the default).
+	Batch int
+	// Scores, if not nil, is called with every query's index and scores (the logits of all
+	// entities) before they are ranked. It is called from several goroutines at once, and
+	// scores is reused after it returns.
+	Scores func(i int, scores []float32)
+	// Cones, if not nil, supplies the branch cones of a group of queries (indices into qs,
+	// one structure, the group model.GroupByStructure forms within a batch) instead of
+	// embedding them: the rank stage scores stored cones this way. It is called from several
+	// goroutines at once.
+	Cones func(group []int) ([]model.Cones[float32], error)
+}
+
+// RankQueries scores every entity for every query with the model's Scorer (the logit
+// γ − m·dist, the max over DNF branches, no dropout) and returns the filtered ranks of
+// each query's hard answers (queries.md §5), in the order of q.Hard, indexed like qs.
+// This is the one function that turns a model and queries into ranks: training's
+// validation and the rank stage both call it, so that they agree bit for bit.
+//
+// The work is split into batches of opts.Batch consecutive queries, shared by
+// opts.Workers goroutines; the result does not depend on the number of workers.
+func RankQueries(ctx context.Context, m *model.Model[float32], qs []RankQuery, opts RankOptions) ([][]int32, error) {
+	batch := opts.Batch
+	if batch <= 0 {
+		batch = DefaultRankBatch
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	nBatches := (len(qs) + batch - 1) / batch
+	workers = max(1, min(workers, nBatches))
+	scorer := m.NewScorer()
+	n := m.Config.NumEntities
+	ranks := make([][]int32, len(qs))
+
+	var next atomic.Int64
+	errs := make([]error, nBatches) // by batch, so that the error reported is the first in order
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ranker Ranker
+			scores := make([]float32, batch*n)
+			grounded := make([]query.Grounded, 0, batch)
+			for {
+				b := int(next.Add(1)) - 1
+				if b >= nBatches || failed.Load() {
+					return
+				}
+				if err := ctx.Err(); err != nil {
+					errs[b] = err
+					failed.Store(true)
+					return
+				}
+				lo, hi := b*batch, min((b+1)*batch, len(qs))
+				grounded = grounded[:0]
+				for i := lo; i < hi; i++ {
+					grounded = append(grounded, qs[i].Query)
+				}
+				out := scores[:(hi-lo)*n]
+				var cones func([]int) ([]model.Cones[float32], error)
+				if opts.Cones != nil {
+					cones = func(group []int) ([]model.Cones[float32], error) {
+						global := make([]int, len(group))
+						for k, i := range group {
+							global[k] = lo + i
+						}
+						return opts.Cones(global)
+					}
+				}
+				if err := scorer.ScoreFrom(out, grounded, cones); err != nil {
+					errs[b] = err
+					failed.Store(true)
+					return
+				}
+				for i := lo; i < hi; i++ {
+					s := out[(i-lo)*n : (i-lo+1)*n]
+					if opts.Scores != nil {
+						opts.Scores(i, s)
+					}
+					r, err := ranker.FilteredRanks(s, qs[i].Easy, qs[i].Hard, nil)
+					if err != nil {
+						errs[b] = fmt.Errorf("query %d (%s): %w", i, qs[i].Type, err)
+						failed.Store(true)
+						return
+					}
+					ranks[i] = r
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ranks, nil
+}
+
+// Summarize accumulates the ranks RankQueries returned by query type and summarises them.
+// Queries without hard answers, whose metrics are undefined, are left out.
+func Summarize(qs []RankQuery, ranks [][]int32) (Summary, error) {
+	if len(ranks) != len(qs) {
+		return Summary{}, fmt.Errorf("eval: %d rank lists for %d queries", len(ranks), len(qs))
+	}
+	var acc Accumulator
+	for i := range qs {
+		if len(ranks[i]) == 0 {
+			continue
+		}
+		if err := acc.Add(qs[i].Type, ranks[i]); err != nil {
+			return Summary{}, err
+		}
+	}
+	return acc.Summary(), nil
+}

@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/eval"
+	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/query"
+)
+
+// EmbedConfig is what `embed` does.
+type EmbedConfig struct {
+	Checkpoint string
+	Queries    string // "-" for stdin
+	Output     string // "-" for stdout
+	Kernels    compute.Backend
+	Log        io.Writer
+}
+
+// Embed writes the cones of every query of a queries artifact: one row per query and DNF
+// branch. Queries are embedded in the batches eval.RankQueries scores (DefaultRankBatch
+// consecutive queries, grouped by structure), so that `rank --cones` reproduces the ranks
+// of `rank` without cones bit for bit.
+func Embed(cfg EmbedConfig) error {
+	l, err := loadModel(cfg.Checkpoint, cfg.Kernels)
+	if err != nil {
+		return err
+	}
+	qmeta, rows, rq, err := readQueriesFor(cfg.Queries, l)
+	if err != nil {
+		return err
+	}
+	mc := l.model.Config
+	w, err := artifact.CreateCones(cfg.Output, artifact.ConesMeta{
+		Dim: mc.Dim, Aperture: "half", Model: string(mc.Variant), Dataset: qmeta.Dataset, Split: qmeta.Split,
+		NumEntities: mc.NumEntities, Checkpoint: cfg.Checkpoint, CheckpointHash: l.hash,
+		Queries: displayPath(cfg.Queries), QueriesHash: artifact.QueriesDigest(rows),
+	})
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	prog := newProgress(cfg.Log, "embed", len(rq))
+	d, batch := mc.Dim, eval.DefaultRankBatch
+	for lo := 0; lo < len(rq); lo += batch {
+		hi := min(lo+batch, len(rq))
+		grounded := make([]query.Grounded, hi-lo)
+		for i := range grounded {
+			grounded[i] = rq[lo+i].Query
+		}
+		cones := make([][]model.Cones[float32], len(grounded)) // per query: its group's branches
+		row := make([]int, len(grounded))                      // and its row in them
+		for _, group := range model.GroupByStructure(grounded) {
+			var anchors, relations []int32
+			for _, i := range group {
+				anchors = append(anchors, grounded[i].Anchors...)
+				relations = append(relations, grounded[i].Relations...)
+			}
+			emb, err := l.model.Embed(grounded[group[0]].Structure, anchors, relations, len(group), nil)
+			if err != nil {
+				return fmt.Errorf("query %d: %w", rows[lo+group[0]].ID, err)
+			}
+			for r, i := range group {
+				cones[i], row[i] = emb.Branches, r
+			}
+		}
+		for i := range grounded {
+			q, r := &rows[lo+i], row[i]
+			for b, c := range cones[i] {
+				cone := artifact.Cone{ID: q.ID, Type: q.Type, Branch: int8(b), Axis: c.Axis[r*d : (r+1)*d], Aperture: c.Half[r*d : (r+1)*d]}
+				if err := w.Write(&cone); err != nil {
+					return err
+				}
+			}
+		}
+		prog.add(hi - lo)
+	}
+	prog.finish()
+	return w.Close()
+}

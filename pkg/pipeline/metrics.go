@@ -1,0 +1,171 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/report"
+)
+
+// MetricsConfig is what `metrics` does.
+type MetricsConfig struct {
+	Ranks     []string // ranks artifacts, one per seed, of the same queries
+	Output    string   // metrics artifact; "" for none
+	Compare   bool     // put the published RoConE and ConE rows beside ours
+	Plot      string   // MRR-per-type plot (.png or .svg); "" for none
+	TrainLog  string   // a train-log artifact to plot as curves; optional
+	CurvePlot string   // where the training curves go (.png or .svg); needed with TrainLog
+	Resamples int      // bootstrap resamples; 0 means report.DefaultResamples
+	Seed      uint64   // bootstrap seed
+	Label     string   // the name of our row in the tables; default: the model
+}
+
+// Metrics aggregates ranks over seeds and writes the table to w.
+func Metrics(cfg MetricsConfig, w io.Writer) error {
+	if len(cfg.Ranks) == 0 {
+		return fmt.Errorf("metrics: no ranks files given")
+	}
+	if (cfg.TrainLog == "") != (cfg.CurvePlot == "") {
+		return fmt.Errorf("metrics: a training log (--log) and a curve plot (--curves) go together")
+	}
+	var runs []report.Run
+	var first artifact.RanksMeta
+	for i, path := range cfg.Ranks {
+		meta, rows, err := artifact.ReadRanks(path)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			first = meta
+		} else if meta.QueriesHash != first.QueriesHash || meta.Dataset != first.Dataset || meta.Split != first.Split {
+			return fmt.Errorf("%s: ranks of queries %s (%s %s, digest %.12s), but %s holds ranks of %s (%s %s, digest %.12s); one metrics call aggregates seeds of the same queries",
+				path, meta.Queries, meta.Dataset, meta.Split, meta.QueriesHash, cfg.Ranks[0], first.Queries, first.Dataset, first.Split, first.QueriesHash)
+		}
+		ids := make([]int64, len(rows))
+		types := make([]string, len(rows))
+		ranks := make([]int32, len(rows))
+		for j, r := range rows {
+			ids[j], types[j], ranks[j] = r.ID, r.Type, r.Rank
+		}
+		grouped, err := report.GroupRanks(ids, types, ranks)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		run, err := report.RunFromRanks(path, grouped)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run)
+	}
+	agg, err := report.Summarize(runs, report.Options{Resamples: cfg.Resamples, Seed: cfg.Seed})
+	if err != nil {
+		return err
+	}
+	label := cfg.Label
+	if label == "" {
+		label = first.Model
+	}
+	if cfg.Output != "" {
+		if err := artifact.WriteMetrics(cfg.Output, artifact.MetricsMeta{Dataset: first.Dataset, Model: first.Model, Split: first.Split,
+			Runs: cfg.Ranks, Resamples: agg.Resamples, Level: agg.Level}, metricsRows(agg)); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "%s %s, %s, %d seed(s): %s\n\n", first.Dataset, first.Split, first.Model, len(runs), strings.Join(cfg.Ranks, " "))
+	compare := cfg.Compare
+	if _, err := report.PublishedResults(first.Dataset); compare && err != nil {
+		fmt.Fprintf(w, "(--compare: %v)\n\n", err)
+		compare = false
+	}
+	if err := report.WriteMarkdown(w, agg, report.TableOptions{Label: label, Compare: compare, Dataset: first.Dataset}); err != nil {
+		return err
+	}
+	if cfg.Plot != "" {
+		if err := report.PlotMRR(cfg.Plot, agg, report.BarOptions{Compare: compare, Dataset: first.Dataset, Model: first.Model, Label: label,
+			Title: fmt.Sprintf("%s %s: MRR per type", first.Dataset, first.Split)}); err != nil {
+			return err
+		}
+	}
+	if cfg.TrainLog != "" {
+		return PlotTrainLog(cfg.TrainLog, cfg.CurvePlot)
+	}
+	return nil
+}
+
+// PlotTrainLog draws the loss curves (per pool) and the valid MRR curves (the papers' two
+// averages, or every type when they are absent) of a train-log artifact.
+func PlotTrainLog(logPath, plotPath string) error {
+	meta, rows, err := artifact.ReadTrainLog(logPath)
+	if err != nil {
+		return err
+	}
+	var tl report.TrainingLog
+	path := report.Series{Name: "path pool"}
+	other := report.Series{Name: "other pool"}
+	valid := map[string]*report.Series{}
+	var order []string
+	for _, r := range rows {
+		switch r.Kind {
+		case artifact.LogTrain:
+			tl.Steps = append(tl.Steps, int(r.Step))
+			tl.Loss = append(tl.Loss, r.Loss)
+			path.Steps, path.Values = append(path.Steps, int(r.Step)), append(path.Values, r.LossPath)
+			if !math.IsNaN(r.LossOther) {
+				other.Steps, other.Values = append(other.Steps, int(r.Step)), append(other.Values, r.LossOther)
+			}
+		case artifact.LogValid:
+			s := valid[r.Type]
+			if s == nil {
+				s = &report.Series{Name: "valid MRR " + r.Type}
+				valid[r.Type] = s
+				order = append(order, r.Type)
+			}
+			s.Steps, s.Values = append(s.Steps, int(r.Step)), append(s.Values, r.MRR)
+		}
+	}
+	tl.Pools = []report.Series{path}
+	if len(other.Steps) > 0 {
+		tl.Pools = append(tl.Pools, other)
+	}
+	averages := []string{"AVG-EPFO", "AVG-neg"}
+	if valid["AVG-EPFO"] == nil {
+		averages = order
+	}
+	for _, name := range averages {
+		if s := valid[name]; s != nil {
+			tl.Valid = append(tl.Valid, *s)
+		}
+	}
+	return report.PlotTraining(plotPath, tl, report.CurveOptions{Title: fmt.Sprintf("%s, %s: training", meta.Dataset, meta.Model)})
+}
+
+func metricsRows(a *report.Aggregate) []artifact.MetricsRow {
+	conv := func(s report.Stats) [4]artifact.MetricStat {
+		var out [4]artifact.MetricStat
+		for i, m := range []report.Metric{report.MRR, report.Hits1, report.Hits3, report.Hits10} {
+			st := s.Get(m)
+			out[i] = artifact.MetricStat{Mean: st.Mean, Std: st.Std, Lo: st.Lo, Hi: st.Hi}
+		}
+		return out
+	}
+	var rows []artifact.MetricsRow
+	for _, t := range a.Types {
+		s := conv(t.Stats)
+		rows = append(rows, artifact.MetricsRow{Kind: "type", Name: t.Type, Queries: int64(t.Queries), Seeds: int32(a.Seeds),
+			MRR: s[0], H1: s[1], H3: s[2], H10: s[3]})
+	}
+	for _, g := range []struct {
+		name string
+		st   report.GroupStats
+	}{{"EPFO", a.EPFO}, {"negation", a.Negation}} {
+		if !g.st.Complete {
+			continue
+		}
+		s := conv(g.st.Stats)
+		rows = append(rows, artifact.MetricsRow{Kind: "average", Name: g.name, Seeds: int32(a.Seeds), MRR: s[0], H1: s[1], H3: s[2], H10: s[3]})
+	}
+	return rows
+}

@@ -1,0 +1,212 @@
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/eval"
+	"github.com/rocone/rocone/pkg/kg"
+	"github.com/rocone/rocone/pkg/model"
+)
+
+// RankConfig is what `rank` does.
+type RankConfig struct {
+	Checkpoint string
+	Queries    string // queries artifact, for the answers ("-" for stdin)
+	Cones      string // cones artifact from `embed`; "" to embed the queries here
+	Output     string // "-" for stdout
+	TopK       int    // also write each query's K best entities
+	Data       string // dataset folder, for entity names in the top-K; optional
+	Kernels    compute.Backend
+	Workers    int // 0: every core
+	Log        io.Writer
+}
+
+// Rank writes the filtered rank of every hard answer of every query: one row per (query,
+// hard answer), in the queries' order. It ranks through eval.RankQueries, the function
+// training's validation uses, so the three agree bit for bit.
+func Rank(cfg RankConfig) error {
+	if cfg.Queries == "-" && cfg.Cones == "-" {
+		return fmt.Errorf("--queries and --cones cannot both read stdin")
+	}
+	l, err := loadModel(cfg.Checkpoint, cfg.Kernels)
+	if err != nil {
+		return err
+	}
+	qmeta, rows, rq, err := readQueriesFor(cfg.Queries, l)
+	if err != nil {
+		return err
+	}
+	mc := l.model.Config
+	digest := artifact.QueriesDigest(rows)
+	opts := eval.RankOptions{Workers: cfg.Workers}
+	if cfg.Cones != "" {
+		stored, err := readConesFor(cfg.Cones, l, digest, displayPath(cfg.Queries))
+		if err != nil {
+			return err
+		}
+		opts.Cones = func(group []int) ([]model.Cones[float32], error) { return conesOf(rows, group, stored, mc.Dim) }
+	}
+	var names []string
+	if cfg.TopK > 0 && cfg.Data != "" {
+		d, err := kg.Load(cfg.Data, kg.FormatAuto)
+		if err != nil {
+			return err
+		}
+		if d.NumEntities != mc.NumEntities {
+			return fmt.Errorf("%s has %d entities, the checkpoint %d", cfg.Data, d.NumEntities, mc.NumEntities)
+		}
+		names = d.EntityNames
+	}
+	prog := newProgress(cfg.Log, "rank", len(rq))
+	var mu sync.Mutex
+	tops := make([]topK, len(rq))
+	opts.Scores = func(i int, scores []float32) {
+		if cfg.TopK > 0 {
+			tops[i].ids, tops[i].scores = topEntities(scores, cfg.TopK)
+		}
+		mu.Lock()
+		prog.add(1)
+		mu.Unlock()
+	}
+	ranks, err := eval.RankQueries(context.Background(), l.model, rq, opts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", displayPath(cfg.Queries), err)
+	}
+	prog.finish()
+	w, err := artifact.CreateRanks(cfg.Output, artifact.RanksMeta{
+		Model: string(mc.Variant), Dataset: qmeta.Dataset, Split: qmeta.Split, NumEntities: mc.NumEntities,
+		NumQueries: len(rows), Queries: displayPath(cfg.Queries), QueriesHash: digest, Checkpoint: cfg.Checkpoint, CheckpointHash: l.hash,
+		Seed: l.seed(), TopK: cfg.TopK,
+	})
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	for i := range rows {
+		q := &rows[i]
+		row := artifact.Rank{ID: q.ID, Type: q.Type}
+		if cfg.TopK > 0 {
+			row.Top, row.TopScores = tops[i].ids, tops[i].scores
+			if names != nil {
+				row.TopNames = make([]string, len(row.Top))
+				for k, e := range row.Top {
+					row.TopNames[k] = names[e]
+				}
+			}
+		}
+		for k, a := range q.Hard {
+			row.Answer, row.Rank = a, ranks[i][k]
+			if err := w.Write(&row); err != nil {
+				return err
+			}
+		}
+	}
+	return w.Close()
+}
+
+type topK struct {
+	ids    []int32
+	scores []float32
+}
+
+// topEntities returns the k highest-scoring entities, ties by lower id (raw, not filtered).
+func topEntities(scores []float32, k int) ([]int32, []float32) {
+	k = min(k, len(scores))
+	top := make([]int32, 0, k+1)
+	better := func(a, b int32) bool {
+		return scores[a] > scores[b] || (scores[a] == scores[b] && a < b)
+	}
+	for e := range scores {
+		id := int32(e)
+		if len(top) == k && !better(id, top[k-1]) {
+			continue
+		}
+		i := len(top)
+		top = append(top, id)
+		for i > 0 && better(id, top[i-1]) {
+			top[i] = top[i-1]
+			i--
+		}
+		top[i] = id
+		if len(top) > k {
+			top = top[:k]
+		}
+	}
+	vals := make([]float32, len(top))
+	for i, e := range top {
+		vals[i] = scores[e]
+	}
+	return top, vals
+}
+
+// readConesFor reads a cones artifact and checks that it was computed by this checkpoint
+// from these queries.
+func readConesFor(path string, l *loaded, digest, queries string) (map[int64][]artifact.Cone, error) {
+	meta, cones, err := artifact.ReadCones(path)
+	if err != nil {
+		return nil, err
+	}
+	name, mc := displayPath(path), l.model.Config
+	switch {
+	case meta.Dim != mc.Dim:
+		return nil, fmt.Errorf("%s: cones of dimension %d, but %s has dimension %d", name, meta.Dim, l.path, mc.Dim)
+	case meta.Aperture != "half":
+		return nil, fmt.Errorf("%s: aperture %q, want half apertures", name, meta.Aperture)
+	case meta.CheckpointHash != l.hash:
+		return nil, fmt.Errorf("%s: cones computed with checkpoint %s (sha256 %.12s), not %s (sha256 %.12s)", name, meta.Checkpoint, meta.CheckpointHash, l.path, l.hash)
+	case meta.QueriesHash != digest:
+		return nil, fmt.Errorf("%s: cones of queries %s (digest %.12s), not of %s (digest %.12s)", name, meta.Queries, meta.QueriesHash, queries, digest)
+	}
+	byID := map[int64][]artifact.Cone{}
+	for _, c := range cones {
+		byID[c.ID] = append(byID[c.ID], c)
+	}
+	for id, cs := range byID {
+		slices.SortFunc(cs, func(a, b artifact.Cone) int { return cmp.Compare(a.Branch, b.Branch) })
+		for b, c := range cs {
+			if int(c.Branch) != b {
+				return nil, fmt.Errorf("%s: query %d: branches %v, want 0..%d", name, id, branchesOf(cs), len(cs)-1)
+			}
+		}
+	}
+	return byID, nil
+}
+
+func branchesOf(cs []artifact.Cone) []int8 {
+	out := make([]int8, len(cs))
+	for i, c := range cs {
+		out[i] = c.Branch
+	}
+	return out
+}
+
+// conesOf gathers the stored cones of a group of queries (indices into rows) into one
+// batch per branch, in group order: the batches the model would have embedded.
+func conesOf(rows []artifact.Query, group []int, stored map[int64][]artifact.Cone, d int) ([]model.Cones[float32], error) {
+	first := stored[rows[group[0]].ID]
+	if len(first) == 0 {
+		return nil, fmt.Errorf("no cone for query %d", rows[group[0]].ID)
+	}
+	branches := make([]model.Cones[float32], len(first))
+	for b := range branches {
+		branches[b] = model.NewCones[float32](len(group), d)
+	}
+	for r, i := range group {
+		cs := stored[rows[i].ID]
+		if len(cs) != len(first) {
+			return nil, fmt.Errorf("query %d has %d cones, query %d of the same structure %d", rows[i].ID, len(cs), rows[group[0]].ID, len(first))
+		}
+		for b, c := range cs {
+			copy(branches[b].Axis[r*d:(r+1)*d], c.Axis)
+			copy(branches[b].Half[r*d:(r+1)*d], c.Aperture)
+		}
+	}
+	return branches, nil
+}

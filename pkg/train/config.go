@@ -1,0 +1,297 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/rocone/rocone/pkg/model"
+)
+
+// Config is the configuration of a training run: everything that fixes its trajectory.
+// It is stored as JSON (these keys) in every checkpoint and train log; a resumed run
+// keeps it, except for the keys of ResumableKeys.
+type Config struct {
+	Model      string  `json:"model"`       // rocone, rocone-trunc, rocone-se or cone
+	Dim        int     `json:"dim"`         // d
+	Batch      int     `json:"batch"`       // b, queries per update (each of the three per step)
+	Negatives  int     `json:"negatives"`   // k, negatives per query
+	Gamma      float64 `json:"gamma"`       // γ, the margin
+	LR         float64 `json:"lr"`          // the initial learning rate
+	Lambda     float64 `json:"lambda"`      // λ, the weight of the inside distance
+	Dropout    float64 `json:"dropout"`     // intersection dropout on input apertures
+	Steps      int     `json:"steps"`       // max_steps: step indices run 0 … Steps−1
+	EvalEvery  int     `json:"eval_every"`  // validate at step indices s > 0, s % EvalEvery == 0 (×4 at 2·Steps//3); 0: never
+	Seed       uint64  `json:"seed"`        // initialisation, sampling, shuffling and dropout
+	ConeHidden int     `json:"cone_hidden"` // ConE's MLP hidden width; 0: 1600 (cone only)
+	// CheckpointEvery writes a checkpoint every this many completed steps; 0: only at the end.
+	CheckpointEvery int `json:"checkpoint_every"`
+
+	// The knowledge graph, taken from the train file.
+	Dataset      string `json:"dataset"`
+	NumEntities  int    `json:"num_entities"`
+	NumRelations int    `json:"num_relations"`
+}
+
+// Defaults used when neither a preset nor a flag gives a value: the FB15k-237 preset's
+// optimisation hyper-parameters (b 512, n 128, γ 30, lr 5e-5, λ 0.1, dropout 0.1) on a
+// small, quick run: d 64, 1001 steps, validation every 250, a checkpoint every 1000.
+func Default() Config {
+	return Config{
+		Model: string(model.RoConE), Dim: 64, Batch: 512, Negatives: 128,
+		Gamma: 30, LR: 5e-5, Lambda: 0.1, Dropout: 0.1,
+		Steps: 1001, EvalEvery: 250, CheckpointEvery: 1000,
+	}
+}
+
+// Presets are training.md §5.3's RoConE reproduction configurations. Keys a preset does
+// not give (model, seed, checkpoint_every) keep their defaults.
+var Presets = map[string]map[string]any{
+	"fb15k-237": {"dim": 1600, "batch": 512, "negatives": 128, "gamma": 30.0, "lr": 5e-5,
+		"lambda": 0.1, "dropout": 0.1, "steps": 300001, "eval_every": 30000},
+	"nell995": {"dim": 800, "batch": 512, "negatives": 128, "gamma": 20.0, "lr": 1e-4,
+		"lambda": 0.02, "dropout": 0.2, "steps": 300001, "eval_every": 60000},
+}
+
+// PresetNames lists the presets, sorted.
+func PresetNames() []string {
+	names := make([]string, 0, len(Presets))
+	for n := range Presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ResumableKeys are the keys a resumed run may change: how long it runs and how often it
+// validates and checkpoints. None of them changes what a step computes. (Changing steps
+// moves the ×4 point of the validation interval, 2·steps//3; the learning-rate schedule
+// continues from the checkpoint's bookkeeping, as the reference does on restore.)
+var ResumableKeys = []string{"steps", "eval_every", "checkpoint_every"}
+
+// Setting is one configuration value given by the user: the Config key (its JSON name),
+// the value, and where it came from (a flag, a preset) for error messages.
+type Setting struct {
+	Key    string
+	Value  any
+	Source string
+}
+
+// configField returns the field of c with the given JSON key.
+func configField(c *Config, key string) (reflect.Value, bool) {
+	v := reflect.ValueOf(c).Elem()
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		if strings.Split(t.Field(i).Tag.Get("json"), ",")[0] == key {
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+// Get returns the value of the key.
+func (c Config) Get(key string) (any, error) {
+	f, ok := configField(&c, key)
+	if !ok {
+		return nil, fmt.Errorf("unknown configuration key %q", key)
+	}
+	return f.Interface(), nil
+}
+
+// Set sets the key to value, which must be convertible to the field's type without loss
+// (an integral float for an integer field, a non-negative integer for the seed).
+func (c *Config) Set(key string, value any) error {
+	f, ok := configField(c, key)
+	if !ok {
+		return fmt.Errorf("unknown configuration key %q", key)
+	}
+	v := reflect.ValueOf(value)
+	switch f.Kind() {
+	case reflect.String:
+		if v.Kind() != reflect.String {
+			return fmt.Errorf("%s: want a string, got %v", key, value)
+		}
+		f.SetString(v.String())
+	case reflect.Float64:
+		switch {
+		case v.CanFloat():
+			f.SetFloat(v.Float())
+		case v.CanInt():
+			f.SetFloat(float64(v.Int()))
+		case v.CanUint():
+			f.SetFloat(float64(v.Uint()))
+		default:
+			return fmt.Errorf("%s: want a number, got %v", key, value)
+		}
+	case reflect.Int, reflect.Uint64:
+		var x float64
+		switch {
+		case v.CanInt():
+			if f.Kind() == reflect.Uint64 && v.Int() < 0 {
+				return fmt.Errorf("%s: want a non-negative integer, got %v", key, value)
+			}
+			if f.Kind() == reflect.Int {
+				f.SetInt(v.Int())
+			} else {
+				f.SetUint(uint64(v.Int()))
+			}
+			return nil
+		case v.CanUint():
+			if f.Kind() == reflect.Int {
+				if v.Uint() > math.MaxInt64 {
+					return fmt.Errorf("%s: %v is too large", key, value)
+				}
+				f.SetInt(int64(v.Uint()))
+			} else {
+				f.SetUint(v.Uint())
+			}
+			return nil
+		case v.CanFloat():
+			x = v.Float()
+		default:
+			return fmt.Errorf("%s: want an integer, got %v", key, value)
+		}
+		if x != math.Trunc(x) || math.Abs(x) > 1<<53 || (f.Kind() == reflect.Uint64 && x < 0) {
+			return fmt.Errorf("%s: want an integer, got %v", key, value)
+		}
+		if f.Kind() == reflect.Int {
+			f.SetInt(int64(x))
+		} else {
+			f.SetUint(uint64(x))
+		}
+	default:
+		return fmt.Errorf("%s: unsupported field type", key)
+	}
+	return nil
+}
+
+// NewConfig builds a fresh run's configuration: the defaults, overlaid by the preset (if
+// not empty), overlaid by the settings, in that order of precedence (settings win).
+func NewConfig(preset string, settings []Setting) (Config, error) {
+	c := Default()
+	if preset != "" {
+		p, ok := Presets[preset]
+		if !ok {
+			return c, fmt.Errorf("unknown preset %q (known: %s)", preset, strings.Join(PresetNames(), ", "))
+		}
+		for k, v := range p {
+			if err := c.Set(k, v); err != nil {
+				return c, err
+			}
+		}
+	}
+	for _, s := range settings {
+		if err := c.Set(s.Key, s.Value); err != nil {
+			return c, fmt.Errorf("%s: %w", s.Source, err)
+		}
+	}
+	return c, c.Validate()
+}
+
+// ResumeConfig is the configuration of a run resumed from a checkpoint saved with saved
+// after stepsDone steps: saved itself, with the keys of ResumableKeys changed where the
+// settings give them. A setting of any other key must equal the saved value; otherwise
+// the error names the setting's source. A preset given on resume is checked the same
+// way: pass its values as settings (for keys no flag gives). steps may be raised, but
+// not set below stepsDone.
+func ResumeConfig(saved Config, stepsDone int, settings []Setting) (Config, error) {
+	c := saved
+	for _, s := range settings {
+		resumable := false
+		for _, k := range ResumableKeys {
+			resumable = resumable || k == s.Key
+		}
+		if resumable {
+			if err := c.Set(s.Key, s.Value); err != nil {
+				return c, fmt.Errorf("%s: %w", s.Source, err)
+			}
+			continue
+		}
+		var probe Config = saved
+		if err := probe.Set(s.Key, s.Value); err != nil {
+			return c, fmt.Errorf("%s: %w", s.Source, err)
+		}
+		want, _ := saved.Get(s.Key)
+		got, _ := probe.Get(s.Key)
+		if want != got {
+			return c, fmt.Errorf("%s conflicts with the checkpoint: it sets %s %v, the checkpoint was trained with %s %v "+
+				"(a resumed run keeps its configuration; only %s may change)",
+				s.Source, s.Key, got, s.Key, want, strings.Join(ResumableKeys, ", "))
+		}
+	}
+	if c.Steps < stepsDone {
+		return c, fmt.Errorf("steps %d is below the %d steps the checkpoint has done", c.Steps, stepsDone)
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the configuration's values. The KG's fields may be unset (they come
+// from the train file).
+func (c Config) Validate() error {
+	if _, err := model.ParseVariant(c.Model); err != nil {
+		return err
+	}
+	switch {
+	case c.Dim <= 0:
+		return fmt.Errorf("dim must be positive, got %d", c.Dim)
+	case c.Batch <= 0:
+		return fmt.Errorf("batch must be positive, got %d", c.Batch)
+	case c.Negatives <= 0:
+		return fmt.Errorf("negatives must be positive, got %d", c.Negatives)
+	case c.Gamma+2 <= 0 || math.IsNaN(c.Gamma) || math.IsInf(c.Gamma, 0):
+		return fmt.Errorf("gamma must be a number above -2, got %g", c.Gamma)
+	case !(c.LR > 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("lr must be positive, got %g", c.LR)
+	case math.IsNaN(c.Lambda) || math.IsInf(c.Lambda, 0):
+		return fmt.Errorf("lambda must be a number, got %g", c.Lambda)
+	case !(c.Dropout >= 0 && c.Dropout < 1):
+		return fmt.Errorf("dropout must be in [0, 1), got %g", c.Dropout)
+	case c.Steps <= 0:
+		return fmt.Errorf("steps must be positive, got %d", c.Steps)
+	case c.EvalEvery < 0:
+		return fmt.Errorf("eval-every must not be negative, got %d", c.EvalEvery)
+	case c.CheckpointEvery < 0:
+		return fmt.Errorf("checkpoint-every must not be negative, got %d", c.CheckpointEvery)
+	case c.ConeHidden < 0:
+		return fmt.Errorf("cone-hidden must not be negative, got %d", c.ConeHidden)
+	}
+	return nil
+}
+
+// ModelConfig is the model configuration of the run.
+func (c Config) ModelConfig() model.Config {
+	return model.Config{
+		Variant:      model.Variant(c.Model),
+		NumEntities:  c.NumEntities,
+		NumRelations: c.NumRelations,
+		Dim:          c.Dim,
+		Gamma:        c.Gamma,
+		CenterReg:    c.Lambda,
+		Drop:         c.Dropout,
+		ConeHidden:   c.ConeHidden,
+		Seed:         c.Seed,
+	}
+}
+
+// JSON returns the configuration as JSON.
+func (c Config) JSON() string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(err) // plain fields only
+	}
+	return string(b)
+}
+
+// ParseConfig reads a configuration from JSON, refusing unknown keys.
+func ParseConfig(s string) (Config, error) {
+	var c Config
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("training configuration: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,54 @@
+// Package train trains ConE and RoConE models on a train queries file: the data loaders,
+// negative sampling, dense Adam with the reference's learning-rate schedule, the step
+// loop, validation, checkpoints and the train log (shared/spec/training.md, queries.md
+// §4).
+//
+// # The loop
+//
+// The train queries are split into two pools (training.md §2): path (a plain chain of
+// projections from one anchor: 1p, 2p, 3p, and any custom structure of that shape) and
+// other (everything with an intersection, a negation or a union). Each pool has a loader
+// that visits its queries in a shuffled order, reshuffled every epoch, cycling forever;
+// as with PyTorch's DataLoader(shuffle=True, drop_last=False), batches do not straddle
+// epochs, so the last batch of an epoch holds what is left. At each visit a query gets
+// one positive drawn uniformly from its train answers and k negatives drawn as the
+// reference's dataloader does (rounds of 2k uniform entities, answers rejected, the
+// surplus of the last round dropped), and the weight (4 + |answers|)^(−1/2).
+//
+// Step s (0-based, s = 0 … Steps−1) makes three updates, on a path, an other and a path
+// batch; one update (path) when the other pool is empty, or (other) when the path pool
+// is. An update zeroes the gradients (cheaply: the touched table rows and the small
+// tensors), runs the loss forward and backward, and applies Adam (adam.go) to every
+// parameter. After the updates the schedule (schedule.go) may divide the learning rate
+// by 5 and recreate Adam; then validation may run (eval.RankQueries on the valid file,
+// the same function the rank stage uses), and a checkpoint and the train log are
+// written every CheckpointEvery steps and at the end.
+//
+// # Determinism and resuming
+//
+// Every random draw comes from a PCG generator seeded from Config.Seed: the model's
+// initialisation, one sampler per pool (positives and negatives), one shuffle per pool
+// and epoch (rebuilt from the seed, the pool and the epoch), and the dropout masks. A
+// checkpoint holds the parameters, Adam's moments and step count, the generators'
+// states, the loaders' epochs and positions, the schedule and the configuration, so a
+// run resumed from it continues bit for bit as if it had not stopped. The number of
+// workers changes nothing: Adam is element-wise, validation is per query.
+//
+// # Deviations from the reference, and choices
+//
+//   - Adam keeps one step count for all tensors, and updates every tensor at every
+//     update, also the intersection's weights during path batches (their gradient is
+//     then zero, their moments decay and they keep moving). PyTorch 1.x, whose
+//     zero_grad zeroes rather than frees gradients, does the same except for the very
+//     first update, where the intersection's weights have no gradient yet and are
+//     skipped (so their step count lags by one). With set_to_none (PyTorch ≥ 2.0) they
+//     would be skipped in every path update.
+//   - The checkpoint's step is the number of completed steps; the reference saves the
+//     index of the last step, and its restore runs that step again.
+//   - On restore the reference keeps the saved learning rate and warm_up_steps but
+//     takes max_steps and valid_steps from the command line; so does this package (a
+//     resumed run may raise Steps; the ×4 of the validation interval happens once).
+//   - A final validation runs after the last step (the reference runs a final test
+//     evaluation instead); validation uses every type in the valid file.
+//   - Custom structures join a pool by shape (see IsPath).
+package train
