@@ -1,0 +1,14 @@
+// Package emu runs the CUDA kernels of package kernels on the CPU, for tests on machines
+// without a GPU or a CUDA installation.
+//
+// The kernel sources (../kernels/*.cu) are compiled through cgo as C++ with emu.h, which
+// defines the CUDA built-ins they use; a launch runs the grid's blocks on a few OS
+// threads and each block's threads as cooperative fibers with a real barrier for
+// __syncthreads, so shared-memory tiling and block reductions are exercised as on the
+// device. Device memory is C memory with guard zones, checked after every launch, and
+// every pointer argument must point into a live allocation.
+//
+// *Device implements cuda.Driver (structurally: this package does not import package
+// cuda), so cuda.NewDevice(emu.New()) gives the GPU code path, host side included, on
+// the CPU. It needs cgo (gcc/g++); without cgo New returns an error.
+package emu

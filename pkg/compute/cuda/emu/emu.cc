@@ -1,0 +1,367 @@
+// The launch emulator: compiles the kernel sources of ../kernels as C++ with emu.h's
+// built-ins and runs a launch block by block, each block's threads as fibers.
+#include "emu.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "emu_api.h"
+
+thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+// ---------------------------------------------------------------------------------------
+// The kernels, compiled from the very sources nvcc compiles.
+#include "../kernels/adam.cu"
+#include "../kernels/angle.cu"
+#include "../kernels/distance.cu"
+#include "../kernels/gemm.cu"
+#include "../kernels/intersect.cu"
+#include "../kernels/loss.cu"
+#include "../kernels/negate.cu"
+#include "../kernels/rotate.cu"
+
+// ---------------------------------------------------------------------------------------
+// Atomics.
+
+float atomicAdd(float* address, float val) {
+	uint32_t* p = reinterpret_cast<uint32_t*>(address);
+	uint32_t old = __atomic_load_n(p, __ATOMIC_RELAXED), upd;
+	float f;
+	do {
+		memcpy(&f, &old, 4);
+		float nf = f + val;
+		memcpy(&upd, &nf, 4);
+	} while (!__atomic_compare_exchange_n(p, &old, upd, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return f;
+}
+
+double atomicAdd(double* address, double val) {
+	uint64_t* p = reinterpret_cast<uint64_t*>(address);
+	uint64_t old = __atomic_load_n(p, __ATOMIC_RELAXED), upd;
+	double f;
+	do {
+		memcpy(&f, &old, 8);
+		double nf = f + val;
+		memcpy(&upd, &nf, 8);
+	} while (!__atomic_compare_exchange_n(p, &old, upd, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return f;
+}
+
+int atomicAdd(int* address, int val) { return __atomic_fetch_add(address, val, __ATOMIC_RELAXED); }
+
+// ---------------------------------------------------------------------------------------
+// Fibers and the block scheduler.
+
+namespace {
+
+enum State { RUNNABLE, AT_BARRIER, DONE };
+
+struct Fiber {
+	ucontext_t ctx;
+	dim3 idx;
+	State state;
+};
+
+const size_t kStack = 64 * 1024;
+
+struct Worker {
+	ucontext_t sched;
+	std::vector<Fiber> fibers;
+	std::vector<char*> stacks;
+	int cur = 0;
+	void (*thunk)(const uint64_t*) = nullptr;
+	const uint64_t* args = nullptr;
+	std::string err;
+
+	~Worker() {
+		for (char* s : stacks) free(s);
+	}
+	void reserve(int n) {
+		fibers.resize(n);
+		while ((int)stacks.size() < n) {
+			char* s = (char*)malloc(kStack);
+			if (!s) abort();
+			stacks.push_back(s);
+		}
+	}
+};
+
+thread_local Worker* tw = nullptr;
+
+void fiber_main() {
+	Worker* w = tw;
+	w->thunk(w->args);
+	w->fibers[w->cur].state = DONE;
+	// returning resumes uc_link, the scheduler
+}
+
+// Runs one block on worker w; returns false with w->err set on a barrier error.
+bool run_block(Worker* w, dim3 bidx, dim3 bdim) {
+	int n = (int)(bdim.x * bdim.y * bdim.z);
+	for (int i = 0; i < n; i++) {
+		Fiber& f = w->fibers[i];
+		f.state = RUNNABLE;
+		f.idx.x = i % bdim.x;
+		f.idx.y = (i / bdim.x) % bdim.y;
+		f.idx.z = i / (bdim.x * bdim.y);
+		getcontext(&f.ctx);
+		f.ctx.uc_stack.ss_sp = w->stacks[i];
+		f.ctx.uc_stack.ss_size = kStack;
+		f.ctx.uc_link = &w->sched;
+		makecontext(&f.ctx, fiber_main, 0);
+	}
+	blockIdx = bidx;
+	for (;;) {
+		int done = 0, waiting = 0;
+		for (int i = 0; i < n; i++) {
+			Fiber& f = w->fibers[i];
+			if (f.state == RUNNABLE) {
+				w->cur = i;
+				threadIdx = f.idx;
+				swapcontext(&w->sched, &f.ctx);
+			}
+			if (f.state == DONE) done++;
+			else waiting++;
+		}
+		if (done == n) return true;
+		if (done > 0) {
+			char buf[200];
+			snprintf(buf, sizeof buf,
+			         "block (%u,%u,%u): %d of %d threads exited while the others wait at __syncthreads "
+			         "(divergent barrier)",
+			         bidx.x, bidx.y, bidx.z, done, n);
+			w->err = buf;
+			return false;
+		}
+		for (int i = 0; i < n; i++) w->fibers[i].state = RUNNABLE; // all arrived: release
+	}
+}
+
+} // namespace
+
+// __syncthreads: suspend this CUDA thread until the whole block has arrived.
+void __syncthreads() {
+	Worker* w = tw;
+	if (!w) abort(); // not inside a launch
+	Fiber& f = w->fibers[w->cur];
+	f.state = AT_BARRIER;
+	swapcontext(&f.ctx, &w->sched);
+}
+
+namespace {
+
+struct Launch {
+	dim3 grid, block;
+	void (*thunk)(const uint64_t*);
+	const uint64_t* args;
+	std::atomic<long long> next{0};
+	std::atomic<bool> failed{false};
+	std::mutex mu;
+	std::string err;
+};
+
+// Workers persist across launches (their fiber stacks are reused); launches are
+// serialised.
+std::mutex g_launch_mu;
+std::vector<Worker*> g_workers;
+
+struct WorkerArg {
+	Launch* l;
+	Worker* w;
+};
+
+void* worker_loop(void* p) {
+	WorkerArg* a = (WorkerArg*)p;
+	Launch* l = a->l;
+	Worker* w = a->w;
+	tw = w;
+	w->thunk = l->thunk;
+	w->args = l->args;
+	gridDim = l->grid;
+	blockDim = l->block;
+	long long nblocks = (long long)l->grid.x * l->grid.y * l->grid.z;
+	for (;;) {
+		if (l->failed.load()) break;
+		long long b = l->next.fetch_add(1);
+		if (b >= nblocks) break;
+		dim3 bidx;
+		bidx.x = (unsigned)(b % l->grid.x);
+		bidx.y = (unsigned)((b / l->grid.x) % l->grid.y);
+		bidx.z = (unsigned)(b / ((long long)l->grid.x * l->grid.y));
+		if (!run_block(w, bidx, l->block)) {
+			std::lock_guard<std::mutex> g(l->mu);
+			if (!l->failed.exchange(true)) l->err = w->err;
+			break;
+		}
+	}
+	tw = nullptr;
+	return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------
+// The dispatch table: each kernel with a thunk that unpacks its uint64 arguments.
+
+template <typename T>
+struct Conv;
+template <typename T>
+struct Conv<T*> {
+	static T* from(uint64_t v) { return reinterpret_cast<T*>(static_cast<uintptr_t>(v)); }
+	static constexpr char code = 'p';
+};
+template <>
+struct Conv<int> {
+	static int from(uint64_t v) { return (int)(uint32_t)v; }
+	static constexpr char code = 'i';
+};
+template <>
+struct Conv<float> {
+	static float from(uint64_t v) {
+		uint32_t b = (uint32_t)v;
+		float f;
+		memcpy(&f, &b, 4);
+		return f;
+	}
+	static constexpr char code = 'f';
+};
+template <>
+struct Conv<double> {
+	static double from(uint64_t v) {
+		double f;
+		memcpy(&f, &v, 8);
+		return f;
+	}
+	static constexpr char code = 'd';
+};
+
+template <typename F>
+struct Sig;
+template <typename... A>
+struct Sig<void (*)(A...)> {
+	static constexpr size_t n = sizeof...(A);
+	static const char* codes() {
+		static const char s[] = {Conv<A>::code..., 0};
+		return s;
+	}
+	template <void (*F)(A...), size_t... I>
+	static void call(const uint64_t* a, std::index_sequence<I...>) {
+		(void)a;
+		F(Conv<A>::from(a[I])...);
+	}
+};
+
+template <auto F>
+void thunk(const uint64_t* a) {
+	using S = Sig<decltype(F)>;
+	S::template call<F>(a, std::make_index_sequence<S::n>{});
+}
+
+struct KernelInfo {
+	const char* name;
+	void (*thunk)(const uint64_t*);
+	const char* (*params)();
+};
+
+#define K(f) \
+	{ #f, &thunk<&f>, &Sig<decltype(&f)>::codes }
+
+const KernelInfo table[] = {
+    K(adam_step),
+    K(fill_f32),
+    K(angle_fwd),
+    K(angle_bwd),
+    K(angle_gather_fwd),
+    K(angle_scatter_bwd),
+    K(gather_rows),
+    K(scatter_add_rows),
+    K(distance_fwd),
+    K(distance_bwd_q),
+    K(distance_bwd_ent_all),
+    K(distance_bwd_ent_csr),
+    K(gemm_nt),
+    K(gemm_nn),
+    K(gemm_tn),
+    K(col_sum),
+    K(intersect_features),
+    K(intersect_features_bwd),
+    K(relu_fwd),
+    K(relu_bwd),
+    K(intersect_attention_fwd),
+    K(intersect_attention_bwd),
+    K(branch_mean),
+    K(branch_mean_bwd),
+    K(cardmin_fwd),
+    K(cardmin_bwd),
+    K(loss_fwd),
+    K(loss_bwd),
+    K(logit_fwd),
+    K(logit_bwd),
+    K(logit_bwd_modulus),
+    K(union_max_fwd),
+    K(union_max_bwd),
+    K(negate_fwd),
+    K(negate_bwd),
+    K(rotate_fwd),
+    K(rotate_bwd),
+};
+
+const int kNumKernels = (int)(sizeof table / sizeof table[0]);
+
+} // namespace
+
+extern "C" {
+
+int emu_num_kernels(void) { return kNumKernels; }
+const char* emu_kernel_name(int i) { return table[i].name; }
+const char* emu_kernel_params(int i) { return table[i].params(); }
+
+int emu_launch(int i, const unsigned* grid, const unsigned* block, const uint64_t* args, int workers, char* err, int errlen) {
+	std::lock_guard<std::mutex> g(g_launch_mu);
+	Launch l;
+	l.grid = dim3{grid[0], grid[1], grid[2]};
+	l.block = dim3{block[0], block[1], block[2]};
+	l.thunk = table[i].thunk;
+	l.args = args;
+	long long nblocks = (long long)grid[0] * grid[1] * grid[2];
+	int nthreads = (int)(block[0] * block[1] * block[2]);
+	if (workers < 1) workers = 1;
+	if (nblocks < workers) workers = (int)nblocks;
+	while ((int)g_workers.size() < workers) g_workers.push_back(new Worker());
+	std::vector<WorkerArg> wa(workers);
+	for (int k = 0; k < workers; k++) {
+		g_workers[k]->reserve(nthreads);
+		g_workers[k]->err.clear();
+		wa[k] = WorkerArg{&l, g_workers[k]};
+	}
+	if (workers == 1) {
+		worker_loop(&wa[0]);
+	} else {
+		std::vector<pthread_t> th(workers);
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, 1 << 20);
+		int started = 0;
+		for (int k = 0; k < workers; k++) {
+			if (pthread_create(&th[k], &attr, worker_loop, &wa[k]) != 0) break;
+			started++;
+		}
+		pthread_attr_destroy(&attr);
+		if (started == 0) worker_loop(&wa[0]);
+		for (int k = 0; k < started; k++) pthread_join(th[k], nullptr);
+	}
+	if (l.failed.load()) {
+		snprintf(err, errlen, "%s", l.err.c_str());
+		return -1;
+	}
+	return 0;
+}
+
+} // extern "C"

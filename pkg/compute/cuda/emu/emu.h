@@ -1,0 +1,39 @@
+// emu.h: the CUDA built-ins the kernels in ../kernels use, for compiling them as C++ on
+// the CPU (no cuda.h, no CUDA installation needed).
+//
+//   - threadIdx, blockIdx, blockDim, gridDim are thread_local variables that the
+//     scheduler (emu.cc) sets before it switches to a CUDA thread;
+//   - each CUDA thread of a block is a cooperative fiber (ucontext) on one OS thread;
+//     __syncthreads() suspends the fiber until every thread of the block has arrived, so
+//     shared-memory tiling runs exactly as on the device (a thread that exits while
+//     others wait at a barrier is reported as an error);
+//   - __shared__ is `static thread_local`: one copy per OS thread, i.e. per block in
+//     flight, shared by that block's fibers;
+//   - blocks run in parallel on a few OS threads, so atomicAdd is a real atomic;
+//   - the math functions are <math.h>'s (glibc), within a few ulp of CUDA's.
+#ifndef ROCONE_EMU_H
+#define ROCONE_EMU_H
+
+#include <math.h>
+#include <stdint.h>
+
+struct dim3 {
+	unsigned int x, y, z;
+};
+
+extern thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static thread_local
+#define __restrict__ __restrict
+
+void __syncthreads();
+
+float atomicAdd(float* address, float val);
+double atomicAdd(double* address, double val);
+int atomicAdd(int* address, int val);
+
+#endif

@@ -1,0 +1,20 @@
+// The C interface of the emulator, called from emu.go.
+#ifndef ROCONE_EMU_API_H
+#define ROCONE_EMU_API_H
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int emu_num_kernels(void);
+const char* emu_kernel_name(int i);
+const char* emu_kernel_params(int i);
+
+// Runs kernel i over grid × block with the packed arguments, using up to `workers` OS
+// threads for the blocks. Returns 0, or -1 with a message in err.
+int emu_launch(int i, const unsigned* grid, const unsigned* block, const uint64_t* args, int workers, char* err, int errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

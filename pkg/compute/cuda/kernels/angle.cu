@@ -1,0 +1,50 @@
+// Angle mapping (model.md §1.3): a raw table value x becomes θ = π·tanh(x/R), and the
+// gathers / scatters of embedding rows that go with it.
+#include "common.h"
+
+// theta[i] = π·tanh(raw[i]/R).
+KERNEL angle_fwd(float* theta, const float* raw, int n, float R) {
+	GRID_STRIDE(i, n) { theta[i] = PI_F * tanhf(raw[i] / R); }
+}
+
+// dRaw[i] += dTheta[i]·(π/R)·(1 − (θ_i/π)²), from the forward output θ.
+KERNEL angle_bwd(float* dRaw, const float* dTheta, const float* theta, int n, float R) {
+	GRID_STRIDE(i, n) {
+		float t = theta[i] / PI_F;
+		dRaw[i] += dTheta[i] * (PI_F / R) * (1.f - t * t);
+	}
+}
+
+// Gather and map: theta[r][j] = π·tanh(table[idx[r]][j]/R) for r < rows, j < d.
+KERNEL angle_gather_fwd(float* theta, const float* table, const int* idx, int rows, int d, float R) {
+	GRID_STRIDE(i, (long long)rows * d) {
+		long long r = i / d, j = i - r * d;
+		theta[i] = PI_F * tanhf(table[(long long)idx[r] * d + j] / R);
+	}
+}
+
+// Scatter-add through the mapping: dTable[idx[r]][j] += dTheta[r][j]·(π/R)(1 − (θ/π)²).
+// Rows may repeat, so the adds are atomic (the summation order is not deterministic).
+KERNEL angle_scatter_bwd(float* dTable, const float* dTheta, const float* theta, const int* idx, int rows, int d, float R) {
+	GRID_STRIDE(i, (long long)rows * d) {
+		long long r = i / d, j = i - r * d;
+		float t = theta[i] / PI_F;
+		atomicAdd(&dTable[(long long)idx[r] * d + j], dTheta[i] * (PI_F / R) * (1.f - t * t));
+	}
+}
+
+// out[r][j] = table[idx[r]][j] (a plain row gather, e.g. the raw S.E. shifts).
+KERNEL gather_rows(float* out, const float* table, const int* idx, int rows, int d) {
+	GRID_STRIDE(i, (long long)rows * d) {
+		long long r = i / d, j = i - r * d;
+		out[i] = table[(long long)idx[r] * d + j];
+	}
+}
+
+// table[idx[r]][j] += src[r][j], atomically (rows may repeat).
+KERNEL scatter_add_rows(float* table, const float* src, const int* idx, int rows, int d) {
+	GRID_STRIDE(i, (long long)rows * d) {
+		long long r = i / d, j = i - r * d;
+		atomicAdd(&table[(long long)idx[r] * d + j], src[i]);
+	}
+}

@@ -1,0 +1,59 @@
+// Shared definitions of the RoConE CUDA kernels.
+//
+// Every .cu file in this directory is compiled twice from the same text:
+//   - by nvcc to PTX for compute_80 (`go generate`, see generate.go), embedded in the Go
+//     binary and loaded by the CUDA driver at run time;
+//   - by g++ through cgo in package emu, with emu.h supplying the CUDA built-ins
+//     (threadIdx, __syncthreads, atomicAdd, ...), so that the tests run every kernel
+//     without a GPU.
+// So the kernels use only the common subset: plain C++ (templates allowed), the CUDA
+// built-in variables, __syncthreads, atomicAdd on float, static __shared__ arrays (no
+// dynamic shared memory, no warp intrinsics), and the single-precision <math.h>
+// functions.
+//
+// Conventions (those of package compute):
+//   - tensors are flat row-major float arrays; sizes are int (each < 2^31);
+//   - backward kernels ADD (+=) into gradient outputs unless documented as "writes";
+//   - a NULL gradient output is skipped;
+//   - element-wise kernels use grid-stride loops, so any grid size is correct.
+#ifndef ROCONE_KERNELS_COMMON_H
+#define ROCONE_KERNELS_COMMON_H
+
+#define KERNEL extern "C" __global__ void
+
+#define PI_F 3.14159265358979323846f
+#define PI_D 3.14159265358979323846
+
+// Grid-stride loop over [0, n) along x.
+#define GRID_STRIDE(i, n)                                                        \
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+	     i += (long long)blockDim.x * gridDim.x)
+
+// sign with sign(0) = 0: the subgradient of |x| (PyTorch's abs backward).
+__device__ __forceinline__ float sgnf(float x) { return x > 0.f ? 1.f : (x < 0.f ? -1.f : 0.f); }
+
+// minWeights: how the gradient of min(x, y) splits between x and y (half each on a tie,
+// as torch.min(a, b)).
+__device__ __forceinline__ void min_weights(float x, float y, float* wx, float* wy) {
+	if (x < y) {
+		*wx = 1.f;
+		*wy = 0.f;
+	} else if (x > y) {
+		*wx = 0.f;
+		*wy = 1.f;
+	} else {
+		*wx = 0.5f;
+		*wy = 0.5f;
+	}
+}
+
+__device__ __forceinline__ float sigmoidf_(float x) { return 1.f / (1.f + expf(-x)); }
+
+// wrap maps an angle into [-pi, pi): ((x + pi) mod 2pi) - pi with a floored mod. Computed
+// in double so that the jump lands where the float64 reference puts it.
+__device__ __forceinline__ float wrapf(float x) {
+	double y = (double)x + PI_D;
+	return (float)(y - 2.0 * PI_D * floor(y / (2.0 * PI_D)) - PI_D);
+}
+
+#endif
