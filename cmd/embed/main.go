@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rocone/rocone/pkg/compute/device"
 	"github.com/rocone/rocone/pkg/pipeline"
 )
 
@@ -31,7 +32,7 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 		},
 		Action: func(c *cli.Context) error {
-			kernels, err := pipeline.Backend(c.String("device"))
+			kernels, err := device.Backend(c.String("device"), 0)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rocone/rocone/pkg/compute/device"
 	"github.com/rocone/rocone/pkg/pipeline"
 )
 
@@ -35,7 +36,7 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 		},
 		Action: func(c *cli.Context) error {
-			kernels, err := pipeline.Backend(c.String("device"))
+			kernels, err := device.Backend(c.String("device"), c.Int("workers"))
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,29 @@
+// Package device picks the compute backend for a --device flag: the fast CPU kernels, or
+// the CUDA kernels in binaries built with -tags cuda. It is the one place the stages turn a
+// flag into kernels, so training, embedding and ranking always run the same code.
+package device
+
+import (
+	"fmt"
+
+	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/compute/cpu"
+)
+
+// openCUDA is set by the cuda-tagged build (cuda.go); nil in a plain build.
+var openCUDA func() (compute.Backend, error)
+
+// Backend returns the kernels for name: "cpu" (the fast CPU backend; workers goroutines,
+// 0 for every core; its results do not depend on workers) or "cuda".
+func Backend(name string, workers int) (compute.Backend, error) {
+	switch name {
+	case "", "cpu":
+		return cpu.New(cpu.Options{Workers: workers}), nil
+	case "cuda":
+		if openCUDA == nil {
+			return nil, fmt.Errorf("--device cuda: this binary was built without CUDA; build one with `make build-cuda` (go build -tags cuda)")
+		}
+		return openCUDA()
+	}
+	return nil, fmt.Errorf("--device %q: want cpu or cuda", name)
+}
