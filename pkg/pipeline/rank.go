@@ -39,6 +39,15 @@ func Rank(cfg RankConfig) error {
 	if err != nil {
 		return err
 	}
+	// Cones are read before the queries: in `... | tee q.arrow | embed ... -o - | rank
+	// --queries q.arrow --cones -`, the cones end only once q.arrow is complete.
+	var cmeta artifact.ConesMeta
+	var cones []artifact.Cone
+	if cfg.Cones != "" {
+		if cmeta, cones, err = artifact.ReadCones(cfg.Cones); err != nil {
+			return err
+		}
+	}
 	qmeta, rows, rq, err := readQueriesFor(cfg.Queries, l)
 	if err != nil {
 		return err
@@ -47,7 +56,7 @@ func Rank(cfg RankConfig) error {
 	digest := artifact.QueriesDigest(rows)
 	opts := eval.RankOptions{Workers: cfg.Workers}
 	if cfg.Cones != "" {
-		stored, err := readConesFor(cfg.Cones, l, digest, displayPath(cfg.Queries))
+		stored, err := checkCones(cfg.Cones, cmeta, cones, l, digest, displayPath(cfg.Queries))
 		if err != nil {
 			return err
 		}
@@ -146,13 +155,9 @@ func topEntities(scores []float32, k int) ([]int32, []float32) {
 	return top, vals
 }
 
-// readConesFor reads a cones artifact and checks that it was computed by this checkpoint
-// from these queries.
-func readConesFor(path string, l *loaded, digest, queries string) (map[int64][]artifact.Cone, error) {
-	meta, cones, err := artifact.ReadCones(path)
-	if err != nil {
-		return nil, err
-	}
+// checkCones checks that cones were computed by this checkpoint from these queries and
+// indexes them by query id, branches in order.
+func checkCones(path string, meta artifact.ConesMeta, cones []artifact.Cone, l *loaded, digest, queries string) (map[int64][]artifact.Cone, error) {
 	name, mc := displayPath(path), l.model.Config
 	switch {
 	case meta.Dim != mc.Dim:

@@ -1,0 +1,68 @@
+package pipeline
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMakeCaching runs the pipeline DAG on the tiny KG with two seeds, then checks Make's
+// caching: a second run does nothing; touching cones reruns only that seed's rank and the
+// metrics; touching the train queries retrains both seeds but samples nothing.
+func TestMakeCaching(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole pipeline")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	out := t.TempDir()
+	counts := "--count 1p=20,2p=8,3p=8,2i=8,3i=8,ip=8,pi=8,2u=8,up=8,2in=6,3in=6,inp=6,pin=6,pni=6"
+	args := []string{"-f", "pipelines/Makefile", "OUT=" + out, "DATA=testdata/tiny", "DATASET=tiny", "SEEDS=0 1",
+		"VALID_FLAGS=" + counts, "TEST_FLAGS=" + counts,
+		"TRAIN_FLAGS=--dim 8 --steps 4 --batch 16 --negatives 4 --eval-every 2 -q", "METRICS_FLAGS=--resamples 50"}
+	make := func(extra ...string) string {
+		cmd := exec.Command("make", append(append([]string{}, args...), extra...)...)
+		cmd.Dir = "../.."
+		got, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make %v: %v\n%s", extra, err, got)
+		}
+		return string(got)
+	}
+	first := make("metrics")
+	if !strings.Contains(first, "bin/train") || !strings.Contains(first, "bin/metrics") {
+		t.Fatalf("first run:\n%s", first)
+	}
+	if again := make("-n", "metrics"); strings.Contains(again, "bin/") {
+		t.Fatalf("a second make would run:\n%s", again)
+	}
+	stages := func(dry string) map[string]int {
+		n := map[string]int{}
+		for _, line := range strings.Split(dry, "\n") {
+			for _, s := range []string{"sample", "train", "embed", "rank", "metrics"} {
+				if strings.HasPrefix(strings.TrimSpace(line), "bin/"+s+" ") {
+					n[s]++
+				}
+			}
+		}
+		return n
+	}
+	later := time.Now().Add(2 * time.Second)
+	touch := func(rel string) {
+		if err := os.Chtimes(filepath.Join(out, rel), later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch("rocone/seed0/cones.arrow")
+	if got := stages(make("-n", "metrics")); got["rank"] != 1 || got["metrics"] != 1 || len(got) != 2 {
+		t.Errorf("after touching seed 0's cones: %v", got)
+	}
+	touch("train-queries.arrow")
+	if got := stages(make("-n", "metrics")); got["train"] != 2 || got["embed"] != 2 || got["rank"] != 2 || got["sample"] != 0 {
+		t.Errorf("after touching the train queries: %v", got)
+	}
+}
