@@ -29,7 +29,6 @@ func (p *progress) add(n int) {
 	fmt.Fprintf(p.w, "%s: %d/%d queries, %.0f/s, ETA %.0fs\n", p.what, p.done, p.total, rate, float64(p.total-p.done)/rate)
 }
 
-
 func (p *progress) finish() {
 	if p.w == nil {
 		return
