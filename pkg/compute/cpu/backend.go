@@ -1,18 +1,27 @@
-// Package cpu is the fast CPU implementation of compute.Backend (float32): a blocked,
-// packed SGEMM for the linear layers and a transcendental-free cone distance, both run on
-// every core and both with assembly micro-kernels on amd64 (AVX-512 or AVX2+FMA, chosen
-// at start-up with golang.org/x/sys/cpu) over a pure-Go fallback.
+// Package cpu is the fast CPU implementation of compute.Backend (float32), pure Go with
+// assembly micro-kernels on amd64 (AVX-512, or AVX2+FMA for the GEMM), chosen at start-up
+// with golang.org/x/sys/cpu, and a portable Go fallback for everything (no cgo).
 //
-// # Determinism
+//	be := cpu.New(cpu.Options{})          // every core, the best kernels
+//	m, _ := model.New[float32](cfg, be)
 //
-// Every output element is computed by exactly one goroutine, with a summation order fixed
+// The linear layers run a blocked, packed SGEMM (gemm.go); the cone distance runs without
+// transcendental calls in its inner loop, from half-angle sine/cosine tables (distance.go).
+// Backend also implements the optional compute.EntityPreparer: evaluation, which scores
+// every query against all entities, should prepare the entity table once
+// (compute.PrepareEntities) instead of having each DistanceForward rebuild it.
+//
+// # Parallelism and determinism
+//
+// Each call splits its work over Options.Workers goroutines (default GOMAXPROCS), and
+// every output element is computed by exactly one goroutine, with a summation order fixed
 // by the shapes alone, never by the number of workers or by scheduling:
 //   - GEMM: C is cut into tiles; each tile is owned by one job and the reduction
 //     dimension is walked in fixed kc-sized blocks, each block summed in order inside the
 //     micro-kernel (dW = dYᵀ·X is such a GEMM, so it needs no cross-worker reduction);
 //   - distance forward: one (query, candidate) pair per output, summed over the dimension
 //     in 16-lane partial sums reduced in a fixed order;
-//   - distance backward: work is split by DIMENSION, so a worker owns columns of dAxis,
+//   - distance backward: work is split by DIMENSION, so a job owns columns of dAxis,
 //     dHalf and dEnt and adds the (query, candidate) contributions in the reference's
 //     order (query-major), with no conflicts even when candidates repeat.
 //
@@ -21,9 +30,9 @@
 //
 // # Accuracy
 //
-// Results agree with compute.Reference[float32] to about 1e-6 relative (GEMM: different
-// summation order; distance: float32 half-angle sines from a polynomial, combined with
-// the subtraction identity; see distance.go).
+// Results agree with compute.Reference[float32] to about 1e-6 relative to the output's
+// scale (GEMM: another summation order, FMA; distance: float32 half-angle sines from a
+// polynomial, combined by the subtraction identity — see distance.go).
 package cpu
 
 import (
@@ -72,8 +81,10 @@ func New(opt Options) *Backend {
 	return be
 }
 
-// Kernels describes the kernels in use, e.g. "gemm avx512 12x32, distance avx512".
-func (be *Backend) Kernels() string { return "gemm " + be.gk.name + ", distance " + be.dk.name }
+// String describes the kernels in use, e.g. "cpu: gemm avx512 12x32, distance avx512".
+func (be *Backend) String() string {
+	return "cpu: gemm " + be.gk.name + ", distance " + be.dk.name
+}
 
 // nworkers is the number of goroutines for a call with the given number of independent
 // jobs.

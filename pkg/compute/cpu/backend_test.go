@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -27,7 +28,7 @@ func backends() map[string]*Backend {
 func TestConformance(t *testing.T) {
 	for name, be := range backends() {
 		t.Run(name, func(t *testing.T) {
-			t.Logf("kernels: %s", be.Kernels())
+			t.Logf("%s", be)
 			computetest.CheckBackend(t, be)
 		})
 	}
@@ -58,10 +59,13 @@ func compareRel(t *testing.T, what string, want, got []float32, eps float64) {
 }
 
 // linearShapes are odd sizes around the tile sizes of every micro-kernel (4×4, 6×16,
-// 12×32) and the blocking (kc = 256, mc = 192, nc = 512), plus 1 and primes.
+// 12×32), the blocking (kc = 192, mc = 192, nc = 512) and the paths chosen by the
+// number of rows (B in place up to 128, yᵀ = W·xᵀ up to 256), plus 1 and primes.
 var linearShapes = []struct{ rows, in, out int }{
 	{1, 1, 1}, {1, 7, 1}, {2, 3, 5}, {5, 1, 13}, {7, 11, 13}, {11, 17, 31}, {12, 32, 32},
-	{13, 33, 47}, {25, 257, 33}, {37, 300, 65}, {193, 97, 513}, {200, 513, 70}, {64, 1, 64},
+	{13, 33, 47}, {25, 257, 33}, {37, 300, 65}, {128, 200, 97}, {129, 65, 33},
+	{193, 97, 513}, {200, 513, 70}, {64, 1, 64}, {256, 40, 37}, {257, 193, 45},
+	{389, 385, 67},
 }
 
 func TestLinearOddSizes(t *testing.T) {
@@ -194,13 +198,19 @@ func TestDistanceOddSizes(t *testing.T) {
 }
 
 // TestDistanceTies pins the subgradient conventions where the fast path could differ:
-// h = 0 exactly (lo and hi tie: the gradient splits, ∂/∂h of the outside term is 0).
+// h = 0 exactly (lo and hi tie: the gradient splits, ∂/∂h of the outside term is 0),
+// and θ = a exactly (sign(0) = 0: no gradient from the axis distance).
 func TestDistanceTies(t *testing.T) {
 	ref := compute.Reference[float32]{}
 	rng := rand.New(rand.NewPCG(9, 9))
 	const q, k, d = 3, 5, 37
 	axis, _, ent, cand := distInputs(rng, distShape{q, k, d, 8})
 	half := make([]float32, q*d) // all dropped out
+	for i := 0; i < q; i++ {
+		for j := 0; j < d; j += 4 {
+			ent[int(cand[i*k])*d+j] = axis[i*d+j] // θ = a
+		}
+	}
 	g := randF32(rng, q*k, -1, 1)
 	for name, be := range backends() {
 		a1, h1, e1 := make([]float32, q*d), make([]float32, q*d), make([]float32, len(ent))
@@ -215,25 +225,50 @@ func TestDistanceTies(t *testing.T) {
 				t.Fatalf("%s: dHalf[%d] = %g at h = 0, want 0", name, i, v)
 			}
 		}
+		// θ = a inside open cones: t = 0 < β, the gradient is λ·sign(0)·… = 0.
+		open := randF32(rng, q*d, 0.1, 3)
+		clear(a1)
+		clear(a2)
+		clear(e1)
+		clear(e2)
+		ref.DistanceBackward(a1, nil, e1, g, axis, open, ent, cand, q, k, d, 0.02)
+		be.DistanceBackward(a2, nil, e2, g, axis, open, ent, cand, q, k, d, 0.02)
+		compareRel(t, name+" dAxis (open)", a1, a2, 2e-5)
+		compareRel(t, name+" dEnt (open)", e1, e2, 2e-5)
 	}
 }
 
 // TestDeterminism: bit-identical results for any number of workers.
 func TestDeterminism(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	const rows, in, out = 301, 530, 270
-	x, w, b := randF32(rng, rows*in, -1, 1), randF32(rng, out*in, -1, 1), randF32(rng, out, -1, 1)
-	dy := randF32(rng, rows*out, -1, 1)
-	sh := distShape{37, 65, 161, 400}
+	type lin struct {
+		rows, in, out int
+		x, w, b, dy   []float32
+		y, dx, dw, db []float32
+	}
+	// Many rows (B packed, y = x·Wᵀ) and few (B in place, yᵀ = W·xᵀ); odd sizes.
+	var lins []*lin
+	for _, sh := range [][3]int{{301, 330, 170}, {100, 333, 250}} {
+		l := &lin{rows: sh[0], in: sh[1], out: sh[2]}
+		l.x, l.w = randF32(rng, l.rows*l.in, -1, 1), randF32(rng, l.out*l.in, -1, 1)
+		l.b, l.dy = randF32(rng, l.out, -1, 1), randF32(rng, l.rows*l.out, -1, 1)
+		lins = append(lins, l)
+	}
+	// dim = 530: 34 blocks, so the backward splits the dimension over several jobs.
+	sh := distShape{23, 65, 530, 300}
 	axis, half, ent, cand := distInputs(rng, sh)
 	g := randF32(rng, sh.queries*sh.cands, -1, 1)
 	gAll := randF32(rng, sh.queries*sh.rows, -1, 1)
 
 	run := func(be *Backend) [][]float32 {
-		y := make([]float32, rows*out)
-		be.LinearForward(y, x, w, b, rows, in, out)
-		dx, dw, db := make([]float32, rows*in), make([]float32, out*in), make([]float32, out)
-		be.LinearBackward(dx, dw, db, dy, x, w, rows, in, out)
+		var outs [][]float32
+		for _, l := range lins {
+			y := make([]float32, l.rows*l.out)
+			be.LinearForward(y, l.x, l.w, l.b, l.rows, l.in, l.out)
+			dx, dw, db := make([]float32, l.rows*l.in), make([]float32, l.out*l.in), make([]float32, l.out)
+			be.LinearBackward(dx, dw, db, l.dy, l.x, l.w, l.rows, l.in, l.out)
+			outs = append(outs, y, dx, dw, db)
+		}
 		dist := make([]float32, sh.queries*sh.cands)
 		be.DistanceForward(dist, axis, half, ent, cand, sh.queries, sh.cands, sh.dim, 0.02)
 		distAll := make([]float32, sh.queries*sh.rows)
@@ -241,17 +276,26 @@ func TestDeterminism(t *testing.T) {
 		da, dh, de := make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))
 		be.DistanceBackward(da, dh, de, g, axis, half, ent, cand, sh.queries, sh.cands, sh.dim, 0.02)
 		be.DistanceBackward(da, dh, de, gAll, axis, half, ent, nil, sh.queries, sh.rows, sh.dim, 0.02)
-		return [][]float32{y, dx, dw, db, dist, distAll, da, dh, de}
+		return append(outs, dist, distAll, da, dh, de)
 	}
 	for _, pure := range []bool{false, true} {
 		want := run(New(Options{Workers: 1, PureGo: pure}))
-		for _, workers := range []int{2, 3, 4, 7, 16} {
-			got := run(New(Options{Workers: workers, PureGo: pure}))
+		check := func(what string, got [][]float32) {
 			for i := range want {
 				if !slices.Equal(math32bits(want[i]), math32bits(got[i])) {
-					t.Fatalf("purego=%v workers=%d: output %d differs from 1 worker", pure, workers, i)
+					t.Fatalf("purego=%v %s: output %d differs from 1 worker", pure, what, i)
 				}
 			}
+		}
+		for _, workers := range []int{2, 3, 4, 7, 16} {
+			check(fmt.Sprintf("workers=%d", workers), run(New(Options{Workers: workers, PureGo: pure})))
+		}
+		// The default, GOMAXPROCS workers.
+		for _, procs := range []int{1, 3, 8} {
+			old := runtime.GOMAXPROCS(procs)
+			got := run(New(Options{PureGo: pure}))
+			runtime.GOMAXPROCS(old)
+			check(fmt.Sprintf("GOMAXPROCS=%d", procs), got)
 		}
 	}
 }
@@ -278,7 +322,7 @@ func TestSincos(t *testing.T) {
 			}
 			nblk := len(xs) / lanes
 			out := make([]float32, nblk*eBlock)
-			be.dk.sincos(xs, nblk, out, eBlock)
+			be.dk.sincos(xs, nblk, out, eBlock, nil)
 			var worst float64
 			for i, x := range xs {
 				s, c := math.Sincos(float64(x) / 2)

@@ -14,6 +14,8 @@ import (
 // backend (assembly), its pure-Go fallback and the reference in the same run.
 //
 //	go test -run NONE -bench . -benchtime 3x ./pkg/compute/cpu
+//
+// GFLOP/s counts 2·rows·in·out per forward and twice that per backward (dx and dW).
 
 func benchBackends() []struct {
 	name string
@@ -37,7 +39,11 @@ var gemmShapes = []struct {
 	{"intersect_1178x1600x800", 1178, 1600, 800},
 	// ConE's MLP hidden layer, 512 rows.
 	{"mlp_512x1600x1600", 512, 1600, 1600},
-	// The acceptance shape of the brief: 512×800×800.
+	// A training batch is split by query structure: a group of 64 queries through the
+	// MLP, and of 64 queries × 2 branches through the intersection.
+	{"mlp_group_64x1600x1600", 64, 1600, 1600},
+	{"intersect_group_128x1600x800", 128, 1600, 800},
+	// 512×800×800, the shape gonum (≈14 GFLOP/s) and OpenBLAS (≈100) were timed at.
 	{"sq_512x800x800", 512, 800, 800},
 }
 
@@ -107,9 +113,10 @@ func BenchmarkDistanceTrain(b *testing.B) {
 // BenchmarkEval scores query blocks against all 14,505 entities (cand = nil), as the
 // rank stage does: with the prepared table (computed once, outside the loop), with the
 // plain kernel (which builds the table each call), and the reference (1 query: it needs
-// about a second per query). GB/s is the entity-angle table's size (rows·d·4 bytes) per
-// query scored, per second: the bandwidth a kernel that re-read θ for each query would
-// need.
+// about a second per query). GB/s is the entity-angle table's size (rows·d·4 bytes =
+// 46 MB) times the queries scored per second: the bandwidth a kernel that re-read θ for
+// each query would need (the prepared table is twice that size, and each tile of it is
+// read from memory once per call, then from L2 once per query).
 func BenchmarkEval(b *testing.B) {
 	const dim, rows, lambda = 800, 14505, 0.02
 	axis, half, ent, _ := distProblem(64, 1, dim, rows)
@@ -119,26 +126,25 @@ func BenchmarkEval(b *testing.B) {
 		b.ReportMetric(qps, "queries/s")
 		b.ReportMetric(qps*rows*dim*4/1e9, "GB/s")
 	}
-	for _, queries := range []int{64, 8} {
-		dist := make([]float32, queries*rows)
-		for _, c := range []struct {
-			name string
-			be   *Backend
-		}{{"fast", fast}, {"purego", pure}} {
-			tab := c.be.PrepareEntities(ent, rows, dim)
-			b.Run(fmt.Sprintf("q%d/prepared/%s", queries, c.name), func(b *testing.B) {
-				for b.Loop() {
-					tab.DistanceForward(dist, axis, half, nil, queries, rows, lambda)
-				}
-				report(b, queries)
-			})
-			b.Run(fmt.Sprintf("q%d/plain/%s", queries, c.name), func(b *testing.B) {
-				for b.Loop() {
-					c.be.DistanceForward(dist, axis, half, ent, nil, queries, rows, dim, lambda)
-				}
-				report(b, queries)
-			})
-		}
+	for _, c := range []struct {
+		name    string
+		be      *Backend
+		queries int
+	}{{"fast", fast, 64}, {"fast", fast, 8}, {"purego", pure, 8}} {
+		dist := make([]float32, c.queries*rows)
+		tab := c.be.PrepareEntities(ent, rows, dim)
+		b.Run(fmt.Sprintf("q%d/prepared/%s", c.queries, c.name), func(b *testing.B) {
+			for b.Loop() {
+				tab.DistanceForward(dist, axis, half, nil, c.queries, rows, lambda)
+			}
+			report(b, c.queries)
+		})
+		b.Run(fmt.Sprintf("q%d/plain/%s", c.queries, c.name), func(b *testing.B) {
+			for b.Loop() {
+				c.be.DistanceForward(dist, axis, half, ent, nil, c.queries, rows, dim, lambda)
+			}
+			report(b, c.queries)
+		})
 	}
 	b.Run("q1/reference", func(b *testing.B) {
 		dist := make([]float32, rows)
@@ -149,7 +155,7 @@ func BenchmarkEval(b *testing.B) {
 	})
 	b.Run("prepare/fast", func(b *testing.B) {
 		for b.Loop() {
-			fast.PrepareEntities(ent, rows, dim)
+			fast.PrepareEntities(ent, rows, dim) // allocates the 93 MB table each time
 		}
 		b.ReportMetric(float64(rows*dim)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gsincos/s")
 	})

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/rocone/rocone/pkg/compute"
 )
@@ -40,8 +41,22 @@ import (
 // the distance; the inside test and the min(lo, hi) choice can flip only where the two
 // sides are within that of each other, where the distance is continuous.
 //
-// Ties: with a dropped-out aperture h = 0 exactly, α₋ = α₊ = α, so lo and hi come from
-// the same table entries and tie exactly, and the gradient splits as in the reference.
+// Subgradients are the reference's. Ties: with a dropped-out aperture h = 0 exactly,
+// α₋ = α₊ = α, so lo and hi come from the same table entries and tie exactly, and the
+// gradient splits as in the reference. sign(0) = 0: the backward pass forms the three
+// signed sines as differences of ROUNDED products (no FMA), so that they are exactly 0
+// where the two half-angles are equal (θ = a, both tables holding sincos of the same
+// float32), as the reference's sin(θ − a) is.
+//
+// Where the entity half-angles come from:
+//   - evaluation (cand nil: every query against rows 0 … cands−1): a table of the rows,
+//     computed once per call (or once for many calls, with PrepareEntities), scored in
+//     tiles of evalTile rows kept in L2 while every query passes over them;
+//   - training (cand set: each query against its own 1 + k rows, random): computed as
+//     needed, per candidate, into a small scratch table in L1. A table of all the rows a
+//     batch refers to would be read from memory at 8 bytes per (candidate, dimension),
+//     where the angles are 4; recomputing a row for each candidate that refers to it
+//     costs less than the extra traffic (measured; the next row is prefetched).
 //
 // Table layouts (16 lanes = one zmm of dimensions, padded with zeros, which contribute
 // exactly 0 to every distance and gradient):
@@ -50,8 +65,6 @@ import (
 //	entity [rows][nblk][2][16]:    sin u, cos u
 //
 // with nblk = ⌈dim/16⌉ and G_β = sign(sin(h/2))·cos(h/2) (twice ∂β/∂h).
-
-var evalTile, evalChunk = 64, 16
 
 const (
 	lanes     = 16
@@ -65,21 +78,30 @@ const (
 	qCosHi    = 80
 	qBeta     = 96
 	qLamGBeta = 112
+	// evalTile is the number of entity rows per evaluation job: their table, 64·6.4 KB
+	// at d = 800, stays in L2 while every query of the call is scored against it.
+	evalTile = 64
+	// serialWork is the size (queries·candidates·blocks) below which a call runs on
+	// the calling goroutine.
+	serialWork = 1 << 10
 )
 
 // distKernels are the inner loops of the distance, over tables in the layouts above.
 type distKernels struct {
 	name string
 	// sincos sets out[b*stride+i] = sin(x[b*16+i]/2) and out[b*stride+16+i] =
-	// cos(x[b*16+i]/2) for b < nblk, i < 16.
-	sincos func(x []float32, nblk int, out []float32, stride int)
+	// cos(x[b*16+i]/2) for b < nblk, i < 16. If next is not nil, it is the input of a
+	// later call: the kernel may prefetch it (rows of a gathered table are scattered in
+	// memory, and each row is short enough that the hardware prefetcher barely starts).
+	sincos func(x []float32, nblk int, out []float32, stride int, next []float32)
 	// fwd4 sets out[2i] = Σ d_o and out[2i+1] = Σ d_i over nblk blocks of the query
 	// table q against entity rows e[i], i < 4.
 	fwd4 func(q []float32, e *[4][]float32, nblk int, out *[8]float32)
 	// bwd adds, for the blocks of query table q and entity row e, with c = ∂L/∂dist / 2:
 	// dEnt += c·G_θ, dAxis −= c·G_θ, dHalf += c·G_h (G the gradients times 2), over nblk
-	// blocks of 16 dimensions of which the last has only tail (1 … 16) valid.
-	bwd func(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dEnt []float32)
+	// blocks of 16 dimensions of which the last has only tail (1 … 16) valid. next (or
+	// nil) is the dEnt of a later call, to prefetch.
+	bwd func(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dEnt, next []float32)
 }
 
 // queryTable builds the query table of axis, half [queries][dim].
@@ -92,18 +114,18 @@ func (be *Backend) queryTable(axis, half []float32, queries, dim int, lambda flo
 		defer putBuf(xb)
 		n := nblk * lanes
 		xa, xlo, xhi, xh := xb.s[:n], xb.s[n:2*n], xb.s[2*n:3*n], xb.s[3*n:4*n]
-		clear(xb.s) // zero padding: sin 0 = 0, cos 0 = 1, β = 0, G_β·λ = 0
+		clear(xb.s) // zero padding: sin 0 = 0, cos 0 = 1, β = 0, λ·G_β = 0
 		for q := job * chunk; q < min(queries, (job+1)*chunk); q++ {
 			a, h := axis[q*dim:(q+1)*dim], half[q*dim:(q+1)*dim]
 			for j := range a {
 				xa[j], xlo[j], xhi[j], xh[j] = a[j], a[j]-h[j], a[j]+h[j], h[j]
 			}
 			t := tab.s[q*nblk*qBlock : (q+1)*nblk*qBlock]
-			be.dk.sincos(xa, nblk, t[qSinA:], qBlock)
-			be.dk.sincos(xlo, nblk, t[qSinLo:], qBlock)
-			be.dk.sincos(xhi, nblk, t[qSinHi:], qBlock)
-			// sin(h/2), cos(h/2) into the β and λG_β slots, then transformed.
-			be.dk.sincos(xh, nblk, t[qBeta:], qBlock)
+			be.dk.sincos(xa, nblk, t[qSinA:], qBlock, nil)
+			be.dk.sincos(xlo, nblk, t[qSinLo:], qBlock, nil)
+			be.dk.sincos(xhi, nblk, t[qSinHi:], qBlock, nil)
+			// sin(h/2), cos(h/2) into the β and λ·G_β slots, then transformed.
+			be.dk.sincos(xh, nblk, t[qBeta:], qBlock, nil)
 			for b := 0; b < nblk; b++ {
 				blk := t[b*qBlock : (b+1)*qBlock]
 				for i := 0; i < lanes; i++ {
@@ -124,91 +146,58 @@ func (be *Backend) queryTable(axis, half []float32, queries, dim int, lambda flo
 	return tab
 }
 
-// entityRows fills dst [len(rows)][nblk][2][16] with the half-angle sin/cos of
-// ent[rows[i]] (rows nil: rows 0 … n−1).
-func (be *Backend) entityRows(dst, ent []float32, rows []int32, n, dim int) {
-	nblk := ceilDiv(dim, lanes)
-	stride := nblk * eBlock
+// entityTable fills dst [rows][nblk][2][16] with the half-angle sin/cos of ent [rows][dim].
+func (be *Backend) entityTable(dst, ent []float32, rows, dim int) {
+	stride := ceilDiv(dim, lanes) * eBlock
 	const chunk = 64
 	run := func(_, job int) {
-		var tail *buffer
-		if dim%lanes != 0 {
-			tail = getBuf(lanes)
-			defer putBuf(tail)
-		}
-		full := dim / lanes
-		for i := job * chunk; i < min(n, (job+1)*chunk); i++ {
-			r := i
-			if rows != nil {
-				r = int(rows[i])
-			}
-			src := ent[r*dim : (r+1)*dim]
-			d := dst[i*stride : (i+1)*stride]
-			if full > 0 {
-				be.dk.sincos(src, full, d, eBlock)
-			}
-			if tail != nil {
-				// The last, partial block: pad with zeros, then zero the padded lanes of
-				// both sin and cos, so that they contribute nothing whatever the query.
-				rem := dim - full*lanes
-				copy(tail.s, src[full*lanes:])
-				clear(tail.s[rem:])
-				blk := d[full*eBlock:]
-				be.dk.sincos(tail.s, 1, blk, eBlock)
-				clear(blk[rem:lanes])
-				clear(blk[lanes+rem : 2*lanes])
-			}
+		for r := job * chunk; r < min(rows, (job+1)*chunk); r++ {
+			be.halfAngles(dst[r*stride:(r+1)*stride], ent[r*dim:(r+1)*dim], nil)
 		}
 	}
-	if n*dim < 1<<14 {
-		for j := 0; j < ceilDiv(n, chunk); j++ {
+	if rows*dim < 1<<14 {
+		for j := 0; j < ceilDiv(rows, chunk); j++ {
 			run(0, j)
 		}
 	} else {
-		be.parallel(ceilDiv(n, chunk), run)
+		be.parallel(ceilDiv(rows, chunk), run)
 	}
 }
 
-// entityTable is a half-angle table and how candidates map to its rows.
-type entityTable struct {
+// halfAngles fills dst [nblk][2][16] with the sin and cos of θ/2 for the angles src;
+// next (or nil) is the row that will be done later, to prefetch.
+func (be *Backend) halfAngles(dst, src, next []float32) {
+	full := len(src) / lanes
+	if full > 0 {
+		be.dk.sincos(src, full, dst, eBlock, next)
+	}
+	if rem := len(src) - full*lanes; rem > 0 {
+		// The last, partial block: pad with zeros, then zero the padded lanes of both
+		// sin and cos, so that they contribute nothing whatever the query.
+		var tail [lanes]float32
+		copy(tail[:], src[full*lanes:])
+		blk := dst[full*eBlock : (full+1)*eBlock]
+		be.dk.sincos(tail[:], 1, blk, eBlock, nil)
+		clear(blk[rem:lanes])
+		clear(blk[lanes+rem : 2*lanes])
+	}
+}
+
+// entities is where a call's entity half-angles come from: a table [rows][nblk][2][16],
+// or, with tab nil, the angles ent [rows][dim] themselves, converted as needed.
+type entities struct {
 	tab  []float32
-	nblk int
-	// cand is the call's cand mapped to table rows; nil when the call's cand is nil
-	// (candidate k is table row k).
-	cand []int32
+	ent  []float32
+	rows int
+	dim  int
 }
 
-// tableFor builds the table of the entity rows a call refers to: rows 0 … cands−1 when
-// cand is nil, else the distinct rows of cand, in order of first appearance (a training
-// batch refers to each row several times, and to few of a large table).
-func (be *Backend) tableFor(ent []float32, cand []int32, cands, dim int) (entityTable, *buffer) {
-	nblk := ceilDiv(dim, lanes)
-	if cand == nil {
-		checkLen("distance ent", ent, cands*dim)
-		buf := getBuf(cands * nblk * eBlock)
-		be.entityRows(buf.s, ent, nil, cands, dim)
-		return entityTable{tab: buf.s, nblk: nblk}, buf
-	}
-	rows := len(ent) / dim
-	slot := make([]int32, rows)
-	for i := range slot {
-		slot[i] = -1
-	}
-	var uniq []int32
-	remapped := make([]int32, len(cand))
-	for i, c := range cand {
-		if c < 0 || int(c) >= rows {
-			panic("cpu: distance: candidate row out of range")
-		}
-		if slot[c] < 0 {
-			slot[c] = int32(len(uniq))
-			uniq = append(uniq, c)
-		}
-		remapped[i] = slot[c]
-	}
-	buf := getBuf(len(uniq) * nblk * eBlock)
-	be.entityRows(buf.s, ent, uniq, len(uniq), dim)
-	return entityTable{tab: buf.s, nblk: nblk, cand: remapped}, buf
+// table returns the half-angle table of ent's first rows rows, from the pool.
+func (be *Backend) table(ent []float32, rows, dim int) (entities, *buffer) {
+	checkLen("distance ent", ent, rows*dim)
+	buf := getBuf(rows * ceilDiv(dim, lanes) * eBlock)
+	be.entityTable(buf.s, ent, rows, dim)
+	return entities{tab: buf.s, rows: rows, dim: dim}, buf
 }
 
 // DistanceForward implements compute.Kernels.DistanceForward.
@@ -221,94 +210,95 @@ func (be *Backend) DistanceForward(dist, axis, half, ent []float32, cand []int32
 		clear(dist[:queries*cands])
 		return
 	}
-	if cand != nil {
-		cand = cand[:queries*cands]
-	}
-	et, buf := be.tableFor(ent, cand, cands, dim)
-	defer putBuf(buf)
 	qt := be.queryTable(axis, half, queries, dim, lambda)
 	defer putBuf(qt)
-	be.forward(dist, qt.s, et, queries, cands, lambda)
+	if cand != nil {
+		src := entities{ent: ent, rows: len(ent) / dim, dim: dim}
+		be.forward(dist, qt.s, src, checkCand(cand[:queries*cands], src.rows), queries, cands, lambda)
+		return
+	}
+	src, buf := be.table(ent, cands, dim)
+	defer putBuf(buf)
+	be.forward(dist, qt.s, src, nil, queries, cands, lambda)
 }
 
-// forward scores the query table against the entity table.
-func (be *Backend) forward(dist, qt []float32, et entityTable, queries, cands int, lambda float32) {
-	nblk := et.nblk
+// forward scores the query table against the entities: cand nil (rows 0 … cands−1,
+// src a table) or not.
+func (be *Backend) forward(dist, qt []float32, src entities, cand []int32, queries, cands int, lambda float32) {
+	nblk := ceilDiv(src.dim, lanes)
 	qs, es := nblk*qBlock, nblk*eBlock
-	erow := func(r int32) []float32 { return et.tab[int(r)*es : int(r+1)*es] }
-	// score writes dist[q][k0 … k0+n−1] (n ≤ 4) for table rows rows[0 … n−1].
-	score := func(q, k0, n int, rows *[4]int32) {
-		var e [4][]float32
-		for i := range e {
-			e[i] = erow(rows[min(i, n-1)])
-		}
-		var out [8]float32
-		be.dk.fwd4(qt[q*qs:(q+1)*qs], &e, nblk, &out)
-		for i := 0; i < n; i++ {
-			dist[q*cands+k0+i] = out[2*i] + lambda*out[2*i+1]
-		}
-	}
-	if et.cand == nil {
-		// Evaluation: every query against a tile of rows, the tile kept in cache.
-		tiles := ceilDiv(cands, evalTile)
-		job := func(_, tile int) {
-			e0, e1 := tile*evalTile, min(cands, (tile+1)*evalTile)
-			nt := e1 - e0
-			pb := getBuf(queries * nt * 2)
-			defer putBuf(pb)
-			part := pb.s
-			clear(part)
-			var e [4][]float32
-			var out [8]float32
-			for c0 := 0; c0 < nblk; c0 += evalChunk {
-				nc := min(evalChunk, nblk-c0)
-				for q := 0; q < queries; q++ {
-					qtab := qt[q*qs+c0*qBlock : q*qs+(c0+nc)*qBlock]
-					pq := part[q*nt*2 : (q+1)*nt*2]
-					for k := e0; k < e1; k += 4 {
-						n := min(4, e1-k)
-						for i := range e {
-							r := k + min(i, n-1)
-							e[i] = et.tab[r*es+c0*eBlock : r*es+(c0+nc)*eBlock]
-						}
-						be.dk.fwd4(qtab, &e, nc, &out)
-						for i := 0; i < n; i++ {
-							pq[2*(k-e0+i)] += out[2*i]
-							pq[2*(k-e0+i)+1] += out[2*i+1]
-						}
-					}
-				}
-			}
-			for q := 0; q < queries; q++ {
-				for i := 0; i < nt; i++ {
-					dist[q*cands+e0+i] = part[(q*nt+i)*2] + lambda*part[(q*nt+i)*2+1]
-				}
-			}
-		}
-		if queries*cands*nblk < 1<<10 {
-			for t := 0; t < tiles; t++ {
-				job(0, t)
+	run := func(jobs int, job func(worker, job int)) {
+		if queries*cands*nblk < serialWork {
+			for j := 0; j < jobs; j++ {
+				job(0, j)
 			}
 			return
 		}
-		be.parallel(tiles, job)
+		be.parallel(jobs, job)
+	}
+	row := func(r int) []float32 { return src.tab[r*es : (r+1)*es] }
+
+	if cand == nil {
+		// Evaluation: every query against a tile of rows, the tile kept in cache.
+		run(ceilDiv(cands, evalTile), func(_, tile int) {
+			e0, e1 := tile*evalTile, min(cands, (tile+1)*evalTile)
+			var e [4][]float32
+			var out [8]float32
+			for q := 0; q < queries; q++ {
+				qtab := qt[q*qs : (q+1)*qs]
+				for k := e0; k < e1; k += 4 {
+					n := min(4, e1-k)
+					for i := range e {
+						e[i] = row(k + min(i, n-1)) // past the end: repeat the last row
+					}
+					be.dk.fwd4(qtab, &e, nblk, &out)
+					for i := 0; i < n; i++ {
+						dist[q*cands+k+i] = out[2*i] + lambda*out[2*i+1]
+					}
+				}
+			}
+		})
 		return
 	}
-	job := func(_, q int) {
-		c := et.cand[q*cands : (q+1)*cands]
+
+	// Training: each query against its own candidates, four at a time.
+	run(queries, func(_, q int) {
+		var scratch *buffer
+		if src.tab == nil {
+			scratch = getBuf(4 * es)
+			defer putBuf(scratch)
+		}
+		c := cand[q*cands : (q+1)*cands]
+		qtab := qt[q*qs : (q+1)*qs]
+		var e [4][]float32
+		var out [8]float32
 		for k := 0; k < cands; k += 4 {
-			var rows [4]int32
-			n := copy(rows[:], c[k:])
-			score(q, k, n, &rows)
+			n := min(4, cands-k)
+			for i := 0; i < n; i++ {
+				r := int(c[k+i])
+				if src.tab != nil {
+					e[i] = row(r)
+					continue
+				}
+				// The row's half-angles into the scratch table, prefetching the row
+				// the same slot will take next.
+				var next []float32
+				if k+4+i < cands {
+					nr := int(c[k+4+i])
+					next = src.ent[nr*src.dim : (nr+1)*src.dim]
+				}
+				e[i] = scratch.s[i*es : (i+1)*es]
+				be.halfAngles(e[i], src.ent[r*src.dim:(r+1)*src.dim], next)
+			}
+			for i := n; i < 4; i++ {
+				e[i] = e[n-1]
+			}
+			be.dk.fwd4(qtab, &e, nblk, &out)
+			for i := 0; i < n; i++ {
+				dist[q*cands+k+i] = out[2*i] + lambda*out[2*i+1]
+			}
 		}
-	}
-	if queries*cands*nblk < 1<<10 {
-		for q := 0; q < queries; q++ {
-			job(0, q)
-		}
-		return
-	}
-	be.parallel(queries, job)
+	})
 }
 
 // DistanceBackward implements compute.Kernels.DistanceBackward.
@@ -317,22 +307,25 @@ func (be *Backend) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent [
 	if queries == 0 || cands == 0 || dim == 0 || (dAxis == nil && dHalf == nil && dEnt == nil) {
 		return
 	}
-	if cand != nil {
-		cand = cand[:queries*cands]
-	}
-	et, buf := be.tableFor(ent, cand, cands, dim)
-	defer putBuf(buf)
 	qt := be.queryTable(axis, half, queries, dim, lambda)
 	defer putBuf(qt)
-	be.backward(dAxis, dHalf, dEnt, dDist, qt.s, et, cand, queries, cands, dim, lambda)
+	if cand != nil {
+		src := entities{ent: ent, rows: len(ent) / dim, dim: dim}
+		be.backward(dAxis, dHalf, dEnt, dDist, qt.s, src, checkCand(cand[:queries*cands], src.rows), queries, cands, lambda)
+		return
+	}
+	src, buf := be.table(ent, cands, dim)
+	defer putBuf(buf)
+	be.backward(dAxis, dHalf, dEnt, dDist, qt.s, src, nil, queries, cands, lambda)
 }
 
 // backward accumulates the gradients. The work is split by dimension: a job owns the
 // blocks b0 … b1−1 of every row of dAxis, dHalf and dEnt, and adds the contributions of
 // the (query, candidate) pairs in the reference's order, so no two goroutines write the
 // same element and the result does not depend on the split.
-func (be *Backend) backward(dAxis, dHalf, dEnt, dDist, qt []float32, et entityTable, cand []int32, queries, cands, dim int, lambda float32) {
-	nblk := et.nblk
+func (be *Backend) backward(dAxis, dHalf, dEnt, dDist, qt []float32, src entities, cand []int32, queries, cands int, lambda float32) {
+	dim := src.dim
+	nblk := ceilDiv(dim, lanes)
 	qs, es := nblk*qBlock, nblk*eBlock
 	if dAxis != nil {
 		checkLen("distance dAxis", dAxis, queries*dim)
@@ -340,8 +333,18 @@ func (be *Backend) backward(dAxis, dHalf, dEnt, dDist, qt []float32, et entityTa
 	if dHalf != nil {
 		checkLen("distance dHalf", dHalf, queries*dim)
 	}
-	jobs := be.nworkers(nblk)
-	if queries*cands*nblk < 1<<10 {
+	if dEnt != nil {
+		rows := cands // the rows the call refers to
+		if cand != nil {
+			rows = int(slices.Max(cand)) + 1
+		}
+		checkLen("distance dEnt", dEnt, rows*dim)
+	}
+	// Two ranges per worker, claimed dynamically, so that a worker slowed down (by a
+	// busy core) holds up the others less; at least 8 blocks per range, to amortise the
+	// per-pair overhead.
+	jobs := min(2*be.nworkers(1<<30), max(1, nblk/8))
+	if queries*cands*nblk < serialWork {
 		jobs = 1
 	}
 	job := func(_, job int) {
@@ -351,34 +354,53 @@ func (be *Backend) backward(dAxis, dHalf, dEnt, dDist, qt []float32, et entityTa
 		}
 		j0, j1 := b0*lanes, min(dim, b1*lanes)
 		tail := j1 - (b1-1)*lanes
-		var scratch *buffer
+		var scratch, rowBuf *buffer
 		if dAxis == nil || dHalf == nil || dEnt == nil {
 			scratch = getBuf(j1 - j0)
 			defer putBuf(scratch)
 		}
-		pick := func(d []float32, row int) []float32 {
+		if src.tab == nil {
+			rowBuf = getBuf((b1 - b0) * eBlock)
+			defer putBuf(rowBuf)
+		}
+		// cols returns the job's columns of row r of d (or the scratch when d is nil).
+		cols := func(d []float32, r int) []float32 {
 			if d == nil {
 				return scratch.s
 			}
-			return d[row*dim+j0 : row*dim+j1]
+			return d[r*dim+j0 : r*dim+j1]
 		}
 		for q := 0; q < queries; q++ {
 			qtab := qt[q*qs+b0*qBlock : q*qs+b1*qBlock]
-			da, dh := pick(dAxis, q), pick(dHalf, q)
+			da, dh := cols(dAxis, q), cols(dHalf, q)
 			for k := 0; k < cands; k++ {
 				g := dDist[q*cands+k]
 				if g == 0 {
 					continue
 				}
-				row, trow := k, k
+				r, next := k, -1 // this pair's row, and the next pair's (to prefetch)
 				if cand != nil {
-					row, trow = int(cand[q*cands+k]), int(et.cand[q*cands+k])
+					r = int(cand[q*cands+k])
+					if i := q*cands + k + 1; i < len(cand) {
+						next = int(cand[i])
+					}
 				}
-				if dEnt != nil {
-					checkLen("distance dEnt", dEnt, (row+1)*dim)
+				var etab []float32
+				if src.tab != nil {
+					etab = src.tab[r*es+b0*eBlock : r*es+b1*eBlock]
+				} else {
+					var pf []float32
+					if next >= 0 {
+						pf = src.ent[next*dim+j0 : next*dim+j1]
+					}
+					etab = rowBuf.s
+					be.halfAngles(etab, src.ent[r*dim+j0:r*dim+j1], pf)
 				}
-				etab := et.tab[trow*es+b0*eBlock : trow*es+b1*eBlock]
-				be.dk.bwd(qtab, etab, b1-b0, tail, g/2, lambda, da, dh, pick(dEnt, row))
+				var pf []float32
+				if next >= 0 && dEnt != nil {
+					pf = dEnt[next*dim+j0 : next*dim+j1]
+				}
+				be.dk.bwd(qtab, etab, b1-b0, tail, g/2, lambda, da, dh, cols(dEnt, r), pf)
 			}
 		}
 	}
@@ -390,71 +412,65 @@ func (be *Backend) backward(dAxis, dHalf, dEnt, dDist, qt []float32, et entityTa
 }
 
 // PrepareEntities implements compute.EntityPreparer: it computes the half-angle table of
-// ent [rows][dim] once, for any number of distance calls.
+// ent [rows][dim] once (8·dim bytes per row), for any number of distance calls. It pays
+// for evaluation, where every call scores all rows; for a training batch's random
+// candidates the plain kernels, which read the angles themselves, are as fast.
 func (be *Backend) PrepareEntities(ent []float32, rows, dim int) compute.PreparedEntities[float32] {
 	checkLen("prepare ent", ent, rows*dim)
-	nblk := ceilDiv(dim, lanes)
-	p := &prepared{be: be, rows: rows, dim: dim, tab: make([]float32, rows*nblk*eBlock+lanes)}
-	p.tab = align64(p.tab)[:rows*nblk*eBlock]
+	n := rows * ceilDiv(dim, lanes) * eBlock
+	p := &prepared{be: be, src: entities{tab: align64(make([]float32, n+lanes))[:n], rows: rows, dim: dim}}
 	if dim > 0 {
-		be.entityRows(p.tab, ent, nil, rows, dim)
+		be.entityTable(p.src.tab, ent, rows, dim)
 	}
 	return p
 }
 
 // prepared is the Backend's compute.PreparedEntities.
 type prepared struct {
-	be        *Backend
-	rows, dim int
-	tab       []float32
+	be  *Backend
+	src entities
 }
 
-func (p *prepared) Rows() int { return p.rows }
-func (p *prepared) Dim() int  { return p.dim }
-
-func (p *prepared) table(cand []int32, queries, cands int) entityTable {
-	if cand == nil {
-		if cands > p.rows {
-			panic("cpu: prepared distance: cands exceeds the table's rows")
-		}
-		return entityTable{tab: p.tab, nblk: ceilDiv(p.dim, lanes)}
-	}
-	cand = cand[:queries*cands]
-	for _, c := range cand {
-		if c < 0 || int(c) >= p.rows {
-			panic("cpu: prepared distance: candidate row out of range")
-		}
-	}
-	return entityTable{tab: p.tab, nblk: ceilDiv(p.dim, lanes), cand: cand}
-}
+func (p *prepared) Rows() int { return p.src.rows }
+func (p *prepared) Dim() int  { return p.src.dim }
 
 // DistanceForward is Backend.DistanceForward against the prepared table.
 func (p *prepared) DistanceForward(dist, axis, half []float32, cand []int32, queries, cands int, lambda float32) {
-	checkDistance(dist, axis, half, cand, queries, cands, p.dim)
+	checkDistance(dist, axis, half, cand, queries, cands, p.src.dim)
 	if queries == 0 || cands == 0 {
 		return
 	}
-	if p.dim == 0 {
+	if p.src.dim == 0 {
 		clear(dist[:queries*cands])
 		return
 	}
-	et := p.table(cand, queries, cands)
-	qt := p.be.queryTable(axis, half, queries, p.dim, lambda)
+	if cand == nil && cands > p.src.rows {
+		panic("cpu: prepared distance: cands exceeds the table's rows")
+	}
+	if cand != nil {
+		cand = checkCand(cand[:queries*cands], p.src.rows)
+	}
+	qt := p.be.queryTable(axis, half, queries, p.src.dim, lambda)
 	defer putBuf(qt)
-	p.be.forward(dist, qt.s, et, queries, cands, lambda)
+	p.be.forward(dist, qt.s, p.src, cand, queries, cands, lambda)
 }
 
 // DistanceBackward is Backend.DistanceBackward against the prepared table; dEnt is
 // [Rows()][Dim()].
 func (p *prepared) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half []float32, cand []int32, queries, cands int, lambda float32) {
-	checkDistance(dDist, axis, half, cand, queries, cands, p.dim)
-	if queries == 0 || cands == 0 || p.dim == 0 || (dAxis == nil && dHalf == nil && dEnt == nil) {
+	checkDistance(dDist, axis, half, cand, queries, cands, p.src.dim)
+	if queries == 0 || cands == 0 || p.src.dim == 0 || (dAxis == nil && dHalf == nil && dEnt == nil) {
 		return
 	}
-	et := p.table(cand, queries, cands)
-	qt := p.be.queryTable(axis, half, queries, p.dim, lambda)
+	if cand == nil && cands > p.src.rows {
+		panic("cpu: prepared distance: cands exceeds the table's rows")
+	}
+	if cand != nil {
+		cand = checkCand(cand[:queries*cands], p.src.rows)
+	}
+	qt := p.be.queryTable(axis, half, queries, p.src.dim, lambda)
 	defer putBuf(qt)
-	p.be.backward(dAxis, dHalf, dEnt, dDist, qt.s, et, et.cand, queries, cands, p.dim, lambda)
+	p.be.backward(dAxis, dHalf, dEnt, dDist, qt.s, p.src, cand, queries, cands, lambda)
 }
 
 func checkDistance(dist, axis, half []float32, cand []int32, queries, cands, dim int) {
@@ -464,6 +480,16 @@ func checkDistance(dist, axis, half []float32, cand []int32, queries, cands, dim
 	if cand != nil {
 		checkLen("distance cand", cand, queries*cands)
 	}
+}
+
+// checkCand panics unless every candidate is a row in [0, rows); it returns cand.
+func checkCand(cand []int32, rows int) []int32 {
+	for _, c := range cand {
+		if c < 0 || int(c) >= rows {
+			panic("cpu: distance: candidate row out of range")
+		}
+	}
+	return cand
 }
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }

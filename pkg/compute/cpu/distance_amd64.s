@@ -23,19 +23,21 @@ DATA distc<>+56(SB)/4, $0x7fffffff // all but the sign bit
 DATA distc<>+60(SB)/4, $0x00000001 // int32 1
 GLOBL distc<>(SB), RODATA|NOPTR, $64
 
-// func sincosHalfAVX512(x *float32, nblk int, out *float32, stride int) (bad int)
+// func sincosHalfAVX512(x *float32, nblk int, out *float32, stride int, next *float32) (bad int)
 //
 // For b < nblk: out[b*stride + i] = sin(x[16b+i]/2), out[b*stride + 16 + i] =
 // cos(x[16b+i]/2). As sincosf in distance_generic.go, in float32 with FMA: j = round(x·2/π),
 // r = x − j·(p1+p2+p3) (each step one FMA, so r is accurate to a few ulp for |x| ≤ 8192),
 // the Cephes polynomials on [−π/4, π/4], then the quadrant j mod 4 swaps sin and cos
 // (j odd) and flips signs (sin: bit 1 of j; cos: bit 1 of j+1). bad is non-zero when some
-// |x/2| exceeds 8192 or is NaN; the caller then recomputes in Go.
-TEXT ·sincosHalfAVX512(SB), NOSPLIT, $0-40
+// |x/2| exceeds 8192 or is NaN; the caller then recomputes in Go. Each block also
+// prefetches the matching 64 bytes of next (the input of a later call).
+TEXT ·sincosHalfAVX512(SB), NOSPLIT, $0-48
 	MOVQ x+0(FP), SI
 	MOVQ nblk+8(FP), CX
 	MOVQ out+16(FP), DI
 	MOVQ stride+24(FP), BX
+	MOVQ next+32(FP), R8
 	SHLQ $2, BX
 	VBROADCASTSS distc<>+0(SB), Z16  // 0.5
 	VBROADCASTSS distc<>+4(SB), Z17  // 2/π
@@ -58,6 +60,7 @@ TEXT ·sincosHalfAVX512(SB), NOSPLIT, $0-40
 	JLE   scdone
 
 scloop:
+	PREFETCHT0 (R8)
 	VMULPS (SI), Z16, Z0      // x/2
 	VPANDD Z30, Z0, Z1        // |x/2|
 	VCMPPS $6, Z28, Z1, K1    // K1 = !(|x/2| ≤ limit) (NLE_US: NaN too)
@@ -101,13 +104,14 @@ scloop:
 	VMOVUPS   Z10, 64(DI)
 
 	ADDQ $64, SI
+	ADDQ $64, R8
 	ADDQ BX, DI
 	DECQ CX
 	JNZ  scloop
 
 scdone:
 	KMOVW K3, AX
-	MOVQ  AX, bad+32(FP)
+	MOVQ  AX, bad+40(FP)
 	VZEROUPPER
 	RET
 
@@ -203,69 +207,6 @@ fwdreduce:
 	VZEROUPPER
 	RET
 
-// func distFwd4PFAVX512(q, e0, e1, e2, e3 *float32, nblk int, out *[8]float32)
-//
-// One query against four entities: out[2i] = Σ outside distance, out[2i+1] = Σ inside
-// distance over nblk blocks, for entity rows e0 … e3. Per block: 7 query loads shared by
-// the four entities, 2 loads and 12 arithmetic instructions per entity.
-TEXT ·distFwd4PFAVX512(SB), NOSPLIT, $0-56
-	MOVQ q+0(FP), SI
-	MOVQ e0+8(FP), R8
-	MOVQ e1+16(FP), R9
-	MOVQ e2+24(FP), R10
-	MOVQ e3+32(FP), R11
-	MOVQ nblk+40(FP), CX
-	MOVQ out+48(FP), DI
-	XORQ AX, AX // byte offset into the entity rows
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	TESTQ  CX, CX
-	JLE    pfreduce
-
-pfloop:
-	VMOVUPS 0(SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
-	VMOVUPS 256(SI), Z4
-	VMOVUPS 320(SI), Z5
-	VMOVUPS 384(SI), Z6
-	PREFETCHT0 1024(R8)(AX*1)
-	PREFETCHT0 1088(R8)(AX*1)
-	PREFETCHT0 1024(R9)(AX*1)
-	PREFETCHT0 1088(R9)(AX*1)
-	PREFETCHT0 1024(R10)(AX*1)
-	PREFETCHT0 1088(R10)(AX*1)
-	PREFETCHT0 1024(R11)(AX*1)
-	PREFETCHT0 1088(R11)(AX*1)
-	FWDENT(R8, Z16, Z17, Z18, Z19, K1, Z8, Z9)
-	FWDENT(R9, Z20, Z21, Z22, Z23, K2, Z10, Z11)
-	FWDENT(R10, Z24, Z25, Z26, Z27, K3, Z12, Z13)
-	FWDENT(R11, Z28, Z29, Z30, Z31, K4, Z14, Z15)
-	ADDQ $512, SI
-	ADDQ $128, AX
-	DECQ CX
-	JNZ  pfloop
-
-pfreduce:
-	HSUM(Z8, Y8, X8, 0)
-	HSUM(Z9, Y9, X9, 4)
-	HSUM(Z10, Y10, X10, 8)
-	HSUM(Z11, Y11, X11, 12)
-	HSUM(Z12, Y12, X12, 16)
-	HSUM(Z13, Y13, X13, 20)
-	HSUM(Z14, Y14, X14, 24)
-	HSUM(Z15, Y15, X15, 28)
-	VZEROUPPER
-	RET
-
 // SGNMUL sets G = sign(s)·c with sign(0) = 0: c with its sign flipped where s is
 // negative, zeroed where s is zero (K scratch). Z28 holds the sign bit, Z31 zero.
 #define SGNMUL(s, c, G, K) \
@@ -273,15 +214,16 @@ pfreduce:
 	VPANDD   Z28, s, G \
 	VPXORD.Z c, G, K, G
 
-// func distBwdAVX512(q, e *float32, nblk, tailMask int, c, lambda float32, dAxis, dHalf, dEnt *float32)
+// func distBwdAVX512(q, e *float32, nblk, tailMask int, c, lambda float32, dAxis, dHalf, dEnt, next *float32)
 //
 // One (query, candidate) pair over nblk blocks: with G_θ, G_h twice the gradients of the
 // distance wrt θ and h (bwdGo in distance_generic.go has the same logic, lane by lane),
 //
 //	dEnt += c·G_θ,  dAxis −= c·G_θ,  dHalf += c·G_h,
 //
-// where in the last block only the lanes set in tailMask are read or written.
-TEXT ·distBwdAVX512(SB), NOSPLIT, $0-64
+// where in the last block only the lanes set in tailMask are read or written. Each block
+// also prefetches the matching line of next (the dEnt of a later call).
+TEXT ·distBwdAVX512(SB), NOSPLIT, $0-72
 	MOVQ         q+0(FP), SI
 	MOVQ         e+8(FP), R8
 	MOVQ         nblk+16(FP), CX
@@ -291,6 +233,7 @@ TEXT ·distBwdAVX512(SB), NOSPLIT, $0-64
 	MOVQ         dAxis+40(FP), R9
 	MOVQ         dHalf+48(FP), R10
 	MOVQ         dEnt+56(FP), R11
+	MOVQ         next+64(FP), R12
 	VPBROADCASTD distc<>+52(SB), Z28 // sign bit
 	VPBROADCASTD distc<>+56(SB), Z29 // abs mask
 	VBROADCASTSS distc<>+0(SB), Z30  // 0.5
@@ -306,6 +249,7 @@ bwdloop:
 	KMOVW DX, K1
 
 bwdbody:
+	PREFETCHT0 (R12)
 	VMOVUPS (R8), Z0   // sin u
 	VMOVUPS 64(R8), Z1 // cos u
 
@@ -378,6 +322,7 @@ bwdbody:
 	ADDQ $64, R9
 	ADDQ $64, R10
 	ADDQ $64, R11
+	ADDQ $64, R12
 	DECQ CX
 	JNZ  bwdloop
 

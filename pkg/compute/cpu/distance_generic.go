@@ -48,7 +48,7 @@ func sincosf(x float32) (sin, cos float32) {
 	return float32(-c), float32(s)
 }
 
-func sincosGo(x []float32, nblk int, out []float32, stride int) {
+func sincosGo(x []float32, nblk int, out []float32, stride int, _ []float32) {
 	for b := 0; b < nblk; b++ {
 		xs := x[b*lanes : (b+1)*lanes]
 		o := out[b*stride : b*stride+2*lanes]
@@ -66,9 +66,9 @@ func fwd4Go(q []float32, e *[4][]float32, nblk int, out *[8]float32) {
 			eb := er[b*eBlock : (b+1)*eBlock]
 			for l := 0; l < lanes; l++ {
 				su, cu := eb[l], eb[lanes+l]
-				st := su*qb[qCosA+l] - cu*qb[qSinA+l]
-				sLo := su*qb[qCosLo+l] - cu*qb[qSinLo+l]
-				sHi := su*qb[qCosHi+l] - cu*qb[qSinHi+l]
+				st := float32(su*qb[qCosA+l]) - float32(cu*qb[qSinA+l])
+				sLo := float32(su*qb[qCosLo+l]) - float32(cu*qb[qSinLo+l])
+				sHi := float32(su*qb[qCosHi+l]) - float32(cu*qb[qSinHi+l])
 				si += min(abs32(st), qb[qBeta+l])
 				if !(sLo*sHi < 0) { // outside (see insideTest)
 					so += min(abs32(sLo), abs32(sHi))
@@ -79,7 +79,7 @@ func fwd4Go(q []float32, e *[4][]float32, nblk int, out *[8]float32) {
 	}
 }
 
-func bwdGo(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dEnt []float32) {
+func bwdGo(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dEnt, _ []float32) {
 	for b := 0; b < nblk; b++ {
 		qb := q[b*qBlock : (b+1)*qBlock]
 		eb := e[b*eBlock : (b+1)*eBlock]
@@ -92,9 +92,13 @@ func bwdGo(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dEnt
 			sa, ca := qb[qSinA+l], qb[qCosA+l]
 			sl, cl := qb[qSinLo+l], qb[qCosLo+l]
 			sh, ch := qb[qSinHi+l], qb[qCosHi+l]
-			st, ct := su*ca-cu*sa, cu*ca+su*sa // sin, cos of (θ − a)/2
-			sLo, cLo := su*cl-cu*sl, cu*cl+su*sl
-			sHi, cHi := su*ch-cu*sh, cu*ch+su*sh
+			// Sines and cosines of (θ − a)/2, (θ − a + h)/2, (θ − a − h)/2. The explicit
+			// conversions round each product, so that no compiler fuses them into an
+			// FMA: the sines are then exactly 0 where the half-angles are equal (θ = a),
+			// and sign(0) = 0 picks the reference's subgradient.
+			st, ct := float32(su*ca)-float32(cu*sa), cu*ca+su*sa
+			sLo, cLo := float32(su*cl)-float32(cu*sl), cu*cl+su*sl
+			sHi, cHi := float32(su*ch)-float32(cu*sh), cu*ch+su*sh
 			p := sLo * sHi         // sign(t − β), see insideTest
 			var gTheta, gH float32 // twice the gradients of the distance wrt θ and h
 			if !(p < 0) {

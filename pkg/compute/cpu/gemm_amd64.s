@@ -1,7 +1,9 @@
 #include "textflag.h"
 
 // SGEMM micro-kernels (see gemm.go): C[mr][nr] (row stride ldc floats) += A·B over k
-// steps. B is a packed micro-panel [k][nr]; A is read in place, in one of two layouts:
+// steps. B(p, ·) is the nr floats at b[p*ldb] (a packed micro-panel [k][nr] has ldb =
+// nr; a row-major B read in place has its row length); A is read in place, in one of
+// two layouts:
 //
 //   ColA: A(i, p) = a[p*lda + i]: each k step is a contiguous run of mr values (a packed
 //         A panel has lda = mr; dYᵀ in dW = dYᵀ·X has lda = the row length of dY).
@@ -108,19 +110,21 @@
 	STORE512(Z28, Z29) \
 	STORE512(Z30, Z31)
 
-// func gemm12x32ColAAVX512(k int, a *float32, lda int, b, c *float32, ldc int)
+// func gemm12x32ColAAVX512(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int)
 //
 // mr = 12, nr = 32: 24 zmm accumulators (Z8–Z31), the B row in Z0–Z1, broadcasts in
-// Z2–Z3. Per k step: 2 loads and 12 broadcasts, 24 FMAs (768 flops... per 2 vectors ×
-// 16 lanes × 12 rows × 2 = 768).
-TEXT ·gemm12x32ColAAVX512(SB), NOSPLIT, $0-48
+// Z2–Z3. Per k step: 2 loads and 12 broadcasts, 24 FMAs (768 flops), so the two FMA
+// ports, not the loads, are the limit.
+TEXT ·gemm12x32ColAAVX512(SB), NOSPLIT, $0-56
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
 	MOVQ b+24(FP), DI
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), BX
+	MOVQ ldb+32(FP), R9
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), BX
 	SHLQ $2, R8 // strides in bytes
+	SHLQ $2, R9
 	SHLQ $2, BX
 	PREFETCHC512
 	ZERO512
@@ -143,7 +147,7 @@ colloop512:
 	ROW512(40(SI), Z2, Z28, Z29)
 	ROW512(44(SI), Z3, Z30, Z31)
 	ADDQ R8, SI
-	ADDQ $128, DI
+	ADDQ R9, DI
 	DECQ CX
 	JNZ  colloop512
 
@@ -152,19 +156,21 @@ colstore512:
 	VZEROUPPER
 	RET
 
-// func gemm12x32RowAAVX512(k int, a *float32, lda int, b, c *float32, ldc int)
+// func gemm12x32RowAAVX512(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int)
 //
 // As ColA, with the 12 rows of A addressed from three bases (rows 0, 5, 10) plus 0, 1,
 // 2, 3 or 4 row strides (R10 = lda bytes, R11 = 3·lda bytes); the bases step 4 bytes per
 // k step.
-TEXT ·gemm12x32RowAAVX512(SB), NOSPLIT, $0-48
+TEXT ·gemm12x32RowAAVX512(SB), NOSPLIT, $0-56
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R10
 	MOVQ b+24(FP), DI
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), BX
+	MOVQ ldb+32(FP), R8
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), BX
 	SHLQ $2, R10
+	SHLQ $2, R8
 	SHLQ $2, BX
 	LEAQ (R10)(R10*2), R11 // 3 rows
 	LEAQ (R11)(R10*2), R9  // 5 rows
@@ -194,7 +200,7 @@ rowloop512:
 	ADDQ $4, SI
 	ADDQ $4, R9
 	ADDQ $4, R12
-	ADDQ $128, DI
+	ADDQ R8, DI
 	DECQ CX
 	JNZ  rowloop512
 
@@ -240,15 +246,17 @@ rowstore512:
 	STORE256(Y12, Y13) \
 	STORE256(Y14, Y15)
 
-// func gemm6x16ColAAVX2(k int, a *float32, lda int, b, c *float32, ldc int)
-TEXT ·gemm6x16ColAAVX2(SB), NOSPLIT, $0-48
+// func gemm6x16ColAAVX2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int)
+TEXT ·gemm6x16ColAAVX2(SB), NOSPLIT, $0-56
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
 	MOVQ b+24(FP), DI
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), BX
+	MOVQ ldb+32(FP), R9
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), BX
 	SHLQ $2, R8
+	SHLQ $2, R9
 	SHLQ $2, BX
 	ZERO256
 	TESTQ CX, CX
@@ -264,7 +272,7 @@ colloop256:
 	ROW256(16(SI), Y2, Y12, Y13)
 	ROW256(20(SI), Y3, Y14, Y15)
 	ADDQ R8, SI
-	ADDQ $64, DI
+	ADDQ R9, DI
 	DECQ CX
 	JNZ  colloop256
 
@@ -273,15 +281,17 @@ colstore256:
 	VZEROUPPER
 	RET
 
-// func gemm6x16RowAAVX2(k int, a *float32, lda int, b, c *float32, ldc int)
-TEXT ·gemm6x16RowAAVX2(SB), NOSPLIT, $0-48
+// func gemm6x16RowAAVX2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int)
+TEXT ·gemm6x16RowAAVX2(SB), NOSPLIT, $0-56
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R10
 	MOVQ b+24(FP), DI
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), BX
+	MOVQ ldb+32(FP), R8
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), BX
 	SHLQ $2, R10
+	SHLQ $2, R8
 	SHLQ $2, BX
 	LEAQ (R10)(R10*2), R11 // 3 rows
 	LEAQ (R11)(R10*2), R9  // 5 rows
@@ -301,11 +311,124 @@ rowloop256:
 	ROW256((R9), Y3, Y14, Y15)
 	ADDQ $4, SI
 	ADDQ $4, R9
-	ADDQ $64, DI
+	ADDQ R8, DI
 	DECQ CX
 	JNZ  rowloop256
 
 rowstore256:
 	STOREALL256
+	VZEROUPPER
+	RET
+
+// TRCOL finishes the transpose for one c (see transpose16AVX512): a, b, x, y are Z(c),
+// Z(4+c), Z(8+c), Z(12+c); off is c·128, the byte offset of k step c in the panel.
+#define TRCOL(a, b, x, y, off) \
+	VSHUFF32X4 $0x88, b, a, Z16 \
+	VSHUFF32X4 $0xdd, b, a, Z17 \
+	VSHUFF32X4 $0x88, y, x, Z18 \
+	VSHUFF32X4 $0xdd, y, x, Z19 \
+	VSHUFF32X4 $0x88, Z18, Z16, Z20 \
+	VSHUFF32X4 $0xdd, Z18, Z16, Z21 \
+	VSHUFF32X4 $0x88, Z19, Z17, Z22 \
+	VSHUFF32X4 $0xdd, Z19, Z17, Z23 \
+	VMOVUPS    Z20, off(DI) \
+	VMOVUPS    Z22, 512+off(DI) \
+	VMOVUPS    Z21, 1024+off(DI) \
+	VMOVUPS    Z23, 1536+off(DI)
+
+// func transpose16AVX512(src *float32, lds int, dst *float32, n int)
+//
+// Packs the transpose of n 16×16 blocks into the AVX-512 kernel's B panel layout
+// (32 floats per k step): for c < n, dst[(16c+p)*32 + j] = src[j*lds + 16c + p] for j, p
+// < 16, i.e. 16 rows of W (B stored transposed in Y = X·Wᵀ), 16 k-columns at a time.
+// The in-register transpose is the usual three stages: interleave 32-bit pairs of rows,
+// then 64-bit pairs, then 128-bit chunks across the four groups of four rows.
+TEXT ·transpose16AVX512(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), R8
+	MOVQ lds+8(FP), R9
+	MOVQ dst+16(FP), DI
+	MOVQ n+24(FP), CX
+	SHLQ $2, R9               // row stride in bytes
+	LEAQ (R9)(R9*2), R10      // 3 rows
+	LEAQ (R10)(R9*2), R11     // 5 rows
+	ADDQ R8, R11              // row 5
+	LEAQ (R11)(R9*4), R12
+	ADDQ R9, R12              // row 10
+	LEAQ (R12)(R9*4), R13
+	ADDQ R9, R13              // row 15
+	TESTQ CX, CX
+	JLE   trdone
+
+trloop:
+	VMOVUPS (R8), Z0
+	VMOVUPS (R8)(R9*1), Z1
+	VMOVUPS (R8)(R9*2), Z2
+	VMOVUPS (R8)(R10*1), Z3
+	VMOVUPS (R8)(R9*4), Z4
+	VMOVUPS (R11), Z5
+	VMOVUPS (R11)(R9*1), Z6
+	VMOVUPS (R11)(R9*2), Z7
+	VMOVUPS (R11)(R10*1), Z8
+	VMOVUPS (R11)(R9*4), Z9
+	VMOVUPS (R12), Z10
+	VMOVUPS (R12)(R9*1), Z11
+	VMOVUPS (R12)(R9*2), Z12
+	VMOVUPS (R12)(R10*1), Z13
+	VMOVUPS (R12)(R9*4), Z14
+	VMOVUPS (R13), Z15
+
+	// Stage 1: rows (2i, 2i+1) → per 128-bit lane L: [r2i, r2i+1] at columns 4L, 4L+1
+	// (unpack low) and 4L+2, 4L+3 (unpack high).
+	VUNPCKLPS Z1, Z0, Z16
+	VUNPCKHPS Z1, Z0, Z17
+	VUNPCKLPS Z3, Z2, Z18
+	VUNPCKHPS Z3, Z2, Z19
+	VUNPCKLPS Z5, Z4, Z20
+	VUNPCKHPS Z5, Z4, Z21
+	VUNPCKLPS Z7, Z6, Z22
+	VUNPCKHPS Z7, Z6, Z23
+	VUNPCKLPS Z9, Z8, Z24
+	VUNPCKHPS Z9, Z8, Z25
+	VUNPCKLPS Z11, Z10, Z26
+	VUNPCKHPS Z11, Z10, Z27
+	VUNPCKLPS Z13, Z12, Z28
+	VUNPCKHPS Z13, Z12, Z29
+	VUNPCKLPS Z15, Z14, Z30
+	VUNPCKHPS Z15, Z14, Z31
+
+	// Stage 2: Z(4g+c), for the rows 4g … 4g+3, holds in lane L column 4L+c.
+	VUNPCKLPD Z18, Z16, Z0
+	VUNPCKHPD Z18, Z16, Z1
+	VUNPCKLPD Z19, Z17, Z2
+	VUNPCKHPD Z19, Z17, Z3
+	VUNPCKLPD Z22, Z20, Z4
+	VUNPCKHPD Z22, Z20, Z5
+	VUNPCKLPD Z23, Z21, Z6
+	VUNPCKHPD Z23, Z21, Z7
+	VUNPCKLPD Z26, Z24, Z8
+	VUNPCKHPD Z26, Z24, Z9
+	VUNPCKLPD Z27, Z25, Z10
+	VUNPCKHPD Z27, Z25, Z11
+	VUNPCKLPD Z30, Z28, Z12
+	VUNPCKHPD Z30, Z28, Z13
+	VUNPCKLPD Z31, Z29, Z14
+	VUNPCKHPD Z31, Z29, Z15
+
+	// Stage 3, per c: gather lane L of Z(c), Z(4+c), Z(8+c), Z(12+c) = column 4L+c of
+	// all 16 rows, and store it as k step 16·block + 4L + c.
+	TRCOL(Z0, Z4, Z8, Z12, 0)
+	TRCOL(Z1, Z5, Z9, Z13, 128)
+	TRCOL(Z2, Z6, Z10, Z14, 256)
+	TRCOL(Z3, Z7, Z11, Z15, 384)
+
+	ADDQ $64, R8
+	ADDQ $64, R11
+	ADDQ $64, R12
+	ADDQ $64, R13
+	ADDQ $2048, DI
+	DECQ CX
+	JNZ  trloop
+
+trdone:
 	VZEROUPPER
 	RET

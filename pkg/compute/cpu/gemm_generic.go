@@ -5,7 +5,7 @@ package cpu
 // CPUs without AVX2+FMA and other architectures.
 var genericGEMM = gemmKernel{name: "go 4x4", mr: 4, nr: 4, fn: gemmKernelGo4x4}
 
-func gemmKernelGo4x4(k int, a []float32, lda int, rowA bool, b, c []float32, ldc int) {
+func gemmKernelGo4x4(k int, a []float32, lda int, rowA bool, b []float32, ldb int, c []float32, ldc int) {
 	var c00, c01, c02, c03, c10, c11, c12, c13 float32
 	var c20, c21, c22, c23, c30, c31, c32, c33 float32
 	var buf [4 * 128]float32
@@ -28,9 +28,8 @@ func gemmKernelGo4x4(k int, a []float32, lda int, rowA bool, b, c []float32, ldc
 				}
 			}
 		}
-		bp := b[4*p0 : 4*(p0+kb)]
-		for p := 0; p+4 <= len(ap); p += 4 {
-			av, bv := ap[p:p+4:p+4], bp[p:p+4:p+4]
+		for p := 0; p < kb; p++ {
+			av, bv := ap[4*p:4*p+4:4*p+4], b[(p0+p)*ldb:(p0+p)*ldb+4:(p0+p)*ldb+4]
 			b0, b1, b2, b3 := bv[0], bv[1], bv[2], bv[3]
 			a0 := av[0]
 			c00 += a0 * b0

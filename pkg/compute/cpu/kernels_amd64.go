@@ -7,16 +7,19 @@ import "golang.org/x/sys/cpu"
 // outside the slices it was given.
 
 //go:noescape
-func gemm12x32ColAAVX512(k int, a *float32, lda int, b, c *float32, ldc int)
+func gemm12x32ColAAVX512(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int)
 
 //go:noescape
-func gemm12x32RowAAVX512(k int, a *float32, lda int, b, c *float32, ldc int)
+func gemm12x32RowAAVX512(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int)
 
 //go:noescape
-func gemm6x16ColAAVX2(k int, a *float32, lda int, b, c *float32, ldc int)
+func gemm6x16ColAAVX2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int)
 
 //go:noescape
-func gemm6x16RowAAVX2(k int, a *float32, lda int, b, c *float32, ldc int)
+func gemm6x16RowAAVX2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int)
+
+//go:noescape
+func transpose16AVX512(src *float32, lds int, dst *float32, n int)
 
 // hasAVX512 reports the AVX-512 subsets the kernels use (F for everything, DQ for
 // VRANGEPS and VANDPS on zmm), with the OS saving zmm state (x/sys/cpu checks XCR0).
@@ -28,6 +31,21 @@ var (
 	avx512GEMM = gemmKernel{name: "avx512 12x32", mr: 12, nr: 32, fn: asmKernel(gemm12x32ColAAVX512, gemm12x32RowAAVX512, 12, 32)}
 	avx2GEMM   = gemmKernel{name: "avx2 6x16", mr: 6, nr: 16, fn: asmKernel(gemm6x16ColAAVX2, gemm6x16RowAAVX2, 6, 16)}
 )
+
+func init() {
+	if hasAVX512 {
+		transpose16 = transpose16Asm
+	}
+}
+
+// transpose16Asm is transpose16AVX512 with the bounds checks of its operands.
+func transpose16Asm(src []float32, lds int, dst []float32, n int) {
+	if n <= 0 {
+		return
+	}
+	_, _ = src[15*lds+16*n-1], dst[(16*n-1)*32+15]
+	transpose16AVX512(&src[0], lds, &dst[0], n)
+}
 
 func asmGEMM() (gemmKernel, bool) {
 	switch {
@@ -41,33 +59,30 @@ func asmGEMM() (gemmKernel, bool) {
 
 // asmKernel wraps the two assembly variants of a micro-kernel with the bounds checks of
 // their operands.
-func asmKernel(colA, rowA func(k int, a *float32, lda int, b, c *float32, ldc int), mr, nr int) func(k int, a []float32, lda int, rowMajor bool, b, c []float32, ldc int) {
-	return func(k int, a []float32, lda int, rowMajor bool, b, c []float32, ldc int) {
+func asmKernel(colA, rowA func(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int), mr, nr int) func(k int, a []float32, lda int, rowMajor bool, b []float32, ldb int, c []float32, ldc int) {
+	return func(k int, a []float32, lda int, rowMajor bool, b []float32, ldb int, c []float32, ldc int) {
 		if k <= 0 {
 			return
 		}
-		_, _ = b[nr*k-1], c[(mr-1)*ldc+nr-1]
+		_, _ = b[(k-1)*ldb+nr-1], c[(mr-1)*ldc+nr-1]
 		if rowMajor {
 			_ = a[(mr-1)*lda+k-1]
-			rowA(k, &a[0], lda, &b[0], &c[0], ldc)
+			rowA(k, &a[0], lda, &b[0], ldb, &c[0], ldc)
 			return
 		}
 		_ = a[(k-1)*lda+mr-1]
-		colA(k, &a[0], lda, &b[0], &c[0], ldc)
+		colA(k, &a[0], lda, &b[0], ldb, &c[0], ldc)
 	}
 }
 
 //go:noescape
-func sincosHalfAVX512(x *float32, nblk int, out *float32, stride int) (bad int)
+func sincosHalfAVX512(x *float32, nblk int, out *float32, stride int, next *float32) (bad int)
 
 //go:noescape
 func distFwd4AVX512(q, e0, e1, e2, e3 *float32, nblk int, out *[8]float32)
 
 //go:noescape
-func distFwd4PFAVX512(q, e0, e1, e2, e3 *float32, nblk int, out *[8]float32)
-
-//go:noescape
-func distBwdAVX512(q, e *float32, nblk, tailMask int, c, lambda float32, dAxis, dHalf, dEnt *float32)
+func distBwdAVX512(q, e *float32, nblk, tailMask int, c, lambda float32, dAxis, dHalf, dEnt, next *float32)
 
 var avx512Dist = distKernels{name: "avx512", sincos: sincosAVX512, fwd4: fwd4AVX512, bwd: bwdAVX512}
 
@@ -78,15 +93,19 @@ func asmDist() (distKernels, bool) {
 	return distKernels{}, false
 }
 
-func sincosAVX512(x []float32, nblk int, out []float32, stride int) {
+func sincosAVX512(x []float32, nblk int, out []float32, stride int, next []float32) {
 	if nblk <= 0 {
 		return
 	}
 	_, _ = x[nblk*lanes-1], out[(nblk-1)*stride+2*lanes-1]
-	if sincosHalfAVX512(&x[0], nblk, &out[0], stride) != 0 {
+	pf := &x[0] // prefetching is only a hint: it never faults, even past next's end
+	if len(next) > 0 {
+		pf = &next[0]
+	}
+	if sincosHalfAVX512(&x[0], nblk, &out[0], stride, pf) != 0 {
 		// Some |x/2| is beyond the reduction's range (never for model angles), or NaN:
 		// redo the call in Go, which uses math.Sincos there.
-		sincosGo(x, nblk, out, stride)
+		sincosGo(x, nblk, out, stride, nil)
 	}
 }
 
@@ -102,7 +121,7 @@ func fwd4AVX512(q []float32, e *[4][]float32, nblk int, out *[8]float32) {
 	distFwd4AVX512(&q[0], &e[0][0], &e[1][0], &e[2][0], &e[3][0], nblk, out)
 }
 
-func bwdAVX512(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dEnt []float32) {
+func bwdAVX512(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dEnt, next []float32) {
 	if nblk <= 0 {
 		return
 	}
@@ -112,17 +131,9 @@ func bwdAVX512(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, 
 	n := (nblk-1)*lanes + tail
 	_, _ = q[nblk*qBlock-1], e[nblk*eBlock-1]
 	_, _, _ = dAxis[n-1], dHalf[n-1], dEnt[n-1]
-	distBwdAVX512(&q[0], &e[0], nblk, 1<<tail-1, c, lambda, &dAxis[0], &dHalf[0], &dEnt[0])
-}
-
-func fwd4PFAVX512(q []float32, e *[4][]float32, nblk int, out *[8]float32) {
-	if nblk <= 0 {
-		*out = [8]float32{}
-		return
+	pf := &dEnt[0] // a prefetch never faults, even past next's end
+	if len(next) > 0 {
+		pf = &next[0]
 	}
-	_ = q[nblk*qBlock-1]
-	for _, r := range e {
-		_ = r[nblk*eBlock-1]
-	}
-	distFwd4PFAVX512(&q[0], &e[0][0], &e[1][0], &e[2][0], &e[3][0], nblk, out)
+	distBwdAVX512(&q[0], &e[0], nblk, 1<<tail-1, c, lambda, &dAxis[0], &dHalf[0], &dEnt[0], pf)
 }

@@ -34,11 +34,14 @@ func TestGEMMMicroKernels(t *testing.T) {
 	for _, kern := range kernels {
 		mr, nr := kern.mr, kern.nr
 		for _, k := range []int{0, 1, 2, 3, 7, 17, 255, 256} {
-			for _, rowA := range []bool{false, true} {
-				ldc := nr + 5
-				lda := mr + 3
+			for _, layout := range []struct{ rowA, packedB bool }{{false, true}, {true, true}, {false, false}, {true, false}} {
+				rowA := layout.rowA
+				ldc, lda, ldb := nr+5, mr+3, nr
 				if rowA {
 					lda = k + 3
+				}
+				if !layout.packedB {
+					ldb = nr + 7
 				}
 				a := randF32(rng, mr*lda+k*lda, -1, 1)
 				at := func(i, p int) float32 {
@@ -47,23 +50,23 @@ func TestGEMMMicroKernels(t *testing.T) {
 					}
 					return a[p*lda+i]
 				}
-				b := randF32(rng, nr*k, -1, 1)
+				b := randF32(rng, ldb*k, -1, 1)
 				c0 := randF32(rng, (mr-1)*ldc+nr, -1, 1)
 				want := slices.Clone(c0)
 				for i := 0; i < mr; i++ {
 					for j := 0; j < nr; j++ {
 						var s float64
 						for p := 0; p < k; p++ {
-							s += float64(at(i, p)) * float64(b[p*nr+j])
+							s += float64(at(i, p)) * float64(b[p*ldb+j])
 						}
 						want[i*ldc+j] = float32(float64(c0[i*ldc+j]) + s)
 					}
 				}
 				got := slices.Clone(c0)
-				kern.fn(k, a, lda, rowA, b, got, ldc)
+				kern.fn(k, a, lda, rowA, b, ldb, got, ldc)
 				for i := range want {
 					if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*math.Sqrt(float64(k+1)) {
-						t.Fatalf("%s k=%d rowA=%v: c[%d] = %g, want %g", kern.name, k, rowA, i, got[i], want[i])
+						t.Fatalf("%s k=%d %+v: c[%d] = %g, want %g", kern.name, k, layout, i, got[i], want[i])
 					}
 				}
 			}
@@ -83,10 +86,10 @@ func TestDistanceKernelsAVX512(t *testing.T) {
 	const nblk = 5
 	xs := randF32(rng, nblk*lanes, -20, 20)
 	s1, s2 := make([]float32, nblk*48), make([]float32, nblk*48)
-	if sincosHalfAVX512(&xs[0], nblk, &s1[0], 48) != 0 {
+	if sincosHalfAVX512(&xs[0], nblk, &s1[0], 48, &xs[0]) != 0 {
 		t.Fatal("in-range input flagged")
 	}
-	sincosGo(xs, nblk, s2, 48)
+	sincosGo(xs, nblk, s2, 48, nil)
 	for b := 0; b < nblk; b++ {
 		for i := 0; i < 32; i++ {
 			if d := math.Abs(float64(s1[b*48+i] - s2[b*48+i])); d > 2e-7 {
@@ -110,7 +113,7 @@ func TestDistanceKernelsAVX512(t *testing.T) {
 		qt := be.queryTable(axis, half, 1, dim, 0.02)
 		nb := ceilDiv(dim, lanes)
 		et := make([]float32, 4*nb*eBlock)
-		be.entityRows(et, ent, nil, 4, dim)
+		be.entityTable(et, ent, 4, dim)
 		var e [4][]float32
 		for i := range e {
 			e[i] = et[i*nb*eBlock : (i+1)*nb*eBlock]
@@ -129,8 +132,8 @@ func TestDistanceKernelsAVX512(t *testing.T) {
 			da2, dh2, de2 := slices.Clone(da1), slices.Clone(dh1), slices.Clone(de1)
 			// One past the end of each gradient: must stay untouched.
 			da1, dh1, de1 = append(da1, 7)[:dim], append(dh1, 7)[:dim], append(de1, 7)[:dim]
-			bwdAVX512(qt.s, e[i], nb, tail, 0.37, 0.02, da1, dh1, de1)
-			bwdGo(qt.s, e[i], nb, tail, 0.37, 0.02, da2, dh2, de2)
+			bwdAVX512(qt.s, e[i], nb, tail, 0.37, 0.02, da1, dh1, de1, nil)
+			bwdGo(qt.s, e[i], nb, tail, 0.37, 0.02, da2, dh2, de2, nil)
 			for j := 0; j < dim; j++ {
 				for _, p := range [][2]float32{{da1[j], da2[j]}, {dh1[j], dh2[j]}, {de1[j], de2[j]}} {
 					if d := math.Abs(float64(p[0] - p[1])); d > 1e-6 {
@@ -143,5 +146,37 @@ func TestDistanceKernelsAVX512(t *testing.T) {
 			}
 		}
 		putBuf(qt)
+	}
+}
+
+func TestTranspose16(t *testing.T) {
+	if !hasAVX512 {
+		t.Skip("no AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	for _, n := range []int{1, 2, 5} {
+		lds := 16*n + 9
+		src := randF32(rng, 16*lds, -1, 1)
+		dst := make([]float32, 16*n*32+7)
+		for i := range dst {
+			dst[i] = 99
+		}
+		transpose16Asm(src, lds, dst, n)
+		for p := 0; p < 16*n; p++ {
+			for j := 0; j < 32; j++ {
+				want := float32(99)
+				if j < 16 {
+					want = src[j*lds+p]
+				}
+				if got := dst[p*32+j]; got != want {
+					t.Fatalf("n=%d: dst[%d][%d] = %g, want %g", n, p, j, got, want)
+				}
+			}
+		}
+		for _, v := range dst[16*n*32:] {
+			if v != 99 {
+				t.Fatal("wrote past the end")
+			}
+		}
 	}
 }
