@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 
+	"github.com/rocone/rocone/pkg/compute"
+
 	"github.com/rocone/rocone/pkg/query"
 )
 
@@ -11,13 +13,16 @@ import (
 type Scorer[T Float] struct {
 	m      *Model[T]
 	angles []T // [NumEntities][d]
+	// table is the entity table prepared once for the kernels (e.g. the fast CPU
+	// backend's half-angle sin/cos), so scoring many small groups does not redo it.
+	table compute.PreparedEntities[T]
 }
 
 // NewScorer maps the entity table to angles and returns a scorer.
 func (m *Model[T]) NewScorer() *Scorer[T] {
 	angles := make([]T, len(m.Params.Entity))
 	AngleForward(angles, m.Params.Entity, m.embeddingRange())
-	return &Scorer[T]{m: m, angles: angles}
+	return &Scorer[T]{m: m, angles: angles, table: compute.PrepareEntities(m.Kernels, angles, m.Config.NumEntities, m.Config.Dim)}
 }
 
 // Score writes out[q][e], the logit of entity e for query q, [len(queries)][NumEntities]:
@@ -87,7 +92,7 @@ func (s *Scorer[T]) ScoreCones(out []T, branches []Cones[T]) error {
 	}
 	gamma, modulus, lambda := T(m.Config.Gamma), m.Params.Modulus[0], T(m.Config.CenterReg)
 	if len(branches) == 1 {
-		m.Kernels.DistanceForward(out, branches[0].Axis, branches[0].Half, s.angles, nil, n, N, d, lambda)
+		s.table.DistanceForward(out, branches[0].Axis, branches[0].Half, nil, n, N, lambda)
 		LogitForward(out, out, gamma, modulus)
 		return nil
 	}
@@ -97,7 +102,7 @@ func (s *Scorer[T]) ScoreCones(out []T, branches []Cones[T]) error {
 			return fmt.Errorf("model: ScoreCones: branch %d holds %d cones of dimension %d, want %d of %d", br, c.N, c.Dim, n, d)
 		}
 		dist := make([]T, n*N)
-		m.Kernels.DistanceForward(dist, c.Axis, c.Half, s.angles, nil, n, N, d, lambda)
+		s.table.DistanceForward(dist, c.Axis, c.Half, nil, n, N, lambda)
 		logits[br] = dist
 		LogitForward(logits[br], dist, gamma, modulus)
 	}
