@@ -45,6 +45,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -204,23 +205,11 @@ func ckptCheckTensors(name string, ts []Tensor) error {
 		if !ok {
 			return fmt.Errorf("%s: tensor %s has %s but no param", name, t.Name, t.Role)
 		}
-		if !ckptSameShape(ts[p].Shape, t.Shape) {
+		if !slices.Equal(ts[p].Shape, t.Shape) {
 			return fmt.Errorf("%s: tensor %s: %s shape %v differs from the param's %v", name, t.Name, t.Role, t.Shape, ts[p].Shape)
 		}
 	}
 	return nil
-}
-
-func ckptSameShape(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // WriteCheckpoint writes c as a checkpoint artifact at path, atomically (a temporary file

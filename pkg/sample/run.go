@@ -40,14 +40,7 @@ func (s Source) Load(log io.Writer) (*kg.Dataset, error) {
 // ("-" for an IPC stream on stdout), with progress on log (nil: none). On any error
 // nothing is left at out.
 func GenerateToFile(ctx context.Context, src Source, split string, opts Options, out string, log io.Writer) error {
-	if log == nil {
-		log = io.Discard
-	}
-	d, err := src.Load(log)
-	if err != nil {
-		return err
-	}
-	g, err := NewGraphs(d, split)
+	d, g, log, err := src.graphs(split, log)
 	if err != nil {
 		return err
 	}
@@ -60,14 +53,7 @@ func GenerateToFile(ctx context.Context, src Source, split string, opts Options,
 
 // ImportToFile imports a BetaE query pickle for split of src and writes a queries artifact.
 func ImportToFile(src Source, split, pickle, out string, log io.Writer) error {
-	if log == nil {
-		log = io.Discard
-	}
-	d, err := src.Load(log)
-	if err != nil {
-		return err
-	}
-	g, err := NewGraphs(d, split)
+	d, g, log, err := src.graphs(split, log)
 	if err != nil {
 		return err
 	}
@@ -81,6 +67,19 @@ func ImportToFile(src Source, split, pickle, out string, log io.Writer) error {
 		}
 		return err
 	})
+}
+
+// graphs loads the dataset and builds the split's graphs; log nil becomes io.Discard.
+func (s Source) graphs(split string, log io.Writer) (*kg.Dataset, *Graphs, io.Writer, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	d, err := s.Load(log)
+	if err != nil {
+		return nil, nil, log, err
+	}
+	g, err := NewGraphs(d, split)
+	return d, g, log, err
 }
 
 func writeArtifact(d *kg.Dataset, split, out string, produce func(emit func(*Query) error) error) error {
