@@ -59,7 +59,7 @@ bench: build
 			bin/sample generate --data data/fb15k-237 --split $$split -q -o out/bench/$$split-queries.arrow || exit 1; \
 	done
 	scripts/bench-train.sh
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/sample/ ./pkg/answer/ ./pkg/compute/cpu/
+	$(GO) test -run '^$$' -bench 'BenchmarkLinear|BenchmarkDistanceTrain|BenchmarkEval' -benchtime 2x ./pkg/compute/cpu/
 
 # On a GPU host: parity of every kernel on the device, device errors, timings.
 gpu-check:

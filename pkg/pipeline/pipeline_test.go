@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/eval"
@@ -234,6 +236,9 @@ func TestBadInputs(t *testing.T) {
 	if err := Rank(RankConfig{Checkpoint: ck8, Queries: other, Output: r2, Kernels: compute.Reference[float32]{}}); err != nil {
 		t.Fatal(err)
 	}
+	// The same ranks as an IPC stream (what `rank -o -` writes), cut in the middle.
+	cutStream := filepath.Join(dir, "cut-stream.arrow")
+	writeStreamPrefix(t, r1, cutStream)
 	empty := filepath.Join(dir, "empty.arrow")
 	os.WriteFile(empty, nil, 0o644)
 	b, _ := os.ReadFile(r1)
@@ -267,6 +272,9 @@ func TestBadInputs(t *testing.T) {
 		{"truncated ranks", func() error {
 			return Metrics(MetricsConfig{Ranks: []string{r1, truncated}, Output: out}, &bytes.Buffer{})
 		}, []string{"truncated.arrow"}},
+		{"truncated ranks stream", func() error {
+			return Metrics(MetricsConfig{Ranks: []string{r1, cutStream}, Output: out}, &bytes.Buffer{})
+		}, []string{"cut-stream.arrow"}},
 		{"queries of another KG", func() error {
 			return Embed(EmbedConfig{Checkpoint: ck8, Queries: wrongKG(t, dir), Output: out, Kernels: compute.Reference[float32]{}})
 		}, []string{"wrongkg.arrow", "was trained on 82"}},
@@ -301,4 +309,27 @@ func wrongKG(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// writeStreamPrefix rewrites the artifact at src as an IPC stream and keeps its first
+// half at dst: a stream cut off mid-way.
+func writeStreamPrefix(t *testing.T, src, dst string) {
+	t.Helper()
+	r, err := artifact.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(r.Schema()))
+	for r.Next() {
+		if err := w.Write(r.Record()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	b := buf.Bytes()
+	if err := os.WriteFile(dst, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
