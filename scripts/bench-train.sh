@@ -11,11 +11,13 @@ mkdir -p "$out"
 steps=${BENCH_STEPS:-4}
 measure() { go run ./scripts/measure -label "$1" -- "${@:2}"; }
 
+# d b n: the paper configuration, d=200, and the small configuration PyTorch was timed at.
 for model in rocone cone; do
-	for dim in 800 200; do
-		echo "== train $model d=$dim b=512 n=128, $steps steps (one step = three updates)"
-		measure "train $model d=$dim" bin/train --train "$out/train-queries.arrow" --model "$model" --dim "$dim" \
-			--batch 512 --negatives 128 --steps "$steps" --eval-every 0 --checkpoint "$out/$model-$dim.arrow" --log "" 2>&1 |
+	for config in "800 512 128" "200 512 128" "64 128 32"; do
+		read -r dim batch neg <<<"$config"
+		echo "== train $model d=$dim b=$batch n=$neg, $steps steps (one step = three updates)"
+		measure "train $model d=$dim b=$batch n=$neg" bin/train --train "$out/train-queries.arrow" --model "$model" --dim "$dim" \
+			--batch "$batch" --negatives "$neg" --steps "$steps" --eval-every 0 --checkpoint "$out/$model-$dim.arrow" --log "" 2>&1 |
 			grep -E 'steps/s|^  |measure|done'
 	done
 done
