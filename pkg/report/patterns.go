@@ -65,7 +65,7 @@ func meanError(terms [][]float64, signs []float64) float64 {
 }
 
 // FindPatterns scores every relation for symmetry, every pair for inversion and every
-// pair for its best composition, keeping the top of each. axes[r] holds relation r's axis
+// unordered pair for its best composition (rotations commute), keeping the top of each. axes[r] holds relation r's axis
 // rotation angles. Composition compares θ_r1+θ_r2 with every θ_r3 (r3 other than r1, r2):
 // a shortlist of 3 by the first 16 dimensions, then the exact error over all of them.
 func FindPatterns(axes [][]float64, top int) Patterns {
@@ -117,10 +117,7 @@ func compositions(axes [][]float64, top int) []PatternScore {
 			s := make([]float64, d)
 			short := make([]cand, 0, shortlist+1)
 			for a := range rows {
-				for b := 0; b < n; b++ {
-					if b == a {
-						continue
-					}
+				for b := a + 1; b < n; b++ { // rotations commute: r1∘r2 = r2∘r1
 					for j := range s {
 						s[j] = axes[a][j] + axes[b][j]
 					}
