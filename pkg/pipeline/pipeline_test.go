@@ -333,3 +333,22 @@ func writeStreamPrefix(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+func TestPatterns(t *testing.T) {
+	dir := t.TempDir()
+	ck, cone := filepath.Join(dir, "r.arrow"), filepath.Join(dir, "c.arrow")
+	checkpoint(t, ck, model.RoConE, 8, 1)
+	checkpoint(t, cone, model.ConE, 8, 1)
+	var b bytes.Buffer
+	if err := Patterns(PatternsConfig{Checkpoint: ck, Top: 3, Data: "../../testdata/tiny"}, &b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Symmetric relations", "Inverse pairs", "Compositions", "rel"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	if err := Patterns(PatternsConfig{Checkpoint: cone, Top: 3}, &b); err == nil || !strings.Contains(err.Error(), "MLP") {
+		t.Errorf("cone model: %v", err)
+	}
+}
