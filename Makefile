@@ -39,7 +39,7 @@ test-cuda:
 	$(GO) build -tags cuda ./...
 	$(GO) vet -tags cuda ./...
 
-# The demo: the whole pipeline on the shipped FB15k-237 on the CPU, in about 10 minutes on
+# The demo: the whole pipeline on the shipped FB15k-237 on the CPU, in about 5 minutes on
 # 2 cores: BetaE's train queries, smaller valid/test sets, a RoConE model (d=200, 400
 # steps at a raised learning rate), cones, ranks, and the per-type table beside the
 # published RoConE and ConE rows.
