@@ -371,33 +371,7 @@ func (b *Backend) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent []
 		if err != nil {
 			return err
 		}
-		C, err := b.uploadIdx(cand)
-		if err != nil {
-			return err
-		}
-		DA, err := b.zeroed(4, len(dAxis), dAxis != nil)
-		if err != nil {
-			return err
-		}
-		DH, err := b.zeroed(5, len(dHalf), dHalf != nil)
-		if err != nil {
-			return err
-		}
-		DE, err := b.zeroed(6, len(dEntUsed), dEnt != nil)
-		if err != nil {
-			return err
-		}
-		var ix *CandIndex
-		if b.Deterministic && cand != nil && dEnt != nil {
-			if ix, err = NewCandIndex(b.dev, cand, cands); err != nil {
-				return err
-			}
-			defer ix.Free()
-		}
-		if err := b.dev.DistanceBackward(DA, DH, DE, DD, A, H, E, C, ix, queries, cands, dim, lambda); err != nil {
-			return err
-		}
-		return b.addOut(outPair{dAxis, DA}, outPair{dHalf, DH}, outPair{dEntUsed, DE})
+		return b.distanceBackward(dAxis, dHalf, dEntUsed, DD, A, H, E, cand, queries, cands, dim, lambda)
 	}, func() {
 		compute.Reference[float32]{}.DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent, cand, queries, cands, dim, lambda)
 	})
@@ -537,32 +511,39 @@ func (t *preparedTable) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half [
 		if err != nil {
 			return err
 		}
-		C, err := b.uploadIdx(cand)
-		if err != nil {
-			return err
-		}
-		DA, err := b.zeroed(4, len(dAxis), dAxis != nil)
-		if err != nil {
-			return err
-		}
-		DH, err := b.zeroed(5, len(dHalf), dHalf != nil)
-		if err != nil {
-			return err
-		}
-		DE, err := b.zeroed(6, len(dEntUsed), dEnt != nil)
-		if err != nil {
-			return err
-		}
-		var ix *CandIndex
-		if b.Deterministic && cand != nil && dEnt != nil {
-			if ix, err = NewCandIndex(b.dev, cand, cands); err != nil {
-				return err
-			}
-			defer ix.Free()
-		}
-		if err := b.dev.DistanceBackward(DA, DH, DE, DD, A, H, t.dev, C, ix, queries, cands, dim, lambda); err != nil {
-			return err
-		}
-		return b.addOut(outPair{dAxis, DA}, outPair{dHalf, DH}, outPair{dEntUsed, DE})
+		return b.distanceBackward(dAxis, dHalf, dEntUsed, DD, A, H, t.dev, cand, queries, cands, dim, lambda)
 	}, cpu)
+}
+
+// distanceBackward runs the distance backward on the device, given the uploaded upstream
+// gradient, query cones and entity table, and adds the gradients into the host outputs
+// (a nil output is skipped; dEnt holds the entity rows the candidates use).
+func (b *Backend) distanceBackward(dAxis, dHalf, dEnt []float32, DD, A, H, E *F32, cand []int32, queries, cands, dim int, lambda float32) error {
+	C, err := b.uploadIdx(cand)
+	if err != nil {
+		return err
+	}
+	DA, err := b.zeroed(4, len(dAxis), dAxis != nil)
+	if err != nil {
+		return err
+	}
+	DH, err := b.zeroed(5, len(dHalf), dHalf != nil)
+	if err != nil {
+		return err
+	}
+	DE, err := b.zeroed(6, len(dEnt), dEnt != nil)
+	if err != nil {
+		return err
+	}
+	var ix *CandIndex
+	if b.Deterministic && cand != nil && dEnt != nil {
+		if ix, err = NewCandIndex(b.dev, cand, cands); err != nil {
+			return err
+		}
+		defer ix.Free()
+	}
+	if err := b.dev.DistanceBackward(DA, DH, DE, DD, A, H, E, C, ix, queries, cands, dim, lambda); err != nil {
+		return err
+	}
+	return b.addOut(outPair{dAxis, DA}, outPair{dHalf, DH}, outPair{dEnt, DE})
 }
