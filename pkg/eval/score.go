@@ -26,17 +26,13 @@ type RankQuery struct {
 // and its ids against numEntities and numRelations (the model's sizes). The answer lists
 // are shared with rows, not copied.
 func QueriesFromArtifact(rows []artifact.Query, numEntities, numRelations int) ([]RankQuery, error) {
-	structures := map[string]*query.Structure{}
+	var structures query.Cache
 	out := make([]RankQuery, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		s, ok := structures[r.Structure]
-		if !ok {
-			var err error
-			if s, err = query.Parse(r.Structure); err != nil {
-				return nil, fmt.Errorf("query %d: %w", r.ID, err)
-			}
-			structures[r.Structure] = s
+		s, err := structures.Parse(r.Structure)
+		if err != nil {
+			return nil, fmt.Errorf("query %d: %w", r.ID, err)
 		}
 		q := RankQuery{Type: r.Type, Query: query.Grounded{Structure: s, Anchors: r.Anchors, Relations: r.Relations},
 			Easy: r.Easy, Hard: r.Hard}

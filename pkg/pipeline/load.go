@@ -8,6 +8,7 @@ import (
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/eval"
+	"github.com/rocone/rocone/pkg/kg"
 	"github.com/rocone/rocone/pkg/model"
 )
 
@@ -62,6 +63,20 @@ func readQueriesFor(path string, l *loaded) (artifact.QueriesMeta, []artifact.Qu
 		return meta, nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return meta, rows, rq, nil
+}
+
+// datasetFor loads a dataset folder for its name tables, checking that it is the KG of a
+// model with the given sizes.
+func datasetFor(dir string, numEntities, numRelations int) (*kg.Dataset, error) {
+	d, err := kg.Load(dir, kg.FormatAuto)
+	if err != nil {
+		return nil, err
+	}
+	if d.NumEntities != numEntities || d.NumRelations != numRelations {
+		return nil, fmt.Errorf("%s has %d entities and %d relations, the checkpoint %d and %d",
+			dir, d.NumEntities, d.NumRelations, numEntities, numRelations)
+	}
+	return d, nil
 }
 
 func displayPath(p string) string {

@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/rocone/rocone/pkg/compute"
-	"github.com/rocone/rocone/pkg/kg"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/report"
 )
@@ -31,12 +30,9 @@ func Patterns(cfg PatternsConfig, w io.Writer) error {
 	}
 	var names []string
 	if cfg.Data != "" {
-		d, err := kg.Load(cfg.Data, kg.FormatAuto)
+		d, err := datasetFor(cfg.Data, mc.NumEntities, mc.NumRelations)
 		if err != nil {
 			return err
-		}
-		if d.NumRelations != mc.NumRelations {
-			return fmt.Errorf("%s has %d relations, the checkpoint %d", cfg.Data, d.NumRelations, mc.NumRelations)
 		}
 		names = d.RelationNames
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/eval"
-	"github.com/rocone/rocone/pkg/kg"
 	"github.com/rocone/rocone/pkg/model"
 )
 
@@ -64,12 +63,9 @@ func Rank(cfg RankConfig) error {
 	}
 	var names []string
 	if cfg.TopK > 0 && cfg.Data != "" {
-		d, err := kg.Load(cfg.Data, kg.FormatAuto)
+		d, err := datasetFor(cfg.Data, mc.NumEntities, mc.NumRelations)
 		if err != nil {
 			return err
-		}
-		if d.NumEntities != mc.NumEntities {
-			return fmt.Errorf("%s has %d entities, the checkpoint %d", cfg.Data, d.NumEntities, mc.NumEntities)
 		}
 		names = d.EntityNames
 	}

@@ -279,3 +279,25 @@ func (b *builder) base(v value) (*Node, error) {
 	}
 	return nil, b.errf(v, "a chain's base must be 'e' or a tuple, found '%s'", v.sym)
 }
+
+// Cache parses each distinct notation once: the rows of a queries file name a handful of
+// structures many thousands of times. Structures are never modified after parsing, so the
+// queries of one structure share it. The zero value is ready; a Cache is not safe for
+// concurrent use.
+type Cache struct{ parsed map[string]*Structure }
+
+// Parse is Parse, remembered.
+func (c *Cache) Parse(notation string) (*Structure, error) {
+	if s, ok := c.parsed[notation]; ok {
+		return s, nil
+	}
+	s, err := Parse(notation)
+	if err != nil {
+		return nil, err
+	}
+	if c.parsed == nil {
+		c.parsed = map[string]*Structure{}
+	}
+	c.parsed[notation] = s
+	return s, nil
+}

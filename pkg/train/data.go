@@ -63,18 +63,14 @@ func newTrainSet(rows []artifact.Query, numEntities, numRelations int) (*trainSe
 		weights:     make([]float64, len(rows)),
 		numEntities: numEntities,
 	}
-	structures := map[string]*query.Structure{}
+	var structures query.Cache
 	h := fnv.New64a()
 	var buf []byte
 	for i := range rows {
 		r := &rows[i]
-		s, ok := structures[r.Structure]
-		if !ok {
-			var err error
-			if s, err = query.Parse(r.Structure); err != nil {
-				return nil, pools, fmt.Errorf("train query %d: %w", r.ID, err)
-			}
-			structures[r.Structure] = s
+		s, err := structures.Parse(r.Structure)
+		if err != nil {
+			return nil, pools, fmt.Errorf("train query %d: %w", r.ID, err)
 		}
 		g := query.Grounded{Structure: s, Anchors: r.Anchors, Relations: r.Relations}
 		if err := g.Validate(numEntities, numRelations); err != nil {
