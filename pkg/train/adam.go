@@ -117,6 +117,10 @@ func (a *Adam) Update(params, grads []model.Tensor[float32], workers int) error 
 	return nil
 }
 
+// adamScalarOnly disables the vector loop (tests compare the two).
+var adamScalarOnly bool
+
+// adamScalars are the update's scalar factors; the assembly reads them in this order.
 type adamScalars struct {
 	b1, b2, c1, c2, stepSize, bc2sqrt, eps float32
 }
@@ -126,7 +130,22 @@ type adamScalars struct {
 func (c adamScalars) update(p, g, m, v []float32) int {
 	bad := -1
 	g, m, v = g[:len(p)], m[:len(p)], v[:len(p)]
-	for i := range p {
+	// The vector loop (adam_amd64.s) takes the bulk, with the same float32 operations;
+	// the scalar loop below the rest.
+	start := 0
+	if !adamScalarOnly {
+		n, nonFinite := c.updateFast(p, g, m, v)
+		if nonFinite {
+			for i, x := range p[:n] {
+				if x-x != 0 {
+					bad = i
+					break
+				}
+			}
+		}
+		start = n
+	}
+	for i := start; i < len(p); i++ {
 		gi := g[i]
 		// The explicit conversions round each product, so that no platform fuses them
 		// into an FMA and the result is the same everywhere.

@@ -1,0 +1,20 @@
+package train
+
+import "golang.org/x/sys/cpu"
+
+//go:noescape
+func adamAVX512(pp, gp, mp, vp *float32, n int, c *adamScalars) (bad int)
+
+var hasAdamAVX512 = cpu.X86.HasAVX512F
+
+// updateFast runs the AVX-512 loop over the longest prefix that is a multiple of 16
+// elements and returns its length, or 0 without AVX-512. It reports whether some updated
+// parameter of the prefix is not finite.
+func (c *adamScalars) updateFast(p, g, m, v []float32) (done int, bad bool) {
+	n := len(p) &^ 15
+	if !hasAdamAVX512 || n == 0 {
+		return 0, false
+	}
+	_, _, _ = g[n-1], m[n-1], v[n-1]
+	return n, adamAVX512(&p[0], &g[0], &m[0], &v[0], n, c) != 0
+}
