@@ -18,8 +18,10 @@ type Embedding[T Float] struct {
 	n         int
 	cones     []Cones[T]     // every step's output
 	states    []stepState[T] // what each step's backward needs
+	level     []int          // per step: 0 for an anchor, else 1 + its inputs' highest level
 	anchors   []int32
 	relations []int32
+	batch     *embedBatch[T] // the embeddings computed with this one
 }
 
 // stepState is the tape entry of one step.
@@ -28,9 +30,41 @@ type stepState[T Float] struct {
 	relAxis     []T     // [N][d] θax of the relations used (projection)
 	relAperture []T     // [N][d] φ of the relations used (projection; nil for rocone-se)
 	relShift    []T     // [N][d] S.E. shifts of the relations used (rocone-se)
-	mlp         *MLPState[T]
+	wave        *mlpWave[T] // ConE's projection: the MLP batch it ran in
+	waveOff     int         // its first row there
 	inter       *IntersectState[T]
 	ins         []Cones[T] // intersection inputs
+}
+
+// embedBatch is several embeddings (of any structures) computed together. Their steps
+// run level by level (a step's level is one more than its inputs'), so that ConE's
+// projections of one level, whatever their structure, go through the MLP as one batch:
+// its weights are shared by all relations, and a few large matrix products run much
+// faster than many small ones. Every other step runs on its own embedding's rows, as it
+// would alone; the results are those of embedding each structure on its own, up to the
+// rounding of the MLP's weight-gradient sums.
+type embedBatch[T Float] struct {
+	embs   []*Embedding[T]
+	levels int
+	waves  []*mlpWave[T] // per level; nil where it has no ConE projection
+}
+
+// mlpWave is one MLP batch: the ConE projections of one level, their rows back to back.
+type mlpWave[T Float] struct {
+	segs []waveSeg
+	rows int
+	st   *MLPState[T]
+	out  Cones[T] // the projections' outputs (each step's output cone is a window)
+	dOut Cones[T] // backward: their gradients (likewise)
+}
+
+// waveSeg is one projection step in a wave: embedding emb's step, at row off.
+type waveSeg struct{ emb, step, off int }
+
+// window returns rows off … off+n−1 of c.
+func (c Cones[T]) window(off, n int) Cones[T] {
+	d := c.Dim
+	return Cones[T]{Axis: c.Axis[off*d : (off+n)*d], Half: c.Half[off*d : (off+n)*d], N: n, Dim: d}
 }
 
 // Embed embeds n queries of structure s. anchors is [n][s.NumAnchors] and relations
@@ -38,6 +72,16 @@ type stepState[T Float] struct {
 // not nil and Config.Drop > 0, draws the intersection dropout masks (training); nil means
 // no dropout (evaluation).
 func (m *Model[T]) Embed(s *query.Structure, anchors, relations []int32, n int, drop *rand.Rand) (*Embedding[T], error) {
+	e, err := m.newEmbedding(s, anchors, relations, n)
+	if err != nil {
+		return nil, err
+	}
+	m.embedAll([]*Embedding[T]{e}, drop)
+	return e, nil
+}
+
+// newEmbedding checks the ids and sets up an embedding, without computing it.
+func (m *Model[T]) newEmbedding(s *query.Structure, anchors, relations []int32, n int) (*Embedding[T], error) {
 	plan, err := m.Plan(s)
 	if err != nil {
 		return nil, err
@@ -56,115 +100,241 @@ func (m *Model[T]) Embed(s *query.Structure, anchors, relations []int32, n int, 
 			return nil, fmt.Errorf("model: relation %d out of range [0,%d)", id, m.Config.NumRelations)
 		}
 	}
-	e := &Embedding[T]{
+	return &Embedding[T]{
 		m: m, plan: plan, n: n,
 		cones:   make([]Cones[T], plan.numCones),
 		states:  make([]stepState[T], len(plan.steps)),
 		anchors: anchors, relations: relations,
-	}
-	d, R, p := m.Config.Dim, m.embeddingRange(), m.Params
-	for i, st := range plan.steps {
-		out := NewCones[T](n, d)
-		ss := &e.states[i]
-		switch st.kind {
-		case stepAnchor:
-			ss.ids = column(anchors, s.NumAnchors, st.slot)
-			for r, id := range ss.ids {
-				AngleForward(out.Axis[r*d:(r+1)*d], p.Entity[int(id)*d:int(id+1)*d], R)
-			} // half-aperture 0
-		case stepProject:
-			in := e.cones[st.in[0]]
-			ss.ids = column(relations, s.NumRelations, st.slot)
-			ss.relAxis = gatherAngles(p.RelAxis, ss.ids, d, R)
-			if p.RelAperture != nil {
-				ss.relAperture = gatherAngles(p.RelAperture, ss.ids, d, R)
+	}, nil
+}
+
+// embedAll computes the embeddings together (embedBatch). The dropout masks are drawn
+// first, in the order of embedding one structure after the other, so that drop's stream
+// is used exactly as it would be then.
+func (m *Model[T]) embedAll(embs []*Embedding[T], drop *rand.Rand) {
+	d := m.Config.Dim
+	b := &embedBatch[T]{embs: embs}
+	masks := make([][][]T, len(embs))
+	for ei, e := range embs {
+		e.batch = b
+		steps := e.plan.steps
+		e.level = make([]int, len(steps))
+		coneLevel := make([]int, e.plan.numCones)
+		masks[ei] = make([][]T, len(steps))
+		for i, st := range steps {
+			l := 0
+			for _, c := range st.in {
+				l = max(l, coneLevel[c]+1)
 			}
-			if p.RelShift != nil {
-				ss.relShift = gatherRows(p.RelShift, ss.ids, d)
+			e.level[i], coneLevel[st.out] = l, l
+			b.levels = max(b.levels, l+1)
+			if st.kind == stepIntersect {
+				masks[ei][i] = m.dropoutMask(drop, len(st.in)*e.n*d)
 			}
-			if m.Config.Variant.rotates() {
-				RotateForward(m.Config.Variant, out, in, ss.relAxis, ss.relAperture, ss.relShift)
-			} else {
-				ss.mlp = ConeProjectForward(m.Kernels, &p.Projection, out, in, ss.relAxis, ss.relAperture)
-			}
-		case stepNegate:
-			NegateForward(out, e.cones[st.in[0]])
-		case stepIntersect:
-			ss.ins = make([]Cones[T], len(st.in))
-			for j, c := range st.in {
-				ss.ins[j] = e.cones[c]
-			}
-			mask := m.dropoutMask(drop, len(st.in)*n*d)
-			ss.inter = IntersectForward(m.Kernels, &p.Intersection, out, ss.ins, mask)
 		}
-		e.cones[st.out] = out
 	}
-	e.Branches = make([]Cones[T], len(plan.branches))
-	for b, c := range plan.branches {
-		e.Branches[b] = e.cones[c]
+	b.waves = make([]*mlpWave[T], b.levels)
+	mlp := !m.Config.Variant.rotates()
+	for l := 0; l < b.levels; l++ {
+		var w *mlpWave[T]
+		for ei, e := range embs {
+			for i, st := range e.plan.steps {
+				if e.level[i] != l {
+					continue
+				}
+				if st.kind == stepProject && mlp {
+					if w == nil {
+						w = &mlpWave[T]{}
+					}
+					w.segs = append(w.segs, waveSeg{emb: ei, step: i, off: w.rows})
+					w.rows += e.n
+					continue
+				}
+				e.forwardStep(i, masks[ei][i])
+			}
+		}
+		if w != nil {
+			b.waves[l] = w
+			m.projectWave(b, w)
+		}
 	}
-	return e, nil
+	for _, e := range embs {
+		e.Branches = make([]Cones[T], len(e.plan.branches))
+		for br, c := range e.plan.branches {
+			e.Branches[br] = e.cones[c]
+		}
+	}
+}
+
+// forwardStep runs step i (any but ConE's projection, which runs in a wave).
+func (e *Embedding[T]) forwardStep(i int, mask []T) {
+	m, s, n := e.m, e.plan.Structure, e.n
+	d, R, p := m.Config.Dim, m.embeddingRange(), m.Params
+	st, ss := e.plan.steps[i], &e.states[i]
+	out := NewCones[T](n, d)
+	switch st.kind {
+	case stepAnchor:
+		ss.ids = column(e.anchors, s.NumAnchors, st.slot)
+		for r, id := range ss.ids {
+			AngleForward(out.Axis[r*d:(r+1)*d], p.Entity[int(id)*d:int(id+1)*d], R)
+		} // half-aperture 0
+	case stepProject:
+		in := e.cones[st.in[0]]
+		ss.ids = column(e.relations, s.NumRelations, st.slot)
+		ss.relAxis = gatherAngles(p.RelAxis, ss.ids, d, R)
+		if p.RelAperture != nil {
+			ss.relAperture = gatherAngles(p.RelAperture, ss.ids, d, R)
+		}
+		if p.RelShift != nil {
+			ss.relShift = gatherRows(p.RelShift, ss.ids, d)
+		}
+		RotateForward(m.Config.Variant, out, in, ss.relAxis, ss.relAperture, ss.relShift)
+	case stepNegate:
+		NegateForward(out, e.cones[st.in[0]])
+	case stepIntersect:
+		ss.ins = make([]Cones[T], len(st.in))
+		for j, c := range st.in {
+			ss.ins[j] = e.cones[c]
+		}
+		ss.inter = IntersectForward(m.Kernels, &p.Intersection, out, ss.ins, mask)
+	}
+	e.cones[st.out] = out
+}
+
+// projectWave runs the ConE projections of a wave through the MLP as one batch.
+func (m *Model[T]) projectWave(b *embedBatch[T], w *mlpWave[T]) {
+	d, R, p := m.Config.Dim, m.embeddingRange(), m.Params
+	w.st = newMLPState[T](w.rows, d, len(p.Projection.B1))
+	w.out = NewCones[T](w.rows, d)
+	for _, sg := range w.segs {
+		e := b.embs[sg.emb]
+		st, ss := e.plan.steps[sg.step], &e.states[sg.step]
+		ss.ids = column(e.relations, e.plan.Structure.NumRelations, st.slot)
+		ss.relAxis = gatherAngles(p.RelAxis, ss.ids, d, R)
+		ss.relAperture = gatherAngles(p.RelAperture, ss.ids, d, R)
+		ss.wave, ss.waveOff = w, sg.off
+		mlpInput(w.st.x[sg.off*2*d:(sg.off+e.n)*2*d], e.cones[st.in[0]], ss.relAxis, ss.relAperture)
+		e.cones[st.out] = w.out.window(sg.off, e.n)
+	}
+	mlpForward(m.Kernels, &p.Projection, w.st, w.out)
 }
 
 // Backward adds to g the gradients of a loss given its gradients dBranches with respect
 // to the branch cones (one batch per branch; a zero batch where a branch has none), and
-// marks the entity and relation rows it writes.
+// marks the entity and relation rows it writes. The embedding must come from Embed.
 func (e *Embedding[T]) Backward(dBranches []Cones[T], g *Grads[T]) {
-	m, plan, n := e.m, e.plan, e.n
-	d, R, p := m.Config.Dim, m.embeddingRange(), m.Params
-	dc := make([]Cones[T], plan.numCones)
-	for i := range dc {
-		dc[i] = NewCones[T](n, d)
+	if len(e.batch.embs) != 1 {
+		panic("model: Backward of an embedding computed with others")
 	}
-	for b, c := range plan.branches {
-		addTo(dc[c].Axis, dBranches[b].Axis)
-		addTo(dc[c].Half, dBranches[b].Half)
+	e.batch.backward([][]Cones[T]{dBranches}, g)
+}
+
+// backward is Backward for every embedding of the batch, dBranches[i] the gradients of
+// embedding i's branches: steps in reverse level order, each wave's MLP as one batch.
+func (b *embedBatch[T]) backward(dBranches [][]Cones[T], g *Grads[T]) {
+	m := b.embs[0].m
+	d := m.Config.Dim
+	for _, w := range b.waves {
+		if w != nil {
+			w.dOut = NewCones[T](w.rows, d)
+		}
 	}
-	for i := len(plan.steps) - 1; i >= 0; i-- {
-		st, ss, dOut := plan.steps[i], &e.states[i], dc[plan.steps[i].out]
-		switch st.kind {
-		case stepAnchor:
-			// The half-aperture is the constant 0: only the axis has a gradient.
-			out := e.cones[st.out]
-			for r, id := range ss.ids {
-				AngleBackward(g.Entity[int(id)*d:int(id+1)*d], dOut.Axis[r*d:(r+1)*d], out.Axis[r*d:(r+1)*d], R)
-				g.EntityRows.Add(id)
-			}
-		case stepProject:
-			in, out := e.cones[st.in[0]], e.cones[st.out]
-			dRelAxis := make([]T, n*d)
-			var dRelAperture, dRelShift []T
-			if ss.relAperture != nil {
-				dRelAperture = make([]T, n*d)
-			}
-			if ss.relShift != nil {
-				dRelShift = make([]T, n*d)
-			}
-			if m.Config.Variant.rotates() {
-				RotateBackward(m.Config.Variant, dc[st.in[0]], dRelAxis, dRelAperture, dRelShift, dOut, in, out, ss.relAperture)
+	dcs := make([][]Cones[T], len(b.embs))
+	for ei, e := range b.embs {
+		dc := make([]Cones[T], e.plan.numCones)
+		for i, st := range e.plan.steps {
+			if ss := &e.states[i]; ss.wave != nil {
+				dc[st.out] = ss.wave.dOut.window(ss.waveOff, e.n)
 			} else {
-				ConeProjectBackward(m.Kernels, &p.Projection, &g.Projection, ss.mlp, dc[st.in[0]], dRelAxis, dRelAperture, dOut, out)
+				dc[st.out] = NewCones[T](e.n, d)
 			}
-			for r, id := range ss.ids {
-				row := func(t []T) []T { return t[int(id)*d : int(id+1)*d] }
-				span := func(t []T) []T { return t[r*d : (r+1)*d] }
-				AngleBackward(row(g.RelAxis), span(dRelAxis), span(ss.relAxis), R)
-				if dRelAperture != nil {
-					AngleBackward(row(g.RelAperture), span(dRelAperture), span(ss.relAperture), R)
+		}
+		for br, c := range e.plan.branches {
+			addTo(dc[c].Axis, dBranches[ei][br].Axis)
+			addTo(dc[c].Half, dBranches[ei][br].Half)
+		}
+		dcs[ei] = dc
+	}
+	for l := b.levels - 1; l >= 0; l-- {
+		for ei, e := range b.embs {
+			for i := len(e.plan.steps) - 1; i >= 0; i-- {
+				if e.level[i] == l && e.states[i].wave == nil {
+					e.backwardStep(i, dcs[ei], g)
 				}
-				if dRelShift != nil {
-					addTo(row(g.RelShift), span(dRelShift))
-				}
-				g.RelationRows.Add(id)
 			}
-		case stepNegate:
-			NegateBackward(dc[st.in[0]], dOut)
-		case stepIntersect:
-			dIns := make([]Cones[T], len(st.in))
-			for j, c := range st.in {
-				dIns[j] = dc[c]
+		}
+		if w := b.waves[l]; w != nil {
+			m.projectWaveBackward(b, w, dcs, g)
+		}
+	}
+}
+
+// backwardStep adds the gradients of step i (any but ConE's projection) given dc, the
+// gradients of the embedding's cones.
+func (e *Embedding[T]) backwardStep(i int, dc []Cones[T], g *Grads[T]) {
+	m, n := e.m, e.n
+	d, R, p := m.Config.Dim, m.embeddingRange(), m.Params
+	st, ss, dOut := e.plan.steps[i], &e.states[i], dc[e.plan.steps[i].out]
+	switch st.kind {
+	case stepAnchor:
+		// The half-aperture is the constant 0: only the axis has a gradient.
+		out := e.cones[st.out]
+		for r, id := range ss.ids {
+			AngleBackward(g.Entity[int(id)*d:int(id+1)*d], dOut.Axis[r*d:(r+1)*d], out.Axis[r*d:(r+1)*d], R)
+			g.EntityRows.Add(id)
+		}
+	case stepProject:
+		in, out := e.cones[st.in[0]], e.cones[st.out]
+		dRelAxis := make([]T, n*d)
+		var dRelAperture, dRelShift []T
+		if ss.relAperture != nil {
+			dRelAperture = make([]T, n*d)
+		}
+		if ss.relShift != nil {
+			dRelShift = make([]T, n*d)
+		}
+		RotateBackward(m.Config.Variant, dc[st.in[0]], dRelAxis, dRelAperture, dRelShift, dOut, in, out, ss.relAperture)
+		for r, id := range ss.ids {
+			row := func(t []T) []T { return t[int(id)*d : int(id+1)*d] }
+			span := func(t []T) []T { return t[r*d : (r+1)*d] }
+			AngleBackward(row(g.RelAxis), span(dRelAxis), span(ss.relAxis), R)
+			if dRelAperture != nil {
+				AngleBackward(row(g.RelAperture), span(dRelAperture), span(ss.relAperture), R)
 			}
-			IntersectBackward(m.Kernels, &p.Intersection, &g.Intersection, ss.inter, dIns, dOut, ss.ins)
+			if dRelShift != nil {
+				addTo(row(g.RelShift), span(dRelShift))
+			}
+			g.RelationRows.Add(id)
+		}
+	case stepNegate:
+		NegateBackward(dc[st.in[0]], dOut)
+	case stepIntersect:
+		dIns := make([]Cones[T], len(st.in))
+		for j, c := range st.in {
+			dIns[j] = dc[c]
+		}
+		IntersectBackward(m.Kernels, &p.Intersection, &g.Intersection, ss.inter, dIns, dOut, ss.ins)
+	}
+}
+
+// projectWaveBackward adds the gradients of a wave's projections given their output
+// gradients w.dOut: the MLP's weights once for the whole batch, then each projection's
+// input cone and relation rows.
+func (m *Model[T]) projectWaveBackward(b *embedBatch[T], w *mlpWave[T], dcs [][]Cones[T], g *Grads[T]) {
+	d, R, p := m.Config.Dim, m.embeddingRange(), m.Params
+	dx := mlpBackward(m.Kernels, &p.Projection, &g.Projection, w.st, w.dOut, w.out)
+	for _, sg := range w.segs {
+		e := b.embs[sg.emb]
+		st, ss := e.plan.steps[sg.step], &e.states[sg.step]
+		dIn := dcs[sg.emb][st.in[0]]
+		for r, id := range ss.ids {
+			ga := dx[(sg.off+r)*2*d : (sg.off+r)*2*d+d]
+			gh := dx[(sg.off+r)*2*d+d : (sg.off+r+1)*2*d]
+			addTo(dIn.Axis[r*d:(r+1)*d], ga)
+			addTo(dIn.Half[r*d:(r+1)*d], gh)
+			AngleBackward(g.RelAxis[int(id)*d:int(id+1)*d], ga, ss.relAxis[r*d:(r+1)*d], R)
+			AngleBackward(g.RelAperture[int(id)*d:int(id+1)*d], gh, ss.relAperture[r*d:(r+1)*d], R)
+			g.RelationRows.Add(id)
 		}
 	}
 }

@@ -28,6 +28,7 @@ type LossTape[T Float] struct {
 	m        *Model[T]
 	k        int
 	groups   []*lossGroup[T]
+	batch    *embedBatch[T] // the groups' embeddings, computed together
 	entities []int32 // the candidates' local table: row u is entity entities[u]
 	angles   []T     // [U][d] their angles
 	pos, neg []T     // [Q], [Q][k] the scores (union: max over branches)
@@ -84,14 +85,25 @@ func (m *Model[T]) Loss(b *Batch, drop *rand.Rand) (*LossTape[T], error) {
 	}
 	lt.angles = gatherAngles(m.Params.Entity, lt.entities, d, m.embeddingRange())
 
-	gamma, modulus, lambda := T(m.Config.Gamma), m.Params.Modulus[0], T(m.Config.CenterReg)
-	for _, g := range groupByStructure(b.Queries) {
-		s := b.Queries[g.queries[0]].Structure
+	// Embed every group's queries, the groups together (embedBatch).
+	groups := groupByStructure(b.Queries)
+	embs := make([]*Embedding[T], len(groups))
+	for gi, g := range groups {
 		anchors, relations := g.ids(b.Queries)
-		emb, err := m.Embed(s, anchors, relations, len(g.queries), drop)
+		emb, err := m.newEmbedding(b.Queries[g.queries[0]].Structure, anchors, relations, len(g.queries))
 		if err != nil {
 			return nil, err
 		}
+		embs[gi] = emb
+	}
+	m.embedAll(embs, drop)
+	if len(embs) > 0 {
+		lt.batch = embs[0].batch
+	}
+
+	gamma, modulus, lambda := T(m.Config.Gamma), m.Params.Modulus[0], T(m.Config.CenterReg)
+	for gi, g := range groups {
+		emb := embs[gi]
 		n := len(g.queries)
 		lg := &lossGroup[T]{queries: g.queries, emb: emb, cand: make([]int32, n*K), arg: make([]int32, n*K)}
 		for r, q := range g.queries {
@@ -126,7 +138,8 @@ func (lt *LossTape[T]) Backward(g *Grads[T]) {
 	modulus, lambda := m.Params.Modulus[0], T(m.Config.CenterReg)
 	dAngles := make([]T, len(lt.angles))
 	var dModulus float64
-	for _, lg := range lt.groups {
+	dAll := make([][]Cones[T], len(lt.groups))
+	for gi, lg := range lt.groups {
 		n := len(lg.queries)
 		dScore := make([]T, n*K)
 		for r, q := range lg.queries {
@@ -147,7 +160,10 @@ func (lt *LossTape[T]) Backward(g *Grads[T]) {
 			m.Kernels.DistanceBackward(dBranches[br].Axis, dBranches[br].Half, dAngles, dDist,
 				c.Axis, c.Half, lt.angles, lg.cand, n, K, d, lambda)
 		}
-		lg.emb.Backward(dBranches, g)
+		dAll[gi] = dBranches
+	}
+	if lt.batch != nil {
+		lt.batch.backward(dAll, g)
 	}
 	g.Modulus[0] += T(dModulus)
 	R := m.embeddingRange()

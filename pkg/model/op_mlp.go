@@ -24,14 +24,34 @@ type MLPState[T Float] struct {
 // relAxis and relAperture [N][d], writing out. It returns the state for backward.
 func ConeProjectForward[T Float](k compute.Kernels[T], w *ProjectionMLP[T], out, in Cones[T],
 	relAxis, relAperture []T) *MLPState[T] {
-	n, d, hid := in.N, in.Dim, len(w.B1)
-	st := &MLPState[T]{x: make([]T, n*2*d), h1: make([]T, n*hid), h2: make([]T, n*hid)}
+	n, d := in.N, in.Dim
+	st := newMLPState[T](n, d, len(w.B1))
+	mlpInput(st.x, in, relAxis, relAperture)
+	mlpForward(k, w, st, out)
+	return st
+}
+
+func newMLPState[T Float](n, d, hid int) *MLPState[T] {
+	return &MLPState[T]{x: make([]T, n*2*d), h1: make([]T, n*hid), h2: make([]T, n*hid)}
+}
+
+// mlpInput writes the MLP input rows x = [a + θax ; h + θap] [N][2d].
+func mlpInput[T Float](x []T, in Cones[T], relAxis, relAperture []T) {
+	n, d := in.N, in.Dim
 	for r := 0; r < n; r++ {
-		for j := 0; j < d; j++ {
-			st.x[r*2*d+j] = in.Axis[r*d+j] + relAxis[r*d+j]
-			st.x[r*2*d+d+j] = in.Half[r*d+j] + relAperture[r*d+j]
+		xa, xh := x[r*2*d:r*2*d+d], x[r*2*d+d:r*2*d+2*d]
+		a, h := in.Axis[r*d:(r+1)*d], in.Half[r*d:(r+1)*d]
+		ra, rh := relAxis[r*d:(r+1)*d], relAperture[r*d:(r+1)*d]
+		for j := range xa {
+			xa[j] = a[j] + ra[j]
+			xh[j] = h[j] + rh[j]
 		}
 	}
+}
+
+// mlpForward runs the MLP from st.x (out.N rows) and writes out.
+func mlpForward[T Float](k compute.Kernels[T], w *ProjectionMLP[T], st *MLPState[T], out Cones[T]) {
+	n, d, hid := out.N, out.Dim, len(w.B1)
 	k.LinearForward(st.h1, st.x, w.W1, w.B1, n, 2*d, hid)
 	reluForward(st.h1)
 	k.LinearForward(st.h2, st.h1, w.W2, w.B2, n, hid, hid)
@@ -44,7 +64,6 @@ func ConeProjectForward[T Float](k compute.Kernels[T], w *ProjectionMLP[T], out,
 			out.Half[r*d+j] = pi/2*tanh(2*y[r*2*d+d+j]) + pi/2
 		}
 	}
-	return st
 }
 
 // ConeProjectBackward adds the gradients of ConeProjectForward given dOut: into dIn,
@@ -52,6 +71,22 @@ func ConeProjectForward[T Float](k compute.Kernels[T], w *ProjectionMLP[T], out,
 // output, from which the tanh derivatives are taken.
 func ConeProjectBackward[T Float](k compute.Kernels[T], w, gw *ProjectionMLP[T], st *MLPState[T],
 	dIn Cones[T], dRelAxis, dRelAperture []T, dOut, out Cones[T]) {
+	n, d := out.N, out.Dim
+	dx := mlpBackward(k, w, gw, st, dOut, out)
+	for r := 0; r < n; r++ {
+		for j := 0; j < d; j++ {
+			ga, gh := dx[r*2*d+j], dx[r*2*d+d+j]
+			dIn.Axis[r*d+j] += ga
+			dRelAxis[r*d+j] += ga
+			dIn.Half[r*d+j] += gh
+			dRelAperture[r*d+j] += gh
+		}
+	}
+}
+
+// mlpBackward adds the MLP's weight gradients to gw and returns the gradient of its
+// input x [N][2d].
+func mlpBackward[T Float](k compute.Kernels[T], w, gw *ProjectionMLP[T], st *MLPState[T], dOut, out Cones[T]) []T {
 	n, d, hid := out.N, out.Dim, len(w.B1)
 	// Through the output squashing: with t = tanh(u) = a'/π, da'/du = π(1 − t²);
 	// with t = tanh(2v) = 2h'/π − 1, dh'/dv = π(1 − t²).
@@ -72,15 +107,7 @@ func ConeProjectBackward[T Float](k compute.Kernels[T], w, gw *ProjectionMLP[T],
 	reluBackward(dh1, st.h1)
 	dx := make([]T, n*2*d)
 	k.LinearBackward(dx, gw.W1, gw.B1, dh1, st.x, w.W1, n, 2*d, hid)
-	for r := 0; r < n; r++ {
-		for j := 0; j < d; j++ {
-			ga, gh := dx[r*2*d+j], dx[r*2*d+d+j]
-			dIn.Axis[r*d+j] += ga
-			dRelAxis[r*d+j] += ga
-			dIn.Half[r*d+j] += gh
-			dRelAperture[r*d+j] += gh
-		}
-	}
+	return dx
 }
 
 // reluForward applies ReLU in place.
