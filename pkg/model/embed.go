@@ -26,10 +26,10 @@ type Embedding[T Float] struct {
 
 // stepState is the tape entry of one step.
 type stepState[T Float] struct {
-	ids         []int32 // per query: the entity (anchor) or relation (projection) row
-	relAxis     []T     // [N][d] θax of the relations used (projection)
-	relAperture []T     // [N][d] φ of the relations used (projection; nil for rocone-se)
-	relShift    []T     // [N][d] S.E. shifts of the relations used (rocone-se)
+	ids         []int32     // per query: the entity (anchor) or relation (projection) row
+	relAxis     []T         // [N][d] θax of the relations used (projection)
+	relAperture []T         // [N][d] φ of the relations used (projection; nil for rocone-se)
+	relShift    []T         // [N][d] S.E. shifts of the relations used (rocone-se)
 	wave        *mlpWave[T] // ConE's projection: the MLP batch it ran in
 	waveOff     int         // its first row there
 	inter       *IntersectState[T]

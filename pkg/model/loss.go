@@ -29,10 +29,10 @@ type LossTape[T Float] struct {
 	k        int
 	groups   []*lossGroup[T]
 	batch    *embedBatch[T] // the groups' embeddings, computed together
-	entities []int32 // the candidates' local table: row u is entity entities[u]
-	angles   []T     // [U][d] their angles
-	pos, neg []T     // [Q], [Q][k] the scores (union: max over branches)
-	w        []T     // [Q]
+	entities []int32        // the candidates' local table: row u is entity entities[u]
+	angles   []T            // [U][d] their angles
+	pos, neg []T            // [Q], [Q][k] the scores (union: max over branches)
+	w        []T            // [Q]
 }
 
 // lossGroup is the part of a batch with one structure.
