@@ -1,6 +1,10 @@
 package model
 
-import "math"
+import (
+	"math"
+
+	"github.com/rocone/rocone/pkg/model/internal/vmath"
+)
 
 // Small generic wrappers over package math (computed in float64, rounded to T).
 
@@ -24,8 +28,13 @@ func sign[T Float](x T) T {
 // ---------------------------------------------------------------------------------------
 // Angle mapping (model.md §1.3): a raw table value x becomes the angle θ = π·tanh(x/R).
 
-// AngleForward sets theta[i] = π·tanh(raw[i]/R).
+// AngleForward sets theta[i] = π·tanh(raw[i]/R). In float32 tanh is vmath.Tanh's
+// approximation (within 5e-7 relative); in float64, math.Tanh.
 func AngleForward[T Float](theta, raw []T, R T) {
+	if th, ok := any(theta).([]float32); ok {
+		vmath.Tanh(th, any(raw).([]float32), float32(R), pi, 0)
+		return
+	}
 	for i, x := range raw {
 		theta[i] = pi * tanh(x/R)
 	}

@@ -1,6 +1,9 @@
 package model
 
-import "github.com/rocone/rocone/pkg/compute"
+import (
+	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/model/internal/vmath"
+)
 
 // ConE's projection (model.md §2), shared by all relations. Per cone, with the relation
 // angles θax = π·tanh(A_r/R) and θap = π·tanh(P_r/R):
@@ -58,6 +61,14 @@ func mlpForward[T Float](k compute.Kernels[T], w *ProjectionMLP[T], st *MLPState
 	reluForward(st.h2)
 	y := make([]T, n*2*d)
 	k.LinearForward(y, st.h2, w.W3, w.B3, n, hid, 2*d)
+	if _, ok := any(y).([]float32); ok {
+		// float32: vmath.Tanh's approximation; 2v/0.5 is 2v exactly.
+		for r := 0; r < n; r++ {
+			vmath.Tanh(any(out.Axis[r*d:(r+1)*d]).([]float32), any(y[r*2*d:r*2*d+d]).([]float32), 1, pi, 0)
+			vmath.Tanh(any(out.Half[r*d:(r+1)*d]).([]float32), any(y[r*2*d+d:(r+1)*2*d]).([]float32), 0.5, pi/2, pi/2)
+		}
+		return
+	}
 	for r := 0; r < n; r++ {
 		for j := 0; j < d; j++ {
 			out.Axis[r*d+j] = pi * tanh(y[r*2*d+j])
@@ -112,6 +123,10 @@ func mlpBackward[T Float](k compute.Kernels[T], w, gw *ProjectionMLP[T], st *MLP
 
 // reluForward applies ReLU in place.
 func reluForward[T Float](x []T) {
+	if x32, ok := any(x).([]float32); ok {
+		vmath.ReLU(x32)
+		return
+	}
 	for i, v := range x {
 		if v < 0 {
 			x[i] = 0
@@ -121,6 +136,10 @@ func reluForward[T Float](x []T) {
 
 // reluBackward zeroes the gradient where the ReLU output is not positive.
 func reluBackward[T Float](dx, out []T) {
+	if dx32, ok := any(dx).([]float32); ok {
+		vmath.ReLUBackward(dx32, any(out).([]float32))
+		return
+	}
 	for i, v := range out {
 		if !(v > 0) {
 			dx[i] = 0

@@ -1,0 +1,95 @@
+// Package vmath holds float32 loops of the model's element-wise maths, with AVX-512
+// versions on amd64: tanh by a rational approximation (bounded error, see Tanh) and
+// ReLU. Package model uses them for float32 only; its float64 path (the gradient checks)
+// keeps package math.
+package vmath
+
+// Tanh sets dst[i] = mul·tanh(src[i]/div) + add for i < len(src) (dst may be src).
+//
+// tanh is Eigen's rational approximation (generic_fast_tanh_float): x clamped to
+// ±7.9053 (where float32 tanh is ±1 to rounding), x itself for |x| < 0.0004, else
+// x·P(x²)/Q(x²) with P of degree 6 and Q of degree 3. Its error against the exact tanh
+// is below 5e-7 relative (about 7 float32 ulp at worst, near saturation); NaN stays NaN.
+// x = src[i]/div is the float32 quotient, as the exact path computes it.
+func Tanh(dst, src []float32, div, mul, add float32) {
+	dst = dst[:len(src)]
+	done := 0
+	if hasAVX512 && !PureGo {
+		done = tanhAsm(dst, src, div, mul, add)
+	}
+	for i := done; i < len(src); i++ {
+		dst[i] = mul*tanh32(src[i]/div) + add
+	}
+}
+
+// PureGo disables the assembly loops (tests compare the two).
+var PureGo bool
+
+// The rational approximation's coefficients.
+const (
+	tanhClamp = 7.90531110763549805
+	tanhTiny  = 0.0004
+	alpha1    = 4.89352455891786e-03
+	alpha3    = 6.37261928875436e-04
+	alpha5    = 1.48572235717979e-05
+	alpha7    = 5.12229709037114e-08
+	alpha9    = -8.60467152213735e-11
+	alpha11   = 2.00018790482477e-13
+	alpha13   = -2.76076847742355e-16
+	beta0     = 4.89352518554385e-03
+	beta2     = 2.26843463243900e-03
+	beta4     = 1.18534705686654e-04
+	beta6     = 1.19825839466702e-06
+)
+
+// tanh32 is the approximation for one value.
+func tanh32(a float32) float32 {
+	if a > -tanhTiny && a < tanhTiny {
+		return a
+	}
+	x := a
+	if x > tanhClamp {
+		x = tanhClamp
+	} else if x < -tanhClamp {
+		x = -tanhClamp
+	}
+	x2 := x * x
+	p := x2*alpha13 + alpha11
+	p = x2*p + alpha9
+	p = x2*p + alpha7
+	p = x2*p + alpha5
+	p = x2*p + alpha3
+	p = x2*p + alpha1
+	p = x * p
+	q := x2*beta6 + beta4
+	q = x2*q + beta2
+	q = x2*q + beta0
+	return p / q
+}
+
+// ReLU sets x[i] = 0 where x[i] < 0 (NaN and −0 stay as they are).
+func ReLU(x []float32) {
+	done := 0
+	if hasAVX512 && !PureGo {
+		done = reluAsm(x)
+	}
+	for i := done; i < len(x); i++ {
+		if x[i] < 0 {
+			x[i] = 0
+		}
+	}
+}
+
+// ReLUBackward sets dx[i] = 0 where !(out[i] > 0).
+func ReLUBackward(dx, out []float32) {
+	out = out[:len(dx)]
+	done := 0
+	if hasAVX512 && !PureGo {
+		done = reluBwdAsm(dx, out)
+	}
+	for i := done; i < len(dx); i++ {
+		if !(out[i] > 0) {
+			dx[i] = 0
+		}
+	}
+}

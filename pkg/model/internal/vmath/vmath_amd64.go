@@ -1,0 +1,58 @@
+package vmath
+
+import "golang.org/x/sys/cpu"
+
+var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
+
+//go:noescape
+func tanhAVX512(dst, src *float32, nblk, lastMask int, c *[16]float32)
+
+//go:noescape
+func reluAVX512(x *float32, nblk, lastMask int)
+
+//go:noescape
+func reluBwdAVX512(dx, out *float32, nblk, lastMask int)
+
+// blocks returns the number of 16-lane blocks covering n and the lane mask of the last.
+func blocks(n int) (nblk, lastMask int) {
+	nblk = (n + 15) / 16
+	lastMask = 0xffff
+	if r := n % 16; r != 0 {
+		lastMask = 1<<r - 1
+	}
+	return nblk, lastMask
+}
+
+// tanhAsm does all of Tanh and returns len(src) (dst has src's length).
+func tanhAsm(dst, src []float32, div, mul, add float32) int {
+	n := len(src)
+	if n == 0 {
+		return 0
+	}
+	_ = dst[n-1]
+	c := [16]float32{div, mul, add, tanhClamp, -tanhClamp, tanhTiny,
+		alpha13, alpha11, alpha9, alpha7, alpha5, alpha3, alpha1, beta6, beta4, beta2}
+	nblk, mask := blocks(n)
+	tanhAVX512(&dst[0], &src[0], nblk, mask, &c)
+	return n
+}
+
+func reluAsm(x []float32) int {
+	if len(x) == 0 {
+		return 0
+	}
+	nblk, mask := blocks(len(x))
+	reluAVX512(&x[0], nblk, mask)
+	return len(x)
+}
+
+func reluBwdAsm(dx, out []float32) int {
+	n := len(dx)
+	if n == 0 {
+		return 0
+	}
+	_ = out[n-1]
+	nblk, mask := blocks(n)
+	reluBwdAVX512(&dx[0], &out[0], nblk, mask)
+	return n
+}

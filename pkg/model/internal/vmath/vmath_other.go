@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package vmath
+
+const hasAVX512 = false
+
+func tanhAsm(dst, src []float32, div, mul, add float32) int { return 0 }
+func reluAsm(x []float32) int                               { return 0 }
+func reluBwdAsm(dx, out []float32) int                      { return 0 }

@@ -1,0 +1,122 @@
+package vmath
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// both runs f with the assembly loops, then with the pure-Go ones.
+func both(t *testing.T, f func(t *testing.T)) {
+	t.Run("asm", f)
+	t.Run("purego", func(t *testing.T) {
+		PureGo = true
+		defer func() { PureGo = false }()
+		f(t)
+	})
+}
+
+// TestTanhErrorBound bounds the approximation against float64 math.Tanh over the whole
+// float32 range that matters (a dense sweep of ±10, the tiny-argument cut-off, the
+// clamp, huge values), with the scalings the model uses.
+func TestTanhErrorBound(t *testing.T) {
+	both(t, func(t *testing.T) {
+		var xs []float32
+		for i := 0; i <= 1<<20; i++ {
+			xs = append(xs, float32(-10+20*float64(i)/(1<<20)))
+		}
+		for _, x := range []float32{0, tanhTiny, -tanhTiny, math.Nextafter32(tanhTiny, 0), tanhClamp, -tanhClamp,
+			math.Nextafter32(tanhClamp, 10), 1e-30, -1e-30, 1e-45, 30, -30, 1e30, -1e30, float32(math.Inf(1)), float32(math.Inf(-1))} {
+			xs = append(xs, x)
+		}
+		for _, sc := range []struct{ div, mul, add float32 }{{1, 1, 0}, {0.0275, math.Pi, 0}, {0.5, math.Pi / 2, math.Pi / 2}, {3.7, -2, 1}} {
+			out := make([]float32, len(xs))
+			Tanh(out, xs, sc.div, sc.mul, sc.add)
+			for i, x := range xs {
+				exact := math.Tanh(float64(x / sc.div))
+				want := float64(sc.mul)*exact + float64(sc.add)
+				// 5e-7 relative on tanh, plus the rounding of the scaling.
+				tol := 5e-7*math.Abs(float64(sc.mul)*exact) + 2.4e-7*(math.Abs(want)+math.Abs(float64(sc.add))) + 1e-44 // subnormal spacing
+				if d := math.Abs(float64(out[i]) - want); !(d <= tol) {
+					t.Fatalf("%v·tanh(%v/%v)+%v = %v, exact %v (|Δ| %.3g > %.3g)", sc.mul, x, sc.div, sc.add, out[i], want, d, tol)
+				}
+			}
+		}
+		nan := []float32{float32(math.NaN()), 1}
+		Tanh(nan, nan, 1, 1, 0)
+		if !math.IsNaN(float64(nan[0])) {
+			t.Fatalf("tanh(NaN) = %v", nan[0])
+		}
+	})
+}
+
+// TestTanhLengths checks every tail length, in place and not, against the scalar
+// function (the assembly uses FMA, so to a few ulp).
+func TestTanhLengths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for n := 0; n < 70; n++ {
+		src := make([]float32, n+3)
+		for i := range src {
+			src[i] = float32(rng.NormFloat64() * 3)
+		}
+		dst := make([]float32, n+3)
+		for i := range dst {
+			dst[i] = 42
+		}
+		Tanh(dst[:n], src[:n], 1.5, 2, 0.25)
+		for i := 0; i < n+3; i++ {
+			want := float32(42)
+			if i < n {
+				want = 2*tanh32(src[i]/1.5) + 0.25
+			}
+			if math.Abs(float64(dst[i]-want)) > 1e-6 {
+				t.Fatalf("n=%d: [%d] = %v, want %v", n, i, dst[i], want)
+			}
+		}
+		in := append([]float32(nil), src[:n]...)
+		Tanh(in, in, 1.5, 2, 0.25)
+		for i := range in {
+			if in[i] != dst[i] {
+				t.Fatalf("n=%d: in place [%d] = %v, not %v", n, i, in[i], dst[i])
+			}
+		}
+	}
+}
+
+// TestReLU checks the vector ReLU and its backward bit for bit against the scalar rules,
+// NaN, ±0 and ±Inf included, at every tail length.
+func TestReLU(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	special := []float32{float32(math.NaN()), float32(math.Copysign(0, -1)), 0, float32(math.Inf(1)), float32(math.Inf(-1)), -1e-45}
+	for n := 0; n < 70; n++ {
+		x := make([]float32, n+2)
+		for i := range x {
+			if rng.IntN(4) == 0 {
+				x[i] = special[rng.IntN(len(special))]
+			} else {
+				x[i] = float32(rng.NormFloat64())
+			}
+		}
+		dx := make([]float32, n+2)
+		for i := range dx {
+			dx[i] = float32(rng.NormFloat64())
+		}
+		want, wantD := append([]float32(nil), x...), append([]float32(nil), dx...)
+		for i := 0; i < n; i++ {
+			if want[i] < 0 {
+				want[i] = 0
+			}
+			if !(x[i] > 0) {
+				wantD[i] = 0
+			}
+		}
+		got, gotD := append([]float32(nil), x...), append([]float32(nil), dx...)
+		ReLU(got[:n])
+		ReLUBackward(gotD[:n], x[:n])
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(gotD[i]) != math.Float32bits(wantD[i]) {
+				t.Fatalf("n=%d [%d]: relu(%v) = %v want %v; backward %v want %v", n, i, x[i], got[i], want[i], gotD[i], wantD[i])
+			}
+		}
+	}
+}
