@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/rocone/rocone/pkg/query"
 )
@@ -103,3 +104,44 @@ func (p *Plan) emit(n *query.Node, memo map[*query.Node]int) (int, error) {
 	memo[n] = c
 	return c, nil
 }
+
+// StepKind is what a plan step computes.
+type StepKind = stepKind
+
+// The step kinds, exported for the backends that run a plan themselves (the CUDA model).
+const (
+	StepAnchor    = stepAnchor
+	StepProject   = stepProject
+	StepNegate    = stepNegate
+	StepIntersect = stepIntersect
+)
+
+// Step is one step of a plan as a backend sees it: Kind writes cone Out from the cones
+// In (a projection or negation: one; an intersection: its branches), using anchor slot
+// Slot (StepAnchor) or relation slot Slot (StepProject) of each query.
+type Step struct {
+	Kind StepKind
+	Slot int
+	In   []int
+	Out  int
+}
+
+// Steps returns the plan's steps in forward order (a copy).
+func (p *Plan) Steps() []Step {
+	out := make([]Step, len(p.steps))
+	for i, st := range p.steps {
+		out[i] = Step{Kind: st.kind, Slot: st.slot, In: append([]int(nil), st.in...), Out: st.out}
+	}
+	return out
+}
+
+// NumCones is the number of cones the plan computes (one per step).
+func (p *Plan) NumCones() int { return p.numCones }
+
+// Branches returns the cone of each DNF branch's root (a copy).
+func (p *Plan) Branches() []int { return append([]int(nil), p.branches...) }
+
+// DropoutMask draws an intersection dropout mask of n elements from drop exactly as
+// training's forward pass does (nil when dropout is off or drop is nil), for backends
+// that must use the same masks as the CPU.
+func (m *Model[T]) DropoutMask(drop *rand.Rand, n int) []T { return m.dropoutMask(drop, n) }

@@ -454,11 +454,11 @@ func (d *Device) IntersectForward(w IntersectWeights, out, in Cones, nb int, mas
 	}{{&st.z, rows * 2 * dim}, {&st.att, rows * dim}, {&st.alpha, rows * dim}, {&st.x, nd}, {&st.y, nd},
 		{&st.set, rows * dim}, {&st.mean, nd}, {&st.gate, nd}, {&st.hmin, nd}}
 	for _, b := range bufs {
-		if *b.p, err = Alloc[float32](d, b.size); err != nil {
+		if *b.p, err = scratch[float32](d, b.size); err != nil {
 			return nil, err
 		}
 	}
-	if st.argmin, err = Alloc[int32](d, nd); err != nil {
+	if st.argmin, err = scratch[int32](d, nd); err != nil {
 		return nil, err
 	}
 	steps := []func() error{
@@ -515,7 +515,7 @@ func (d *Device) IntersectBackward(w, gw IntersectWeights, st *IntersectState, d
 		p    **F32
 		size int
 	}{{&dz, rows * 2 * dim}, {&dg, rows * dim}, {&dAtt, rows * dim}, {&dPre, nd}, {&dMean, nd}, {&dSet, rows * dim}} {
-		if *b.p, err = Alloc[float32](d, b.size); err != nil {
+		if *b.p, err = scratch[float32](d, b.size); err != nil {
 			return err
 		}
 	}

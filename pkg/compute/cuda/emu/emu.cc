@@ -26,8 +26,10 @@ thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 #include "../kernels/gemm.cu"
 #include "../kernels/intersect.cu"
 #include "../kernels/loss.cu"
+#include "../kernels/mlp.cu"
 #include "../kernels/negate.cu"
 #include "../kernels/rotate.cu"
+#include "../kernels/rows.cu"
 
 // ---------------------------------------------------------------------------------------
 // Atomics.
@@ -311,6 +313,14 @@ const KernelInfo table[] = {
     K(negate_bwd),
     K(rotate_fwd),
     K(rotate_bwd),
+    K(rows_sum_csr),
+    K(add_f32),
+    K(split_scores),
+    K(split_scores_bwd),
+    K(mlp_input_fwd),
+    K(mlp_input_bwd),
+    K(mlp_output_fwd),
+    K(mlp_output_bwd),
 };
 
 const int kNumKernels = (int)(sizeof table / sizeof table[0]);

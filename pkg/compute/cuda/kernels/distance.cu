@@ -30,13 +30,22 @@
 #define DIST_THREADS 256 // = 32·DIST_CANDS
 #define DIST_BWD_THREADS 128
 
+// inside_cone reports t = |sin u| < β = |sin v| (u = (θ − a)/2, v = h/2). Near the top of
+// the sine both round to 1 in float, and a tie there would send a candidate opposite the
+// axis of a cone of half-aperture π (which Trunc produces exactly) a spurious outside
+// gradient where the float64 reference finds it inside; so there the cosines, which keep
+// their precision, decide: |sin u| < |sin v| ⟺ |cos u| > |cos v|.
+__device__ __forceinline__ bool inside_cone(float t, float beta, float cu, float cv) {
+	return beta < 1.f ? t < beta : fabsf(cu) > fabsf(cv);
+}
+
 __device__ __forceinline__ float dim_distance(float theta, float a, float h, float lambda) {
 	float su, cu, sv, cv;
 	sincosf((theta - a) * 0.5f, &su, &cu);
 	sincosf(h * 0.5f, &sv, &cv);
 	float t = fabsf(su), beta = fabsf(sv);
 	float dIn = fminf(t, beta);
-	if (t < beta) return lambda * dIn;
+	if (inside_cone(t, beta, cu, cv)) return lambda * dIn;
 	float lo = fabsf(su * cv + cu * sv), hi = fabsf(su * cv - cu * sv);
 	return fminf(lo, hi) + lambda * dIn;
 }
@@ -51,7 +60,7 @@ __device__ __forceinline__ void dim_distance_grad(float theta, float a, float h,
 	float t = fabsf(su), gt = sgnf(su) * cu * 0.5f; // ∂t/∂θ = gt, ∂t/∂a = −gt
 	float beta = fabsf(sv), gb = sgnf(sv) * cv * 0.5f; // ∂β/∂h = gb
 	float gth = 0.f, ga = 0.f, gh = 0.f;
-	if (!(t < beta)) {
+	if (!inside_cone(t, beta, cu, cv)) {
 		float sl = su * cv + cu * sv, cl = cu * cv - su * sv; // sin, cos of u + v
 		float sh = su * cv - cu * sv, ch = cu * cv + su * sv; // sin, cos of u − v
 		float lo = fabsf(sl), gl = sgnf(sl) * cl * 0.5f;      // ∂/∂(θ, a, h) = (gl, −gl, +gl)

@@ -1,0 +1,333 @@
+// Package cudamodel is the training step with the model resident on a CUDA device: the
+// parameters, their gradients and Adam's moments live in device memory, and each update
+// (the loss of a batch forward and backward, then Adam) is a sequence of kernel launches
+// on package cuda's operators. The host only turns a batch into index arrays, uploads
+// them and, when asked, reads the loss back.
+//
+// It computes what pkg/model's Loss, Backward and pkg/train's Adam compute on the CPU,
+// walking the same compiled plans (model.Plan), so that the CPU code is its test oracle:
+// the tests run it on package emu's launch emulator against the CPU model, and on a real
+// GPU with -tags cuda. The differences are in summation order only:
+//   - entity and relation angles are mapped for the whole table at each update (one
+//     element-wise pass, cheaper on a GPU than a gather of the touched rows), and the
+//     angle gradient is taken once per row, after summing the row's occurrences;
+//   - repeated rows (anchors, relations, candidates) are summed through a CSR index in
+//     a fixed order (cuda.RowsSum, DistanceBackward's CSR path), never with atomics, so
+//     that an update is bit-for-bit reproducible on a given GPU.
+package cudamodel
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/rocone/rocone/pkg/compute/cuda"
+	"github.com/rocone/rocone/pkg/model"
+)
+
+// Model is a model's parameters, gradients and Adam state on a device.
+type Model struct {
+	dev  *cuda.Device
+	host *model.Model[float32] // configuration, plans and dropout; its Params are not kept in sync
+	cfg  model.Config
+
+	names         []string    // parameter tensors, in model.Params.Tensors order
+	params, grads []*cuda.F32 // the same order
+	p, g          deviceParams
+	adam          *cuda.Adam
+	arena         *cuda.Arena
+	count         []int32 // RowCSR scratch, max(entities, relations) zeros
+
+	stats   []*cuda.F64 // a ring of loss results, one per pending update
+	nextRes int
+
+	keepGrads bool // tests: stop before Adam, leaving the gradients on the device
+}
+
+// deviceParams names the tensors of params (or grads); absent ones are nil.
+type deviceParams struct {
+	entity, relAxis, relAperture, relShift, modulus *cuda.F32
+	inter                                           cuda.IntersectWeights
+	proj                                            [6]*cuda.F32 // W1, B1, W2, B2, W3, B3
+}
+
+// pendingRing is how many updates may be in flight before the oldest loss must be read.
+const pendingRing = 8
+
+// New uploads host's parameters to dev and creates a fresh Adam with learning rate lr.
+// host supplies the configuration and the plans; its parameters are copied, not shared.
+func New(dev *cuda.Device, host *model.Model[float32], lr float64) (m *Model, err error) {
+	m = &Model{dev: dev, host: host, cfg: host.Config}
+	defer func() {
+		if err != nil {
+			m.Close()
+			m = nil
+		}
+	}()
+	for _, t := range host.Params.Tensors() {
+		p, err := cuda.FromHost(dev, t.Data)
+		if err != nil {
+			return nil, fmt.Errorf("uploading %s: %w", t.Name, err)
+		}
+		m.params = append(m.params, p)
+		g, err := cuda.Alloc[float32](dev, len(t.Data))
+		if err != nil {
+			return nil, fmt.Errorf("allocating the gradient of %s: %w", t.Name, err)
+		}
+		m.grads = append(m.grads, g)
+		m.names = append(m.names, t.Name)
+	}
+	m.p, m.g = m.named(m.params), m.named(m.grads)
+	if m.adam, err = cuda.NewAdam(dev, cuda.DefaultAdam(lr), m.params, m.grads); err != nil {
+		return nil, err
+	}
+	for range pendingRing {
+		s, err := cuda.Alloc[float64](dev, 4)
+		if err != nil {
+			return nil, err
+		}
+		m.stats = append(m.stats, s)
+	}
+	m.arena = cuda.NewArena(dev)
+	m.count = make([]int32, max(m.cfg.NumEntities, m.cfg.NumRelations))
+	return m, nil
+}
+
+func (m *Model) named(bufs []*cuda.F32) deviceParams {
+	var dp deviceParams
+	for i, name := range m.names {
+		b := bufs[i]
+		switch name {
+		case "entity":
+			dp.entity = b
+		case "relation.axis":
+			dp.relAxis = b
+		case "relation.aperture":
+			dp.relAperture = b
+		case "relation.shift":
+			dp.relShift = b
+		case "modulus":
+			dp.modulus = b
+		case "intersection.w1":
+			dp.inter.W1 = b
+		case "intersection.b1":
+			dp.inter.B1 = b
+		case "intersection.w2":
+			dp.inter.W2 = b
+		case "intersection.b2":
+			dp.inter.B2 = b
+		case "intersection.w3":
+			dp.inter.W3 = b
+		case "intersection.b3":
+			dp.inter.B3 = b
+		case "intersection.w4":
+			dp.inter.W4 = b
+		case "intersection.b4":
+			dp.inter.B4 = b
+		case "projection.w1":
+			dp.proj[0] = b
+		case "projection.b1":
+			dp.proj[1] = b
+		case "projection.w2":
+			dp.proj[2] = b
+		case "projection.b2":
+			dp.proj[3] = b
+		case "projection.w3":
+			dp.proj[4] = b
+		case "projection.b3":
+			dp.proj[5] = b
+		}
+	}
+	return dp
+}
+
+// Close releases the device memory (not the device).
+func (m *Model) Close() error {
+	var all []interface{ Free() error }
+	for _, b := range append(slices.Clone(m.params), m.grads...) {
+		all = append(all, b)
+	}
+	for _, s := range m.stats {
+		all = append(all, s)
+	}
+	err := cuda.FreeAll(all...)
+	if m.adam != nil {
+		if e := m.adam.Free(); e != nil && err == nil {
+			err = e
+		}
+	}
+	if m.arena != nil {
+		if e := m.arena.Free(); e != nil && err == nil {
+			err = e
+		}
+	}
+	m.params, m.grads, m.stats, m.adam, m.arena = nil, nil, nil, nil, nil
+	return err
+}
+
+// ResetAdam makes the optimiser brand-new with learning rate lr (training.md §1).
+func (m *Model) ResetAdam(lr float64) error {
+	m.adam.Config.LR = lr
+	return m.adam.Reset()
+}
+
+// SetAdam sets the optimiser's learning rate, step count and moments (per tensor, in
+// model.Params.Tensors order): a resumed run.
+func (m *Model) SetAdam(lr float64, step int, mo, v [][]float32) error {
+	m.adam.Config.LR = lr
+	return m.adam.SetState(step, mo, v)
+}
+
+// AdamSteps is the optimiser's step count since it was created or reset.
+func (m *Model) AdamSteps() int { return m.adam.Steps() }
+
+// Download copies the parameters into p (same configuration) and, if mo and v are not
+// nil, Adam's moments into them (per tensor, in model.Params.Tensors order). It waits
+// for every pending update.
+func (m *Model) Download(p *model.Params[float32], mo, v [][]float32) error {
+	ts := p.Tensors()
+	if len(ts) != len(m.params) {
+		return fmt.Errorf("cudamodel: %d parameter tensors on the host, %d on the device", len(ts), len(m.params))
+	}
+	for i, t := range ts {
+		if t.Name != m.names[i] || len(t.Data) != m.params[i].Len() {
+			return fmt.Errorf("cudamodel: host tensor %s [%d] against device tensor %s [%d]", t.Name, len(t.Data), m.names[i], m.params[i].Len())
+		}
+		if err := m.params[i].Download(t.Data); err != nil {
+			return fmt.Errorf("downloading %s: %w", t.Name, err)
+		}
+		if mo != nil {
+			if err := m.adam.Moments(i, mo[i], v[i]); err != nil {
+				return fmt.Errorf("downloading Adam's moments of %s: %w", t.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Pending is an update enqueued on the device; Wait returns its loss.
+type Pending struct {
+	m     *Model
+	stats *cuda.F64
+	gen   int
+}
+
+// Wait waits for the update and returns its loss (L_pos + L_neg)/2 and the two parts. It
+// must be called before pendingRing further updates are enqueued.
+func (p Pending) Wait() (loss, lossPos, lossNeg float64, err error) {
+	if p.m.nextRes-p.gen > pendingRing {
+		return 0, 0, 0, fmt.Errorf("cudamodel: the loss of an update was read after %d more updates", p.m.nextRes-p.gen)
+	}
+	return cuda.ReadLoss(p.stats)
+}
+
+// group is the part of a batch with one structure, as the device step sees it.
+type group struct {
+	plan    *model.Plan
+	steps   []model.Step
+	n, off  int       // queries, and the first's position in group order
+	anchors [][]int32 // per anchor slot, [n]
+	rels    [][]int32 // per relation slot, [n]
+	cand    []int32   // [n][K] entity ids, the positive first
+	masks   [][]float32
+}
+
+// Update enqueues one optimiser update on batch b: the loss forward and backward and the
+// Adam step. drop draws the intersection dropout masks exactly as the CPU model does
+// (nil: none). The update runs asynchronously; the returned Pending gives its loss.
+//
+// Errors are of the batch (a malformed batch, an id out of range: nothing is enqueued)
+// or of the device (the state on the device is then unknown and the run must stop).
+func (m *Model) Update(b *model.Batch, drop *rand.Rand) (Pending, error) {
+	groups, err := m.prepare(b, drop)
+	if err != nil {
+		return Pending{}, err
+	}
+	if err := m.arena.Reset(); err != nil {
+		return Pending{}, err
+	}
+	m.dev.UseArena(m.arena)
+	defer m.dev.UseArena(nil)
+	stats := m.stats[m.nextRes%pendingRing]
+	if err := m.step(b, groups, stats); err != nil {
+		return Pending{}, err
+	}
+	m.nextRes++
+	return Pending{m: m, stats: stats, gen: m.nextRes}, nil
+}
+
+// prepare checks the batch, groups it by structure (model.GroupByStructure, the CPU's
+// order) and draws the dropout masks in the CPU's order.
+func (m *Model) prepare(b *model.Batch, drop *rand.Rand) ([]*group, error) {
+	nq, k := len(b.Queries), b.NumNegative
+	if nq == 0 || k <= 0 || len(b.Positive) != nq || len(b.Negative) != nq*k || len(b.Weight) != nq {
+		return nil, fmt.Errorf("cudamodel: malformed batch: %d queries, %d positives, %d negatives (k=%d), %d weights",
+			nq, len(b.Positive), len(b.Negative), k, len(b.Weight))
+	}
+	nE, nR, d, K := int32(m.cfg.NumEntities), int32(m.cfg.NumRelations), m.cfg.Dim, k+1
+	var groups []*group
+	off := 0
+	for _, idx := range model.GroupByStructure(b.Queries) {
+		s := b.Queries[idx[0]].Structure
+		plan, err := m.host.Plan(s)
+		if err != nil {
+			return nil, err
+		}
+		n := len(idx)
+		g := &group{plan: plan, steps: plan.Steps(), n: n, off: off, cand: make([]int32, 0, n*K)}
+		off += n
+		g.anchors = make([][]int32, s.NumAnchors)
+		for a := range g.anchors {
+			g.anchors[a] = make([]int32, n)
+		}
+		g.rels = make([][]int32, s.NumRelations)
+		for r := range g.rels {
+			g.rels[r] = make([]int32, n)
+		}
+		for r, q := range idx {
+			gq := &b.Queries[q]
+			if len(gq.Anchors) != s.NumAnchors || len(gq.Relations) != s.NumRelations {
+				return nil, fmt.Errorf("cudamodel: query %d of structure %s has %d anchors and %d relations", q, s, len(gq.Anchors), len(gq.Relations))
+			}
+			for a, id := range gq.Anchors {
+				if id < 0 || id >= nE {
+					return nil, fmt.Errorf("cudamodel: anchor entity %d out of range [0,%d)", id, nE)
+				}
+				g.anchors[a][r] = id
+			}
+			for j, id := range gq.Relations {
+				if id < 0 || id >= nR {
+					return nil, fmt.Errorf("cudamodel: relation %d out of range [0,%d)", id, nR)
+				}
+				g.rels[j][r] = id
+			}
+			g.cand = append(g.cand, b.Positive[q])
+			g.cand = append(g.cand, b.Negative[q*k:(q+1)*k]...)
+		}
+		for _, id := range g.cand[len(g.cand)-n*K:] {
+			if id < 0 || id >= nE {
+				return nil, fmt.Errorf("cudamodel: candidate entity %d out of range [0,%d)", id, nE)
+			}
+		}
+		groups = append(groups, g)
+	}
+	// The masks, group by group and step by step: the CPU's order (model.embedAll).
+	for _, g := range groups {
+		g.masks = make([][]float32, len(g.steps))
+		for i, st := range g.steps {
+			if st.Kind == model.StepIntersect {
+				g.masks[i] = m.host.DropoutMask(drop, len(st.In)*g.n*d)
+			}
+		}
+	}
+	return groups, nil
+}
+
+// order is the batch's query positions in group order.
+func order(b *model.Batch) []int {
+	var out []int
+	for _, idx := range model.GroupByStructure(b.Queries) {
+		out = append(out, idx...)
+	}
+	return out
+}
