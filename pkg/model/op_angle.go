@@ -43,6 +43,10 @@ func AngleForward[T Float](theta, raw []T, R T) {
 // AngleBackward adds to dRaw the gradient through AngleForward, using its output θ:
 // dθ/dx = (π/R)·(1 − tanh²(x/R)) = (π/R)·(1 − (θ/π)²).
 func AngleBackward[T Float](dRaw, dTheta, theta []T, R T) {
+	if d32, ok := any(dRaw).([]float32); ok {
+		vmath.AngleBackward(d32, any(dTheta).([]float32), any(theta).([]float32), float32(R))
+		return
+	}
 	for i, g := range dTheta {
 		t := theta[i] / pi
 		dRaw[i] += g * (pi / R) * (1 - t*t)

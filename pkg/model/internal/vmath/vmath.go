@@ -4,6 +4,8 @@
 // keeps package math.
 package vmath
 
+import "math"
+
 // Tanh sets dst[i] = mul·tanh(src[i]/div) + add for i < len(src) (dst may be src).
 //
 // tanh is Eigen's rational approximation (generic_fast_tanh_float): x clamped to
@@ -65,6 +67,21 @@ func tanh32(a float32) float32 {
 	q = x2*q + beta2
 	q = x2*q + beta0
 	return p / q
+}
+
+// AngleBackward adds to dRaw the gradient through θ = π·tanh(raw/R), from θ:
+// dRaw[i] += dTheta[i]·(π/R)·(1 − t²), t = θ[i]/π (float32 operations in that order).
+func AngleBackward(dRaw, dTheta, theta []float32, R float32) {
+	dRaw, theta = dRaw[:len(dTheta)], theta[:len(dTheta)]
+	c := float32(math.Pi) / R
+	done := 0
+	if hasAVX512 && !PureGo {
+		done = angleBwdAsm(dRaw, dTheta, theta, c)
+	}
+	for i := done; i < len(dTheta); i++ {
+		t := theta[i] / math.Pi
+		dRaw[i] += dTheta[i] * c * (1 - t*t)
+	}
 }
 
 // ReLU sets x[i] = 0 where x[i] < 0 (NaN and −0 stay as they are).

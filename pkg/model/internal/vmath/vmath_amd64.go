@@ -8,6 +8,9 @@ var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
 func tanhAVX512(dst, src *float32, nblk, lastMask int, c *[16]float32)
 
 //go:noescape
+func angleBwdAVX512(dRaw, dTheta, theta *float32, nblk, lastMask int, c float32)
+
+//go:noescape
 func reluAVX512(x *float32, nblk, lastMask int)
 
 //go:noescape
@@ -54,5 +57,16 @@ func reluBwdAsm(dx, out []float32) int {
 	_ = out[n-1]
 	nblk, mask := blocks(n)
 	reluBwdAVX512(&dx[0], &out[0], nblk, mask)
+	return n
+}
+
+func angleBwdAsm(dRaw, dTheta, theta []float32, c float32) int {
+	n := len(dTheta)
+	if n == 0 {
+		return 0
+	}
+	_, _ = dRaw[n-1], theta[n-1]
+	nblk, mask := blocks(n)
+	angleBwdAVX512(&dRaw[0], &dTheta[0], &theta[0], nblk, mask, c)
 	return n
 }

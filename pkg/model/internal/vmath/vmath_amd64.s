@@ -2,7 +2,9 @@
 
 DATA vmc<>+0(SB)/4, $0x7fffffff  // all but the sign bit
 DATA vmc<>+4(SB)/4, $0x3ba059dd  // beta0 = 4.89352518554385e-03
-GLOBL vmc<>(SB), RODATA|NOPTR, $8
+DATA vmc<>+8(SB)/4, $0x40490fdb  // float32(π)
+DATA vmc<>+12(SB)/4, $0x3f800000 // 1
+GLOBL vmc<>(SB), RODATA|NOPTR, $16
 
 // func tanhAVX512(dst, src *float32, nblk, lastMask int, c *[16]float32)
 //
@@ -138,5 +140,48 @@ bbody:
 	JNZ  bloop
 
 bdone:
+	VZEROUPPER
+	RET
+
+// func angleBwdAVX512(dRaw, dTheta, theta *float32, nblk, lastMask int, c float32)
+//
+// dRaw += dTheta·c·(1 − t²), t = θ/π, each operation rounded (no FMA), as the Go loop.
+TEXT ·angleBwdAVX512(SB), NOSPLIT, $0-44
+	MOVQ dRaw+0(FP), DI
+	MOVQ dTheta+8(FP), SI
+	MOVQ theta+16(FP), R8
+	MOVQ nblk+24(FP), CX
+	MOVQ lastMask+32(FP), DX
+	VBROADCASTSS c+40(FP), Z16
+	VBROADCASTSS vmc<>+8(SB), Z17  // π
+	VBROADCASTSS vmc<>+12(SB), Z18 // 1
+	MOVL  $0xffff, AX
+	KMOVW AX, K1
+	TESTQ CX, CX
+	JLE   adone
+
+aloop:
+	CMPQ  CX, $1
+	JNE   abody
+	KMOVW DX, K1
+
+abody:
+	VMOVUPS.Z (R8), K1, Z0
+	VDIVPS    Z17, Z0, Z0     // t = θ/π
+	VMULPS    Z0, Z0, Z0      // t²
+	VSUBPS    Z0, Z18, Z0     // 1 − t²
+	VMOVUPS.Z (SI), K1, Z1
+	VMULPS    Z16, Z1, Z1     // dθ·c
+	VMULPS    Z0, Z1, Z1      // ·(1 − t²)
+	VMOVUPS.Z (DI), K1, Z2
+	VADDPS    Z1, Z2, Z2
+	VMOVUPS   Z2, K1, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	ADDQ $64, R8
+	DECQ CX
+	JNZ  aloop
+
+adone:
 	VZEROUPPER
 	RET

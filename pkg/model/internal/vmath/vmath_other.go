@@ -7,3 +7,5 @@ const hasAVX512 = false
 func tanhAsm(dst, src []float32, div, mul, add float32) int { return 0 }
 func reluAsm(x []float32) int                               { return 0 }
 func reluBwdAsm(dx, out []float32) int                      { return 0 }
+
+func angleBwdAsm(dRaw, dTheta, theta []float32, c float32) int { return 0 }

@@ -85,7 +85,9 @@ func TestTanhLengths(t *testing.T) {
 
 // TestReLU checks the vector ReLU and its backward bit for bit against the scalar rules,
 // NaN, ±0 and ±Inf included, at every tail length.
-func TestReLU(t *testing.T) {
+func TestReLU(t *testing.T) { both(t, testReLU) }
+
+func testReLU(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	special := []float32{float32(math.NaN()), float32(math.Copysign(0, -1)), 0, float32(math.Inf(1)), float32(math.Inf(-1)), -1e-45}
 	for n := 0; n < 70; n++ {
@@ -116,6 +118,35 @@ func TestReLU(t *testing.T) {
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(gotD[i]) != math.Float32bits(wantD[i]) {
 				t.Fatalf("n=%d [%d]: relu(%v) = %v want %v; backward %v want %v", n, i, x[i], got[i], want[i], gotD[i], wantD[i])
+			}
+		}
+	}
+}
+
+// TestAngleBackward checks the vector loop against the scalar one (to rounding: a
+// compiler may fuse the scalar products) at every tail length.
+func TestAngleBackward(t *testing.T) { both(t, testAngleBackward) }
+
+func testAngleBackward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for n := 0; n < 70; n++ {
+		theta, dTheta, dRaw := make([]float32, n+2), make([]float32, n+2), make([]float32, n+2)
+		for i := range theta {
+			theta[i] = float32((2*rng.Float64() - 1) * math.Pi)
+			dTheta[i] = float32(rng.NormFloat64())
+			dRaw[i] = float32(rng.NormFloat64())
+		}
+		want := append([]float32(nil), dRaw...)
+		R := float32(0.37)
+		c := float32(math.Pi) / R
+		for i := 0; i < n; i++ {
+			tt := float64(theta[i]) / math.Pi
+			want[i] += float32(float64(dTheta[i]) * float64(c) * (1 - tt*tt))
+		}
+		AngleBackward(dRaw[:n], dTheta[:n], theta[:n], R)
+		for i := range want {
+			if d := math.Abs(float64(dRaw[i] - want[i])); d > 1e-5*(1+math.Abs(float64(want[i]))) || (i >= n && dRaw[i] != want[i]) {
+				t.Fatalf("n=%d [%d]: %v, want %v", n, i, dRaw[i], want[i])
 			}
 		}
 	}
