@@ -106,7 +106,7 @@ func action(c *cli.Context) error {
 			return fmt.Errorf("--%s is required", req)
 		}
 	}
-	kernels, err := backend(c.String("device"), c.Int("workers"))
+	kernels, gpu, err := backend(c.String("device"), c.Int("workers"))
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func action(c *cli.Context) error {
 	}
 	opts := train.Options{
 		Train: c.String("train"), Valid: c.String("valid"), Checkpoint: c.String("checkpoint"), Log: logPath,
-		Resume: c.Bool("resume"), Kernels: kernels, Workers: c.Int("workers"), Progress: progress,
+		Resume: c.Bool("resume"), Kernels: kernels, CUDA: gpu, Workers: c.Int("workers"), Progress: progress,
 	}
 	if n := c.Int("test-hang-after"); n > 0 {
 		opts.AfterCheckpoint = func(done int) {

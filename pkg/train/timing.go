@@ -23,6 +23,10 @@ type Timings struct {
 	Distance float64 `json:"distance"`
 	// Optimizer is the Adam updates and gradient zeroing.
 	Optimizer float64 `json:"optimizer"`
+	// Device is, when training on a GPU, the time the host waited for the device's
+	// updates (forward, backward and Adam, all on the device: the split above is then
+	// not measured). Sampling overlaps the device's work and is not part of it.
+	Device float64 `json:"device,omitempty"`
 	// Eval is validation: scoring every entity and ranking.
 	Eval float64 `json:"eval"`
 	// Checkpoint is writing checkpoints and train logs.
@@ -48,10 +52,14 @@ func (t Timings) Write(w io.Writer) {
 		{"  of which linear layers", t.Linear},
 		{"distance (loss fwd+bwd)", t.Distance},
 		{"optimiser (Adam, zeroing)", t.Optimizer},
+		{"GPU updates (waited for)", t.Device},
 		{"evaluation", t.Eval},
 		{"checkpoints and logs", t.Checkpoint},
 		{"total", t.Total},
 	} {
+		if p.x == 0 && p.name == "GPU updates (waited for)" {
+			continue // a CPU run
+		}
 		fmt.Fprintf(w, "  %-45s %10.1fs %5.1f%%\n", p.name, p.x, share(p.x))
 	}
 }

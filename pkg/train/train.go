@@ -16,6 +16,8 @@ import (
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/compute/cuda"
+	"github.com/rocone/rocone/pkg/compute/cuda/cudamodel"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
 )
@@ -31,6 +33,12 @@ type Options struct {
 
 	Kernels compute.Kernels[float32] // the backend; nil: compute.Reference
 	Workers int                      // goroutines for Adam and validation; 0: GOMAXPROCS
+
+	// CUDA, if not nil, runs the updates on this device: the parameters, gradients and
+	// Adam's moments live there (package cudamodel) and the host samples batches while the
+	// device computes. Kernels then serves validation only. Checkpoints are the same
+	// artifact on either device, so a run resumes across devices.
+	CUDA *cuda.Device
 
 	Progress      io.Writer     // progress lines; nil: none
 	ProgressEvery time.Duration // between progress lines; 0: 5s
@@ -91,6 +99,8 @@ type trainer struct {
 	grads         *model.Grads[float32]
 	params, gradT []model.Tensor[float32]
 	adam          *Adam
+	dev           *cudamodel.Model // the model on the GPU (Options.CUDA); nil on the CPU
+	devStale      bool             // the host's parameters lag the device's
 	sched         schedule
 	dropSrc       *rand.PCG
 	drop          *rand.Rand
@@ -131,6 +141,9 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 	t, err := setup(cfg, opts)
 	if err != nil {
 		return nil, err
+	}
+	if t.dev != nil {
+		defer t.dev.Close()
 	}
 	return t.run(ctx)
 }
@@ -283,7 +296,42 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 			}
 		}
 	}
+	if opts.CUDA != nil {
+		if t.dev, err = cudamodel.New(opts.CUDA, t.model, t.adam.LR); err != nil {
+			return nil, fmt.Errorf("putting the model on %s: %w", opts.CUDA.Name(), err)
+		}
+		if t.adam.Step > 0 {
+			if err := t.dev.SetAdam(t.adam.LR, int(t.adam.Step), t.adam.M, t.adam.V); err != nil {
+				t.dev.Close()
+				return nil, fmt.Errorf("putting the optimiser state on %s: %w", opts.CUDA.Name(), err)
+			}
+		}
+	}
 	return t, nil
+}
+
+// pull copies the device's parameters (and, with moments, Adam's state) to the host
+// model, and checks that they are finite; a no-op on the CPU.
+func (t *trainer) pull(moments bool) error {
+	if t.dev == nil {
+		return nil
+	}
+	var m, v [][]float32
+	if moments {
+		m, v = t.adam.M, t.adam.V
+		t.adam.Step = int64(t.dev.AdamSteps())
+	}
+	if err := t.dev.Download(t.model.Params, m, v); err != nil {
+		return err
+	}
+	for _, p := range t.params {
+		for i, x := range p.Data {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return &NonFiniteError{Tensor: p.Name, Index: i, Value: x}
+			}
+		}
+	}
+	return nil
 }
 
 // sameTrajectory checks that a resumed run's configuration equals the checkpoint's apart
@@ -415,8 +463,17 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		var sum, sumPath float64
 		var nPath int
 		lossOther := math.NaN()
-		for _, p := range order {
-			loss, err := t.update(s, p)
+		// The updates are enqueued first (on a GPU, the next batch is sampled while the
+		// device runs the last one), then their losses read.
+		pending := make([]func() (float64, error), len(order))
+		for i, p := range order {
+			var err error
+			if pending[i], err = t.update(s, p); err != nil {
+				return nil, err
+			}
+		}
+		for i, p := range order {
+			loss, err := pending[i]()
 			if err != nil {
 				return nil, err
 			}
@@ -440,6 +497,11 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 
 		if t.sched.afterStep(s) {
 			t.adam.Reset(t.sched.LR)
+			if t.dev != nil {
+				if err := t.dev.ResetAdam(t.sched.LR); err != nil {
+					return nil, fmt.Errorf("step %d: resetting Adam on the device: %w", s, err)
+				}
+			}
 			t.printf("step %d: learning rate %.3g → %.3g, new Adam; next drop at the end of step %g\n", s, lr, t.sched.LR, math.Ceil(t.sched.WarmUpSteps))
 		}
 		if len(t.valid) > 0 && (t.sched.evalDue(s) || s == cfg.Steps-1) {
@@ -482,11 +544,14 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-// update is one optimiser update on a batch of pool p during step s.
-func (t *trainer) update(s int, p *pool) (float64, error) {
+// update is one optimiser update on a batch of pool p during step s. It returns the
+// update's loss as a function: on a GPU the update is only enqueued, and the function
+// waits for it.
+func (t *trainer) update(s int, p *pool) (func() (float64, error), error) {
 	t0 := time.Now()
 	batch := p.next(t.ts, t.cfg.Batch, t.cfg.Negatives)
 	t1 := time.Now()
+	t.timings.Sampling += t1.Sub(t0).Seconds()
 	if testHookBeforeUpdate != nil {
 		testHookBeforeUpdate(s, p.name, t.model)
 	}
@@ -497,6 +562,32 @@ func (t *trainer) update(s int, p *pool) (float64, error) {
 		}
 		return fmt.Errorf("step %d, %s-pool update: %s; stopping: %s", s, p.name, what, kept)
 	}
+	if t.dev != nil {
+		t.devStale = true
+		pend, err := t.dev.Update(batch, t.drop)
+		t.timings.Device += time.Since(t1).Seconds()
+		if err != nil {
+			return nil, fail(err.Error())
+		}
+		return func() (float64, error) {
+			start := time.Now()
+			loss, _, _, err := pend.Wait()
+			t.timings.Device += time.Since(start).Seconds()
+			switch {
+			case err != nil:
+				return 0, fail(err.Error())
+			case math.IsNaN(loss) || math.IsInf(loss, 0):
+				return 0, fail(fmt.Sprintf("the loss is %v", loss))
+			}
+			return loss, nil
+		}, nil
+	}
+	loss, err := t.updateCPU(s, p, batch, t1, fail)
+	return func() (float64, error) { return loss, err }, nil
+}
+
+// updateCPU is update's CPU path: the loss and its gradients, then Adam.
+func (t *trainer) updateCPU(s int, p *pool, batch *model.Batch, t1 time.Time, fail func(string) error) (float64, error) {
 
 	lin0, dist0 := t.kernels.linear, t.kernels.distance
 	tape, err := t.model.Loss(batch, t.drop)
@@ -516,7 +607,6 @@ func (t *trainer) update(s int, p *pool) (float64, error) {
 	}
 
 	dist := (t.kernels.distance - dist0).Seconds()
-	t.timings.Sampling += t1.Sub(t0).Seconds()
 	t.timings.Distance += dist
 	t.timings.Linear += (t.kernels.linear - lin0).Seconds()
 	t.timings.Embedding += t2.Sub(t1).Seconds() - dist
@@ -527,6 +617,12 @@ func (t *trainer) update(s int, p *pool) (float64, error) {
 // evaluate validates after step s and logs the results.
 func (t *trainer) evaluate(ctx context.Context, s int, lr float64) (*eval.Summary, error) {
 	start := time.Now()
+	if t.devStale {
+		if err := t.pull(false); err != nil {
+			return nil, fmt.Errorf("validation after step %d: reading the parameters from the device: %w", s, err)
+		}
+		t.devStale = false
+	}
 	ranks, err := eval.RankQueries(ctx, t.evalModel, t.valid, eval.RankOptions{Workers: t.workers})
 	if err != nil {
 		return nil, fmt.Errorf("validation after step %d: %w", s, err)
@@ -603,6 +699,12 @@ func (t *trainer) progressLine(s, first int, row artifact.TrainLogRow) {
 
 // checkpoint assembles the checkpoint artifact of the current state.
 func (t *trainer) checkpoint() (*artifact.Checkpoint, error) {
+	if t.dev != nil {
+		if err := t.pull(true); err != nil {
+			return nil, fmt.Errorf("reading the model from the device: %w", err)
+		}
+		t.devStale = false
+	}
 	tm := t.currentTimings()
 	st := state{
 		EvalEvery:        t.sched.EvalEvery,

@@ -2,17 +2,8 @@
 
 package device
 
-import (
-	"github.com/rocone/rocone/pkg/compute"
-	"github.com/rocone/rocone/pkg/compute/cuda"
-)
+import "github.com/rocone/rocone/pkg/compute/cuda"
 
 func init() {
-	openCUDA = func() (compute.Backend, error) {
-		dev, err := cuda.Open(0)
-		if err != nil {
-			return nil, err
-		}
-		return cuda.NewBackend(dev), nil
-	}
+	openCUDA = func() (*cuda.Device, error) { return cuda.Open(0) }
 }

@@ -8,22 +8,34 @@ import (
 
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cpu"
+	"github.com/rocone/rocone/pkg/compute/cuda"
 )
 
 // openCUDA is set by the cuda-tagged build (cuda.go); nil in a plain build.
-var openCUDA func() (compute.Backend, error)
+var openCUDA func() (*cuda.Device, error)
 
 // Backend returns the kernels for name: "cpu" (the fast CPU backend; workers goroutines,
 // 0 for every core; its results do not depend on workers) or "cuda".
 func Backend(name string, workers int) (compute.Backend, error) {
+	k, _, err := Open(name, workers)
+	return k, err
+}
+
+// Open is Backend that also returns, for "cuda", the device the kernels run on (nil for
+// "cpu"), for the stages that keep data resident there (training).
+func Open(name string, workers int) (compute.Backend, *cuda.Device, error) {
 	switch name {
 	case "", "cpu":
-		return cpu.New(cpu.Options{Workers: workers}), nil
+		return cpu.New(cpu.Options{Workers: workers}), nil, nil
 	case "cuda":
 		if openCUDA == nil {
-			return nil, fmt.Errorf("--device cuda: this binary was built without CUDA; build one with `make build-cuda` (go build -tags cuda)")
+			return nil, nil, fmt.Errorf("--device cuda: this binary was built without CUDA; build one with `make build-cuda` (go build -tags cuda)")
 		}
-		return openCUDA()
+		dev, err := openCUDA()
+		if err != nil {
+			return nil, nil, err
+		}
+		return cuda.NewBackend(dev), dev, nil
 	}
-	return nil, fmt.Errorf("--device %q: want cpu or cuda", name)
+	return nil, nil, fmt.Errorf("--device %q: want cpu or cuda", name)
 }

@@ -1,0 +1,108 @@
+//go:build cgo
+
+package train
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/compute/cuda"
+	"github.com/rocone/rocone/pkg/compute/cuda/emu"
+)
+
+// Training with the model resident on a CUDA device (Options.CUDA), here on package
+// emu's launch emulator: the same kernels and host code as on a GPU, on the CPU. The GPU
+// check (scripts/cuda/gpu-check.sh) runs the CLI's equivalent on a real device.
+
+func emuDevice(t *testing.T) *cuda.Device {
+	t.Helper()
+	e, err := emu.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cuda.NewDevice(e)
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// closeCurves fails unless two train logs have the same rows with train losses within
+// rel of each other (the device sums in another order, so they drift apart by rounding).
+func closeCurves(t *testing.T, a, b []artifact.TrainLogRow, rel float64) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%d and %d log rows", len(a), len(b))
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Step != y.Step || x.Kind != y.Kind || x.Type != y.Type || x.LR != y.LR {
+			t.Fatalf("row %d: %+v against %+v", i, x, y)
+		}
+		if x.Kind == artifact.LogTrain && math.Abs(x.Loss-y.Loss) > rel*math.Abs(x.Loss) {
+			t.Errorf("step %d: loss %.9g on the CPU, %.9g on the device", x.Step, x.Loss, y.Loss)
+		}
+	}
+}
+
+// TestDeviceTrainingMatchesCPU trains the tiny configuration on the CPU and on the
+// (emulated) device, across both lr drops and Adam resets, and compares the loss curves.
+func TestDeviceTrainingMatchesCPU(t *testing.T) {
+	train, valid := files(t)
+	for _, variant := range []string{"rocone", "cone"} {
+		t.Run(variant, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := tinyConfig(variant)
+			cpuRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "cpu.arrow"), Log: filepath.Join(dir, "cpu-log.arrow")}
+			run(t, cfg, cpuRun)
+			devRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "dev.arrow"), Log: filepath.Join(dir, "dev-log.arrow"),
+				CUDA: emuDevice(t)}
+			run(t, cfg, devRun)
+			closeCurves(t, logCurves(t, cpuRun.Log), logCurves(t, devRun.Log), 1e-4)
+		})
+	}
+}
+
+// TestResumeAcrossDevices trains 7 steps on the CPU, resumes on the device up to 14, and
+// on the CPU again up to 20: the curve follows the straight CPU run's. Two device runs
+// from the same checkpoint are bit-identical (no atomics in the device's sums).
+func TestResumeAcrossDevices(t *testing.T) {
+	train, valid := files(t)
+	dir := t.TempDir()
+	cfg := tinyConfig("rocone")
+	straight := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "a.arrow"), Log: filepath.Join(dir, "a-log.arrow")}
+	run(t, cfg, straight)
+
+	dev := emuDevice(t)
+	for _, name := range []string{"b", "c"} {
+		parts := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, name+".arrow"), Log: filepath.Join(dir, name+"-log.arrow"),
+			StopAfter: 7}
+		run(t, cfg, parts)
+		parts.StopAfter, parts.CUDA = 14, dev
+		if res := resume(t, cfg.Steps, parts); res.StepsDone != 14 {
+			t.Fatalf("stopped after %d steps, want 14", res.StepsDone)
+		}
+		at14 := filepath.Join(dir, name+"14.arrow")
+		copyFile(t, parts.Checkpoint, at14)
+		if name == "c" {
+			sameCheckpoints(t, filepath.Join(dir, "b14.arrow"), at14)
+		}
+		parts.StopAfter, parts.CUDA = 0, nil
+		if res := resume(t, cfg.Steps, parts); res.StepsDone != 20 {
+			t.Fatalf("ended after %d steps, want 20", res.StepsDone)
+		}
+		closeCurves(t, logCurves(t, straight.Log), logCurves(t, parts.Log), 1e-4)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
