@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/rocone/rocone/pkg/model/internal/vmath"
+
 	"github.com/rocone/rocone/pkg/query"
 )
 
@@ -175,9 +177,7 @@ func (e *Embedding[T]) forwardStep(i int, mask []T) {
 	switch st.kind {
 	case stepAnchor:
 		ss.ids = column(e.anchors, s.NumAnchors, st.slot)
-		for r, id := range ss.ids {
-			AngleForward(out.Axis[r*d:(r+1)*d], p.Entity[int(id)*d:int(id+1)*d], R)
-		} // half-aperture 0
+		angleRows(out.Axis, p.Entity, ss.ids, d, R) // half-aperture 0
 	case stepProject:
 		in := e.cones[st.in[0]]
 		ss.ids = column(e.relations, s.NumRelations, st.slot)
@@ -278,9 +278,8 @@ func (e *Embedding[T]) backwardStep(i int, dc []Cones[T], g *Grads[T]) {
 	switch st.kind {
 	case stepAnchor:
 		// The half-aperture is the constant 0: only the axis has a gradient.
-		out := e.cones[st.out]
-		for r, id := range ss.ids {
-			AngleBackward(g.Entity[int(id)*d:int(id+1)*d], dOut.Axis[r*d:(r+1)*d], out.Axis[r*d:(r+1)*d], R)
+		angleRowsBackward(g.Entity, dOut.Axis, e.cones[st.out].Axis, ss.ids, d, R)
+		for _, id := range ss.ids {
 			g.EntityRows.Add(id)
 		}
 	case stepProject:
@@ -368,10 +367,37 @@ func column(x []int32, width, slot int) []int32 {
 // gatherAngles returns the angles π·tanh(table[id]/R) of the rows ids, [len(ids)][d].
 func gatherAngles[T Float](table []T, ids []int32, d int, R T) []T {
 	out := make([]T, len(ids)*d)
+	angleRows(out, table, ids, d, R)
+	return out
+}
+
+// prefetchAhead is how many rows ahead a gather or scatter of table rows prefetches: the
+// rows are scattered over the table, and each is only a few cache lines.
+const prefetchAhead = 6
+
+// angleRows sets out[r] = π·tanh(table[ids[r]]/R), [len(ids)][d].
+func angleRows[T Float](out, table []T, ids []int32, d int, R T) {
+	t32, is32 := any(table).([]float32)
 	for r, id := range ids {
+		if is32 && r+prefetchAhead < len(ids) {
+			p := int(ids[r+prefetchAhead]) * d
+			vmath.Prefetch(t32[p : p+d])
+		}
 		AngleForward(out[r*d:(r+1)*d], table[int(id)*d:int(id+1)*d], R)
 	}
-	return out
+}
+
+// angleRowsBackward adds to the rows ids of dTable the gradients through angleRows,
+// given dOut and the angles out [len(ids)][d].
+func angleRowsBackward[T Float](dTable, dOut, out []T, ids []int32, d int, R T) {
+	t32, is32 := any(dTable).([]float32)
+	for r, id := range ids {
+		if is32 && r+prefetchAhead < len(ids) {
+			p := int(ids[r+prefetchAhead]) * d
+			vmath.Prefetch(t32[p : p+d])
+		}
+		AngleBackward(dTable[int(id)*d:int(id+1)*d], dOut[r*d:(r+1)*d], out[r*d:(r+1)*d], R)
+	}
 }
 
 // gatherRows returns the rows ids of table, [len(ids)][d].

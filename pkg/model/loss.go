@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 
 	"github.com/rocone/rocone/pkg/query"
 )
@@ -62,8 +64,8 @@ func (m *Model[T]) Loss(b *Batch, drop *rand.Rand) (*LossTape[T], error) {
 		lt.w[q] = T(w)
 	}
 
-	// The candidates' local table.
-	local := map[int32]int32{}
+	// The candidates' local table: slot[id] is 1 + the entity's row there (0: none yet).
+	slot := make([]int32, m.Config.NumEntities)
 	cand := make([]int32, nq*K) // [Q][K], positive first
 	for q := 0; q < nq; q++ {
 		for j := 0; j < K; j++ {
@@ -74,16 +76,20 @@ func (m *Model[T]) Loss(b *Batch, drop *rand.Rand) (*LossTape[T], error) {
 			if id < 0 || int(id) >= m.Config.NumEntities {
 				return nil, fmt.Errorf("model: candidate entity %d out of range [0,%d)", id, m.Config.NumEntities)
 			}
-			u, ok := local[id]
-			if !ok {
+			u := slot[id] - 1
+			if u < 0 {
 				u = int32(len(lt.entities))
-				local[id] = u
+				slot[id] = u + 1
 				lt.entities = append(lt.entities, id)
 			}
 			cand[q*K+j] = u
 		}
 	}
-	lt.angles = gatherAngles(m.Params.Entity, lt.entities, d, m.embeddingRange())
+	lt.angles = make([]T, len(lt.entities)*d)
+	R := m.embeddingRange()
+	parallelRows(len(lt.entities), func(lo, hi int) {
+		angleRows(lt.angles[lo*d:hi*d], m.Params.Entity, lt.entities[lo:hi], d, R)
+	})
 
 	// Embed every group's queries, the groups together (embedBatch).
 	groups := groupByStructure(b.Queries)
@@ -166,11 +172,35 @@ func (lt *LossTape[T]) Backward(g *Grads[T]) {
 		lt.batch.backward(dAll, g)
 	}
 	g.Modulus[0] += T(dModulus)
+	// The candidates are distinct entities: their rows of g.Entity can be written in
+	// parallel.
 	R := m.embeddingRange()
-	for u, id := range lt.entities {
-		AngleBackward(g.Entity[int(id)*d:int(id+1)*d], dAngles[u*d:(u+1)*d], lt.angles[u*d:(u+1)*d], R)
+	parallelRows(len(lt.entities), func(lo, hi int) {
+		angleRowsBackward(g.Entity, dAngles[lo*d:hi*d], lt.angles[lo*d:hi*d], lt.entities[lo:hi], d, R)
+	})
+	for _, id := range lt.entities {
 		g.EntityRows.Add(id)
 	}
+}
+
+// parallelMinRows is the fewest rows per goroutine in parallelRows.
+const parallelMinRows = 512
+
+// parallelRows calls fn on consecutive ranges covering [0, n), on up to GOMAXPROCS
+// goroutines, and returns when all are done. fn must write disjoint outputs per range.
+func parallelRows(n int, fn func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n/parallelMinRows)
+	if w <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < w; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); fn(n*i/w, n*(i+1)/w) }()
+	}
+	fn(0, n/w)
+	wg.Wait()
 }
 
 // structureGroup is the positions of the queries of one structure, in batch order.

@@ -110,3 +110,11 @@ func ReLUBackward(dx, out []float32) {
 		}
 	}
 }
+
+// Prefetch hints that the n float32 values from x[0] will be read soon (a no-op where
+// there is no assembly). It never faults.
+func Prefetch(x []float32) {
+	if len(x) > 0 && hasAVX512 {
+		prefetchAsm(x)
+	}
+}

@@ -11,6 +11,9 @@ func tanhAVX512(dst, src *float32, nblk, lastMask int, c *[16]float32)
 func angleBwdAVX512(dRaw, dTheta, theta *float32, nblk, lastMask int, c float32)
 
 //go:noescape
+func prefetchLines(p *float32, lines int)
+
+//go:noescape
 func reluAVX512(x *float32, nblk, lastMask int)
 
 //go:noescape
@@ -70,3 +73,5 @@ func angleBwdAsm(dRaw, dTheta, theta []float32, c float32) int {
 	angleBwdAVX512(&dRaw[0], &dTheta[0], &theta[0], nblk, mask, c)
 	return n
 }
+
+func prefetchAsm(x []float32) { prefetchLines(&x[0], (len(x)+15)/16) }

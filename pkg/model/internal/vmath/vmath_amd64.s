@@ -185,3 +185,19 @@ abody:
 adone:
 	VZEROUPPER
 	RET
+
+// func prefetchLines(p *float32, lines int)
+TEXT ·prefetchLines(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ lines+8(FP), CX
+	TESTQ CX, CX
+	JLE  pdone
+
+ploop:
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  ploop
+
+pdone:
+	RET

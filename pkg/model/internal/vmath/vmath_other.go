@@ -9,3 +9,5 @@ func reluAsm(x []float32) int                               { return 0 }
 func reluBwdAsm(dx, out []float32) int                      { return 0 }
 
 func angleBwdAsm(dRaw, dTheta, theta []float32, c float32) int { return 0 }
+
+func prefetchAsm(x []float32) {}
