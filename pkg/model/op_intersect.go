@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/model/internal/vmath"
 )
 
 // Intersection (model.md §4), the same in ConE and RoConE. For n ≥ 2 input cones
@@ -40,6 +41,8 @@ type IntersectState[T Float] struct {
 	set    []T     // [n·N][d] ReLU(W3·z + b3), the DeepSets elements
 	mean   []T     // [N][d] their mean over branches
 	gate   []T     // [N][d]
+	sin    []T     // [n·N][d] sin a_j
+	cos    []T     // [n·N][d] cos a_j
 	hmin   []T     // [N][d] min over branches of the dropped-out apertures
 	argmin []int32 // [N][d] the branch that gave hmin
 	mask   []T     // [n·N][d] or nil
@@ -57,8 +60,12 @@ func IntersectForward[T Float](k compute.Kernels[T], w *IntersectionWeights[T], 
 		x:     make([]T, n*d), y: make([]T, n*d),
 		set:  make([]T, rows*d),
 		mean: make([]T, n*d), gate: make([]T, n*d),
+		sin: make([]T, rows*d), cos: make([]T, rows*d),
 		hmin: make([]T, n*d), argmin: make([]int32, n*d),
 		mask: mask,
+	}
+	for j, c := range in {
+		sinCos(st.sin[j*n*d:(j+1)*n*d], st.cos[j*n*d:(j+1)*n*d], c.Axis)
 	}
 	for j, c := range in {
 		for r := 0; r < n; r++ {
@@ -89,9 +96,8 @@ func IntersectForward[T Float](k compute.Kernels[T], w *IntersectionWeights[T], 
 		var x, y T
 		for j := 0; j < nb; j++ {
 			st.alpha[j*n*d+p] /= sum
-			s, c := sincos(in[j].Axis[p])
-			x += st.alpha[j*n*d+p] * c
-			y += st.alpha[j*n*d+p] * s
+			x += st.alpha[j*n*d+p] * st.cos[j*n*d+p]
+			y += st.alpha[j*n*d+p] * st.sin[j*n*d+p]
 		}
 		st.x[p], st.y[p] = x, y
 		out.Axis[p] = T(math.Atan2(float64(y), float64(x)))
@@ -150,7 +156,7 @@ func IntersectBackward[T Float](k compute.Kernels[T], w, gw *IntersectionWeights
 		// x = Σ α_j cos a_j, y = Σ α_j sin a_j.
 		var dot T // Σ_j α_j·dα_j, for the softmax
 		for j := 0; j < nb; j++ {
-			s, c := sincos(in[j].Axis[p])
+			s, c := st.sin[j*n*d+p], st.cos[j*n*d+p]
 			al := st.alpha[j*n*d+p]
 			dAlpha := dx*c + dy*s
 			dIn[j].Axis[p] += al * (dy*c - dx*s)
@@ -201,5 +207,16 @@ func IntersectBackward[T Float](k compute.Kernels[T], w, gw *IntersectionWeights
 				dIn[j].Half[r*d+i] += hi - lo
 			}
 		}
+	}
+}
+
+// sinCos sets s[i], c[i] = sin x[i], cos x[i] (float32: vmath.SinCos, to about 1e-7).
+func sinCos[T Float](s, c, x []T) {
+	if s32, ok := any(s).([]float32); ok {
+		vmath.SinCos(s32, any(c).([]float32), any(x).([]float32))
+		return
+	}
+	for i, v := range x {
+		s[i], c[i] = sincos(v)
 	}
 }

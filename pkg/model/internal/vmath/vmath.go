@@ -118,3 +118,53 @@ func Prefetch(x []float32) {
 		prefetchAsm(x)
 	}
 }
+
+// sinCosLimit is the largest |x| for which SinCos's reduction is accurate; beyond it (or
+// for NaN) SinCos uses math.Sincos.
+const sinCosLimit = 8192
+
+// Cephes sinf/cosf coefficients on [−π/4, π/4].
+const (
+	sinC1 = -1.6666654611e-1
+	sinC2 = 8.3321608736e-3
+	sinC3 = -1.9515295891e-4
+	cosC1 = 4.166664568298827e-2
+	cosC2 = -1.388731625493765e-3
+	cosC3 = 2.443315711809948e-5
+)
+
+// SinCos sets s[i], c[i] = sin x[i], cos x[i], to about 1e-7 absolute (Cephes sinf and
+// cosf: x reduced by multiples of π/2, polynomials on [−π/4, π/4]).
+func SinCos(s, c, x []float32) {
+	s, c = s[:len(x)], c[:len(x)]
+	done := 0
+	if hasAVX512 && !PureGo {
+		done = sinCosAsm(s, c, x)
+	}
+	for i := done; i < len(x); i++ {
+		s[i], c[i] = sincos32(x[i])
+	}
+}
+
+// sincos32 is SinCos for one value (the reduction in float64).
+func sincos32(x float32) (sin, cos float32) {
+	xf := float64(x)
+	if !(math.Abs(xf) <= sinCosLimit) {
+		s, c := math.Sincos(xf)
+		return float32(s), float32(c)
+	}
+	j := math.RoundToEven(xf * (2 / math.Pi))
+	r := float32(xf - j*(math.Pi/2))
+	z := r * r
+	sn := r + r*z*(sinC1+z*(sinC2+z*sinC3))
+	cs := 1 - 0.5*z + z*z*(cosC1+z*(cosC2+z*cosC3))
+	switch int64(j) & 3 {
+	case 0:
+		return sn, cs
+	case 1:
+		return cs, -sn
+	case 2:
+		return -sn, -cs
+	}
+	return -cs, sn
+}

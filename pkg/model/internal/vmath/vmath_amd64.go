@@ -14,6 +14,9 @@ func angleBwdAVX512(dRaw, dTheta, theta *float32, nblk, lastMask int, c float32)
 func prefetchLines(p *float32, lines int)
 
 //go:noescape
+func sinCosAVX512(s, c, x *float32, nblk, lastMask int) (bad int)
+
+//go:noescape
 func reluAVX512(x *float32, nblk, lastMask int)
 
 //go:noescape
@@ -75,3 +78,17 @@ func angleBwdAsm(dRaw, dTheta, theta []float32, c float32) int {
 }
 
 func prefetchAsm(x []float32) { prefetchLines(&x[0], (len(x)+15)/16) }
+
+// sinCosAsm does SinCos, redoing it in Go when some |x| is beyond the reduction's range.
+func sinCosAsm(s, c, x []float32) int {
+	n := len(x)
+	if n == 0 {
+		return 0
+	}
+	_, _ = s[n-1], c[n-1]
+	nblk, mask := blocks(n)
+	if sinCosAVX512(&s[0], &c[0], &x[0], nblk, mask) != 0 {
+		return 0
+	}
+	return n
+}

@@ -201,3 +201,115 @@ ploop:
 
 pdone:
 	RET
+
+DATA scc<>+0(SB)/4, $0x3f000000  // 0.5
+DATA scc<>+4(SB)/4, $0x3f22f983  // 2/π
+DATA scc<>+8(SB)/4, $0x3fc90fdb  // π/2 = p1 + p2 + p3 (Cody–Waite): p1 = float32(π/2)
+DATA scc<>+12(SB)/4, $0xb33bbd2e // p2 = float32(π/2 − p1)
+DATA scc<>+16(SB)/4, $0xa6f72ced // p3 = float32(π/2 − p1 − p2)
+DATA scc<>+20(SB)/4, $0xbe2aaaa3 // sin coefficients s1, s2, s3 (Cephes sinf)
+DATA scc<>+24(SB)/4, $0x3c08839e
+DATA scc<>+28(SB)/4, $0xb94ca1f9
+DATA scc<>+32(SB)/4, $0x3d2aaaa5 // cos coefficients c1, c2, c3 (Cephes cosf)
+DATA scc<>+36(SB)/4, $0xbab6061a
+DATA scc<>+40(SB)/4, $0x37ccf5ce
+DATA scc<>+44(SB)/4, $0x3f800000 // 1.0
+DATA scc<>+48(SB)/4, $0x46000000 // 8192, the range of the reduction
+DATA scc<>+52(SB)/4, $0x80000000 // sign bit
+DATA scc<>+56(SB)/4, $0x7fffffff // all but the sign bit
+DATA scc<>+60(SB)/4, $0x00000001 // int32 1
+GLOBL scc<>(SB), RODATA|NOPTR, $64
+
+// func sinCosAVX512(s, c, x *float32, nblk, lastMask int) (bad int)
+//
+// s, c = sin x, cos x, as sincos32 but in float32 with FMA: j = round(x·2/π),
+// r = x − j·(p1+p2+p3), the Cephes polynomials, then the quadrant j mod 4. bad is
+// non-zero when some |x| exceeds 8192 or is NaN (the caller then redoes it in Go).
+TEXT ·sinCosAVX512(SB), NOSPLIT, $0-48
+	MOVQ s+0(FP), DI
+	MOVQ c+8(FP), R9
+	MOVQ x+16(FP), SI
+	MOVQ nblk+24(FP), CX
+	MOVQ lastMask+32(FP), DX
+	VBROADCASTSS scc<>+0(SB), Z16  // 0.5
+	VBROADCASTSS scc<>+4(SB), Z17  // 2/π
+	VBROADCASTSS scc<>+8(SB), Z18  // p1
+	VBROADCASTSS scc<>+12(SB), Z19 // p2
+	VBROADCASTSS scc<>+16(SB), Z20 // p3
+	VBROADCASTSS scc<>+20(SB), Z21 // s1
+	VBROADCASTSS scc<>+24(SB), Z22 // s2
+	VBROADCASTSS scc<>+28(SB), Z23 // s3
+	VBROADCASTSS scc<>+32(SB), Z24 // c1
+	VBROADCASTSS scc<>+36(SB), Z25 // c2
+	VBROADCASTSS scc<>+40(SB), Z26 // c3
+	VBROADCASTSS scc<>+44(SB), Z27 // 1
+	VBROADCASTSS scc<>+48(SB), Z28 // limit
+	VPBROADCASTD scc<>+52(SB), Z29 // sign bit
+	VPBROADCASTD scc<>+56(SB), Z30 // abs mask
+	VPBROADCASTD scc<>+60(SB), Z31 // int 1
+	KXORW K3, K3, K3
+	MOVL  $0xffff, AX
+	KMOVW AX, K1
+	TESTQ CX, CX
+	JLE   scdone
+
+scloop:
+	CMPQ  CX, $1
+	JNE   scbody
+	KMOVW DX, K1
+
+scbody:
+	VMOVUPS.Z (SI), K1, Z0    // x
+	VPANDD Z30, Z0, Z1        // |x|
+	VCMPPS $6, Z28, Z1, K4    // !(|x| ≤ limit) (NaN too)
+	KANDW  K1, K4, K4
+	KORW   K4, K3, K3
+	VMULPS Z17, Z0, Z2
+	VRNDSCALEPS $0, Z2, Z2    // j = round-to-even(x·2/π)
+	VFNMADD231PS Z18, Z2, Z0  // r = x − j·p1
+	VFNMADD231PS Z19, Z2, Z0  // r −= j·p2
+	VFNMADD231PS Z20, Z2, Z0  // r −= j·p3
+	VCVTPS2DQ Z2, Z3          // n = int32(j)
+	VMULPS Z0, Z0, Z4         // z = r²
+
+	// sin r = r + r·z·(s1 + z·(s2 + z·s3))
+	VMOVAPS     Z23, Z5
+	VFMADD213PS Z22, Z4, Z5
+	VFMADD213PS Z21, Z4, Z5
+	VMULPS      Z4, Z5, Z5
+	VFMADD213PS Z0, Z0, Z5
+
+	// cos r = (1 − z/2) + z²·(c1 + z·(c2 + z·c3))
+	VMOVAPS      Z26, Z6
+	VFMADD213PS  Z25, Z4, Z6
+	VFMADD213PS  Z24, Z4, Z6
+	VMULPS       Z4, Z4, Z7
+	VMOVAPS      Z27, Z8
+	VFNMADD231PS Z16, Z4, Z8
+	VFMADD213PS  Z8, Z7, Z6
+
+	// Quadrant n mod 4: (sin, cos) = (s, c), (c, −s), (−s, −c), (−c, s).
+	VPTESTMD  Z31, Z3, K2
+	VBLENDMPS Z6, Z5, K2, Z9
+	VBLENDMPS Z5, Z6, K2, Z10
+	VPSLLD    $30, Z3, Z11
+	VPANDD    Z29, Z11, Z11
+	VPXORD    Z11, Z9, Z9
+	VPADDD    Z31, Z3, Z12
+	VPSLLD    $30, Z12, Z12
+	VPANDD    Z29, Z12, Z12
+	VPXORD    Z12, Z10, Z10
+	VMOVUPS   Z9, K1, (DI)
+	VMOVUPS   Z10, K1, (R9)
+
+	ADDQ $64, SI
+	ADDQ $64, DI
+	ADDQ $64, R9
+	DECQ CX
+	JNZ  scloop
+
+scdone:
+	KMOVW K3, AX
+	MOVQ  AX, bad+40(FP)
+	VZEROUPPER
+	RET

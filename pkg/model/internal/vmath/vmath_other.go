@@ -11,3 +11,5 @@ func reluBwdAsm(dx, out []float32) int                      { return 0 }
 func angleBwdAsm(dRaw, dTheta, theta []float32, c float32) int { return 0 }
 
 func prefetchAsm(x []float32) {}
+
+func sinCosAsm(s, c, x []float32) int { return 0 }

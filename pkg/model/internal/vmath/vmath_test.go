@@ -151,3 +151,38 @@ func testAngleBackward(t *testing.T) {
 		}
 	}
 }
+
+// TestSinCos bounds SinCos against math.Sincos: a dense sweep of ±2π, larger angles,
+// values beyond the reduction's range and NaN, at every tail length.
+func TestSinCos(t *testing.T) { both(t, testSinCos) }
+
+func testSinCos(t *testing.T) {
+	var xs []float32
+	for i := 0; i <= 1<<18; i++ {
+		xs = append(xs, float32(-2*math.Pi+4*math.Pi*float64(i)/(1<<18)))
+	}
+	xs = append(xs, 0, float32(math.Copysign(0, -1)), 100, -1000.5, 8191, 9000, -1e6, float32(math.Inf(1)))
+	for n := len(xs) - 40; n <= len(xs); n++ {
+		s, c := make([]float32, n), make([]float32, n)
+		SinCos(s, c, xs[:n])
+		for i, x := range xs[:n] {
+			ws, wc := math.Sincos(float64(x))
+			tol := 2.5e-7 * max(1, math.Abs(float64(x))/8) // the reduction loses ~|x|·ulp(π/2)
+			if math.IsInf(float64(x), 0) {
+				if !math.IsNaN(float64(s[i])) || !math.IsNaN(float64(c[i])) {
+					t.Fatalf("sincos(%v) = %v, %v", x, s[i], c[i])
+				}
+				continue
+			}
+			if math.Abs(float64(s[i])-ws) > tol || math.Abs(float64(c[i])-wc) > tol {
+				t.Fatalf("sincos(%v) = %v, %v; exact %v, %v", x, s[i], c[i], ws, wc)
+			}
+		}
+	}
+	nan := []float32{float32(math.NaN())}
+	s, c := make([]float32, 1), make([]float32, 1)
+	SinCos(s, c, nan)
+	if !math.IsNaN(float64(s[0])) || !math.IsNaN(float64(c[0])) {
+		t.Fatalf("sincos(NaN) = %v, %v", s[0], c[0])
+	}
+}
