@@ -32,6 +32,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "data", Usage: "dataset `DIR`, to name the top-K entities"},
 			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"},
 			&cli.IntFlag{Name: "workers", Usage: "goroutines ranking queries (default: every core)"},
+			&cli.IntFlag{Name: "batch", Usage: "queries scored together (default: 16 on the CPU, where the entity table stays in cache, and 512 on CUDA, where each call to the device costs a round trip)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "ranks artifact `FILE` (- for an IPC stream on stdout)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 		},
@@ -40,13 +41,17 @@ func app() *cli.App {
 			if err != nil {
 				return err
 			}
+			batch := c.Int("batch")
+			if batch == 0 && c.String("device") == "cuda" {
+				batch = 512
+			}
 			var log io.Writer = os.Stderr
 			if c.Bool("quiet") {
 				log = nil
 			}
 			return pipeline.Rank(pipeline.RankConfig{Checkpoint: c.String("checkpoint"), Queries: c.String("queries"),
 				Cones: c.String("cones"), Output: c.String("output"), TopK: c.Int("top"), Data: c.String("data"),
-				Kernels: kernels, Workers: c.Int("workers"), Log: log})
+				Kernels: kernels, Workers: c.Int("workers"), Batch: batch, Log: log})
 		},
 	}
 }

@@ -24,6 +24,7 @@ type RankConfig struct {
 	Data       string // dataset folder, for entity names in the top-K; optional
 	Kernels    compute.Backend
 	Workers    int // 0: every core
+	Batch      int // queries scored together; 0: eval.DefaultRankBatch
 	Log        io.Writer
 }
 
@@ -53,7 +54,7 @@ func Rank(cfg RankConfig) error {
 	}
 	mc := l.model.Config
 	digest := artifact.QueriesDigest(rows)
-	opts := eval.RankOptions{Workers: cfg.Workers}
+	opts := eval.RankOptions{Workers: cfg.Workers, Batch: cfg.Batch}
 	if cfg.Cones != "" {
 		stored, err := checkCones(cfg.Cones, cmeta, cones, l, digest, displayPath(cfg.Queries))
 		if err != nil {

@@ -6,12 +6,13 @@
 # Usage (from anywhere in the repository):
 #   scripts/cuda/gpu-check.sh                    build here and test (needs Go, cgo, cuda.h)
 #   scripts/cuda/gpu-check.sh --build-test-binary DIR
-#                                                only build DIR/cuda.test (on a machine with
+#                                                only build DIR/cuda.test, DIR/cudamodel.test and
+#                                                DIR/train.test (on a machine with
 #                                                nvidia-cuda-dev, no GPU needed), to carry to
 #                                                a GPU host that lacks Go, the module cache or
 #                                                cuda.h
 #   scripts/cuda/gpu-check.sh --prebuilt DIR/cuda.test
-#                                                run such a binary on the GPU host (needs only
+#                                                run such binaries on the GPU host (needs only
 #                                                the NVIDIA driver's libcuda.so.1)
 #   add --short to skip the throughput timings.
 #
@@ -105,13 +106,23 @@ run_tests() { # $1: a test binary, or empty for go test
 	fi
 	step "GPU: parity of every kernel vs the CPU reference, error paths, determinism, throughput"
 	if [ -n "$1" ]; then
+		local dir
+		dir=$(dirname "$1")
 		"$1" -test.run '^TestGPU' -test.v -test.count=1 "${short[@]}" || failed+=("GPU tests")
+		step "GPU: the device-resident training step vs the CPU model (loss and every gradient)"
+		"$dir/cudamodel.test" -test.run '^TestGPU' -test.v -test.count=1 || failed+=("GPU step tests")
+		step "GPU: 200 training steps vs the CPU (loss curves), two GPU runs bit-identical"
+		"$dir/train.test" -test.run '^TestGPU' -test.v -test.count=1 || failed+=("GPU training tests")
 		step "emulator parity (CPU) in the same binary"
 		"$1" -test.run 'TestEmulatorParity|TestBackendFallback' -test.count=1 || failed+=("emulator tests")
 	else
 		local gs=()
 		[ ${#short[@]} -gt 0 ] && gs=(-short)
 		go test -tags cuda -count=1 -v -run '^TestGPU' "${gs[@]}" ./pkg/compute/cuda/ || failed+=("GPU tests")
+		step "GPU: the device-resident training step vs the CPU model (loss and every gradient)"
+		go test -tags cuda -count=1 -v -run '^TestGPU' ./pkg/compute/cuda/cudamodel/ || failed+=("GPU step tests")
+		step "GPU: 200 training steps vs the CPU (loss curves), two GPU runs bit-identical"
+		go test -tags cuda -count=1 -v -run '^TestGPU' ./pkg/train/ || failed+=("GPU training tests")
 		step "emulator, PTX and host tests (-tags cuda)"
 		go test -tags cuda -count=1 ./pkg/compute/cuda/... || failed+=("package tests")
 	fi
@@ -121,8 +132,10 @@ case "$mode" in
 binary)
 	setup_cgo
 	mkdir -p "$arg"
-	step "building $arg/cuda.test (go test -c -tags cuda ./pkg/compute/cuda)"
+	step "building $arg/cuda.test, cudamodel.test, train.test (go test -c -tags cuda)"
 	go test -c -tags cuda -o "$arg/cuda.test" ./pkg/compute/cuda || exit 1
+	go test -c -tags cuda -o "$arg/cudamodel.test" ./pkg/compute/cuda/cudamodel || exit 1
+	go test -c -tags cuda -o "$arg/train.test" ./pkg/train || exit 1
 	echo "run it on the GPU host: scripts/cuda/gpu-check.sh --prebuilt $arg/cuda.test"
 	exit 0
 	;;

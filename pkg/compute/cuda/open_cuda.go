@@ -39,12 +39,30 @@ type Info struct {
 	FreeMemory    int64
 	DriverVersion int // e.g. 12040 for 12.4
 	PTXCompiler   string
+	ClockKHz      int // SM clock (the driver's typical frequency)
+	MemClockKHz   int // peak memory clock
+	MemBusBits    int // memory bus width
+}
+
+// Bandwidth is the peak memory bandwidth in bytes/s: a double-data-rate memory clock
+// times the bus width.
+func (i Info) Bandwidth() float64 { return 2 * float64(i.MemClockKHz) * 1e3 * float64(i.MemBusBits) / 8 }
+
+// FP32 is the peak single-precision rate in FLOP/s: SMs × FP32 lanes per SM × 2 (a fused
+// multiply-add) × the clock. Lanes per SM: 64 on compute capability 8.0 (A100), 128 on
+// 8.6, 8.9 and 9.x.
+func (i Info) FP32() float64 {
+	lanes := 128
+	if i.ComputeMajor == 8 && i.ComputeMinor == 0 {
+		lanes = 64
+	}
+	return float64(i.Multiprocs*lanes*2) * float64(i.ClockKHz) * 1e3
 }
 
 func (i Info) String() string {
-	return fmt.Sprintf("device %d: %s, compute capability %d.%d, %d SMs, %.1f GiB (%.1f GiB free), driver API %d.%d, kernels: PTX from %s",
+	return fmt.Sprintf("device %d: %s, compute capability %d.%d, %d SMs, %.1f GiB (%.1f GiB free), driver API %d.%d, kernels: PTX from %s; peaks: %.0f GB/s memory, %.1f TFLOP/s FP32",
 		i.Ordinal, i.Name, i.ComputeMajor, i.ComputeMinor, i.Multiprocs, float64(i.TotalMemory)/(1<<30),
-		float64(i.FreeMemory)/(1<<30), i.DriverVersion/1000, i.DriverVersion%1000/10, i.PTXCompiler)
+		float64(i.FreeMemory)/(1<<30), i.DriverVersion/1000, i.DriverVersion%1000/10, i.PTXCompiler, i.Bandwidth()/1e9, i.FP32()/1e12)
 }
 
 // DeviceInfo returns the device's description, or an error when d does not run on a
@@ -115,11 +133,13 @@ func openDriver(ordinal int) (drv *cuDriver, err error) {
 	if d.info.Name, err = d.dev.Name(); err != nil {
 		return nil, wrap("cuDeviceGetName", err)
 	}
-	attrs, err := d.dev.Attributes(cu.ComputeCapabilityMajor, cu.ComputeCapabilityMinor, cu.MultiprocessorCount)
+	attrs, err := d.dev.Attributes(cu.ComputeCapabilityMajor, cu.ComputeCapabilityMinor, cu.MultiprocessorCount,
+		cu.ClockRate, cu.MemoryClockRate, cu.GlobalMemoryBusWidth)
 	if err != nil {
 		return nil, wrap("cuDeviceGetAttribute", err)
 	}
 	d.info.ComputeMajor, d.info.ComputeMinor, d.info.Multiprocs = attrs[0], attrs[1], attrs[2]
+	d.info.ClockKHz, d.info.MemClockKHz, d.info.MemBusBits = attrs[3], attrs[4], attrs[5]
 	if d.info.ComputeMajor < 8 {
 		return nil, fmt.Errorf("cuda: %s has compute capability %d.%d; the kernels are compiled for compute_80 (Ampere) or newer",
 			d.info.Name, d.info.ComputeMajor, d.info.ComputeMinor)

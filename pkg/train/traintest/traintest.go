@@ -6,6 +6,7 @@ package traintest
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -15,10 +16,26 @@ import (
 	"github.com/rocone/rocone/pkg/sample"
 )
 
-// Dir is testdata/tiny.
+// Dir is testdata/tiny: next to this source file, or, for a test binary built elsewhere
+// and run from a copy of the repository (scripts/cuda/gpu-check.sh --prebuilt), found
+// from the working directory upwards.
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "tiny")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "tiny")
+	if _, err := os.Stat(dir); err == nil {
+		return dir
+	}
+	for up, _ := os.Getwd(); ; {
+		cand := filepath.Join(up, "testdata", "tiny")
+		if _, err := os.Stat(cand); err == nil {
+			return cand
+		}
+		parent := filepath.Dir(up)
+		if parent == up {
+			return dir
+		}
+		up = parent
+	}
 }
 
 // TrainCounts are the per-type counts of the train file: every train type, both pools.

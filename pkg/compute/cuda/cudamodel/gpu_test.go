@@ -1,0 +1,24 @@
+//go:build cuda
+
+package cudamodel
+
+import (
+	"testing"
+
+	"github.com/rocone/rocone/pkg/compute/cuda"
+	"github.com/rocone/rocone/pkg/model"
+)
+
+// TestGPUStepMatchesCPU is TestEmulatorMatchesCPU on a real device (scripts/cuda/gpu-check.sh).
+func TestGPUStepMatchesCPU(t *testing.T) {
+	dev, err := cuda.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	for _, v := range model.Variants {
+		for _, dim := range []int{8, 64} {
+			t.Run(string(v), func(t *testing.T) { checkStepMatchesCPU(t, dev, v, dim) })
+		}
+	}
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# GPU benchmarks of issue #5, on a GPU host: training steps per second at the paper
+# configurations (FB15k-237 d=1600 and NELL-995 d=800, b=512, n=128, rocone and cone),
+# the projected time of a full 300k-step run, and rank's queries per second against the
+# memory-bandwidth bound, with the device's peaks beside them.
+#
+# Usage: scripts/cuda/bench.sh [BIN_DIR]
+#   BIN_DIR holds cuda-tagged sample, train, rank and cuda.test (default: bin/cuda, built
+#   here with `make build-cuda` and scripts/cuda/gpu-check.sh --build-test-binary bin/cuda).
+# Environment: STEPS (default 300) training steps per configuration; OUT (default
+# out/gpu-bench) for the queries, checkpoints and logs.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+bin=${1:-bin/cuda}
+steps=${STEPS:-300}
+out=${OUT_DIR:-out/gpu-bench}
+mkdir -p "$out"
+for b in sample train rank cuda.test; do
+	[ -x "$bin/$b" ] || { echo "bench.sh: $bin/$b missing (make build-cuda; scripts/cuda/gpu-check.sh --build-test-binary $bin)" >&2; exit 2; }
+done
+
+info=$("$bin/cuda.test" -test.run '^TestGPUInfo$' -test.v -test.count=1 2>&1 | grep '^GPU:' | head -1 | sed 's/^GPU: //')
+echo "device: $info"
+bw=$(sed -n 's/.*peaks: \([0-9.]*\) GB\/s.*/\1/p' <<<"$info")
+
+echo "== sampling (FB15k-237 train/test, NELL-995 train)"
+[ -f "$out/fb-train.arrow" ] || "$bin/sample" generate --data data/fb15k-237 --split train -q -o "$out/fb-train.arrow" || exit 1
+[ -f "$out/fb-test.arrow" ] || "$bin/sample" generate --data data/fb15k-237 --split test -q -o "$out/fb-test.arrow" || exit 1
+[ -f "$out/nell-train.arrow" ] || "$bin/sample" generate --data data/nell-995 --split train -q -o "$out/nell-train.arrow" || exit 1
+
+# train_rate NAME ARGS...: trains $steps steps and prints s/step of the loop, excluding
+# the checkpoint at the end, and the projection to 300k steps.
+train_rate() {
+	local name=$1
+	shift
+	local log="$out/$name.txt"
+	if ! "$bin/train" "$@" --steps "$steps" --eval-every 0 --checkpoint-every 0 --device cuda \
+		--checkpoint "$out/$name.arrow" --log "" >"$log" 2>&1; then
+		echo "$name: FAILED"; tail -5 "$log"; return 1
+	fi
+	awk -v name="$name" -v steps="$steps" '
+		/^  total/ {total=$2+0} /checkpoints and logs/ {ck=$4+0} /GPU updates/ {gpu=$5+0} /^  sampling/ {smp=$2+0}
+		END { s=(total-ck)/steps; printf "%-28s %8.1f ms/step  (%5.1f steps/s; GPU wait %.1fs, sampling %.1fs of %.1fs)  300k steps: %.2f h\n", name, 1000*s, 1/s, gpu, smp, total-ck, s*300000/3600 }' "$log"
+}
+echo "== training, $steps steps each"
+train_rate fb15k-237-rocone-d1600 --train "$out/fb-train.arrow" --preset fb15k-237
+train_rate nell995-rocone-d800 --train "$out/nell-train.arrow" --preset nell995
+train_rate fb15k-237-cone-d800 --train "$out/fb-train.arrow" --preset fb15k-237 --model cone --dim 800
+train_rate nell995-cone-d800 --train "$out/nell-train.arrow" --preset nell995 --model cone
+
+echo "== rank (FB15k-237 test, every entity, d=1600)"
+"$bin/rank" --checkpoint "$out/fb15k-237-rocone-d1600.arrow" --queries "$out/fb-test.arrow" --device cuda \
+	-o "$out/ranks.arrow" 2>&1 | tail -1 | tee "$out/rank.txt"
+qps=$(sed -n 's/.*(\([0-9.]*\)\/s).*/\1/p' "$out/rank.txt")
+# The bound: reading the entity table (14,505 × 1,600 float32) once per query.
+awk -v bw="$bw" -v qps="$qps" 'BEGIN { b = bw*1e9 / (14505*1600*4); printf "rank: %.0f queries/s; bandwidth bound %.0f queries/s (table read once per query at %.0f GB/s): %.2f of it\n", qps, b, bw, qps/b }'
