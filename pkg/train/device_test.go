@@ -3,8 +3,12 @@
 package train
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"math"
 	"os"
+	"strings"
 	"path/filepath"
 	"testing"
 
@@ -104,5 +108,66 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// failingDriver fails every launch after the first ok ones, as a device that runs out of
+// memory or faults mid-run would.
+type failingDriver struct {
+	cuda.Driver
+	ok int
+}
+
+func (f *failingDriver) Launch(kernel string, grid, block [3]int, args []uint64) error {
+	if f.ok == 0 {
+		return errors.New("injected launch failure")
+	}
+	f.ok--
+	return f.Driver.Launch(kernel, grid, block, args)
+}
+
+// TestDeviceErrorKeepsCheckpoint: a device error in the middle of a resumed run is an
+// error naming the step, the pool and the device's message, and the checkpoint on disk is
+// left exactly as it was.
+func TestDeviceErrorKeepsCheckpoint(t *testing.T) {
+	train, valid := files(t)
+	dir := t.TempDir()
+	cfg := tinyConfig("rocone")
+	opts := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "m.arrow"), Log: filepath.Join(dir, "m-log.arrow"), StopAfter: 5}
+	run(t, cfg, opts)
+	before, err := os.ReadFile(opts.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := emu.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := cuda.NewDevice(&failingDriver{Driver: e, ok: 400})
+	defer dev.Close()
+	saved, done, err := ReadCheckpointConfig(opts.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := ResumeConfig(saved, done, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.StopAfter, opts.Resume, opts.CUDA = 0, true, dev
+	_, err = Run(context.Background(), rc, opts)
+	if err == nil {
+		t.Fatal("a failing device did not stop training")
+	}
+	for _, want := range []string{"step ", "-pool update", "injected launch failure", "left as it was"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	after, err := os.ReadFile(opts.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatal("the checkpoint changed")
 	}
 }
