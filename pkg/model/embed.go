@@ -137,9 +137,12 @@ func (m *Model[T]) embedAll(embs []*Embedding[T], drop *rand.Rand) {
 	}
 	b.waves = make([]*mlpWave[T], b.levels)
 	mlp := !m.Config.Variant.rotates()
+	var work []int // the embeddings with steps to run at the level
 	for l := 0; l < b.levels; l++ {
 		var w *mlpWave[T]
+		work = work[:0]
 		for ei, e := range embs {
+			has := false
 			for i, st := range e.plan.steps {
 				if e.level[i] != l {
 					continue
@@ -152,9 +155,23 @@ func (m *Model[T]) embedAll(embs []*Embedding[T], drop *rand.Rand) {
 					w.rows += e.n
 					continue
 				}
-				e.forwardStep(i, masks[ei][i])
+				has = true
+			}
+			if has {
+				work = append(work, ei)
 			}
 		}
+		// The embeddings' steps of a level are independent (each writes its own cones
+		// and tape; the parameters are only read): they run in parallel.
+		parallelJobs(len(work), func(j int) {
+			ei := work[j]
+			e := embs[ei]
+			for i, st := range e.plan.steps {
+				if e.level[i] == l && !(st.kind == stepProject && mlp) {
+					e.forwardStep(i, masks[ei][i])
+				}
+			}
+		})
 		if w != nil {
 			b.waves[l] = w
 			m.projectWave(b, w)

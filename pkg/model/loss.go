@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rocone/rocone/pkg/query"
 )
@@ -181,6 +182,31 @@ func (lt *LossTape[T]) Backward(g *Grads[T]) {
 	for _, id := range lt.entities {
 		g.EntityRows.Add(id)
 	}
+}
+
+// parallelJobs calls fn(j) for every j in [0, n) on up to GOMAXPROCS goroutines, which
+// claim jobs in turn; it returns when all are done. Jobs must write disjoint outputs.
+func parallelJobs(n int, fn func(j int)) {
+	w := min(runtime.GOMAXPROCS(0), n)
+	if w <= 1 {
+		for j := 0; j < n; j++ {
+			fn(j)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	claim := func() {
+		for j := int(next.Add(1) - 1); j < n; j = int(next.Add(1) - 1) {
+			fn(j)
+		}
+	}
+	for i := 1; i < w; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); claim() }()
+	}
+	claim()
+	wg.Wait()
 }
 
 // parallelMinRows is the fewest rows per goroutine in parallelRows.

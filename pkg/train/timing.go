@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/rocone/rocone/pkg/compute"
@@ -69,9 +70,28 @@ func (t Timings) Write(w io.Writer) {
 // forwards the optional interfaces of pkg/compute, so that wrapping changes no code path
 // and no result: compute.EntityPreparer (through compute.PrepareEntities, which falls
 // back to the plain kernels exactly as it would for the bare backend).
+//
+// The model may call the kernels from several goroutines at once (it embeds a batch's
+// structure groups in parallel): the clocks are then the sums over the goroutines, taken
+// under mu; they are read between updates, when no kernel runs.
 type timedKernels struct {
 	inner            compute.Kernels[float32]
+	mu               sync.Mutex
 	linear, distance time.Duration
+}
+
+func (k *timedKernels) addLinear(t time.Time) {
+	d := time.Since(t)
+	k.mu.Lock()
+	k.linear += d
+	k.mu.Unlock()
+}
+
+func (k *timedKernels) addDistance(t time.Time) {
+	d := time.Since(t)
+	k.mu.Lock()
+	k.distance += d
+	k.mu.Unlock()
 }
 
 var (
@@ -82,25 +102,25 @@ var (
 func (k *timedKernels) LinearForward(y, x, w, b []float32, rows, in, out int) {
 	t := time.Now()
 	k.inner.LinearForward(y, x, w, b, rows, in, out)
-	k.linear += time.Since(t)
+	k.addLinear(t)
 }
 
 func (k *timedKernels) LinearBackward(dx, dw, db, dy, x, w []float32, rows, in, out int) {
 	t := time.Now()
 	k.inner.LinearBackward(dx, dw, db, dy, x, w, rows, in, out)
-	k.linear += time.Since(t)
+	k.addLinear(t)
 }
 
 func (k *timedKernels) DistanceForward(dist, axis, half, ent []float32, cand []int32, queries, cands, dim int, lambda float32) {
 	t := time.Now()
 	k.inner.DistanceForward(dist, axis, half, ent, cand, queries, cands, dim, lambda)
-	k.distance += time.Since(t)
+	k.addDistance(t)
 }
 
 func (k *timedKernels) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent []float32, cand []int32, queries, cands, dim int, lambda float32) {
 	t := time.Now()
 	k.inner.DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent, cand, queries, cands, dim, lambda)
-	k.distance += time.Since(t)
+	k.addDistance(t)
 }
 
 // PrepareEntities implements compute.EntityPreparer: the inner backend's table (or the
@@ -108,7 +128,7 @@ func (k *timedKernels) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, e
 func (k *timedKernels) PrepareEntities(ent []float32, rows, dim int) compute.PreparedEntities[float32] {
 	t := time.Now()
 	tab := compute.PrepareEntities(k.inner, ent, rows, dim)
-	k.distance += time.Since(t)
+	k.addDistance(t)
 	return timedTable{tab, k}
 }
 
@@ -120,11 +140,11 @@ type timedTable struct {
 func (p timedTable) DistanceForward(dist, axis, half []float32, cand []int32, queries, cands int, lambda float32) {
 	t := time.Now()
 	p.PreparedEntities.DistanceForward(dist, axis, half, cand, queries, cands, lambda)
-	p.k.distance += time.Since(t)
+	p.k.addDistance(t)
 }
 
 func (p timedTable) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half []float32, cand []int32, queries, cands int, lambda float32) {
 	t := time.Now()
 	p.PreparedEntities.DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, cand, queries, cands, lambda)
-	p.k.distance += time.Since(t)
+	p.k.addDistance(t)
 }
