@@ -1,9 +1,6 @@
 package cuda
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // The operations a device-resident training step needs beyond the model's operators:
 // deterministic row sums for gathered rows, the element-wise ends of ConE's projection
@@ -13,9 +10,10 @@ import (
 // Row index: the occurrences of each id in a list of gathered rows.
 
 // RowIndex is a CSR grouping of the positions of an id list by id, built on the host
-// (RowCSR): the distinct ids in increasing order, and for the u-th one its positions
-// Pairs[Start[u]:Start[u+1]] in increasing order. It makes the sum over repeated rows
-// deterministic (RowsSum), unlike an atomic scatter.
+// (RowCSR): the distinct ids in order of first appearance, and for the u-th one its
+// positions Pairs[Start[u]:Start[u+1]] in increasing order. It makes the sum over
+// repeated rows deterministic (RowsSum), unlike an atomic scatter: each row's sum has a
+// fixed order, and rows are independent of each other.
 type RowIndex struct {
 	Rows, Start, Pairs []int32
 }
@@ -33,7 +31,6 @@ func RowCSR(ids []int32, tableRows int, count []int32) RowIndex {
 		}
 		count[id]++
 	}
-	slices.Sort(ix.Rows)
 	ix.Start = make([]int32, len(ix.Rows)+1)
 	for u, r := range ix.Rows {
 		ix.Start[u+1] = ix.Start[u] + count[r]
