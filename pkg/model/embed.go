@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/rocone/rocone/pkg/model/internal/vmath"
@@ -355,21 +356,50 @@ func (m *Model[T]) projectWaveBackward(b *embedBatch[T], w *mlpWave[T], dcs [][]
 	}
 }
 
-// dropoutMask draws an inverted-dropout mask of size n (0 with probability p, else
-// 1/(1−p)), or returns nil when there is no dropout.
+// dropoutMask draws an inverted-dropout mask of size n: element i is 0 when
+// DropoutKeep(seed, i, threshold) is false (probability p), else 1/(1−p), with one seed
+// drawn from drop per mask (DropoutSeed). Nil when dropout is off.
+//
+// A mask is a pure function of its seed, so a device can make the very same mask where it
+// is used (package cudamodel) instead of receiving it, and the stream drop advances by one
+// value per mask, not per element. The keep test compares 32 bits of a hash with p·2³², so
+// p is honoured to 2⁻³² (Bernoulli per element, as torch's dropout, with another
+// generator).
 func (m *Model[T]) dropoutMask(drop *rand.Rand, n int) []T {
-	p := m.Config.Drop
-	if drop == nil || p == 0 {
+	seed, threshold, keep, ok := m.DropoutSeed(drop)
+	if !ok {
 		return nil
 	}
 	mask := make([]T, n)
-	keep := T(1 / (1 - p))
+	k := T(keep)
 	for i := range mask {
-		if drop.Float64() >= p {
-			mask[i] = keep
+		if DropoutKeep(seed, uint64(i), threshold) {
+			mask[i] = k
 		}
 	}
 	return mask
+}
+
+// DropoutSeed draws the seed of one dropout mask from drop and returns it with the keep
+// test's threshold (p·2³²) and the kept elements' value 1/(1−p); ok is false when
+// dropout is off (drop nil or p = 0), and then nothing is drawn.
+func (m *Model[T]) DropoutSeed(drop *rand.Rand) (seed uint64, threshold uint32, keep float32, ok bool) {
+	p := m.Config.Drop
+	if drop == nil || p == 0 {
+		return 0, 0, 0, false
+	}
+	return drop.Uint64(), uint32(math.Min(math.Round(p*(1<<32)), math.MaxUint32)), float32(1 / (1 - p)), true
+}
+
+// DropoutKeep reports whether element i of the mask with this seed is kept: SplitMix64's
+// finaliser of seed + (i+1)·φ (φ the 64-bit golden ratio), its high 32 bits at least
+// threshold. The CUDA kernel dropout_mask computes the same bits.
+func DropoutKeep(seed, i uint64, threshold uint32) bool {
+	x := seed + (i+1)*0x9E3779B97F4A7C15
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EB
+	x ^= x >> 31
+	return uint32(x>>32) >= threshold
 }
 
 // column returns x[r][slot] for every row r of the row-major x [*][width].

@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/rocone/rocone/pkg/query"
 )
@@ -140,8 +139,3 @@ func (p *Plan) NumCones() int { return p.numCones }
 
 // Branches returns the cone of each DNF branch's root (a copy).
 func (p *Plan) Branches() []int { return append([]int(nil), p.branches...) }
-
-// DropoutMask draws an intersection dropout mask of n elements from drop exactly as
-// training's forward pass does (nil when dropout is off or drop is nil), for backends
-// that must use the same masks as the CPU.
-func (m *Model[T]) DropoutMask(drop *rand.Rand, n int) []T { return m.dropoutMask(drop, n) }

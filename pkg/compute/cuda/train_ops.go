@@ -1,6 +1,10 @@
 package cuda
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rocone/rocone/pkg/compute/cuda/kernels"
+)
 
 // The operations a device-resident training step needs beyond the model's operators:
 // deterministic row sums for gathered rows, the element-wise ends of ConE's projection
@@ -313,3 +317,13 @@ func (d *Device) SplitScoresBackward(dScore, dPos, dNeg *F32, n, K int) error {
 	}
 	return d.each("split_scores_bwd", n*K, ptr(dScore), ptr(dPos), ptr(dNeg), i32(n), i32(K))
 }
+
+// DropoutMask fills mask with the inverted-dropout mask of this seed (model.DropoutKeep):
+// keep where kept, else 0.
+func (d *Device) DropoutMask(mask *F32, seed uint64, threshold uint32, keep float32) error {
+	return d.each("dropout_mask", mask.Len(), ptr(mask), i32(mask.Len()), u32(uint32(seed)), u32(uint32(seed>>32)),
+		u32(threshold), f32(keep))
+}
+
+// u32 passes an unsigned 32-bit value (a PTX .u32 parameter, packed like an int).
+func u32(x uint32) arg { return arg{v: uint64(x), kind: kernels.ParamI32} }

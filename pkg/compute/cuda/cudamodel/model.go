@@ -229,7 +229,15 @@ type group struct {
 	anchors [][]int32 // per anchor slot, [n]
 	rels    [][]int32 // per relation slot, [n]
 	cand    []int32   // [n][K] entity ids, the positive first
-	masks   [][]float32
+	masks   []mask    // per step
+}
+
+// mask is an intersection's dropout mask, made on the device from its seed.
+type mask struct {
+	seed      uint64
+	threshold uint32
+	keep      float32
+	on        bool
 }
 
 // Update enqueues one optimiser update on batch b: the loss forward and backward and the
@@ -257,14 +265,14 @@ func (m *Model) Update(b *model.Batch, drop *rand.Rand) (Pending, error) {
 }
 
 // prepare checks the batch, groups it by structure (model.GroupByStructure, the CPU's
-// order) and draws the dropout masks in the CPU's order.
+// order) and draws the dropout masks' seeds in the CPU's order.
 func (m *Model) prepare(b *model.Batch, drop *rand.Rand) ([]*group, error) {
 	nq, k := len(b.Queries), b.NumNegative
 	if nq == 0 || k <= 0 || len(b.Positive) != nq || len(b.Negative) != nq*k || len(b.Weight) != nq {
 		return nil, fmt.Errorf("cudamodel: malformed batch: %d queries, %d positives, %d negatives (k=%d), %d weights",
 			nq, len(b.Positive), len(b.Negative), k, len(b.Weight))
 	}
-	nE, nR, d, K := int32(m.cfg.NumEntities), int32(m.cfg.NumRelations), m.cfg.Dim, k+1
+	nE, nR, K := int32(m.cfg.NumEntities), int32(m.cfg.NumRelations), k+1
 	var groups []*group
 	off := 0
 	for _, idx := range model.GroupByStructure(b.Queries) {
@@ -311,12 +319,13 @@ func (m *Model) prepare(b *model.Batch, drop *rand.Rand) ([]*group, error) {
 		}
 		groups = append(groups, g)
 	}
-	// The masks, group by group and step by step: the CPU's order (model.embedAll).
+	// The masks' seeds, group by group and step by step: the CPU's order (model.embedAll).
 	for _, g := range groups {
-		g.masks = make([][]float32, len(g.steps))
+		g.masks = make([]mask, len(g.steps))
 		for i, st := range g.steps {
 			if st.Kind == model.StepIntersect {
-				g.masks[i] = m.host.DropoutMask(drop, len(st.In)*g.n*d)
+				mk := &g.masks[i]
+				mk.seed, mk.threshold, mk.keep, mk.on = m.host.DropoutSeed(drop)
 			}
 		}
 	}

@@ -52,7 +52,6 @@ type groupSlots struct {
 	anchorIx, relIx []rowIndex // their CSR indices
 	cand            int
 	candIx          rowIndex
-	masks           []int // per step, −1 for none
 }
 
 // stepState is what a plan step's backward needs.
@@ -72,8 +71,8 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *cuda.F64) error {
 	lambda, gamma := float32(cfg.CenterReg), float32(cfg.Gamma)
 	rotates := cfg.Variant != model.ConE
 
-	// Host: the index arrays and their CSR groupings, the weights (in group order) and
-	// the masks, in two uploads.
+	// Host: the index arrays and their CSR groupings, and the weights (in group order), in
+	// two uploads. The dropout masks are made on the device from their seeds.
 	var ints slab[int32]
 	var floats slab[float32]
 	slots := make([]groupSlots, len(groups))
@@ -89,13 +88,6 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *cuda.F64) error {
 		}
 		sl.cand = ints.add(g.cand)
 		sl.candIx = addIndex(&ints, cuda.RowCSR(g.cand, cfg.NumEntities, m.count))
-		for _, mask := range g.masks {
-			if mask == nil {
-				sl.masks = append(sl.masks, -1)
-			} else {
-				sl.masks = append(sl.masks, floats.add(mask))
-			}
-		}
 	}
 	w := make([]float32, 0, Q)
 	for _, q := range order(b) {
@@ -211,8 +203,11 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *cuda.F64) error {
 					ok(ss.inCat.Half.Slice(j*n*d, n*d).CopyFrom(run.cones[c].Half))
 				}
 				var mask *cuda.F32
-				if sl.masks[i] >= 0 {
-					mask = fv[sl.masks[i]]
+				if mk := g.masks[i]; mk.on {
+					mask = take(nb * n * d)
+					if err == nil {
+						ok(dev.DropoutMask(mask, mk.seed, mk.threshold, mk.keep))
+					}
 				}
 				if err == nil {
 					ss.inter, err = dev.IntersectForward(m.p.inter, out, ss.inCat, nb, mask)

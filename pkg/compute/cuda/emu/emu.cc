@@ -225,6 +225,11 @@ struct Conv<int> {
 	static constexpr char code = 'i';
 };
 template <>
+struct Conv<unsigned> {
+	static unsigned from(uint64_t v) { return (unsigned)(uint32_t)v; }
+	static constexpr char code = 'i';
+};
+template <>
 struct Conv<float> {
 	static float from(uint64_t v) {
 		uint32_t b = (uint32_t)v;
@@ -321,6 +326,7 @@ const KernelInfo table[] = {
     K(mlp_input_bwd),
     K(mlp_output_fwd),
     K(mlp_output_bwd),
+    K(dropout_mask),
 };
 
 const int kNumKernels = (int)(sizeof table / sizeof table[0]);

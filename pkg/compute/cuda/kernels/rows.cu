@@ -45,3 +45,17 @@ KERNEL split_scores_bwd(float* dScore, const float* dPos, const float* dNeg, int
 		dScore[i] = j == 0 ? dPos[r] : dNeg[r * (K - 1) + j - 1];
 	}
 }
+
+// An inverted-dropout mask made where it is used: mask[i] = keep if the high 32 bits of
+// SplitMix64's finaliser of seed + (i+1)·φ are at least threshold, else 0
+// (model.DropoutKeep computes the same bits on the CPU). seed arrives as two 32-bit halves.
+KERNEL dropout_mask(float* mask, int n, unsigned seedLo, unsigned seedHi, unsigned threshold, float keep) {
+	const unsigned long long seed = ((unsigned long long)seedHi << 32) | seedLo;
+	GRID_STRIDE(i, n) {
+		unsigned long long x = seed + (unsigned long long)(i + 1) * 0x9E3779B97F4A7C15ull;
+		x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+		x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+		x ^= x >> 31;
+		mask[i] = (unsigned)(x >> 32) >= threshold ? keep : 0.f;
+	}
+}
