@@ -77,7 +77,12 @@ func New(dev *cuda.Device, host *model.Model[float32], lr float64) (m *Model, er
 		m.grads = append(m.grads, g)
 		m.names = append(m.names, t.Name)
 	}
-	m.p, m.g = m.named(m.params), m.named(m.grads)
+	if m.p, err = m.named(m.params); err != nil {
+		return nil, err
+	}
+	if m.g, err = m.named(m.grads); err != nil {
+		return nil, err
+	}
 	if m.adam, err = cuda.NewAdam(dev, cuda.DefaultAdam(lr), m.params, m.grads); err != nil {
 		return nil, err
 	}
@@ -93,52 +98,29 @@ func New(dev *cuda.Device, host *model.Model[float32], lr float64) (m *Model, er
 	return m, nil
 }
 
-func (m *Model) named(bufs []*cuda.F32) deviceParams {
+// named sorts the tensors bufs (in m.names order) into their roles; a tensor the device
+// step does not know is an error, not a silent gap.
+func (m *Model) named(bufs []*cuda.F32) (deviceParams, error) {
 	var dp deviceParams
-	for i, name := range m.names {
-		b := bufs[i]
-		switch name {
-		case "entity":
-			dp.entity = b
-		case "relation.axis":
-			dp.relAxis = b
-		case "relation.aperture":
-			dp.relAperture = b
-		case "relation.shift":
-			dp.relShift = b
-		case "modulus":
-			dp.modulus = b
-		case "intersection.w1":
-			dp.inter.W1 = b
-		case "intersection.b1":
-			dp.inter.B1 = b
-		case "intersection.w2":
-			dp.inter.W2 = b
-		case "intersection.b2":
-			dp.inter.B2 = b
-		case "intersection.w3":
-			dp.inter.W3 = b
-		case "intersection.b3":
-			dp.inter.B3 = b
-		case "intersection.w4":
-			dp.inter.W4 = b
-		case "intersection.b4":
-			dp.inter.B4 = b
-		case "projection.w1":
-			dp.proj[0] = b
-		case "projection.b1":
-			dp.proj[1] = b
-		case "projection.w2":
-			dp.proj[2] = b
-		case "projection.b2":
-			dp.proj[3] = b
-		case "projection.w3":
-			dp.proj[4] = b
-		case "projection.b3":
-			dp.proj[5] = b
-		}
+	slot := map[string]**cuda.F32{
+		"entity": &dp.entity, "relation.axis": &dp.relAxis, "relation.aperture": &dp.relAperture,
+		"relation.shift": &dp.relShift, "modulus": &dp.modulus,
+		"intersection.w1": &dp.inter.W1, "intersection.b1": &dp.inter.B1,
+		"intersection.w2": &dp.inter.W2, "intersection.b2": &dp.inter.B2,
+		"intersection.w3": &dp.inter.W3, "intersection.b3": &dp.inter.B3,
+		"intersection.w4": &dp.inter.W4, "intersection.b4": &dp.inter.B4,
+		"projection.w1": &dp.proj[0], "projection.b1": &dp.proj[1],
+		"projection.w2": &dp.proj[2], "projection.b2": &dp.proj[3],
+		"projection.w3": &dp.proj[4], "projection.b3": &dp.proj[5],
 	}
-	return dp
+	for i, name := range m.names {
+		p, ok := slot[name]
+		if !ok {
+			return dp, fmt.Errorf("cudamodel: no device role for parameter tensor %q", name)
+		}
+		*p = bufs[i]
+	}
+	return dp, nil
 }
 
 // Close releases the device memory (not the device).
