@@ -7,7 +7,7 @@
 # Usage: scripts/cuda/bench.sh [BIN_DIR]
 #   BIN_DIR holds cuda-tagged sample, train, rank and cuda.test (default: bin/cuda, built
 #   here with `make build-cuda` and scripts/cuda/gpu-check.sh --build-test-binary bin/cuda).
-# Environment: STEPS (default 300) training steps per configuration; OUT (default
+# Environment: STEPS (default 300) training steps per configuration; OUT_DIR (default
 # out/gpu-bench) for the queries, checkpoints and logs.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
