@@ -8,8 +8,8 @@ import (
 	"errors"
 	"math"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rocone/rocone/pkg/artifact"

@@ -46,7 +46,9 @@ type Info struct {
 
 // Bandwidth is the peak memory bandwidth in bytes/s: a double-data-rate memory clock
 // times the bus width.
-func (i Info) Bandwidth() float64 { return 2 * float64(i.MemClockKHz) * 1e3 * float64(i.MemBusBits) / 8 }
+func (i Info) Bandwidth() float64 {
+	return 2 * float64(i.MemClockKHz) * 1e3 * float64(i.MemBusBits) / 8
+}
 
 // FP32 is the peak single-precision rate in FLOP/s: SMs × FP32 lanes per SM × 2 (a fused
 // multiply-add) × the clock. Lanes per SM: 64 on compute capability 8.0 (A100), 128 on
