@@ -583,7 +583,10 @@ func (t *trainer) update(s int, p *pool) (func() (float64, error), error) {
 		}, nil
 	}
 	loss, err := t.updateCPU(s, p, batch, t1, fail)
-	return func() (float64, error) { return loss, err }, nil
+	if err != nil {
+		return nil, err // stop before the step's other updates run
+	}
+	return func() (float64, error) { return loss, nil }, nil
 }
 
 // updateCPU is update's CPU path: the loss and its gradients, then Adam.

@@ -207,6 +207,7 @@ func (p Pending) Wait() (loss, lossPos, lossNeg float64, err error) {
 type group struct {
 	plan    *model.Plan
 	steps   []model.Step
+	queries []int     // the group's positions in the batch, in order
 	n, off  int       // queries, and the first's position in group order
 	anchors [][]int32 // per anchor slot, [n]
 	rels    [][]int32 // per relation slot, [n]
@@ -264,7 +265,7 @@ func (m *Model) prepare(b *model.Batch, drop *rand.Rand) ([]*group, error) {
 			return nil, err
 		}
 		n := len(idx)
-		g := &group{plan: plan, steps: plan.Steps(), n: n, off: off, cand: make([]int32, 0, n*K)}
+		g := &group{plan: plan, steps: plan.Steps(), queries: idx, n: n, off: off, cand: make([]int32, 0, n*K)}
 		off += n
 		g.anchors = make([][]int32, s.NumAnchors)
 		for a := range g.anchors {
@@ -312,13 +313,4 @@ func (m *Model) prepare(b *model.Batch, drop *rand.Rand) ([]*group, error) {
 		}
 	}
 	return groups, nil
-}
-
-// order is the batch's query positions in group order.
-func order(b *model.Batch) []int {
-	var out []int
-	for _, idx := range model.GroupByStructure(b.Queries) {
-		out = append(out, idx...)
-	}
-	return out
 }

@@ -90,8 +90,10 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *cuda.F64) error {
 		sl.candIx = addIndex(&ints, cuda.RowCSR(g.cand, cfg.NumEntities, m.count))
 	}
 	w := make([]float32, 0, Q)
-	for _, q := range order(b) {
-		w = append(w, float32(b.Weight[q]))
+	for _, g := range groups {
+		for _, q := range g.queries {
+			w = append(w, float32(b.Weight[q]))
+		}
 	}
 	wSlot := floats.add(w)
 	iv, err := upload(a, &ints)
