@@ -395,17 +395,31 @@ func (b *Backend) PrepareEntities(ent []float32, rows, dim int) compute.Prepared
 		if err != nil {
 			return err
 		}
-		t.dev = buf
-		runtime.AddCleanup(t, func(buf *F32) { buf.Free() }, buf)
+		half, err := Alloc[float32](b.dev, 2*len(ent))
+		if err == nil {
+			if err = b.dev.EntityHalfAngles(half, buf); err != nil {
+				half.Free()
+			}
+		}
+		if err != nil {
+			buf.Free()
+			return err
+		}
+		t.dev, t.half = buf, half
+		runtime.AddCleanup(t, func(bufs [2]*F32) { FreeAll(bufs[0], bufs[1]) }, [2]*F32{buf, half})
 		return nil
 	}, func() {})
 	return t
 }
 
+// preparedTable is an entity table on the device: the angles, for the distance with
+// candidates and the backward pass, and their half-angle sines and cosines, for scoring
+// every query against every row (DistanceAll: evaluation's hot loop).
 type preparedTable struct {
 	b         *Backend
 	ent       []float32
 	dev       *F32 // nil when the upload failed
+	half      *F32 // [rows][dim][2]; nil with dev
 	rows, dim int
 }
 
@@ -418,9 +432,9 @@ func (t *preparedTable) Dim() int  { return t.dim }
 func (t *preparedTable) Free() error {
 	t.b.mu.Lock()
 	defer t.b.mu.Unlock()
-	buf := t.dev
-	t.dev = nil
-	return buf.Free()
+	bufs := []interface{ Free() error }{t.dev, t.half}
+	t.dev, t.half = nil, nil
+	return FreeAll(bufs...)
 }
 
 func (t *preparedTable) check(cand []int32, queries, cands int) {
@@ -460,11 +474,25 @@ func (t *preparedTable) DistanceForward(dist, axis, half []float32, cand []int32
 		if err != nil {
 			return err
 		}
-		C, err := b.uploadIdx(cand)
+		D, err := b.scratch(3, len(dist))
 		if err != nil {
 			return err
 		}
-		D, err := b.scratch(3, len(dist))
+		if cand == nil {
+			// Every query against every row: from the half-angle tables.
+			Q, err := b.scratch(7, queries*dim*QueryTableWidth)
+			if err != nil {
+				return err
+			}
+			if err := b.dev.QueryHalfAngles(Q, A, H); err != nil {
+				return err
+			}
+			if err := b.dev.DistanceAll(D, Q, t.half, queries, cands, dim, lambda); err != nil {
+				return err
+			}
+			return D.Download(dist)
+		}
+		C, err := b.uploadIdx(cand)
 		if err != nil {
 			return err
 		}

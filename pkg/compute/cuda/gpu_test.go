@@ -105,7 +105,7 @@ func TestGPUDeterministic(t *testing.T) {
 	}
 }
 
-// TestGPUThroughput logs the speed of the two hot kernels at FB15k-237 sizes.
+// TestGPUThroughput logs the speed of the hot kernels at FB15k-237 sizes.
 func TestGPUThroughput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timings skipped in -short mode")
@@ -114,7 +114,7 @@ func TestGPUThroughput(t *testing.T) {
 	h := &harness{t: t, d: d, rng: rand.New(rand.NewPCG(3, 4))}
 	const rows, in, out = 2048, 3200, 1600 // an intersection layer, 2d → d at d = 1600
 	X, W, B, Y := h.up(h.uniform(rows*in, -1, 1)), h.up(h.uniform(out*in, -1, 1)), h.up(h.uniform(out, -1, 1)), h.zeros(rows*out)
-	timeIt := func(name string, flops float64, f func() error) {
+	timeIt := func(name string, flops float64, f func() error) time.Duration {
 		h.ok(f())
 		h.ok(d.Sync())
 		const reps = 10
@@ -125,6 +125,7 @@ func TestGPUThroughput(t *testing.T) {
 		h.ok(d.Sync())
 		el := time.Since(start) / reps
 		t.Logf("%-40s %9.3f ms  %8.1f GFLOP/s", name, float64(el.Microseconds())/1e3, flops/el.Seconds()/1e9)
+		return el
 	}
 	timeIt(fmt.Sprintf("LinearForward %dx%dx%d", rows, in, out), 2*rows*in*out, func() error {
 		return d.LinearForward(Y, X, W, B, rows, in, out)
@@ -139,4 +140,22 @@ func TestGPUThroughput(t *testing.T) {
 	timeIt(fmt.Sprintf("DistanceForward %dx%dx%d", q, ents, dim), 20*q*ents*dim, func() error {
 		return d.DistanceForward(Dist, A, Hf, E, nil, q, ents, dim, 0.02)
 	})
+
+	// rank's path: the query table, then every query against every entity from the
+	// half-angle tables; against the bound of reading the entity angles once per query.
+	const rq = 512
+	RA, RH := h.up(h.uniform(rq*dim, -3, 3)), h.up(h.uniform(rq*dim, 0, 3))
+	ET, QT, RD := h.zeros(2*ents*dim), h.zeros(rq*dim*QueryTableWidth), h.zeros(rq*ents)
+	h.ok(d.EntityHalfAngles(ET, E))
+	el := timeIt(fmt.Sprintf("DistanceAll %dx%dx%d (+ query table)", rq, ents, dim), 20*rq*ents*dim, func() error {
+		if err := d.QueryHalfAngles(QT, RA, RH); err != nil {
+			return err
+		}
+		return d.DistanceAll(RD, QT, ET, rq, ents, dim, 0.02)
+	})
+	info, err := DeviceInfo(d)
+	h.ok(err)
+	bound := info.Bandwidth() / float64(ents*dim*4)
+	t.Logf("DistanceAll: %.0f queries/s; bound %.0f queries/s (%.0f GB/s, the entity angles read once per query): %.2f of it",
+		rq/el.Seconds(), bound, info.Bandwidth()/1e9, rq/el.Seconds()/bound)
 }

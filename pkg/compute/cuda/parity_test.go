@@ -154,6 +154,7 @@ var parityCases = []struct {
 	{"Prepared", testPrepared},
 	{"Linear", testLinear},
 	{"Distance", testDistance},
+	{"DistanceAll", testDistanceAll},
 	{"Angle", testAngle},
 	{"Gather", testGather},
 	{"Rotate", testRotate},
@@ -310,6 +311,65 @@ func testDistance(h *harness) {
 			h.ok(h.d.DistanceBackward(nil, nil, DE2, h.up(dDist), A, H, E, C, ix, queries, k, dim, lambda))
 			compare(t, "dEnt only", dE2, h.down(DE2))
 		})
+	}
+}
+
+// testDistanceAll: scoring every query against every row from the half-angle tables, on
+// shapes with ragged query, row and dimension tiles, and on the edge cases of the inside
+// test (a zero and a full half-aperture, entities on the axis and on the boundaries);
+// the result does not depend on the grid.
+func testDistanceAll(h *harness) {
+	ref := compute.Reference[float32]{}
+	for _, sh := range []struct{ queries, cands, rows, dim int }{{70, 301, 305, 45}, {1, 1, 1, 1}, {33, 129, 129, 16}, {5, 200, 260, 17}} {
+		h.t.Run(fmt.Sprint(sh.queries, "x", sh.cands, "x", sh.dim), func(t *testing.T) {
+			const lambda = 0.05
+			q, k, dim := sh.queries, sh.cands, sh.dim
+			axis, half := h.uniform(q*dim, -math.Pi, math.Pi), h.uniform(q*dim, 0, math.Pi)
+			ent := h.uniform(sh.rows*dim, -math.Pi, math.Pi)
+			for i := range half {
+				switch i % 7 {
+				case 1:
+					half[i] = 0 // an anchor's cone, or a dropped-out aperture
+				case 2:
+					half[i] = math.Pi // a full cone, which Trunc produces
+				}
+			}
+			for r := 0; r < min(sh.rows, 3*q); r++ { // some entities on an axis or a boundary
+				qi, j := r%q, (r*5)%dim
+				switch ax, hf := axis[qi*dim+j], half[qi*dim+j]; r % 3 {
+				case 0:
+					ent[r*dim+j] = ax
+				case 1:
+					ent[r*dim+j] = float32(math.Remainder(float64(ax+hf), 2*math.Pi))
+				default:
+					ent[r*dim+j] = ax - hf
+				}
+			}
+			want := make([]float32, q*k)
+			ref.DistanceForward(want, axis, half, ent, nil, q, k, dim, lambda)
+			E, Qt := h.zeros(2*len(ent)), h.zeros(q*dim*QueryTableWidth)
+			h.ok(h.d.EntityHalfAngles(E, h.up(ent)))
+			h.ok(h.d.QueryHalfAngles(Qt, h.up(axis), h.up(half)))
+			D := h.zeros(q * k)
+			h.ok(h.d.DistanceAll(D, Qt, E, q, k, dim, lambda))
+			got := h.down(D)
+			compare(t, "dist", want, got)
+
+			saved := h.d.gridY
+			h.d.gridY = 1
+			D1 := h.zeros(q * k)
+			err := h.d.DistanceAll(D1, Qt, E, q, k, dim, lambda)
+			h.d.gridY = saved
+			h.ok(err)
+			for i, v := range h.down(D1) {
+				if v != got[i] {
+					t.Fatalf("dist[%d] = %g with one row of blocks, %g with the default grid", i, v, got[i])
+				}
+			}
+		})
+	}
+	if err := h.d.DistanceAll(h.zeros(4), h.zeros(8), h.zeros(4), 1, 4, 1, 0); err == nil {
+		h.t.Fatal("DistanceAll accepted an entity table with 2 of 4 rows")
 	}
 }
 

@@ -4,41 +4,13 @@ package cudamodel
 
 import (
 	"math/rand/v2"
-	"sync/atomic"
 	"testing"
-	"unsafe"
 
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cuda"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/query"
 )
-
-// nullDriver executes nothing: it hands out addresses and accepts launches, so that a
-// benchmark measures the host's share of an update alone (what must overlap the GPU's).
-type nullDriver struct {
-	next     atomic.Uint64
-	launches atomic.Int64
-}
-
-func (n *nullDriver) Name() string { return "null" }
-func (n *nullDriver) Alloc(bytes int) (uint64, error) {
-	return n.next.Add(uint64(bytes+4096)&^4095) + 1<<40, nil
-}
-func (n *nullDriver) Free(uint64) error                        { return nil }
-func (n *nullDriver) CopyIn(uint64, unsafe.Pointer, int) error { return nil }
-func (n *nullDriver) CopyOut(dst unsafe.Pointer, _ uint64, b int) error {
-	clear(unsafe.Slice((*byte)(dst), b))
-	return nil
-}
-func (n *nullDriver) Copy(uint64, uint64, int) error { return nil }
-func (n *nullDriver) Zero(uint64, int) error         { return nil }
-func (n *nullDriver) Launch(string, [3]int, [3]int, []uint64) error {
-	n.launches.Add(1)
-	return nil
-}
-func (n *nullDriver) Sync() error  { return nil }
-func (n *nullDriver) Close() error { return nil }
 
 // BenchmarkHostShare is the host's work per update at the FB15k-237 paper configuration
 // (d=1600, b=512, n=128, dropout 0.1; a batch of the "other" pool's structures, which
@@ -56,7 +28,7 @@ func benchmarkHostShare(b *testing.B, dropRate float64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	null := &nullDriver{}
+	null := &cuda.NullDriver{}
 	dev := cuda.NewDevice(null)
 	m, err := New(dev, host, 5e-5)
 	if err != nil {
@@ -88,7 +60,7 @@ func benchmarkHostShare(b *testing.B, dropRate float64) {
 	}
 	drop := rand.New(rand.NewPCG(3, 4))
 	b.ResetTimer()
-	start := null.launches.Load()
+	start := null.Launches()
 	for i := 0; i < b.N; i++ {
 		p, err := m.Update(batch, drop)
 		if err != nil {
@@ -98,5 +70,5 @@ func benchmarkHostShare(b *testing.B, dropRate float64) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(null.launches.Load()-start)/float64(b.N), "launches/op")
+	b.ReportMetric(float64(null.Launches()-start)/float64(b.N), "launches/op")
 }

@@ -30,6 +30,7 @@ thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 #include "../kernels/negate.cu"
 #include "../kernels/rotate.cu"
 #include "../kernels/rows.cu"
+#include "../kernels/score.cu"
 
 // ---------------------------------------------------------------------------------------
 // Atomics.
@@ -327,6 +328,9 @@ const KernelInfo table[] = {
     K(mlp_output_fwd),
     K(mlp_output_bwd),
     K(dropout_mask),
+    K(ent_halfangles),
+    K(query_halfangles),
+    K(score_all),
 };
 
 const int kNumKernels = (int)(sizeof table / sizeof table[0]);

@@ -1,0 +1,59 @@
+package cuda
+
+// ---------------------------------------------------------------------------------------
+// Evaluation scoring (score.cu): the distance of every query against every entity row,
+// from half-angle tables, for rank.
+
+const (
+	scoreThreads = 256 // score.cu SCORE_THREADS
+	scoreTQ      = 32  // SCORE_TQ
+	scoreTE      = 128 // SCORE_TE
+	// QueryTableWidth is the number of floats per (query, dimension) of a query table
+	// (score.cu SCORE_QF).
+	QueryTableWidth = 8
+)
+
+// EntityHalfAngles writes tab [len(ent)][2], the sine and cosine of half of every entity
+// angle in ent: the entity table of DistanceAll, made once per scorer.
+func (d *Device) EntityHalfAngles(tab, ent *F32) error {
+	c := check{op: "EntityHalfAngles"}
+	c.f("ent", ent, 0)
+	c.f("tab", tab, 2*ent.Len())
+	if c.err != nil {
+		return c.err
+	}
+	return d.each("ent_halfangles", ent.Len(), ptr(tab), ptr(ent), i32(ent.Len()))
+}
+
+// QueryHalfAngles writes tab [len(axis)][QueryTableWidth], the query table of DistanceAll
+// for the cones axis, half [queries][dim].
+func (d *Device) QueryHalfAngles(tab, axis, half *F32) error {
+	c := check{op: "QueryHalfAngles"}
+	c.f("axis", axis, 0)
+	n := axis.Len()
+	c.f("half", half, n)
+	c.f("tab", tab, n*QueryTableWidth)
+	if c.err != nil {
+		return c.err
+	}
+	return d.each("query_halfangles", n, ptr(tab), ptr(axis), ptr(half), i32(n))
+}
+
+// DistanceAll computes dist [queries][cands], the distance of each query against entity
+// rows 0 … cands−1: DistanceForward with cand nil, from the query table qtab
+// [queries][dim][QueryTableWidth] (QueryHalfAngles) and the entity table etab
+// [≥ cands][dim][2] (EntityHalfAngles). It agrees with DistanceForward to float
+// rounding, and does not depend on the launch geometry.
+func (d *Device) DistanceAll(dist, qtab, etab *F32, queries, cands, dim int, lambda float32) error {
+	c := check{op: "DistanceAll"}
+	c.nonneg(queries, cands, dim)
+	c.f("dist", dist, queries*cands)
+	c.f("qtab", qtab, queries*dim*QueryTableWidth)
+	c.f("etab", etab, cands*dim*2)
+	if c.err != nil || queries == 0 || cands == 0 {
+		return c.err
+	}
+	grid := [3]int{ceilDiv(cands, scoreTE), min(ceilDiv(queries, scoreTQ), d.gridY), 1}
+	return d.launch("score_all", grid, [3]int{scoreThreads, 1, 1},
+		ptr(dist), ptr(qtab), ptr(etab), i32(queries), i32(cands), i32(dim), f32(lambda))
+}
