@@ -30,14 +30,14 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "cones", Usage: "cones artifact `FILE` from embed (- for stdin); default: embed the queries here"},
 			&cli.IntFlag{Name: "top", Usage: "also write each query's `K` best entities and their scores"},
 			&cli.StringFlag{Name: "data", Usage: "dataset `DIR`, to name the top-K entities"},
-			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"},
+			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda (cuda: embedding, scoring and ranking on the GPU; with --cones or --top, the queries' cones or scores pass through the host)"},
 			&cli.IntFlag{Name: "workers", Usage: "goroutines ranking queries (default: every core)"},
 			&cli.IntFlag{Name: "batch", Usage: "queries scored together (default: 16 on the CPU, where the entity table stays in cache, and 512 on CUDA, where each call to the device costs a round trip)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "ranks artifact `FILE` (- for an IPC stream on stdout)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 		},
 		Action: func(c *cli.Context) error {
-			kernels, err := device.Backend(c.String("device"), c.Int("workers"))
+			kernels, dev, err := device.Open(c.String("device"), c.Int("workers"))
 			if err != nil {
 				return err
 			}
@@ -51,7 +51,7 @@ func app() *cli.App {
 			}
 			return pipeline.Rank(pipeline.RankConfig{Checkpoint: c.String("checkpoint"), Queries: c.String("queries"),
 				Cones: c.String("cones"), Output: c.String("output"), TopK: c.Int("top"), Data: c.String("data"),
-				Kernels: kernels, Workers: c.Int("workers"), Batch: batch, Log: log})
+				Kernels: kernels, Device: dev, Workers: c.Int("workers"), Batch: batch, Log: log})
 		},
 	}
 }

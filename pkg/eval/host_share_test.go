@@ -7,23 +7,45 @@ import (
 	"testing"
 
 	"github.com/rocone/rocone/pkg/compute/cuda"
+	"github.com/rocone/rocone/pkg/compute/cuda/cudamodel"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/query"
 )
 
-// BenchmarkRankHostShare is the host's work per query when rank runs on the CUDA backend,
-// at FB15k-237 sizes (14,505 entities, d=1600, batches of 512 as `rank --device cuda`),
-// measured with a driver that executes nothing: embedding the queries (the rotations run
-// on the CPU), the logits and union maximum, and the filtered ranking. A GPU host's
-// cores share it; the device's part is the distance of TestGPUThroughput's DistanceAll.
+// BenchmarkRankHostShare is the host's work per query when rank runs on CUDA, at
+// FB15k-237 sizes (14,505 entities, d=1600, batches of 512 as `rank --device cuda`),
+// measured with a driver that executes nothing:
+//   - device: the whole ranking on the device (cudamodel.Model.RankBatch, what `rank
+//     --device cuda` does): grouping, id and answer arrays, enqueueing the launches;
+//   - backend: the per-call backend (with --cones or --top): embedding the queries on
+//     the CPU, the logits and union maximum, and the filtered ranking on the host, with
+//     only the distance on the device. A GPU host's cores share it.
+//
+// The device's part is TestGPUThroughput's DistanceAll.
 func BenchmarkRankHostShare(b *testing.B) {
+	for _, onDevice := range []bool{true, false} {
+		b.Run(map[bool]string{true: "device", false: "backend"}[onDevice], func(b *testing.B) { benchmarkRankHostShare(b, onDevice) })
+	}
+}
+
+func benchmarkRankHostShare(b *testing.B, onDevice bool) {
 	const entities, answers = 14505, 20
 	cfg := model.Config{Variant: model.RoConE, NumEntities: entities, NumRelations: 474, Dim: 1600, Gamma: 30, CenterReg: 0.1}
-	be := cuda.NewBackend(cuda.NewDevice(&cuda.NullDriver{}))
+	dev := cuda.NewDevice(&cuda.NullDriver{Fill: 1})
+	be := cuda.NewBackend(dev)
 	m, err := model.New[float32](cfg, be)
 	if err != nil {
 		b.Fatal(err)
+	}
+	opts := eval.RankOptions{Batch: 512}
+	if onDevice {
+		dm, err := cudamodel.NewEval(dev, m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer dm.Close()
+		opts.Device = dm
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var qs []eval.RankQuery
@@ -51,7 +73,7 @@ func BenchmarkRankHostShare(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := eval.RankQueries(context.Background(), m, qs, eval.RankOptions{Batch: 512}); err != nil {
+		if _, err := eval.RankQueries(context.Background(), m, qs, opts); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -334,3 +334,36 @@ func TestRankKeyOrder(t *testing.T) {
 		}
 	}
 }
+
+// checkAnswers rejects what Ranker.FilteredRanks rejects, with the same message.
+func TestCheckAnswers(t *testing.T) {
+	const n = 10
+	scores := make([]float32, n)
+	for _, c := range []struct {
+		name       string
+		easy, hard []int32
+	}{
+		{"valid", []int32{1, 2}, []int32{3, 4}},
+		{"no hard answers", []int32{1, 1, 99}, nil},
+		{"hard out of range", nil, []int32{3, 10}},
+		{"negative hard", nil, []int32{-1}},
+		{"hard twice", []int32{1}, []int32{3, 5, 3}},
+		{"easy out of range", []int32{12}, []int32{3}},
+		{"easy twice", []int32{1, 2, 1}, []int32{3}},
+		{"easy and hard", []int32{1, 3}, []int32{3}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			seen := make([]uint8, n)
+			got := checkAnswers(c.easy, c.hard, seen)
+			_, want := FilteredRanks(scores, c.easy, c.hard, nil)
+			if (got == nil) != (want == nil) || (got != nil && got.Error() != want.Error()) {
+				t.Fatalf("checkAnswers: %v; FilteredRanks: %v", got, want)
+			}
+			for i, v := range seen {
+				if v != 0 {
+					t.Fatalf("seen[%d] = %d after the call", i, v)
+				}
+			}
+		})
+	}
+}

@@ -74,6 +74,91 @@ type RankOptions struct {
 	// embedding them: the rank stage scores stored cones this way. It is called from several
 	// goroutines at once.
 	Cones func(group []int) ([]model.Cones[float32], error)
+	// Device, if not nil, ranks each batch itself, scores and all, so that they never
+	// reach the host (the CUDA model: cudamodel.Model.RankBatch). It is used when Scores
+	// and Cones are nil; batches then go to it one at a time, after their answer lists
+	// are checked here. Its ranks can differ from the CPU's where a hard answer's score is
+	// within float rounding of another entity's.
+	Device BatchRanker
+	// Progress, if not nil, is called with the number of queries ranked after each batch,
+	// from one goroutine at a time.
+	Progress func(done int)
+}
+
+// A BatchRanker computes the filtered ranks of a batch of queries from its own copy of
+// the model, in the order of each query's hard answers. The answer lists it is given are
+// valid: ids in range, none repeated, easy and hard disjoint.
+type BatchRanker interface {
+	RankBatch(queries []query.Grounded, easy, hard [][]int32) ([][]int32, error)
+}
+
+// rankOnDevice is RankQueries through opts.Device.
+func rankOnDevice(ctx context.Context, n int, qs []RankQuery, batch int, opts RankOptions) ([][]int32, error) {
+	ranks := make([][]int32, len(qs))
+	seen := make([]uint8, n)
+	for lo := 0; lo < len(qs); lo += batch {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hi := min(lo+batch, len(qs))
+		grounded, easy, hard := make([]query.Grounded, 0, hi-lo), make([][]int32, 0, hi-lo), make([][]int32, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			if err := checkAnswers(qs[i].Easy, qs[i].Hard, seen); err != nil {
+				return nil, fmt.Errorf("query %d (%s): %w", i, qs[i].Type, err)
+			}
+			grounded, easy, hard = append(grounded, qs[i].Query), append(easy, qs[i].Easy), append(hard, qs[i].Hard)
+		}
+		r, err := opts.Device.RankBatch(grounded, easy, hard)
+		if err != nil {
+			return nil, fmt.Errorf("queries %d to %d: %w", lo, hi-1, err)
+		}
+		copy(ranks[lo:hi], r)
+		if opts.Progress != nil {
+			opts.Progress(hi - lo)
+		}
+	}
+	return ranks, nil
+}
+
+// checkAnswers makes the checks of Ranker.FilteredRanks on the answer lists alone (a
+// query without hard answers is not checked, as there). seen is scratch of one zero per
+// entity, returned zeroed.
+func checkAnswers(easy, hard []int32, seen []uint8) error {
+	if len(hard) == 0 {
+		return nil
+	}
+	defer func() {
+		for _, l := range [][]int32{easy, hard} {
+			for _, a := range l {
+				if a >= 0 && int(a) < len(seen) {
+					seen[a] = 0
+				}
+			}
+		}
+	}()
+	n := len(seen)
+	for _, h := range hard {
+		if h < 0 || int(h) >= n {
+			return fmt.Errorf("eval: hard answer %d out of range [0,%d)", h, n)
+		}
+		if seen[h] != 0 {
+			return fmt.Errorf("eval: hard answer %d listed twice", h)
+		}
+		seen[h] = 1
+	}
+	for _, e := range easy {
+		if e < 0 || int(e) >= n {
+			return fmt.Errorf("eval: easy answer %d out of range [0,%d)", e, n)
+		}
+		switch seen[e] {
+		case 1:
+			return fmt.Errorf("eval: entity %d is both an easy and a hard answer", e)
+		case 2:
+			return fmt.Errorf("eval: easy answer %d listed twice", e)
+		}
+		seen[e] = 2
+	}
+	return nil
 }
 
 // RankQueries scores every entity for every query with the model's Scorer (the logit
@@ -89,6 +174,9 @@ func RankQueries(ctx context.Context, m *model.Model[float32], qs []RankQuery, o
 	if batch <= 0 {
 		batch = DefaultRankBatch
 	}
+	if opts.Device != nil && opts.Scores == nil && opts.Cones == nil {
+		return rankOnDevice(ctx, m.Config.NumEntities, qs, batch, opts)
+	}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -102,6 +190,7 @@ func RankQueries(ctx context.Context, m *model.Model[float32], qs []RankQuery, o
 	var next atomic.Int64
 	errs := make([]error, nBatches) // by batch, so that the error reported is the first in order
 	var failed atomic.Bool
+	var progressMu sync.Mutex
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -153,6 +242,11 @@ func RankQueries(ctx context.Context, m *model.Model[float32], qs []RankQuery, o
 						return
 					}
 					ranks[i] = r
+				}
+				if opts.Progress != nil {
+					progressMu.Lock()
+					opts.Progress(hi - lo)
+					progressMu.Unlock()
 				}
 			}
 		}()

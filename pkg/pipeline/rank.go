@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/compute/cuda"
+	"github.com/rocone/rocone/pkg/compute/cuda/cudamodel"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
 )
@@ -23,9 +24,12 @@ type RankConfig struct {
 	TopK       int    // also write each query's K best entities
 	Data       string // dataset folder, for entity names in the top-K; optional
 	Kernels    compute.Backend
-	Workers    int // 0: every core
-	Batch      int // queries scored together; 0: eval.DefaultRankBatch
-	Log        io.Writer
+	// Device, if not nil, is the GPU the Kernels run on: without Cones and TopK, the
+	// whole ranking runs there (cudamodel.Model.RankBatch), and only ranks come back.
+	Device  *cuda.Device
+	Workers int // 0: every core
+	Batch   int // queries scored together; 0: eval.DefaultRankBatch
+	Log     io.Writer
 }
 
 // Rank writes the filtered rank of every hard answer of every query: one row per (query,
@@ -71,15 +75,20 @@ func Rank(cfg RankConfig) error {
 		names = d.EntityNames
 	}
 	prog := newProgress(cfg.Log, "rank", len(rq))
-	var mu sync.Mutex
+	opts.Progress = prog.add
 	tops := make([]topK, len(rq))
-	opts.Scores = func(i int, scores []float32) {
-		if cfg.TopK > 0 {
+	if cfg.TopK > 0 {
+		opts.Scores = func(i int, scores []float32) {
 			tops[i].ids, tops[i].scores = topEntities(scores, cfg.TopK)
 		}
-		mu.Lock()
-		prog.add(1)
-		mu.Unlock()
+	}
+	if cfg.Device != nil && opts.Cones == nil && opts.Scores == nil {
+		dm, err := cudamodel.NewEval(cfg.Device, l.model)
+		if err != nil {
+			return fmt.Errorf("loading %s on the device: %w", cfg.Checkpoint, err)
+		}
+		defer dm.Close()
+		opts.Device = dm
 	}
 	ranks, err := eval.RankQueries(context.Background(), l.model, rq, opts)
 	if err != nil {

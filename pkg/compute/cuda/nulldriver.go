@@ -6,10 +6,14 @@ import (
 )
 
 // NullDriver is a Driver that executes nothing: it hands out addresses, accepts every
-// launch and copy, and downloads zeros. On a Device over it, the host's share of GPU work
+// launch and copy, and downloads Fill bytes. On a Device over it, the host's share of GPU work
 // (building index arrays, enqueueing launches, host-side post-processing) can be
 // measured on a machine without a GPU; that share is what must overlap the device.
 type NullDriver struct {
+	// Fill is every downloaded byte (so 0x01 makes every int32 16843009, and every float
+	// 2.4e-38: not the zero some results use as a mark).
+	Fill byte
+
 	next     atomic.Uint64
 	launches atomic.Int64
 }
@@ -27,7 +31,10 @@ func (n *NullDriver) Free(uint64) error                        { return nil }
 func (n *NullDriver) CopyIn(uint64, unsafe.Pointer, int) error { return nil }
 
 func (n *NullDriver) CopyOut(dst unsafe.Pointer, _ uint64, bytes int) error {
-	clear(unsafe.Slice((*byte)(dst), bytes))
+	b := unsafe.Slice((*byte)(dst), bytes)
+	for i := range b {
+		b[i] = n.Fill
+	}
 	return nil
 }
 

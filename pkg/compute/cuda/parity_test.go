@@ -9,6 +9,7 @@ import (
 
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/computetest"
+	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
 )
 
@@ -155,6 +156,7 @@ var parityCases = []struct {
 	{"Linear", testLinear},
 	{"Distance", testDistance},
 	{"DistanceAll", testDistanceAll},
+	{"FilteredRanks", testFilteredRanks},
 	{"Angle", testAngle},
 	{"Gather", testGather},
 	{"Rotate", testRotate},
@@ -370,6 +372,68 @@ func testDistanceAll(h *harness) {
 	}
 	if err := h.d.DistanceAll(h.zeros(4), h.zeros(8), h.zeros(4), 1, 4, 1, 0); err == nil {
 		h.t.Fatal("DistanceAll accepted an entity table with 2 of 4 rows")
+	}
+}
+
+// testFilteredRanks: the device's ranks against pkg/eval's on scores with many ties
+// (−0 and +0 among them), queries without hard or easy answers, one with more hard
+// answers than a block has threads, and a row holding a NaN.
+func testFilteredRanks(h *harness) {
+	const queries, cands = 9, 157
+	scores := make([]float32, queries*cands)
+	for i := range scores {
+		scores[i] = float32(h.rng.IntN(7)-3) / 2 // ties everywhere
+		if scores[i] == 0 && h.rng.IntN(2) == 0 {
+			scores[i] = float32(math.Copysign(0, -1))
+		}
+	}
+	const nanRow = 4
+	scores[nanRow*cands+100] = float32(math.NaN())
+	var hardStart, ansStart, hard, ans []int32
+	hardStart, ansStart = append(hardStart, 0), append(ansStart, 0)
+	var want []int32
+	for q := 0; q < queries; q++ {
+		perm := h.rng.Perm(cands)
+		nh, ne := h.rng.IntN(6), h.rng.IntN(9)
+		switch q {
+		case 2:
+			nh = 0
+		case 3:
+			ne = 0
+		case nanRow:
+			nh = 3
+		case 5:
+			nh = 130 // more than a block's threads
+		}
+		qh, qe := make([]int32, nh), make([]int32, ne)
+		for i := range qh {
+			qh[i] = int32(perm[i])
+		}
+		for i := range qe {
+			qe[i] = int32(perm[nh+i])
+		}
+		hard = append(hard, qh...)
+		ans = append(append(ans, qe...), qh...)
+		hardStart, ansStart = append(hardStart, int32(len(hard))), append(ansStart, int32(len(ans)))
+		r, err := eval.FilteredRanks(scores[q*cands:(q+1)*cands], qe, qh, nil)
+		if q == nanRow && nh > 0 {
+			if err == nil {
+				h.t.Fatal("eval.FilteredRanks accepted a NaN")
+			}
+			r = make([]int32, nh) // the device's mark: 0
+		} else if err != nil {
+			h.t.Fatal(err)
+		}
+		want = append(want, r...)
+	}
+	R := h.upI(make([]int32, len(hard)))
+	h.ok(h.d.FilteredRanks(R, h.up(scores), h.upI(hardStart), h.upI(hard), h.upI(ansStart), h.upI(ans), queries, cands))
+	got, err := R.ToHost()
+	h.ok(err)
+	for i := range want {
+		if got[i] != want[i] {
+			h.t.Fatalf("rank of hard answer %d (%d) = %d, want %d", i, hard[i], got[i], want[i])
+		}
 	}
 }
 

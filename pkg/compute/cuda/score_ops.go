@@ -57,3 +57,26 @@ func (d *Device) DistanceAll(dist, qtab, etab *F32, queries, cands, dim int, lam
 	return d.launch("score_all", grid, [3]int{scoreThreads, 1, 1},
 		ptr(dist), ptr(qtab), ptr(etab), i32(queries), i32(cands), i32(dim), f32(lambda))
 }
+
+const ranksThreads = 64 // threads per query in filtered_ranks
+
+// FilteredRanks computes the filtered rank of every hard answer of every query from the
+// scores [queries][cands] (higher is better), as pkg/eval.Ranker does: hard answers
+// hard[hardStart[q]:hardStart[q+1]] and all answers (easy and hard, which filter)
+// ans[ansStart[q]:ansStart[q+1]] of query q, in CSR form. ranks [len(hard)] receives
+// each rank, or 0 for every hard answer of a query whose scores hold a NaN. The answer
+// lists must be valid (ids in range, no repeats, easy and hard disjoint): the host
+// checks them; the device does not.
+func (d *Device) FilteredRanks(ranks *I32, scores *F32, hardStart, hard, ansStart, ans *I32, queries, cands int) error {
+	c := check{op: "FilteredRanks"}
+	c.nonneg(queries, cands)
+	c.f("scores", scores, queries*cands)
+	c.i("hardStart", hardStart, queries+1)
+	c.i("ansStart", ansStart, queries+1)
+	c.i("ranks", ranks, hard.Len())
+	if c.err != nil || queries == 0 || hard.Len() == 0 {
+		return c.err
+	}
+	return d.launch("filtered_ranks", [3]int{min(queries, d.maxBlocks), 1, 1}, [3]int{ranksThreads, 1, 1},
+		ptr(ranks), ptr(scores), ptr(hardStart), ptr(hard), ptr(ansStart), ptr(ans), i32(queries), i32(cands))
+}

@@ -22,3 +22,15 @@ func TestGPUStepMatchesCPU(t *testing.T) {
 		}
 	}
 }
+
+// TestGPURankMatchesCPU is TestEmulatorRankMatchesCPU on a real device, at a larger size.
+func TestGPURankMatchesCPU(t *testing.T) {
+	dev, err := cuda.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	for _, v := range model.Variants {
+		t.Run(string(v), func(t *testing.T) { checkRankMatchesCPU(t, dev, v, 3000, 96) })
+	}
+}

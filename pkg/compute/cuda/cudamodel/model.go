@@ -23,6 +23,7 @@ import (
 
 	"github.com/rocone/rocone/pkg/compute/cuda"
 	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/query"
 )
 
 // Model is a model's parameters, gradients and Adam state on a device.
@@ -57,6 +58,16 @@ const pendingRing = 8
 // New uploads host's parameters to dev and creates a fresh Adam with learning rate lr.
 // host supplies the configuration and the plans; its parameters are copied, not shared.
 func New(dev *cuda.Device, host *model.Model[float32], lr float64) (m *Model, err error) {
+	return newModel(dev, host, true, lr)
+}
+
+// NewEval uploads host's parameters to dev for evaluation only (RankBatch): no gradients,
+// no optimiser, so a third of the memory of New. Update fails on it.
+func NewEval(dev *cuda.Device, host *model.Model[float32]) (*Model, error) {
+	return newModel(dev, host, false, 0)
+}
+
+func newModel(dev *cuda.Device, host *model.Model[float32], training bool, lr float64) (m *Model, err error) {
 	m = &Model{dev: dev, host: host, cfg: host.Config}
 	defer func() {
 		if err != nil {
@@ -70,15 +81,23 @@ func New(dev *cuda.Device, host *model.Model[float32], lr float64) (m *Model, er
 			return nil, fmt.Errorf("uploading %s: %w", t.Name, err)
 		}
 		m.params = append(m.params, p)
+		m.names = append(m.names, t.Name)
+		if !training {
+			continue
+		}
 		g, err := cuda.Alloc[float32](dev, len(t.Data))
 		if err != nil {
 			return nil, fmt.Errorf("allocating the gradient of %s: %w", t.Name, err)
 		}
 		m.grads = append(m.grads, g)
-		m.names = append(m.names, t.Name)
 	}
 	if m.p, err = m.named(m.params); err != nil {
 		return nil, err
+	}
+	m.arena = cuda.NewArena(dev)
+	m.count = make([]int32, max(m.cfg.NumEntities, m.cfg.NumRelations))
+	if !training {
+		return m, nil
 	}
 	if m.g, err = m.named(m.grads); err != nil {
 		return nil, err
@@ -93,8 +112,6 @@ func New(dev *cuda.Device, host *model.Model[float32], lr float64) (m *Model, er
 		}
 		m.stats = append(m.stats, s)
 	}
-	m.arena = cuda.NewArena(dev)
-	m.count = make([]int32, max(m.cfg.NumEntities, m.cfg.NumRelations))
 	return m, nil
 }
 
@@ -230,6 +247,9 @@ type mask struct {
 // Errors are of the batch (a malformed batch, an id out of range: nothing is enqueued)
 // or of the device (the state on the device is then unknown and the run must stop).
 func (m *Model) Update(b *model.Batch, drop *rand.Rand) (Pending, error) {
+	if m.adam == nil {
+		return Pending{}, fmt.Errorf("cudamodel: Update on a model made for evaluation (NewEval)")
+	}
 	groups, err := m.prepare(b, drop)
 	if err != nil {
 		return Pending{}, err
@@ -248,24 +268,58 @@ func (m *Model) Update(b *model.Batch, drop *rand.Rand) (Pending, error) {
 }
 
 // prepare checks the batch, groups it by structure (model.GroupByStructure, the CPU's
-// order) and draws the dropout masks' seeds in the CPU's order.
+// order), gathers each group's candidates and draws the dropout masks' seeds in the
+// CPU's order.
 func (m *Model) prepare(b *model.Batch, drop *rand.Rand) ([]*group, error) {
 	nq, k := len(b.Queries), b.NumNegative
 	if nq == 0 || k <= 0 || len(b.Positive) != nq || len(b.Negative) != nq*k || len(b.Weight) != nq {
 		return nil, fmt.Errorf("cudamodel: malformed batch: %d queries, %d positives, %d negatives (k=%d), %d weights",
 			nq, len(b.Positive), len(b.Negative), k, len(b.Weight))
 	}
-	nE, nR, K := int32(m.cfg.NumEntities), int32(m.cfg.NumRelations), k+1
+	groups, err := m.group(b.Queries)
+	if err != nil {
+		return nil, err
+	}
+	nE, K := int32(m.cfg.NumEntities), k+1
+	for _, g := range groups {
+		g.cand = make([]int32, 0, g.n*K)
+		for _, q := range g.queries {
+			g.cand = append(g.cand, b.Positive[q])
+			g.cand = append(g.cand, b.Negative[q*k:(q+1)*k]...)
+		}
+		for _, id := range g.cand {
+			if id < 0 || id >= nE {
+				return nil, fmt.Errorf("cudamodel: candidate entity %d out of range [0,%d)", id, nE)
+			}
+		}
+	}
+	// The masks' seeds, group by group and step by step: the CPU's order (model.embedAll).
+	for _, g := range groups {
+		g.masks = make([]mask, len(g.steps))
+		for i, st := range g.steps {
+			if st.Kind == model.StepIntersect {
+				mk := &g.masks[i]
+				mk.seed, mk.threshold, mk.keep, mk.on = m.host.DropoutSeed(drop)
+			}
+		}
+	}
+	return groups, nil
+}
+
+// group splits queries by structure (model.GroupByStructure, the CPU's order) and lays
+// out each group's anchor and relation ids by slot, checking them.
+func (m *Model) group(queries []query.Grounded) ([]*group, error) {
+	nE, nR := int32(m.cfg.NumEntities), int32(m.cfg.NumRelations)
 	var groups []*group
 	off := 0
-	for _, idx := range model.GroupByStructure(b.Queries) {
-		s := b.Queries[idx[0]].Structure
+	for _, idx := range model.GroupByStructure(queries) {
+		s := queries[idx[0]].Structure
 		plan, err := m.host.Plan(s)
 		if err != nil {
 			return nil, err
 		}
 		n := len(idx)
-		g := &group{plan: plan, steps: plan.Steps(), queries: idx, n: n, off: off, cand: make([]int32, 0, n*K)}
+		g := &group{plan: plan, steps: plan.Steps(), queries: idx, n: n, off: off}
 		off += n
 		g.anchors = make([][]int32, s.NumAnchors)
 		for a := range g.anchors {
@@ -276,7 +330,7 @@ func (m *Model) prepare(b *model.Batch, drop *rand.Rand) ([]*group, error) {
 			g.rels[r] = make([]int32, n)
 		}
 		for r, q := range idx {
-			gq := &b.Queries[q]
+			gq := &queries[q]
 			if len(gq.Anchors) != s.NumAnchors || len(gq.Relations) != s.NumRelations {
 				return nil, fmt.Errorf("cudamodel: query %d of structure %s has %d anchors and %d relations", q, s, len(gq.Anchors), len(gq.Relations))
 			}
@@ -292,25 +346,8 @@ func (m *Model) prepare(b *model.Batch, drop *rand.Rand) ([]*group, error) {
 				}
 				g.rels[j][r] = id
 			}
-			g.cand = append(g.cand, b.Positive[q])
-			g.cand = append(g.cand, b.Negative[q*k:(q+1)*k]...)
-		}
-		for _, id := range g.cand[len(g.cand)-n*K:] {
-			if id < 0 || id >= nE {
-				return nil, fmt.Errorf("cudamodel: candidate entity %d out of range [0,%d)", id, nE)
-			}
 		}
 		groups = append(groups, g)
-	}
-	// The masks' seeds, group by group and step by step: the CPU's order (model.embedAll).
-	for _, g := range groups {
-		g.masks = make([]mask, len(g.steps))
-		for i, st := range g.steps {
-			if st.Kind == model.StepIntersect {
-				mk := &g.masks[i]
-				mk.seed, mk.threshold, mk.keep, mk.on = m.host.DropoutSeed(drop)
-			}
-		}
 	}
 	return groups, nil
 }

@@ -331,6 +331,7 @@ const KernelInfo table[] = {
     K(ent_halfangles),
     K(query_halfangles),
     K(score_all),
+    K(filtered_ranks),
 };
 
 const int kNumKernels = (int)(sizeof table / sizeof table[0]);

@@ -114,3 +114,38 @@ KERNEL score_all(float* dist, const float* qtab, const float* etab, int queries,
 		}
 	}
 }
+
+// Filtered ranks (queries.md §5; pkg/eval.Ranker, whose semantics these are): for query
+// q with scores row s = scores[q][0 … cands−1], hard answers hard[hardStart[q] …
+// hardStart[q+1]−1] and all its answers (easy and hard) ans[ansStart[q] …
+// ansStart[q+1]−1], the rank of hard answer h is
+//
+//	1 + #{v ∉ answers : s[v] > s[h] or (s[v] == s[h] and v < h)}
+//
+// computed as the count over every entity minus the count over the answers (h is not
+// ranked above itself). ranks[hardStart[q] + i] receives it, or 0 when the row holds a
+// NaN (the host reports the error). A block per query (grid-strided), a thread per hard
+// answer: a warp's threads read the same score at a time (a broadcast), so the row
+// streams through L1 once per warp. The answer lists are checked by the host.
+KERNEL filtered_ranks(int* ranks, const float* scores, const int* hardStart, const int* hard, const int* ansStart,
+                      const int* ans, int queries, int cands) {
+	for (int q = blockIdx.x; q < queries; q += gridDim.x) {
+		const float* s = scores + (long long)q * cands;
+		for (int i = hardStart[q] + threadIdx.x; i < hardStart[q + 1]; i += blockDim.x) {
+			const int h = hard[i];
+			const float sh = s[h];
+			int above = 0, nan = sh != sh;
+			for (int v = 0; v < cands; v++) {
+				float sv = s[v];
+				above += (sv > sh) | ((sv == sh) & (v < h));
+				nan |= sv != sv;
+			}
+			for (int j = ansStart[q]; j < ansStart[q + 1]; j++) {
+				int a = ans[j];
+				float sa = s[a];
+				above -= (sa > sh) | ((sa == sh) & (a < h));
+			}
+			ranks[i] = nan ? 0 : above + 1;
+		}
+	}
+}
