@@ -47,6 +47,9 @@ func closeCurves(t *testing.T, a, b []artifact.TrainLogRow, rel float64) {
 		if x.Kind == artifact.LogTrain && math.Abs(x.Loss-y.Loss) > rel*math.Abs(x.Loss) {
 			t.Errorf("step %d: loss %.9g on the CPU, %.9g on the device", x.Step, x.Loss, y.Loss)
 		}
+		if x.Kind == artifact.LogValid && math.Abs(x.MRR-y.MRR) > 1e-3 {
+			t.Errorf("step %d: valid %s MRR %.6f on the CPU, %.6f on the device", x.Step, x.Type, x.MRR, y.MRR)
+		}
 	}
 }
 

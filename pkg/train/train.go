@@ -626,7 +626,12 @@ func (t *trainer) evaluate(ctx context.Context, s int, lr float64) (*eval.Summar
 		}
 		t.devStale = false
 	}
-	ranks, err := eval.RankQueries(ctx, t.evalModel, t.valid, eval.RankOptions{Workers: t.workers})
+	opts := eval.RankOptions{Workers: t.workers}
+	if t.dev != nil {
+		// On the device, from the parameters there, as `rank --device cuda` does.
+		opts.Device, opts.Batch = t.dev, 512
+	}
+	ranks, err := eval.RankQueries(ctx, t.evalModel, t.valid, opts)
 	if err != nil {
 		return nil, fmt.Errorf("validation after step %d: %w", s, err)
 	}
