@@ -83,14 +83,14 @@ func testConfig(v model.Variant, dim int) model.Config {
 		Drop: 0.3, ConeHidden: 24, Seed: 5}
 }
 
-func checkStepMatchesCPU(t *testing.T, dev *cuda.Device, v model.Variant, dim int) {
-	cfg := testConfig(v, dim)
+// spreadModel is a CPU model whose tables are spread so that angles reach ±π and
+// rotated apertures cross 0 and π.
+func spreadModel(t *testing.T, cfg model.Config, rng *rand.Rand) *model.Model[float32] {
+	t.Helper()
 	host, err := model.New[float32](cfg, compute.Reference[float32]{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Spread the tables so that angles reach ±π and rotated apertures cross 0 and π.
-	rng := rand.New(rand.NewPCG(1, 2))
 	R := cfg.EmbeddingRange()
 	for _, tab := range [][]float32{host.Params.Entity, host.Params.RelAxis, host.Params.RelAperture} {
 		for i := range tab {
@@ -100,6 +100,13 @@ func checkStepMatchesCPU(t *testing.T, dev *cuda.Device, v model.Variant, dim in
 	for i := range host.Params.RelShift {
 		host.Params.RelShift[i] = float32(2*rng.Float64() - 1)
 	}
+	return host
+}
+
+func checkStepMatchesCPU(t *testing.T, dev *cuda.Device, v model.Variant, dim int) {
+	cfg := testConfig(v, dim)
+	rng := rand.New(rand.NewPCG(1, 2))
+	host := spreadModel(t, cfg, rng)
 	batch := randomBatch(rng, cfg, 3, 5)
 
 	// CPU.

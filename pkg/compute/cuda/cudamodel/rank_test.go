@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cuda"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
@@ -28,20 +27,8 @@ func TestEmulatorRankMatchesCPU(t *testing.T) {
 func checkRankMatchesCPU(t *testing.T, dev *cuda.Device, v model.Variant, entities, dim int) {
 	cfg := testConfig(v, dim)
 	cfg.NumEntities = entities
-	host, err := model.New[float32](cfg, compute.Reference[float32]{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	R := cfg.EmbeddingRange()
-	for _, tab := range [][]float32{host.Params.Entity, host.Params.RelAxis, host.Params.RelAperture} {
-		for i := range tab {
-			tab[i] = float32((2*rng.Float64() - 1) * 2 * R)
-		}
-	}
-	for i := range host.Params.RelShift {
-		host.Params.RelShift[i] = float32(2*rng.Float64() - 1)
-	}
+	host := spreadModel(t, cfg, rng)
 	var qs []eval.RankQuery
 	batch := randomBatch(rng, cfg, 3, 1)
 	for i, g := range batch.Queries {
