@@ -63,7 +63,9 @@ bench: build
 	scripts/bench-train.sh
 	$(GO) test -run '^$$' -bench 'BenchmarkLinear|BenchmarkDistanceTrain|BenchmarkEval' -benchtime 2x ./pkg/compute/cpu/
 
-# On a GPU host: parity of every kernel on the device, device errors, timings.
+# On a GPU host, the whole of the GPU acceptance in one command: parity of every kernel on
+# the device, device errors, the device update and ranks against the CPU model, 200 training
+# steps against the CPU loss curve, kernel timings, then the training and rank benchmarks.
 gpu-check:
 	scripts/cuda/gpu-check.sh
 

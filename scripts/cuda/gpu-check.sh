@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The one command to run on a GPU host: prints the device, builds with -tags cuda and
-# runs the GPU parity tests (every kernel on the real device against the CPU reference),
-# the error-path tests and the throughput log, then the emulator and PTX tests.
+# The one command to run on a GPU host (`make gpu-check`): prints the device, builds with
+# -tags cuda and runs the GPU tests (every kernel on the real device against the CPU
+# reference, the error paths, the device update and the device ranks against the CPU
+# model, 200 training steps against the CPU's loss curve, the kernels' throughput), then
+# the emulator and PTX tests, and then the benchmarks of scripts/cuda/bench.sh (training
+# steps/s at the paper configurations, the 300k-step projection, rank against the
+# bandwidth bound).
 #
 # Usage (from anywhere in the repository):
 #   scripts/cuda/gpu-check.sh                    build here and test (needs Go, cgo, cuda.h)
@@ -14,7 +18,9 @@
 #   scripts/cuda/gpu-check.sh --prebuilt DIR/cuda.test
 #                                                run such binaries on the GPU host (needs only
 #                                                the NVIDIA driver's libcuda.so.1)
-#   add --short to skip the throughput timings.
+#   add --short to skip the throughput timings and the benchmarks (with --prebuilt the
+#   benchmarks are a second command: scripts/cuda/bench.sh DIR, with the stage binaries of
+#   `make build-cuda` in DIR).
 #
 # Environment: CUDA_HOME (where include/cuda.h is, if not /usr/local/cuda or /usr),
 # CUDA_VISIBLE_DEVICES (the tests use device 0 of those visible).
@@ -31,7 +37,7 @@ while [ $# -gt 0 ]; do
 	--build-test-binary) mode=binary; arg=${2:?--build-test-binary needs a directory}; shift ;;
 	--prebuilt) mode=prebuilt; arg=${2:?--prebuilt needs the test binary}; shift ;;
 	--short) short=(-test.short) ;;
-	-h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "gpu-check.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -156,6 +162,16 @@ build)
 	run_tests ""
 	step "go build -tags cuda ./... (the whole repository)"
 	go build -tags cuda ./... || failed+=("go build -tags cuda ./...")
+	if [ ${#short[@]} -eq 0 ]; then
+		step "benchmarks (scripts/cuda/bench.sh bin/cuda)"
+		mkdir -p bin/cuda
+		if go build -tags cuda -o bin/cuda/ ./cmd/sample ./cmd/train ./cmd/rank &&
+			go test -c -tags cuda -o bin/cuda/cuda.test ./pkg/compute/cuda; then
+			scripts/cuda/bench.sh bin/cuda || failed+=("benchmarks")
+		else
+			failed+=("building the benchmark binaries")
+		fi
+	fi
 	;;
 esac
 
