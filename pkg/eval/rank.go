@@ -36,7 +36,7 @@ type Ranker struct {
 	keys   []hardKey // hard answers sorted by rank key, best first
 	sorted []uint64  // their keys alone, for the search
 	cnt    []int     // cnt[b]: entities ranked strictly above exactly the hard answers keys[b:]
-	easy   []int32   // sorted copy of the easy answers, to detect duplicates
+	seen   []uint8   // one zero per entity, for checkAnswers
 }
 
 // FilteredRanks returns the filtered rank of every hard answer, using a fresh [Ranker]. It
@@ -70,8 +70,10 @@ func FilteredRanks(scores []float32, easy, hard []int32, out []int32) ([]int32, 
 // entity ranked below every hard answer costs one key comparison, others a branch-free
 // binary search over the hard answers' keys), and the buckets of the answers themselves are
 // subtracted afterwards. A prefix sum over the buckets gives every rank. In total
-// O(N·log|H| + |E|·log|E| + |H|·log|H|) time in the worst case, O(N) when few entities score
-// above the worst hard answer, and O(|E| + |H|) scratch space kept in the Ranker.
+// O(N·log|H| + |E|·log|H| + |H|·log|H|) time in the worst case, O(N) when few entities score
+// above the worst hard answer, and O(N + |H|) bytes of scratch space kept in the Ranker (the
+// answer lists are checked with a mark per entity: checkAnswers, which the device path
+// shares).
 func (r *Ranker) FilteredRanks(scores []float32, easy, hard []int32, out []int32) ([]int32, error) {
 	n := len(scores)
 	m := len(hard)
@@ -83,13 +85,17 @@ func (r *Ranker) FilteredRanks(scores []float32, easy, hard []int32, out []int32
 		return out, nil
 	}
 
+	if len(r.seen) < n {
+		r.seen = make([]uint8, n)
+	}
+	if err := checkAnswers(easy, hard, r.seen[:n]); err != nil {
+		return nil, err
+	}
+
 	// Hard answers, sorted best first.
 	keys := slices.Grow(r.keys[:0], m)[:m]
 	r.keys = keys
 	for i, h := range hard {
-		if h < 0 || int(h) >= n {
-			return nil, fmt.Errorf("eval: hard answer %d out of range [0,%d)", h, n)
-		}
 		s := scores[h]
 		if s != s {
 			return nil, fmt.Errorf("eval: score of entity %d is NaN", h)
@@ -100,23 +106,7 @@ func (r *Ranker) FilteredRanks(scores []float32, easy, hard []int32, out []int32
 	sorted := slices.Grow(r.sorted[:0], m)[:m]
 	r.sorted = sorted
 	for i, k := range keys {
-		if i > 0 && k.key == keys[i-1].key {
-			return nil, fmt.Errorf("eval: hard answer %d listed twice", k.id())
-		}
 		sorted[i] = k.key
-	}
-
-	// Easy answers: range and duplicate checks on a sorted copy.
-	ez := append(r.easy[:0], easy...)
-	r.easy = ez
-	slices.Sort(ez)
-	for i, e := range ez {
-		if e < 0 || int(e) >= n {
-			return nil, fmt.Errorf("eval: easy answer %d out of range [0,%d)", e, n)
-		}
-		if i > 0 && e == ez[i-1] {
-			return nil, fmt.Errorf("eval: easy answer %d listed twice", e)
-		}
 	}
 
 	cnt := slices.Grow(r.cnt[:0], m+1)[:m+1]
@@ -141,19 +131,13 @@ func (r *Ranker) FilteredRanks(scores []float32, easy, hard []int32, out []int32
 	}
 	cnt[m] += below
 
-	// Remove the answers from the competition. A hard answer keys[j] sits in bucket j+1; an
-	// easy answer in the bucket found by search. An easy answer equal to a hard answer has
-	// the same key, so the search lands just past it.
+	// Remove the answers from the competition: a hard answer keys[j] sits in bucket j+1, an
+	// easy answer in the bucket found by search.
 	for j := range keys {
 		cnt[j+1]--
 	}
-	for _, e := range ez {
-		k := rankKey(scores[e], e)
-		b := bucket(sorted, k)
-		if b > 0 && sorted[b-1] == k {
-			return nil, fmt.Errorf("eval: entity %d is both an easy and a hard answer", e)
-		}
-		cnt[b]--
+	for _, e := range easy {
+		cnt[bucket(sorted, rankKey(scores[e], e))]--
 	}
 
 	// Non-answers ranked above keys[j] are those in buckets 0..j.
