@@ -75,6 +75,10 @@ type CheckpointMeta struct {
 	Config       string  // JSON training configuration
 	ModelConfig  string  // JSON model configuration
 	State        string  // JSON training state
+	// EntitiesDigest is the train queries' entities_digest (kg.Dataset.EntityDigest of the
+	// KG, metadata key entities_digest): rank --top --data checks the dataset folder's
+	// entity table against it. Empty in checkpoints written before it was recorded.
+	EntitiesDigest string
 }
 
 // Tensor is one row of a checkpoint: a named tensor in a role.
@@ -161,6 +165,8 @@ func (m *CheckpointMeta) metadata() map[string]string {
 		"config":        m.Config,
 		"model_config":  m.ModelConfig,
 		"state":         m.State,
+
+		"entities_digest": m.EntitiesDigest,
 	}
 }
 
@@ -346,6 +352,7 @@ func checkpointMeta(r *Reader) (CheckpointMeta, error) {
 	if err != nil {
 		return m, err
 	}
+	m.EntitiesDigest, _ = md.GetValue("entities_digest") // optional: absent in older files
 	return m, m.check(name)
 }
 

@@ -19,6 +19,10 @@ type QueriesMeta struct {
 	Dataset      string // e.g. FB15k-237
 	NumEntities  int    // entity ids lie in [0, NumEntities)
 	NumRelations int    // relation ids lie in [0, NumRelations)
+	// EntitiesDigest is kg.Dataset.EntityDigest of the KG the queries were sampled on
+	// (metadata key entities_digest): it tells later stages which entity table names the
+	// ids. Empty in files written before it existed, or for a KG without entity names.
+	EntitiesDigest string
 }
 
 // Query is one row of a queries artifact; see the package documentation for the meaning
@@ -131,10 +135,11 @@ func CreateQueries(path string, meta QueriesMeta) (*QueriesWriter, error) {
 		return nil, err
 	}
 	schema := queriesSpec.schema(map[string]string{
-		"split":         meta.Split,
-		"dataset":       meta.Dataset,
-		"num_entities":  strconv.Itoa(meta.NumEntities),
-		"num_relations": strconv.Itoa(meta.NumRelations),
+		"split":           meta.Split,
+		"dataset":         meta.Dataset,
+		"num_entities":    strconv.Itoa(meta.NumEntities),
+		"num_relations":   strconv.Itoa(meta.NumRelations),
+		"entities_digest": meta.EntitiesDigest,
 	})
 	rw, err := createRecords(path, schema)
 	if err != nil {
@@ -327,6 +332,7 @@ func queriesMeta(r *Reader) (QueriesMeta, error) {
 	if m.NumRelations, err = metaCount(r.name, md, "num_relations"); err != nil {
 		return m, err
 	}
+	m.EntitiesDigest, _ = md.GetValue("entities_digest") // optional: absent in older files
 	return m, nil
 }
 

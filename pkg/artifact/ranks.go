@@ -21,6 +21,10 @@ type RanksMeta struct {
 	CheckpointHash string
 	Seed           string // the training seed of the checkpoint, for the metrics table
 	TopK           int    // 0: no top-K columns
+	// TrainConfig is the checkpoint's training configuration (JSON, metadata key
+	// train_config): metrics tells seeds of one model from different models by it. Empty
+	// in ranks files written before it was recorded.
+	TrainConfig string
 }
 
 // Rank is one row: the filtered rank of one hard answer of one query (1-based, as in
@@ -58,6 +62,7 @@ func (m RanksMeta) values() map[string]string {
 		"model": m.Model, "dataset": m.Dataset, "split": m.Split, "num_entities": strconv.Itoa(m.NumEntities),
 		"num_queries": strconv.Itoa(m.NumQueries), "queries": m.Queries, "queries_digest": m.QueriesHash,
 		"checkpoint": m.Checkpoint, "checkpoint_sha256": m.CheckpointHash, "seed": m.Seed, "top_k": strconv.Itoa(m.TopK),
+		"train_config": m.TrainConfig,
 	}
 }
 
@@ -132,6 +137,7 @@ func ReadRanks(path string) (RanksMeta, []Rank, error) {
 				return nil, err
 			}
 		}
+		m.TrainConfig, _ = md.GetValue("train_config") // optional: absent in older files
 		return ranksSpec(m.TopK > 0), nil
 	}
 	err := readTable(path, specFor, func(rec arrow.Record, first int64) error {

@@ -189,23 +189,35 @@ func MRRTable(a *Aggregate, opt TableOptions) (string, error) {
 	rows = append(rows, ourRows(a, MRR, opt.label(a), &opt)...)
 	notes := []string{ourNote(a, "MRR", &opt)}
 	if opt.Compare {
-		ds, err := CanonicalDataset(opt.Dataset)
+		pub, note, err := publishedRows(a, opt.Dataset)
 		if err != nil {
 			return "", err
 		}
-		note := fmt.Sprintf("Published %s rows (shared/spec/results.md; their AVG is the mean of the rounded per-type values):\n", ds)
-		for _, model := range compareModels {
-			p, err := LookupPublished(ds, model)
-			if err != nil {
-				note += fmt.Sprintf("\n- no published %s row for %s", model, ds)
-				continue
-			}
-			rows = append(rows, publishedRow(a, &p))
-			note += fmt.Sprintf("\n- %s: %s", p.Label(), p.Ref)
-		}
+		rows = append(rows, pub...)
 		notes = append(notes, note)
 	}
 	return markdownTable(rows) + "\n" + strings.Join(notes, "\n\n") + "\n", nil
+}
+
+// publishedRows returns the published RoConE and ConE rows of dataset in a's columns, and
+// the note that gives their sources.
+func publishedRows(a *Aggregate, dataset string) ([][]string, string, error) {
+	ds, err := CanonicalDataset(dataset)
+	if err != nil {
+		return nil, "", err
+	}
+	var rows [][]string
+	note := fmt.Sprintf("Published %s rows (shared/spec/results.md; their AVG is the mean of the rounded per-type values):\n", ds)
+	for _, model := range compareModels {
+		p, err := LookupPublished(ds, model)
+		if err != nil {
+			note += fmt.Sprintf("\n- no published %s row for %s", model, ds)
+			continue
+		}
+		rows = append(rows, publishedRow(a, &p))
+		note += fmt.Sprintf("\n- %s: %s", p.Label(), p.Ref)
+	}
+	return rows, note, nil
 }
 
 // HitsTable returns our Hits@1, Hits@3 and Hits@10 in the columns of the MRR table,

@@ -95,38 +95,48 @@ func Generate(ctx context.Context, g *Graphs, opts Options, emit func(*Query) er
 	if len(types) == 0 {
 		types = DefaultTypes(g.Split)
 	}
+	structs, err := resolveTypes(types)
+	if err != nil {
+		return nil, fmt.Errorf("types: %w", err)
+	}
+	counts, given, err := countsFor(structs, opts.Counts)
+	if err != nil {
+		return nil, err
+	}
 	maxAnswers := opts.MaxAnswers
-	if maxAnswers == 0 {
+	switch {
+	case maxAnswers < 0:
+		return nil, fmt.Errorf("answer cap %d: want at least 1 (0 for the default)", maxAnswers)
+	case maxAnswers == 0:
 		maxAnswers = DefaultMaxAnswers
 		if g.Split == "train" {
 			maxAnswers = 1 << 30
 		}
 	}
 	var all []TypeStats
-	for _, t := range types {
-		s, err := resolveType(t)
-		if err != nil {
-			return all, err
-		}
+	for i, s := range structs {
 		name := s.Name()
 		negation := hasNegationRule(s)
-		count, ok := opts.Counts[t]
-		if !ok {
-			count, ok = opts.Counts[name]
-		}
-		if !ok {
+		count := counts[i]
+		if !given[i] {
 			count = DefaultCount(opts.Dataset, g, name, negation)
 		}
 		start := time.Now()
 		var st TypeStats
 		if name == "1p" {
-			st, err = writeLinks(g, maxAnswers, count, opts.Seed, emit)
+			st, err = writeLinks(g, maxAnswers, count, given[i], opts.Seed, emit)
 		} else {
 			sm := &sampler{g: g, s: s, name: name, negation: negation, maxAnswers: maxAnswers}
 			st, err = sm.run(ctx, count, opts, emit)
 		}
 		st.Type, st.Elapsed = name, time.Since(start)
 		all = append(all, st)
+		if err == nil && st.Queries == 0 && count != 0 {
+			// An empty type the user did not ask for (--count TYPE=0) is a mistake, not a
+			// result: a 0-query file would pass every later stage unnoticed.
+			err = fmt.Errorf("no query found (%d attempts; rejected: %s); give --count %s=0 to allow an empty type",
+				st.Attempts, st.rejections(), types[i])
+		}
 		if err != nil {
 			return all, fmt.Errorf("sampling %s: %w", name, err)
 		}
@@ -158,8 +168,9 @@ func hasNegationRule(s *query.Structure) bool {
 // split's own links and at most maxAnswers of them. Hard answers are the pair's own tails
 // not already on the small graph (BetaE's splits share no facts, so that is all of them);
 // easy answers are the small graph's tails. A count below the number of pairs keeps a
-// seeded random subset, in pair order.
-func writeLinks(g *Graphs, maxAnswers, count int, seed uint64, emit func(*Query) error) (TypeStats, error) {
+// seeded random subset, in pair order; an explicit count (given) above the number of
+// pairs is an error, as a count the sampler cannot supply is for the other types.
+func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, emit func(*Query) error) (TypeStats, error) {
 	s := query.MustParse("('e',('r',))")
 	type pair struct {
 		head int32
@@ -178,6 +189,10 @@ func writeLinks(g *Graphs, maxAnswers, count int, seed uint64, emit func(*Query)
 			}
 			pairs = append(pairs, pair{h, i})
 		}
+	}
+	if given && count > len(pairs) {
+		return st, fmt.Errorf("only %d (head, relation) link pairs with at most %d answers in the %s split, %d asked; ask for fewer with --count or raise --max-answers",
+			len(pairs), maxAnswers, g.Split, count)
 	}
 	if count >= 0 && count < len(pairs) {
 		rng := rand.New(rand.NewPCG(seed, typeSeed("1p")))

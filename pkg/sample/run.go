@@ -2,6 +2,8 @@ package sample
 
 import (
 	"context"
+	"errors"
+	"math"
 	"fmt"
 	"io"
 	"strconv"
@@ -40,6 +42,9 @@ func (s Source) Load(log io.Writer) (*kg.Dataset, error) {
 // ("-" for an IPC stream on stdout), with progress on log (nil: none). On any error
 // nothing is left at out.
 func GenerateToFile(ctx context.Context, src Source, split string, opts Options, out string, log io.Writer) error {
+	if err := checkOutput(src, "", out); err != nil {
+		return err
+	}
 	d, g, log, err := src.graphs(split, log)
 	if err != nil {
 		return err
@@ -53,6 +58,9 @@ func GenerateToFile(ctx context.Context, src Source, split string, opts Options,
 
 // ImportToFile imports a BetaE query pickle for split of src and writes a queries artifact.
 func ImportToFile(src Source, split, pickle, out string, log io.Writer) error {
+	if err := checkOutput(src, pickle, out); err != nil {
+		return err
+	}
 	d, g, log, err := src.graphs(split, log)
 	if err != nil {
 		return err
@@ -85,6 +93,7 @@ func (s Source) graphs(split string, log io.Writer) (*kg.Dataset, *Graphs, io.Wr
 func writeArtifact(d *kg.Dataset, split, out string, produce func(emit func(*Query) error) error) error {
 	w, err := artifact.CreateQueries(out, artifact.QueriesMeta{
 		Split: split, Dataset: d.Name, NumEntities: d.NumEntities, NumRelations: d.NumRelations,
+		EntitiesDigest: d.EntityDigest(),
 	})
 	if err != nil {
 		return err
@@ -130,18 +139,28 @@ func SplitList(s string) []string {
 // ParseCounts reads "TYPE=N,TYPE=N" (TYPE a name or a structure notation).
 func ParseCounts(s string) (map[string]int, error) {
 	counts := map[string]int{}
-	for _, item := range SplitList(s) {
+	items := SplitList(s)
+	if len(items) == 0 {
+		return nil, fmt.Errorf("--count %q: no counts; want TYPE=N,...", s)
+	}
+	for _, item := range items {
 		eq := strings.LastIndexByte(item, '=')
 		if eq < 0 {
-			return nil, fmt.Errorf("count %q: want TYPE=N", item)
+			return nil, fmt.Errorf("--count %q: want TYPE=N", item)
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(item[eq+1:]))
+		if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(strings.TrimSpace(item[eq+1:]), "-") {
+			return nil, fmt.Errorf("--count %q: %s is too large (at most %d)", item, strings.TrimSpace(item[eq+1:]), math.MaxInt)
+		}
 		if err != nil || n < 0 {
-			return nil, fmt.Errorf("count %q: %q is not a non-negative integer", item, item[eq+1:])
+			return nil, fmt.Errorf("--count %q: %q is not a non-negative integer", item, item[eq+1:])
 		}
 		typ := strings.TrimSpace(item[:eq])
 		if _, err := resolveType(typ); err != nil {
-			return nil, fmt.Errorf("count %q: %w", item, err)
+			return nil, fmt.Errorf("--count %q: %w", item, err)
+		}
+		if _, dup := counts[typ]; dup {
+			return nil, fmt.Errorf("--count %q: %s is given twice", item, typ)
 		}
 		counts[typ] = n
 	}
