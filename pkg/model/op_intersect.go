@@ -16,7 +16,8 @@ import (
 //	g_j   = W2·ReLU(W1·z_j + b1) + b2                   attention logits
 //	α_j   = softmax_j(g_j)                              over branches, per dimension
 //	x, y  = Σ_j α_j cos a_j, Σ_j α_j sin a_j
-//	a'    = atan2(y, x)
+//	x     = 1e-3 where |x| < 1e-3                       (ConE's clamp)
+//	a'    = atan(y/x), + π where x < 0 ≤ y, − π where x < 0 and y < 0
 //
 //	CardMin (aperture):
 //	gate  = σ(W4·mean_j ReLU(W3·z_j + b3) + b4)
@@ -26,10 +27,22 @@ import (
 // (dropped) or 1/(1−p) (kept, inverted scaling), or nil for no dropout (evaluation).
 // The features z_j use the apertures before dropout, as ConE does.
 //
+// The axis is computed exactly as ConE's code computes it (QE-ConE's ConeIntersection),
+// not as atan2(y, x), though the two agree almost everywhere: where they differ the
+// result feeds a non-periodic layer (ConE's projection MLP, the next intersection's
+// attention), so the same weights must give the same side of the ±π cut. So: the cosine
+// sum is clamped to +1e-3 where |x| < 1e-3 (an axis near ±π/2 whatever the true sign of
+// x), the quotient y/x is rounded to T before the arctangent, and the quadrant is fixed
+// by the signs of the clamped x and of y, with y = −0 counted as non-negative (so x < 0,
+// y = −0 gives +π where atan2 gives −π). The fixtures of QE-ConE (parity_test.go) check
+// the cut cases.
+//
 // Subgradients: ReLU'(0) = 0; the min over branches sends the whole gradient to the first
-// minimal branch (PyTorch's min(dim) picks one index); atan2 at x = y = 0 has gradient 0.
-// Deviation: ConE's code replaces |x| < 1e-3 by 1e-3 before its atan-with-quadrant-fix;
-// this uses atan2 directly, as model.md §4 allows.
+// minimal branch (PyTorch's min(dim) picks one index). Where x was clamped its gradient
+// is 0 (the clamp is an assignment in ConE's code) and y's is x/(x² + y²) with the clamped
+// x; elsewhere the arctangent's usual −y/r², x/r². The backward pass knows x was clamped
+// by x = 1e-3 exactly (an unclamped sum of exactly float32(1e-3) is taken as clamped too,
+// a measure-zero difference), as the CUDA kernel does with no extra buffer.
 
 // IntersectState is what IntersectBackward needs from the forward pass. Tensors marked
 // [n·N] hold branch j's rows at j·N … (j+1)·N − 1.
@@ -37,7 +50,7 @@ type IntersectState[T Float] struct {
 	z      []T     // [n·N][2d] boundary features
 	att    []T     // [n·N][d] ReLU(W1·z + b1)
 	alpha  []T     // [n·N][d] attention weights
-	x, y   []T     // [N][d] attention-weighted cos and sin of the axes
+	x, y   []T     // [N][d] attention-weighted cos and sin of the axes (x after the clamp)
 	set    []T     // [n·N][d] ReLU(W3·z + b3), the DeepSets elements
 	mean   []T     // [N][d] their mean over branches
 	gate   []T     // [N][d]
@@ -99,8 +112,11 @@ func IntersectForward[T Float](k compute.Kernels[T], w *IntersectionWeights[T], 
 			x += st.alpha[j*n*d+p] * st.cos[j*n*d+p]
 			y += st.alpha[j*n*d+p] * st.sin[j*n*d+p]
 		}
+		if x > -intersectClamp && x < intersectClamp { // |x| < 1e-3, in T as ConE's torch.abs(x) < 1e-3
+			x = intersectClamp
+		}
 		st.x[p], st.y[p] = x, y
-		out.Axis[p] = T(math.Atan2(float64(y), float64(x)))
+		out.Axis[p] = coneAxis(x, y)
 	}
 
 	// CardMin: DeepSets gate times the minimum dropped-out aperture.
@@ -128,6 +144,26 @@ func IntersectForward[T Float](k compute.Kernels[T], w *IntersectionWeights[T], 
 	return st
 }
 
+// intersectClamp is ConE's floor on |x| (x_embeddings[torch.abs(x_embeddings) < 1e-3] =
+// 1e-3), in T: float32(1e-3) for float32, as PyTorch compares and assigns in float32.
+const intersectClamp = 1e-3
+
+// coneAxis is ConE's arctangent with its quadrant fix, from the clamped x (never 0):
+// atan(T(y/x)), then + π where x < 0 and y ≥ 0 (−0 included), − π where x < 0 and y < 0;
+// each operation rounded to T as PyTorch's float32 ops are.
+func coneAxis[T Float](x, y T) T {
+	q := y / x
+	a := T(math.Atan(float64(q)))
+	if x < 0 {
+		if y < 0 {
+			a -= pi
+		} else {
+			a += pi
+		}
+	}
+	return a
+}
+
 // dropped is h·mask[i], or h when mask is nil.
 func dropped[T Float](h T, mask []T, i int) T {
 	if mask == nil {
@@ -144,7 +180,8 @@ func IntersectBackward[T Float](k compute.Kernels[T], w, gw *IntersectionWeights
 	rows := nb * n
 	dz := make([]T, rows*2*d)
 
-	// SemanticAverage. a' = atan2(y, x): ∂a'/∂x = −y/r², ∂a'/∂y = x/r².
+	// SemanticAverage. a' = atan(y/x) (+ a constant): ∂a'/∂x = −y/r², ∂a'/∂y = x/r², with
+	// the clamped x, and ∂a'/∂x = 0 where x was clamped.
 	dg := make([]T, rows*d) // gradient of the attention logits
 	for p := 0; p < n*d; p++ {
 		x, y := st.x[p], st.y[p]
@@ -153,6 +190,9 @@ func IntersectBackward[T Float](k compute.Kernels[T], w, gw *IntersectionWeights
 			continue
 		}
 		dx, dy := -y/r2*dOut.Axis[p], x/r2*dOut.Axis[p]
+		if x == intersectClamp { // clamped (or exactly 1e-3 by chance: measure zero)
+			dx = 0
+		}
 		// x = Σ α_j cos a_j, y = Σ α_j sin a_j.
 		var dot T // Σ_j α_j·dα_j, for the softmax
 		for j := 0; j < nb; j++ {
