@@ -69,6 +69,14 @@ bench: build
 gpu-check:
 	scripts/cuda/gpu-check.sh
 
+# The pipeline on a real Slurm: a private single-node cluster (slurm-wlm and munge installed
+# when missing; root or sudo) in a temporary folder, the whole pipelines/slurm/ DAG on
+# testdata/tiny with 2 seeds, caching, a failing stage, and the metrics against the Makefile
+# pipeline's; the daemons it started are stopped at the end, also on failure.
+.PHONY: test-slurm
+test-slurm:
+	scripts/slurm/test.sh
+
 clean:
 	rm -rf bin out
 

@@ -1,0 +1,269 @@
+#!/usr/bin/env bash
+# The pipeline of pipelines/Makefile as Slurm jobs, run from the repository root on a login
+# node whose checkout and OUT are on the cluster's shared filesystem:
+#
+#   pipelines/slurm/submit.sh [-n] [VAR=VALUE ...]
+#   pipelines/slurm/submit.sh DATASET=fb15k-237 SEEDS="0 1 2" DEVICE=cuda PARTITION=gpu TIME_TRAIN=2-00:00:00
+#
+# The DAG, its artifact paths and its commands are the Makefile's, so a run here and one of
+# `make -f pipelines/Makefile` with the same variables write the same files:
+#
+#   sample  (array over the splits: 0 train, 1 valid, 2 test)   $(OUT)/{train,valid,test}-queries.arrow
+#     └► train (array over SEEDS, by position)                  $(RUN)/seed$(S)/model.arrow, train-log.arrow
+#          └► embed (array over SEEDS)                          $(RUN)/seed$(S)/cones.arrow
+#               └► rank (array over SEEDS)                      $(RUN)/seed$(S)/ranks.arrow
+#                    └► metrics (one job)                       $(RUN)/metrics.arrow, metrics.md, mrr.png
+#
+# where RUN is $(OUT)/$(MODEL)[-$(PRESET)]. Jobs are tied with --dependency=afterok (and
+# --kill-on-invalid-dep=yes: a job whose input failed is cancelled, not left pending).
+#
+# Caching is Make's timestamp rule, applied here before anything is submitted: an artifact is
+# rebuilt when it is missing, when one of its inputs is newer than it, or when one of its
+# inputs is being rebuilt; an up-to-date artifact's job is not submitted, and its dependents
+# depend on nothing for it. A second submit after a finished run submits nothing; touching
+# the train queries resubmits train, embed, rank (every seed) and metrics; deleting one
+# seed's ranks resubmits that seed's rank alone, then metrics. An array holds only the
+# stale tasks (e.g. --array=1 when only seed 1's model is missing).
+#
+# Sharding (issue 13, part 1) slots in as one more array dimension: when `rank --shard i/n`
+# exists, the rank array becomes seeds × shards (task k = seed position × n + shard), each
+# task writing seed$(S)/ranks-<i>-of-<n>.arrow, and metrics takes all of them; sample's array
+# becomes splits × shards with a merge job after it. See task_lines below (one line per task).
+#
+# Output: one line per submitted job on stdout, "STAGE JOBID ARRAY" (ARRAY is "-" for a
+# single job); nothing when every artifact is up to date. -n prints the sbatch commands and
+# the tasks instead of submitting them. Each job logs to $(OUT)/logs/STAGE-JOBID_TASK.log
+# (STAGE-JOBID.log for metrics); the exact commands of a submission are kept in
+# $(OUT)/slurm/SUBMISSION/STAGE.tasks (line k+1 is array task k). Check with
+#   squeue -u $USER; sacct -j JOBID --format=JobID,JobName,State,ExitCode,Elapsed,MaxRSS
+# and the job's log. A failed job keeps nothing in the artifact's place: an artifact it
+# changed before failing (say, a checkpoint written when the time limit hit) is moved to
+# ARTIFACT.failed-JOBID_TASK, which `train --resume` can continue.
+#
+# Variables (environment, or VAR=VALUE arguments; defaults as in pipelines/Makefile):
+#   DATASET DATA OUT MODEL PRESET SEEDS SAMPLE_SEED TRAIN_QUERY_FLAGS VALID_FLAGS TEST_FLAGS
+#   TRAIN_FLAGS DEVICE METRICS_FLAGS   the Makefile's
+#   BIN          the stage binaries (default bin, with DEVICE=cuda bin/cuda); built here
+#                before submitting (make bin/STAGE, or make build-cuda), unless BUILD=0
+#   PARTITION ACCOUNT QOS              --partition, --account, --qos of every job (empty: the
+#                                      cluster's default)
+#   TIME_<STAGE> MEM_<STAGE> CPUS_<STAGE>   per stage (SAMPLE TRAIN EMBED RANK METRICS):
+#                --time, --mem and --cpus-per-task; empty leaves the cluster's default
+#   GPU_GRES     the GPU request of train, embed and rank when DEVICE=cuda (default gpu:1)
+#   SBATCH_FLAGS extra sbatch flags for every job (e.g. --constraint=avx512)
+set -euo pipefail
+
+die() { echo "slurm/submit: $*" >&2; exit 1; }
+
+DRY=0
+for arg; do
+	case $arg in
+	-n | --dry-run) DRY=1 ;;
+	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	[A-Za-z_]*=*) export "${arg%%=*}=${arg#*=}" ;;
+	*) die "unknown argument '$arg' (give VAR=VALUE or -n)" ;;
+	esac
+done
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+
+DATASET=${DATASET:-fb15k-237}
+DATA=${DATA:-data/$DATASET}
+OUT=${OUT:-out/$DATASET}
+MODEL=${MODEL:-rocone}
+PRESET=${PRESET:-}
+SEEDS=${SEEDS:-0}
+SAMPLE_SEED=${SAMPLE_SEED:-0}
+TRAIN_QUERY_FLAGS=${TRAIN_QUERY_FLAGS:-}
+VALID_FLAGS=${VALID_FLAGS:-}
+TEST_FLAGS=${TEST_FLAGS:-}
+TRAIN_FLAGS=${TRAIN_FLAGS:-}
+DEVICE=${DEVICE:-cpu}
+METRICS_FLAGS=${METRICS_FLAGS---compare}
+if [ "$DEVICE" = cuda ]; then BIN=${BIN:-bin/cuda}; else BIN=${BIN:-bin}; fi
+BUILD=${BUILD:-1}
+PARTITION=${PARTITION:-}
+ACCOUNT=${ACCOUNT:-}
+QOS=${QOS:-}
+GPU_GRES=${GPU_GRES:-gpu:1}
+SBATCH_FLAGS=${SBATCH_FLAGS:-}
+# Defaults sized for FB15k-237 at the paper's settings (README: sampling peaks under
+# 200 MiB, training at d=800 under 2 GiB, NELL-995 under 3 GiB); raise them for larger graphs.
+TIME_SAMPLE=${TIME_SAMPLE-1:00:00};   MEM_SAMPLE=${MEM_SAMPLE-4G};   CPUS_SAMPLE=${CPUS_SAMPLE-4}
+TIME_TRAIN=${TIME_TRAIN-2-00:00:00};  MEM_TRAIN=${MEM_TRAIN-8G};     CPUS_TRAIN=${CPUS_TRAIN-8}
+TIME_EMBED=${TIME_EMBED-1:00:00};     MEM_EMBED=${MEM_EMBED-4G};     CPUS_EMBED=${CPUS_EMBED-4}
+TIME_RANK=${TIME_RANK-2:00:00};       MEM_RANK=${MEM_RANK-4G};       CPUS_RANK=${CPUS_RANK-8}
+TIME_METRICS=${TIME_METRICS-0:30:00}; MEM_METRICS=${MEM_METRICS-2G}; CPUS_METRICS=${CPUS_METRICS-1}
+
+# --- checks --------------------------------------------------------------------------------
+for v in DATASET DATA OUT MODEL PRESET SEEDS SAMPLE_SEED TRAIN_QUERY_FLAGS VALID_FLAGS TEST_FLAGS \
+	TRAIN_FLAGS DEVICE METRICS_FLAGS BIN SBATCH_FLAGS; do
+	case ${!v} in *$'\n'* | *$'\t'*) die "$v holds a newline or a tab" ;; esac
+done
+[ -d "$DATA" ] || die "DATA=$DATA: no such dataset folder"
+shopt -s nullglob
+DATA_FILES=("$DATA"/*.tsv "$DATA"/*.tsv.gz)
+shopt -u nullglob
+[ ${#DATA_FILES[@]} -gt 0 ] || die "DATA=$DATA holds no .tsv or .tsv.gz files"
+read -r -a SEED_LIST <<<"$SEEDS"
+[ ${#SEED_LIST[@]} -gt 0 ] || die "SEEDS is empty"
+declare -A seen=()
+for s in "${SEED_LIST[@]}"; do
+	[[ $s =~ ^[0-9]+$ ]] || die "SEEDS: '$s' is not a non-negative integer"
+	[ -z "${seen[$s]:-}" ] || die "SEEDS: $s is given twice"
+	seen[$s]=1
+done
+case $DEVICE in cpu | cuda) ;; *) die "DEVICE=$DEVICE: cpu or cuda" ;; esac
+[ $DRY -eq 1 ] || command -v sbatch >/dev/null 2>&1 || die "sbatch not found: run this on a Slurm login node"
+
+# --- binaries ------------------------------------------------------------------------------
+STAGES=(sample train embed rank metrics)
+if [ "$BUILD" = 1 ] && [ $DRY -eq 0 ]; then
+	if [ "$BIN" = bin ]; then
+		make --no-print-directory -s "${STAGES[@]/#/bin/}" >&2 || die "building the stage binaries failed"
+	elif [ "$BIN" = bin/cuda ]; then
+		make --no-print-directory -s build-cuda >&2 || die "building the CUDA stage binaries failed"
+	else
+		die "BIN=$BIN is not built here: give BUILD=0 with binaries already there"
+	fi
+fi
+for s in "${STAGES[@]}"; do
+	[ $DRY -eq 1 ] || [ -x "$BIN/$s" ] || die "$BIN/$s is missing or not executable"
+done
+
+# --- the DAG with Make's timestamp rule -------------------------------------------------------
+q() { printf '%q' "$1"; }
+RUN=$OUT/$MODEL${PRESET:+-$PRESET}
+declare -A REMAKE=() # artifact -> the stage that rebuilds it in this submission
+
+# stale TARGET PREREQ...: Make's rule: TARGET is missing, a prerequisite is newer (mtime,
+# to the nanosecond), or a prerequisite is rebuilt in this submission.
+stale() {
+	local target=$1 p
+	shift
+	[ -e "$target" ] || return 0
+	for p; do
+		[ -z "${REMAKE[$p]:-}" ] || return 0
+		[ -e "$p" ] || die "$p, an input of $target, is missing and nothing here makes it"
+		[ ! "$p" -nt "$target" ] || return 0
+	done
+	return 1
+}
+
+# Per stage: TASKS[stage] holds one "TARGET<TAB>COMMAND" line per array task (all of them,
+# stale or not, so a task's index is stable: the split's or the seed's position), INDEX[stage]
+# the stale tasks' indices, DEPS[stage] the stages whose jobs it waits for.
+declare -A TASKS=() INDEX=() DEPS=()
+add_task() { # stage index target command prereq...
+	local stage=$1 i=$2 target=$3 cmd=$4 p
+	shift 4
+	TASKS[$stage]+="$target"$'\t'"$cmd"$'\n'
+	if stale "$target" "$@"; then
+		INDEX[$stage]+="${INDEX[$stage]:+,}$i"
+		REMAKE[$target]=$stage
+		for p; do
+			[ -z "${REMAKE[$p]:-}" ] || case " ${DEPS[$stage]:-} " in *" ${REMAKE[$p]} "*) ;; *) DEPS[$stage]+=" ${REMAKE[$p]}" ;; esac
+		done
+	fi
+}
+
+SPLITS=(train valid test)
+SPLIT_FLAGS=("$TRAIN_QUERY_FLAGS" "$VALID_FLAGS" "$TEST_FLAGS")
+for i in 0 1 2; do
+	t=$OUT/${SPLITS[$i]}-queries.arrow
+	add_task sample $i "$t" "$BIN/sample generate --data $(q "$DATA") --split ${SPLITS[$i]} --seed $(q "$SAMPLE_SEED") ${SPLIT_FLAGS[$i]} -o $(q "$t")" \
+		"${DATA_FILES[@]}"
+done
+TQ=$OUT/train-queries.arrow VQ=$OUT/valid-queries.arrow XQ=$OUT/test-queries.arrow
+for i in "${!SEED_LIST[@]}"; do
+	s=${SEED_LIST[$i]} d=$RUN/seed${SEED_LIST[$i]}
+	add_task train "$i" "$d/model.arrow" "$BIN/train --train $(q "$TQ") --valid $(q "$VQ") --model $(q "$MODEL")${PRESET:+ --preset $(q "$PRESET")} --seed $s --device $DEVICE $TRAIN_FLAGS --checkpoint $(q "$d/model.arrow") --log $(q "$d/train-log.arrow")" \
+		"$TQ" "$VQ"
+done
+for i in "${!SEED_LIST[@]}"; do
+	d=$RUN/seed${SEED_LIST[$i]}
+	add_task embed "$i" "$d/cones.arrow" "$BIN/embed --checkpoint $(q "$d/model.arrow") --queries $(q "$XQ") --device $DEVICE -o $(q "$d/cones.arrow")" \
+		"$d/model.arrow" "$XQ"
+done
+RANKS=()
+for i in "${!SEED_LIST[@]}"; do
+	d=$RUN/seed${SEED_LIST[$i]}
+	RANKS+=("$d/ranks.arrow")
+	add_task rank "$i" "$d/ranks.arrow" "$BIN/rank --checkpoint $(q "$d/model.arrow") --queries $(q "$XQ") --cones $(q "$d/cones.arrow") --device $DEVICE -o $(q "$d/ranks.arrow")" \
+		"$d/cones.arrow" "$d/model.arrow" "$XQ"
+done
+ranks_q=""
+for r in "${RANKS[@]}"; do ranks_q+=" $(q "$r")"; done
+add_task metrics 0 "$RUN/metrics.arrow" "$BIN/metrics $METRICS_FLAGS --plot $(q "$RUN/mrr.png") --log $(q "$RUN/seed${SEED_LIST[0]}/train-log.arrow") -o $(q "$RUN/metrics.arrow")$ranks_q > $(q "$RUN/metrics.md.tmp") && mv $(q "$RUN/metrics.md.tmp") $(q "$RUN/metrics.md")" \
+	"${RANKS[@]}"
+
+# --- submit ----------------------------------------------------------------------------------
+submitted=0
+for s in "${STAGES[@]}"; do [ -z "${INDEX[$s]:-}" ] || submitted=1; done
+if [ $submitted -eq 0 ]; then
+	echo "slurm/submit: every artifact under $OUT is up to date: nothing to submit" >&2
+	exit 0
+fi
+
+OUT_ABS=$(realpath -m "$OUT")
+if [ $DRY -eq 0 ]; then
+	# An earlier submission into the same OUT still queued or running would race this one.
+	busy=$(squeue -h -u "$(id -un)" -o '%A %k' 2>/dev/null | awk -v o="$OUT_ABS" '$2 == o { print $1 }' | sort -u | tr '\n' ' ')
+	[ -z "$busy" ] || die "jobs $busy of an earlier submission into $OUT are still queued or running: wait for them (or scancel them) first"
+fi
+
+SUB=$OUT/slurm/$(date +%Y%m%d-%H%M%S)-$$
+[ $DRY -eq 1 ] || mkdir -p "$SUB" "$OUT/logs"
+common=(--parsable --chdir="$ROOT" --comment="$OUT_ABS" --kill-on-invalid-dep=yes)
+[ -z "$PARTITION" ] || common+=(--partition="$PARTITION")
+[ -z "$ACCOUNT" ] || common+=(--account="$ACCOUNT")
+[ -z "$QOS" ] || common+=(--qos="$QOS")
+read -r -a extra <<<"$SBATCH_FLAGS"
+common+=("${extra[@]}")
+
+declare -A JOB=()
+jobs=()
+cancel_submitted() { [ ${#jobs[@]} -eq 0 ] || scancel "${jobs[@]}" 2>/dev/null || true; }
+for s in "${STAGES[@]}"; do
+	[ -n "${INDEX[$s]:-}" ] || continue
+	[ $DRY -eq 1 ] || printf '%s' "${TASKS[$s]}" >"$SUB/$s.tasks"
+	U=${s^^}
+	time_v=TIME_$U mem_v=MEM_$U cpus_v=CPUS_$U
+	args=("${common[@]}" --job-name="rocone-$s")
+	[ -z "${!time_v}" ] || args+=(--time="${!time_v}")
+	[ -z "${!mem_v}" ] || args+=(--mem="${!mem_v}")
+	[ -z "${!cpus_v}" ] || args+=(--cpus-per-task="${!cpus_v}")
+	case $s in train | embed | rank) [ "$DEVICE" != cuda ] || args+=(--gres="$GPU_GRES") ;; esac
+	if [ "$s" = metrics ]; then
+		args+=(--output="$OUT/logs/$s-%j.log")
+		array=-
+	else
+		args+=(--array="${INDEX[$s]}" --output="$OUT/logs/$s-%A_%a.log")
+		array=${INDEX[$s]}
+	fi
+	dep=""
+	for d in ${DEPS[$s]:-}; do dep+=":${JOB[$d]}"; done
+	[ -z "$dep" ] || args+=(--dependency="afterok$dep")
+	cmd=(sbatch "${args[@]}" pipelines/slurm/job.sh "$SUB/$s.tasks")
+	if [ $DRY -eq 1 ]; then
+		JOB[$s]="<$s>"
+		printf '%q ' "${cmd[@]}"
+		echo
+		i=0
+		while IFS=$'\t' read -r target line; do
+			case ,${INDEX[$s]}, in *,$i,*) echo "  task $i: $line" ;; esac
+			i=$((i + 1))
+		done <<<"${TASKS[$s]%$'\n'}"
+		continue
+	fi
+	if ! id=$("${cmd[@]}"); then
+		cancel_submitted
+		die "sbatch of $s failed; cancelled this submission's jobs ${jobs[*]}"
+	fi
+	id=${id%%;*}
+	JOB[$s]=$id
+	jobs+=("$id")
+	echo "$s $id $array"
+done
+[ $DRY -eq 1 ] || echo "slurm/submit: submitted ${jobs[*]}; logs in $OUT/logs, commands in $SUB" >&2

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# `make test-slurm`: the Slurm pipeline on a real single-node Slurm, against the Makefile's.
+#
+#  1. starts a private cluster (scripts/slurm/start.sh: installs slurm-wlm and munge if
+#     missing) in a temporary folder; a trap stops exactly its daemons, also on failure;
+#  2. submits the whole pipeline (pipelines/slurm/submit.sh) on testdata/tiny with 2 seeds and
+#     small flags, waits for it (pipelines/slurm/wait.sh; a failed job fails the test with
+#     its log printed) and checks every stage ran as the array it should;
+#  3. caching: a second submit submits nothing; after deleting seed 1's ranks, a submit holds
+#     rank task 1 alone, with no dependency, then metrics, and metrics comes out the same;
+#  4. a failing stage: a training that fails is reported by wait.sh with its log, and the jobs
+#     after it are cancelled (none is left pending) and write nothing;
+#  5. job.sh's clean-up, without Slurm: a command that changes its target and fails leaves it
+#     at TARGET.failed-ID, one that succeeds without writing its target fails;
+#  6. runs pipelines/Makefile on the same inputs into the same OUT path (the Slurm run moved
+#     aside) and compares: queries, metrics.arrow, metrics.md and the plots byte for byte;
+#     models, cones and ranks differ only in recorded wall-clock timings and the model file's
+#     hash that cones and ranks carry, so they are compared through metrics (every per-type
+#     MRR and Hits figure with its bootstrap interval).
+#
+# TEST_SLURM_KEEP=1 keeps the temporary folder (logs, artifacts) after a success too.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+T=$(mktemp -d /tmp/rocone-test-slurm.XXXXXX)
+CLUSTER=$T/cluster
+ok=0
+cleanup() {
+	scripts/slurm/stop.sh "$CLUSTER" || true
+	if [ $ok -eq 1 ] && [ "${TEST_SLURM_KEEP:-0}" != 1 ]; then rm -rf "$T"; else echo "test-slurm: files kept in $T" >&2; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+fail() { echo "test-slurm: FAIL: $*" >&2; exit 1; }
+step() { echo "test-slurm: $*" >&2; }
+t0=$SECONDS
+
+scripts/slurm/start.sh "$CLUSTER"
+export SLURM_CONF=$CLUSTER/slurm.conf
+
+# The binaries, built once; the Makefile run below uses these same files (make -o).
+make --no-print-directory -s bin/sample bin/train bin/embed bin/rank bin/metrics
+
+OUT=$T/out
+COUNTS="--count 1p=20,2p=8,3p=8,2i=8,3i=8,ip=8,pi=8,2u=8,up=8,2in=6,3in=6,inp=6,pin=6,pni=6"
+VARS=(DATA=testdata/tiny DATASET=tiny "OUT=$OUT" "SEEDS=0 1" "VALID_FLAGS=$COUNTS" "TEST_FLAGS=$COUNTS"
+	"TRAIN_FLAGS=--dim 8 --steps 4 --batch 16 --negatives 4 --eval-every 2 -q" "METRICS_FLAGS=--resamples 50")
+# Light jobs for a 2-core node: every limit given (so the flags are exercised) but small.
+SLURM_VARS=(BUILD=0)
+for s in SAMPLE TRAIN EMBED RANK METRICS; do SLURM_VARS+=("TIME_$s=0:10:00" "MEM_$s=1G" "CPUS_$s=1"); done
+submit() { pipelines/slurm/submit.sh "${VARS[@]}" "${SLURM_VARS[@]}" "$@"; }
+ids() { awk '{ print $2 }' "$1"; }
+
+# --- 2. the whole pipeline ------------------------------------------------------------------
+step "submitting the pipeline"
+submit >"$T/jobs1"
+cat "$T/jobs1" >&2
+[ "$(awk '{ print $1 ":" $3 }' "$T/jobs1" | tr '\n' ' ')" = "sample:0,1,2 train:0,1 embed:0,1 rank:0,1 metrics:- " ] ||
+	fail "the first submit should hold sample 0,1,2, train/embed/rank 0,1 and metrics:"$'\n'"$(cat "$T/jobs1")"
+WAIT_TIMEOUT=300 pipelines/slurm/wait.sh $(ids "$T/jobs1") || fail "the pipeline's jobs did not all complete (logs above)"
+for f in train-queries valid-queries test-queries rocone/seed0/model rocone/seed1/model rocone/seed0/cones \
+	rocone/seed1/cones rocone/seed0/ranks rocone/seed1/ranks rocone/metrics; do
+	[ -s "$OUT/$f.arrow" ] || fail "$OUT/$f.arrow is missing"
+done
+[ -s "$OUT/rocone/metrics.md" ] || fail "no metrics.md"
+n=$(ls "$OUT/logs" | wc -l)
+[ "$n" -eq 10 ] || fail "expected 10 job logs in $OUT/logs, found $n: $(ls "$OUT/logs")"
+
+# --- 3. caching ---------------------------------------------------------------------------------
+step "caching: a second submit"
+submit >"$T/jobs2"
+[ ! -s "$T/jobs2" ] || fail "a second submit submitted:"$'\n'"$(cat "$T/jobs2")"
+cp -p "$OUT/rocone/metrics.arrow" "$T/metrics-first.arrow"
+rm "$OUT/rocone/seed1/ranks.arrow"
+submit -n >"$T/dry3"
+grep -q -- '--job-name=rocone-rank .*--array=1 ' "$T/dry3" || fail "after deleting seed 1's ranks, no rank task 1 alone:"$'\n'"$(cat "$T/dry3")"
+grep -- '--job-name=rocone-rank ' "$T/dry3" | grep -q -- --dependency && fail "rank depends on a job although its inputs are cached:"$'\n'"$(cat "$T/dry3")"
+grep -- '--job-name=rocone-metrics ' "$T/dry3" | grep -q -- '--dependency=afterok:\\<rank\\> ' || fail "metrics should wait for rank alone:"$'\n'"$(cat "$T/dry3")"
+[ "$(grep -c '^sbatch ' "$T/dry3")" -eq 2 ] || fail "after deleting seed 1's ranks, more than rank and metrics:"$'\n'"$(cat "$T/dry3")"
+submit >"$T/jobs3"
+[ "$(awk '{ print $1 ":" $3 }' "$T/jobs3" | tr '\n' ' ')" = "rank:1 metrics:- " ] || fail "resubmit after deleting seed 1's ranks:"$'\n'"$(cat "$T/jobs3")"
+WAIT_TIMEOUT=120 pipelines/slurm/wait.sh $(ids "$T/jobs3") || fail "the rank rerun failed (logs above)"
+cmp "$OUT/rocone/metrics.arrow" "$T/metrics-first.arrow" || fail "metrics changed after rerunning seed 1's rank"
+submit >"$T/jobs4"
+[ ! -s "$T/jobs4" ] || fail "a submit after the rerun submitted:"$'\n'"$(cat "$T/jobs4")"
+
+# --- 4. a failing stage ---------------------------------------------------------------------------
+step "a failing training"
+BAD=$T/bad
+mkdir -p "$BAD"
+cp -p "$OUT"/*-queries.arrow "$BAD/" # cached queries: only train and what follows run
+pipelines/slurm/submit.sh "${VARS[@]}" "${SLURM_VARS[@]}" "OUT=$BAD" "SEEDS=0" "TRAIN_FLAGS=--dim 8 --steps 4 --lr -1 -q" >"$T/jobs5"
+[ "$(awk '{ print $1 }' "$T/jobs5" | tr '\n' ' ')" = "train embed rank metrics " ] || fail "the failing run's submit:"$'\n'"$(cat "$T/jobs5")"
+if WAIT_TIMEOUT=120 pipelines/slurm/wait.sh $(ids "$T/jobs5") 2>"$T/wait5"; then fail "wait.sh reported success for a failing training"; fi
+cat "$T/wait5" >&2
+grep -Eq 'rocone-train +FAILED' "$T/wait5" || fail "wait.sh does not report the failed training"
+grep -q "^---- .*rocone-train FAILED.*train-" "$T/wait5" || fail "wait.sh does not print the failed training's log"
+[ "$(grep -Ec 'rocone-(embed|rank|metrics) +(CANCELLED|PENDING \(dependency failed\))' "$T/wait5")" -eq 3 ] ||
+	fail "embed, rank and metrics should be cancelled after the failed training"
+[ ! -e "$BAD/rocone/seed0/model.arrow" ] && [ ! -e "$BAD/rocone/metrics.arrow" ] || fail "the failed run left artifacts"
+
+# --- 5. job.sh's clean-up -------------------------------------------------------------------------
+step "job.sh: a failed command's target is moved aside"
+J=$T/job
+mkdir -p "$J"
+echo old >"$J/kept"
+touch -d '2000-01-01' "$J/kept"
+printf '%s\t%s\n' "$J/changed" "echo partial > $J/changed; exit 3" "$J/kept" "exit 4" "$J/none" "true" >"$J/tasks"
+for i in 0 1 2; do
+	if SLURM_JOB_ID=77 SLURM_ARRAY_JOB_ID=77 SLURM_ARRAY_TASK_ID=$i SLURM_JOB_NAME=t pipelines/slurm/job.sh "$J/tasks" >"$J/log$i" 2>&1; then
+		fail "job.sh task $i succeeded:"$'\n'"$(cat "$J/log$i")"
+	fi
+done
+[ ! -e "$J/changed" ] && [ "$(cat "$J/changed.failed-77_0")" = partial ] || fail "a changed target of a failed command was not moved to .failed-77_0"
+[ "$(cat "$J/kept")" = old ] && [ ! -e "$J/kept.failed-77_1" ] || fail "an unchanged target of a failed command was touched"
+grep -q "wrote no $J/none" "$J/log2" || fail "a command that wrote no target was not reported:"$'\n'"$(cat "$J/log2")"
+
+# --- 6. the Makefile pipeline on the same inputs --------------------------------------------------
+step "the Makefile pipeline into the same OUT"
+mv "$OUT" "$T/slurm-out"
+make --no-print-directory -s -f pipelines/Makefile -o bin/sample -o bin/train -o bin/embed -o bin/rank -o bin/metrics \
+	"${VARS[@]}" metrics >"$T/make.log" 2>&1 || { cat "$T/make.log" >&2; fail "the Makefile pipeline failed"; }
+for f in train-queries.arrow valid-queries.arrow test-queries.arrow rocone/metrics.arrow rocone/metrics.md \
+	rocone/mrr.png rocone/mrr-training.png; do
+	cmp "$OUT/$f" "$T/slurm-out/$f" || fail "$f differs between the Slurm and the Makefile pipelines"
+done
+(cd "$OUT" && find . -type f | sort) >"$T/make-files"
+(cd "$T/slurm-out" && find . -type f -not -path './logs/*' -not -path './slurm/*' | sort) >"$T/slurm-files"
+diff "$T/make-files" "$T/slurm-files" >&2 || fail "the two pipelines wrote different sets of files"
+
+ok=1
+echo "test-slurm: PASS in $((SECONDS - t0)) s (cluster start, pipeline, caching, failure, Makefile comparison)" >&2
