@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,14 +11,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/pipeline"
 )
 
 func main() {
-	if err := app().Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "metrics:", err)
-		os.Exit(1)
-	}
+	// SIGINT and SIGTERM end the run at once, removing unfinished outputs (package outfile).
+	outfile.Main("metrics", func(ctx context.Context) error { return app().RunContext(ctx, os.Args) })
 }
 
 func app() *cli.App {

@@ -3,21 +3,20 @@
 package main
 
 import (
-	"fmt"
+	"context"
 	"io"
 	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rocone/rocone/pkg/compute/device"
+	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/pipeline"
 )
 
 func main() {
-	if err := app().Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "rank:", err)
-		os.Exit(1)
-	}
+	// SIGINT and SIGTERM end the run at once, removing unfinished outputs (package outfile).
+	outfile.Main("rank", func(ctx context.Context) error { return app().RunContext(ctx, os.Args) })
 }
 
 func app() *cli.App {

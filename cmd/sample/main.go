@@ -7,21 +7,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rocone/rocone/pkg/kg"
+	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/sample"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := app().RunContext(ctx, os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "sample:", err)
-		os.Exit(1)
-	}
+	// SIGINT and SIGTERM end the run at once, removing unfinished outputs (package outfile).
+	outfile.Main("sample", func(ctx context.Context) error { return app().RunContext(ctx, os.Args) })
 }
 
 var dataFlags = []cli.Flag{

@@ -15,24 +15,20 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
 
+	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/train"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := app().RunContext(ctx, os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "train:", err)
-		os.Exit(1)
-	}
+	// The first SIGINT or SIGTERM ends the run at the next step, with a checkpoint; a
+	// second ends it at once, removing unfinished outputs (package outfile).
+	outfile.MainGraceful("train", func(ctx context.Context) error { return app().RunContext(ctx, os.Args) })
 }
 
 // configFlags are the flags that set a Config value, with its key, in the order they are
@@ -156,7 +152,7 @@ func action(c *cli.Context) error {
 	}
 	opts := train.Options{
 		Train: c.String("train"), Valid: c.String("valid"), Checkpoint: c.String("checkpoint"), Log: logPath,
-		Resume: c.Bool("resume"), Kernels: kernels, CUDA: gpu, Workers: c.Int("workers"), Progress: progress,
+		Resume: c.Bool("resume"), Config: c.String("config"), Kernels: kernels, CUDA: gpu, Workers: c.Int("workers"), Progress: progress,
 	}
 	if n := c.Int("test-hang-after"); n > 0 {
 		opts.AfterCheckpoint = func(done int) {

@@ -3,6 +3,7 @@ package artifact
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -43,10 +44,51 @@ func sniff(name string, head []byte) (file bool, err error) {
 	return false, fmt.Errorf("%s: not an Arrow IPC file or stream", name)
 }
 
-// allocator allocates the buffers of the records read. It must stay a GoAllocator: its
-// buffers are ordinary Go memory, never reused, which readers of this package rely on to
-// hand out slices of them that outlive the record (see QueriesReader.decode).
-var allocator = memory.NewGoAllocator()
+// goAllocator allocates the buffers of the records read, through a boundedAllocator. It
+// must stay a GoAllocator: its buffers are ordinary Go memory, never reused, which readers
+// of this package rely on to hand out slices of them that outlive the record (see
+// QueriesReader.decode).
+var goAllocator = memory.NewGoAllocator()
+
+// boundedAllocator refuses any one allocation larger than limit (plus the rounding of
+// Arrow's buffers). The IPC readers allocate a message's body, and each buffer of it, at
+// the length its metadata declares before reading a byte of it; limit is what the input
+// can actually hold (the file's size, or the length of the message already checked to be
+// there), so a corrupt length fails here with an error instead of asking the runtime for
+// terabytes, which is a fatal error and no panic.
+type boundedAllocator struct {
+	limit int64
+}
+
+// allocationSlack covers memory.Buffer rounding sizes up to a multiple of 64 bytes.
+const allocationSlack = 64
+
+func (a *boundedAllocator) check(n int) {
+	if int64(n) > a.limit+allocationSlack {
+		panic(&allocationError{size: int64(n), limit: a.limit})
+	}
+}
+
+func (a *boundedAllocator) Allocate(n int) []byte {
+	a.check(n)
+	return goAllocator.Allocate(n)
+}
+
+func (a *boundedAllocator) Reallocate(n int, b []byte) []byte {
+	a.check(n)
+	return goAllocator.Reallocate(n, b)
+}
+
+func (a *boundedAllocator) Free(b []byte) { goAllocator.Free(b) }
+
+// allocationError is the panic of a boundedAllocator, turned into an error by catch.
+type allocationError struct {
+	size, limit int64
+}
+
+func (e *allocationError) Error() string {
+	return fmt.Sprintf("metadata declares a buffer of %d bytes, more than the %d bytes of input that could hold it", e.size, e.limit)
+}
 
 // Reader reads the record batches of an Arrow IPC file or stream, whichever the input
 // holds, without checking what artifact it is. The per-artifact readers in this package
@@ -68,11 +110,15 @@ type Reader struct {
 	closer io.Closer // the opened file; nil for stdin
 	schema *arrow.Schema
 
-	// File format: records are read through the footer's index.
-	file *ipc.FileReader
-	// Stream format: records are read in order; in tells a clean end from a truncated one.
+	// File format: records are read through the footer's index, which blocks holds as
+	// checked against the file's size.
+	file   *ipc.FileReader
+	blocks []fileBlock
+	// Stream format: records are read in order; in tells a clean end from a truncated one,
+	// frame checks each message before the IPC reader sees it.
 	stream *ipc.Reader
 	in     *eofReader
+	frame  *frameReader
 
 	rec     arrow.Record
 	batches int // record batches returned so far
@@ -127,9 +173,9 @@ func openSeekable(in *io.SectionReader, name string) (*Reader, error) {
 	case err != nil:
 		return nil, err
 	case file:
-		return openFileFormat(in, name)
+		return openFileFormat(in, in.Size(), name)
 	}
-	return openStream(bufio.NewReaderSize(in, 1<<16), name)
+	return openStream(bufio.NewReaderSize(in, 1<<16), in.Size(), name)
 }
 
 // openSequential opens an input that can only be read in order, such as a pipe.
@@ -148,38 +194,88 @@ func openSequential(in io.Reader, name string) (*Reader, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		return openFileFormat(bytes.NewReader(data), name)
+		return openFileFormat(bytes.NewReader(data), int64(len(data)), name)
 	}
-	return openStream(br, name)
+	return openStream(br, -1, name)
 }
 
-func openFileFormat(in ipc.ReadAtSeeker, name string) (*Reader, error) {
-	var fr *ipc.FileReader
-	err := catch(func() (err error) {
-		fr, err = ipc.NewFileReader(in, ipc.WithAllocator(allocator))
-		return err
-	})
+// openFileFormat opens an IPC file of size bytes. Its footer is read and checked here
+// first (see verifyFooter), and every allocation is bounded by the file's size.
+func openFileFormat(in ipc.ReadAtSeeker, size int64, name string) (*Reader, error) {
+	blocks, err := readFooter(in, size)
 	if err != nil {
 		// The input began with the file magic, so a missing or garbled footer most likely
 		// means the file was cut short.
 		return nil, fmt.Errorf("%s: truncated or corrupt Arrow file: %w", name, err)
 	}
-	return &Reader{name: name, schema: fr.Schema(), file: fr}, nil
-}
-
-func openStream(in io.Reader, name string) (*Reader, error) {
-	r := &Reader{name: name, in: &eofReader{r: in}}
-	err := catch(func() (err error) {
-		r.stream, err = ipc.NewReader(r.in, ipc.WithAllocator(allocator))
+	var fr *ipc.FileReader
+	err = catch(func() (err error) {
+		fr, err = ipc.NewFileReader(in, ipc.WithAllocator(&boundedAllocator{limit: size}))
 		return err
 	})
 	if err != nil {
+		return nil, fmt.Errorf("%s: truncated or corrupt Arrow file: %w", name, err)
+	}
+	var schema *arrow.Schema
+	if err := catch(func() error { schema = fr.Schema(); return nil }); err != nil {
+		return nil, fmt.Errorf("%s: corrupt Arrow file: %w", name, err)
+	}
+	return &Reader{name: name, schema: schema, file: fr, blocks: blocks}, nil
+}
+
+// readFooter reads the footer of an IPC file of size bytes (magic, padding, messages,
+// footer, its 4-byte length, magic) and returns its record batch blocks, checked.
+func readFooter(in io.ReaderAt, size int64) ([]fileBlock, error) {
+	const magic = int64(len(fileMagic))
+	tail := make([]byte, 4+magic)
+	if size < 2*8+int64(len(tail)) { // leading magic and padding, a footer, its length and magic
+		return nil, fmt.Errorf("file too small (%d bytes)", size)
+	}
+	if _, err := in.ReadAt(tail, size-int64(len(tail))); err != nil {
+		return nil, err
+	}
+	if string(tail[4:]) != fileMagic {
+		return nil, fmt.Errorf("no %s magic at the end", fileMagic)
+	}
+	footerLen := int64(binary.LittleEndian.Uint32(tail))
+	end := size - int64(len(tail)) - footerLen // where the footer starts
+	if footerLen == 0 || end < 8 {
+		return nil, fmt.Errorf("footer of %d bytes does not fit in a file of %d bytes", footerLen, size)
+	}
+	footer := make([]byte, footerLen)
+	if _, err := in.ReadAt(footer, end); err != nil {
+		return nil, err
+	}
+	var blocks []fileBlock
+	err := catch(func() (err error) {
+		blocks, err = verifyFooter(footer, end)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("footer: %w", err)
+	}
+	return blocks, nil
+}
+
+// openStream opens an IPC stream with size bytes left in it, or -1 if that is not known.
+func openStream(in io.Reader, size int64, name string) (*Reader, error) {
+	r := &Reader{name: name, in: &eofReader{r: in}}
+	alloc := &boundedAllocator{}
+	r.frame = &frameReader{in: r.in, size: size, alloc: alloc}
+	err := catch(func() (err error) {
+		r.stream, err = ipc.NewReader(r.frame, ipc.WithAllocator(alloc))
+		return err
+	})
+	if err != nil {
+		err = r.frame.cause(err)
 		if r.in.short {
 			return nil, fmt.Errorf("%s: truncated Arrow stream: %w", name, err)
 		}
 		return nil, fmt.Errorf("%s: corrupt Arrow stream: %w", name, err)
 	}
-	r.schema = r.stream.Schema()
+	if err := catch(func() error { r.schema = r.stream.Schema(); return nil }); err != nil {
+		return nil, fmt.Errorf("%s: corrupt Arrow stream: %w", name, err)
+	}
 	return r, nil
 }
 
@@ -197,15 +293,20 @@ func (r *Reader) Next() bool {
 		return false
 	}
 	if r.file != nil {
-		if r.batches >= r.file.NumRecords() {
+		if r.batches >= len(r.blocks) {
 			return false
 		}
 		err := catch(func() (err error) {
-			r.rec, err = r.file.RecordAt(r.batches)
-			return err
+			if r.rec, err = r.file.RecordAt(r.batches); err != nil {
+				return err
+			}
+			return validateRecord(r.rec)
 		})
 		if err != nil {
-			r.rec = nil
+			if r.rec != nil {
+				r.rec.Release()
+				r.rec = nil
+			}
 			r.err = fmt.Errorf("%s: truncated or corrupt Arrow file: record batch %d: %w", r.name, r.batches, err)
 			return false
 		}
@@ -218,6 +319,11 @@ func (r *Reader) Next() bool {
 		ok = r.stream.Next()
 		return r.stream.Err()
 	})
+	if err != nil {
+		err = r.frame.cause(err)
+	} else if !ok && r.frame.err != nil && r.frame.err != io.EOF {
+		err = r.frame.err
+	}
 	switch {
 	case err != nil && r.in.short:
 		r.err = fmt.Errorf("%s: truncated Arrow stream: record batch %d: %w", r.name, r.batches, err)
@@ -229,8 +335,14 @@ func (r *Reader) Next() bool {
 		// that nothing was lost.
 		r.err = fmt.Errorf("%s: truncated Arrow stream: input ended after %d record batches without the end-of-stream marker", r.name, r.batches)
 	case ok:
-		r.rec = r.stream.Record()
-		r.rec.Retain()
+		if err := catch(func() error { r.rec = r.stream.Record(); r.rec.Retain(); return validateRecord(r.rec) }); err != nil {
+			if r.rec != nil {
+				r.rec.Release()
+				r.rec = nil
+			}
+			r.err = fmt.Errorf("%s: corrupt Arrow stream: record batch %d: %w", r.name, r.batches, err)
+			return false
+		}
 		r.batches++
 	}
 	return r.rec != nil
@@ -251,11 +363,11 @@ func (r *Reader) Close() error {
 		r.rec = nil
 	}
 	if r.file != nil {
-		r.file.Close()
+		catch(r.file.Close)
 		r.file = nil
 	}
 	if r.stream != nil {
-		r.stream.Release()
+		catch(func() error { r.stream.Release(); return nil })
 		r.stream = nil
 	}
 	r.closed = true
@@ -289,7 +401,11 @@ func (e *eofReader) Read(p []byte) (int, error) {
 func catch(f func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("corrupt data: %v", p)
+			if e, ok := p.(error); ok {
+				err = fmt.Errorf("corrupt data: %w", e)
+			} else {
+				err = fmt.Errorf("corrupt data: %v", p)
+			}
 		}
 	}()
 	return f()

@@ -6,17 +6,22 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
+
+	"github.com/rocone/rocone/pkg/outfile"
 )
 
-// recordWriter writes record batches of one schema to a path: atomically in the IPC file
-// format to a file, or in the IPC stream format to stdout for "-". Every artifact writer
-// in this package is built on it.
+// recordWriter writes record batches of one schema to an output opened by package
+// outfile: in the IPC file format to a file, which is written atomically, and in the
+// IPC stream format to stdout ("-") and to outputs written in place (a device, a pipe,
+// an open descriptor), which a reader can only read in order. Every artifact writer in
+// this package is built on it.
 type recordWriter struct {
-	name string      // the path, for errors
-	file *atomicFile // nil for stdout
+	name string // the path, for errors
+	out  *outfile.File
 	buf  *bufio.Writer
 	ipc  interface {
 		Write(arrow.Record) error
@@ -28,24 +33,21 @@ type recordWriter struct {
 
 // createRecords starts an artifact at path ("-" for stdout) with the given schema.
 func createRecords(path string, schema *arrow.Schema) (*recordWriter, error) {
-	w := &recordWriter{name: displayName(path, "stdout")}
-	if path == "-" {
-		w.buf = bufio.NewWriterSize(os.Stdout, 1<<20)
-		w.ipc = ipc.NewWriter(w.buf, ipc.WithSchema(schema))
-		return w, nil
-	}
-	f, err := createAtomic(path)
+	out, err := outfile.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	w.file = f
-	w.buf = bufio.NewWriterSize(f, 1<<20)
+	w := &recordWriter{name: out.Name(), out: out, buf: bufio.NewWriterSize(out, 1<<20)}
+	if !out.Atomic() {
+		w.ipc = ipc.NewWriter(w.buf, ipc.WithSchema(schema))
+		return w, nil
+	}
 	// The file writer asks its output for its position; a posWriter answers without
 	// defeating the buffer.
 	fw, err := ipc.NewFileWriter(&posWriter{w: w.buf}, ipc.WithSchema(schema))
 	if err != nil {
-		f.abort()
-		return nil, fmt.Errorf("%s: %w", path, err)
+		out.Abort()
+		return nil, fmt.Errorf("%s: %w", w.name, err)
 	}
 	w.ipc = fw
 	return w, nil
@@ -67,8 +69,8 @@ func (w *recordWriter) write(rec arrow.Record) error {
 	return nil
 }
 
-// close writes the footer or end-of-stream marker, flushes and, for a file, commits it.
-// On error a file is removed.
+// close writes the footer or end-of-stream marker, flushes and commits the output (see
+// outfile.File.Commit). On error a file is removed.
 func (w *recordWriter) close() error {
 	if w.closed {
 		return fmt.Errorf("%s: %w", w.name, os.ErrClosed)
@@ -83,31 +85,34 @@ func (w *recordWriter) close() error {
 		err = w.buf.Flush()
 	}
 	if err != nil {
-		if w.file != nil {
-			w.file.abort()
-		}
-		return fmt.Errorf("%s: %w", w.name, err)
+		w.out.Abort()
+		return wrapOnce(w.name, err)
 	}
-	if w.file != nil {
-		return w.file.commit()
-	}
-	return nil
+	return w.out.Commit()
 }
 
-// abort gives up the artifact: a file's temporary file is removed, and a stream on stdout
-// is ended without its end-of-stream marker so that readers reject it. What was buffered
-// for stdout is flushed, so that a reader downstream reports a truncated stream rather
-// than an empty input. It does nothing after close or abort.
+// abort gives up the artifact: a file's temporary file is removed, and a stream is ended
+// without its end-of-stream marker so that readers reject it. What was buffered for a
+// stream is flushed, so that a reader downstream reports a truncated stream rather than
+// an empty input. It does nothing after close or abort.
 func (w *recordWriter) abort() {
 	if w.closed {
 		return
 	}
 	w.closed = true
-	if w.file != nil {
-		w.file.abort()
-		return
+	if !w.out.Atomic() {
+		w.buf.Flush() // the error, if any, is the one being handled already
 	}
-	w.buf.Flush() // the error, if any, is the one being handled already
+	w.out.Abort()
+}
+
+// wrapOnce prefixes err with name unless it already begins with it (errors from the
+// output itself do).
+func wrapOnce(name string, err error) error {
+	if strings.HasPrefix(err.Error(), name+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // posWriter is an io.WriteSeeker that can only report its position, which is all that

@@ -9,8 +9,6 @@ import (
 	"io/fs"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/rocone/rocone/pkg/compute/cuda/cudamodel"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/outfile"
 )
 
 // Options are how a run is carried out; unlike Config, none of them changes what is
@@ -30,6 +29,7 @@ type Options struct {
 	Checkpoint string // the checkpoint to write (and, with Resume, to read first)
 	Log        string // the train log to write (and, with Resume, to continue); "" for none
 	Resume     bool   // continue from Checkpoint, whose configuration the caller passes (see ResumeConfig)
+	Config     string // the configuration file the caller read, if any: an input no output may overwrite
 
 	Kernels compute.Kernels[float32] // the backend; nil: compute.Reference
 	Workers int                      // goroutines for Adam and validation; 0: GOMAXPROCS
@@ -148,21 +148,17 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 	return t.run(ctx)
 }
 
-// checkOutput checks that path's directory exists, so that a run does not fail at its
-// first checkpoint, after hours of work.
-func checkOutput(flag, path string) error {
-	if path == "" || path == "-" {
-		return nil
-	}
-	dir := filepath.Dir(path)
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s %s: %s is not a directory", flag, path, dir)
-	}
-	return nil
+// checkOutputs checks the checkpoint and the log before any work (outfile.Check): both
+// writable, neither one of the inputs nor each other, both regular files (they are
+// rewritten at every checkpoint and read back by --resume), so that a mistake is found
+// at once, not at the first checkpoint hours later. With Resume, the checkpoint and log
+// are inputs too by design, and are not compared with themselves.
+func checkOutputs(opts Options) error {
+	inputs := []outfile.Path{{Flag: "--train", Path: opts.Train}, {Flag: "--valid", Path: opts.Valid}, {Flag: "--config", Path: opts.Config}}
+	return outfile.Check(inputs, []outfile.Path{
+		{Flag: "--checkpoint", Path: opts.Checkpoint, File: true},
+		{Flag: "--log", Path: opts.Log, File: true},
+	})
 }
 
 func setup(cfg Config, opts Options) (*trainer, error) {
@@ -172,13 +168,7 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 	if opts.Checkpoint == "" {
 		return nil, errors.New("no checkpoint path")
 	}
-	if opts.Checkpoint == "-" {
-		return nil, errors.New("the checkpoint must be a file")
-	}
-	if err := checkOutput("checkpoint", opts.Checkpoint); err != nil {
-		return nil, err
-	}
-	if err := checkOutput("log", opts.Log); err != nil {
+	if err := checkOutputs(opts); err != nil {
 		return nil, err
 	}
 	t := &trainer{cfg: cfg, opts: opts, workers: opts.Workers, savedSteps: -1}
