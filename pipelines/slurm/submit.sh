@@ -209,7 +209,7 @@ fi
 OUT_ABS=$(realpath -m "$OUT")
 if [ $DRY -eq 0 ]; then
 	# An earlier submission into the same OUT still queued or running would race this one.
-	busy=$(squeue -h -u "$(id -un)" -o '%A %k' 2>/dev/null | awk -v o="$OUT_ABS" '$2 == o { print $1 }' | sort -u | tr '\n' ' ')
+	busy=$(squeue -h -u "$(id -un)" -o '%A|%k' 2>/dev/null | awk -F'|' -v o="$OUT_ABS" '$2 == o { print $1 }' | sort -u | tr '\n' ' ')
 	[ -z "$busy" ] || die "jobs $busy of an earlier submission into $OUT are still queued or running: wait for them (or scancel them) first"
 fi
 

@@ -45,8 +45,8 @@ if [ ${#need[@]} -gt 0 ]; then
 		$SUDO chmod 755 $policy
 	fi
 	rc=0
-	{ $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"; } >&2 || rc=$?
+	{ $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -q &&
+		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${need[@]}"; } >&2 || rc=$?
 	[ -z "$policy" ] || $SUDO rm -f "$policy"
 	[ $rc -eq 0 ] || die "apt-get install ${need[*]} failed (exit $rc)"
 	for bin in slurmctld slurmd sbatch sinfo munged mungekey; do
@@ -147,6 +147,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
 JobCompLoc=$DIR/jobcomp.log
 MpiDefault=none
+MailProg=/bin/true
 ReturnToService=2
 MinJobAge=3600
 SlurmctldTimeout=30
