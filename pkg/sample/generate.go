@@ -124,7 +124,7 @@ func Generate(ctx context.Context, g *Graphs, opts Options, emit func(*Query) er
 		start := time.Now()
 		var st TypeStats
 		if name == "1p" {
-			st, err = writeLinks(g, maxAnswers, count, given[i], opts.Seed, emit)
+			st, err = writeLinks(g, maxAnswers, count, given[i], opts.Seed, opts.Log, emit)
 		} else {
 			sm := &sampler{g: g, s: s, name: name, negation: negation, maxAnswers: maxAnswers}
 			st, err = sm.run(ctx, count, opts, emit)
@@ -169,8 +169,8 @@ func hasNegationRule(s *query.Structure) bool {
 // not already on the small graph (BetaE's splits share no facts, so that is all of them);
 // easy answers are the small graph's tails. A count below the number of pairs keeps a
 // seeded random subset, in pair order; an explicit count (given) above the number of
-// pairs is an error, as a count the sampler cannot supply is for the other types.
-func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, emit func(*Query) error) (TypeStats, error) {
+// pairs keeps them all, with a warning on log (nil: none).
+func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, log io.Writer, emit func(*Query) error) (TypeStats, error) {
 	s := query.MustParse("('e',('r',))")
 	type pair struct {
 		head int32
@@ -190,9 +190,9 @@ func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, emit 
 			pairs = append(pairs, pair{h, i})
 		}
 	}
-	if given && count > len(pairs) {
-		return st, fmt.Errorf("only %d (head, relation) link pairs with at most %d answers in the %s split, %d asked; ask for fewer with --count or raise --max-answers",
-			len(pairs), maxAnswers, g.Split, count)
+	if given && count > len(pairs) && log != nil {
+		fmt.Fprintf(log, "warning: %s 1p: %d asked, but the split has only %d (head, relation) link pairs with at most %d answers: all of them are written\n",
+			g.Split, count, len(pairs), maxAnswers)
 	}
 	if count >= 0 && count < len(pairs) {
 		rng := rand.New(rand.NewPCG(seed, typeSeed("1p")))
