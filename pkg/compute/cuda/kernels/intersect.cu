@@ -5,7 +5,7 @@
 //
 //	z      = intersect_features(a, h)                 [nb·N][2d]
 //	att    = relu(z·W1ᵀ + b1); logits = att·W2ᵀ + b2  [nb·N][d]
-//	a'     = intersect_attention_fwd(logits → α)      softmax over branches + atan2
+//	a'     = intersect_attention_fwd(logits → α)      softmax over branches + ConE's arctangent
 //	set    = relu(z·W3ᵀ + b3)                         [nb·N][d]
 //	mean   = branch_mean(set)                         [N][d]
 //	gate   = mean·W4ᵀ + b4                            [N][d]
@@ -47,8 +47,10 @@ KERNEL relu_bwd(float* dx, const float* out, int n) {
 }
 
 // SemanticAverage. alpha holds the attention logits [nb][nd] on entry and the softmax
-// over branches on exit; x, y [nd] get Σ_j α_j cos a_j and Σ_j α_j sin a_j, and
-// outAxis [nd] = atan2(y, x). axis is the inputs' axes [nb][nd].
+// over branches on exit; x, y [nd] get Σ_j α_j cos a_j and Σ_j α_j sin a_j, x clamped to
+// 1e-3 where |x| < 1e-3, and outAxis [nd] = atan(y/x) ± π by the signs of x and y, as
+// ConE's code (and model.IntersectForward, whose comment says why) computes it.
+// axis is the inputs' axes [nb][nd].
 KERNEL intersect_attention_fwd(float* outAxis, float* alpha, float* x, float* y, const float* axis, int nb, int nd) {
 	GRID_STRIDE(p, nd) {
 		float g = alpha[p];
@@ -68,15 +70,19 @@ KERNEL intersect_attention_fwd(float* outAxis, float* alpha, float* x, float* y,
 			sx += al * c;
 			sy += al * s;
 		}
+		if (sx > -1e-3f && sx < 1e-3f) sx = 1e-3f;
 		x[p] = sx;
 		y[p] = sy;
-		outAxis[p] = atan2f(sy, sx);
+		float a = atanf(sy / sx);
+		if (sx < 0.f) a = sy < 0.f ? a - PI_F : a + PI_F;
+		outAxis[p] = a;
 	}
 }
 
 // Backward of intersect_attention_fwd given dOutAxis [nd]: adds the direct gradient
 // α_j·(dy·cos a_j − dx·sin a_j) into dAxis [nb][nd] and WRITES dg [nb][nd], the gradient
-// of the attention logits (through the softmax). atan2 at x = y = 0 has gradient 0.
+// of the attention logits (through the softmax). x holds the clamped sum: where it is
+// 1e-3 (clamped) the arctangent's gradient with respect to x is 0.
 KERNEL intersect_attention_bwd(float* dg, float* dAxis, const float* dOutAxis, const float* alpha, const float* x,
                                const float* y, const float* axis, int nb, int nd) {
 	GRID_STRIDE(p, nd) {
@@ -88,6 +94,7 @@ KERNEL intersect_attention_bwd(float* dg, float* dAxis, const float* dOutAxis, c
 		}
 		float go = dOutAxis[p];
 		float dx = -yv / r2 * go, dy = xv / r2 * go;
+		if (xv == 1e-3f) dx = 0.f;
 		float dot = 0.f;
 		for (int j = 0; j < nb; j++) {
 			long long q = (long long)j * nd + p;
