@@ -25,13 +25,17 @@ func app() *cli.App {
 		Name:      "metrics",
 		Usage:     "per-type MRR and Hits@1/3/10 over seeds (mean ± std, bootstrap 95% interval)",
 		ArgsUsage: "RANKS...",
+		Description: "The RANKS files are the seeds of one model: distinct checkpoints of one model and training configuration\n" +
+			"(seeds differ in --seed only), ranking the same queries file; anything else is refused, naming what differs.\n" +
+			"With --models, the files are grouped by model and configuration and each model gets its own row.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "compare", Usage: "put the published RoConE and ConE rows beside ours"},
+			&cli.BoolFlag{Name: "models", Usage: "several models side by side: group RANKS by model and training configuration, one row per model (its seeds averaged)"},
 			&cli.StringFlag{Name: "plot", Usage: "MRR-per-type plot with error bars, `FILE`.png or .svg"},
 			&cli.StringFlag{Name: "log", Usage: "a train-log artifact whose loss and valid-MRR curves to plot"},
 			&cli.StringFlag{Name: "curves", Usage: "where the training curves go (default: next to --plot, -training added)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "metrics artifact `FILE` (- for stdout is not allowed: the table goes there)"},
-			&cli.IntFlag{Name: "resamples", Value: 1000, Usage: "bootstrap resamples over queries"},
+			&cli.IntFlag{Name: "resamples", Value: 1000, Usage: "bootstrap resamples over queries; 0: no bootstrap (no intervals)"},
 			&cli.Uint64Flag{Name: "seed", Usage: "bootstrap seed"},
 			&cli.StringFlag{Name: "label", Usage: "name of our row in the tables (default: the model)"},
 		},
@@ -49,7 +53,7 @@ func app() *cli.App {
 				curves = strings.TrimSuffix(plot, ext) + "-training" + ext
 			}
 			return pipeline.Metrics(pipeline.MetricsConfig{
-				Ranks: c.Args().Slice(), Output: c.String("output"), Compare: c.Bool("compare"), Plot: c.String("plot"),
+				Ranks: c.Args().Slice(), Models: c.Bool("models"), Output: c.String("output"), Compare: c.Bool("compare"), Plot: c.String("plot"),
 				TrainLog: c.String("log"), CurvePlot: curves, Resamples: c.Int("resamples"), Seed: c.Uint64("seed"), Label: c.String("label"),
 			}, os.Stdout)
 		},
@@ -59,11 +63,11 @@ func app() *cli.App {
 				Usage: "how symmetric, inverse and compositional each relation's learned rotation is",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "checkpoint", Required: true, Usage: "a trained model `FILE`"},
-					&cli.IntFlag{Name: "top", Value: 10, Usage: "list the N strongest of each pattern"},
+					&cli.IntFlag{Name: "top", Value: 10, Usage: "list the N strongest of each pattern (N ≥ 1)"},
 					&cli.StringFlag{Name: "data", Usage: "dataset `DIR`, for relation names"},
 				},
 				Action: func(c *cli.Context) error {
-					return pipeline.Patterns(pipeline.PatternsConfig{Checkpoint: c.String("checkpoint"), Top: c.Int("top"), Data: c.String("data")}, os.Stdout)
+					return pipeline.Patterns(pipeline.PatternsConfig{Checkpoint: c.String("checkpoint"), Top: c.Int("top"), Data: c.String("data"), Log: os.Stderr}, os.Stdout)
 				},
 			},
 		},

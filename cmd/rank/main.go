@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 
@@ -27,11 +28,11 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "checkpoint", Required: true, Usage: "trained model `FILE` (its entity table)"},
 			&cli.StringFlag{Name: "queries", Required: true, Usage: "queries artifact `FILE`, for the easy/hard answers (- for stdin)"},
 			&cli.StringFlag{Name: "cones", Usage: "cones artifact `FILE` from embed (- for stdin); default: embed the queries here"},
-			&cli.IntFlag{Name: "top", Usage: "also write each query's `K` best entities and their scores"},
-			&cli.StringFlag{Name: "data", Usage: "dataset `DIR`, to name the top-K entities"},
+			&cli.IntFlag{Name: "top", Usage: "also write each query's `K` best entities and their scores (K ≥ 1)"},
+			&cli.StringFlag{Name: "data", Usage: "dataset `DIR`, to name the top-K entities (needs --top; must be the checkpoint's KG)"},
 			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda (cuda: embedding, scoring and ranking on the GPU; with --cones or --top, the queries' cones or scores pass through the host)"},
 			&cli.IntFlag{Name: "workers", Usage: "goroutines ranking queries (default: every core)"},
-			&cli.IntFlag{Name: "batch", Usage: "queries scored together (default: 16 on the CPU, where the entity table stays in cache, and 512 on CUDA, where each call to the device costs a round trip)"},
+			&cli.IntFlag{Name: "batch", Usage: "queries scored together, at least 1, at most the number of queries (default: 16 on the CPU, where the entity table stays in cache, and 512 on CUDA, where each call to the device costs a round trip)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "ranks artifact `FILE` (- for an IPC stream on stdout)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 		},
@@ -41,6 +42,9 @@ func app() *cli.App {
 				return err
 			}
 			batch := c.Int("batch")
+			if c.IsSet("batch") && batch <= 0 {
+				return fmt.Errorf("--batch %d: want a positive number of queries", batch)
+			}
 			if batch == 0 && c.String("device") == "cuda" {
 				batch = 512
 			}

@@ -51,21 +51,17 @@ func app() *cli.App {
 				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "types", Usage: "comma-separated type names or structure notations (default: the split's BetaE types)"},
 					&cli.StringFlag{Name: "count", Usage: "per-type counts, `TYPE=N,...` (default: BetaE's)"},
-					&cli.IntFlag{Name: "max-answers", Usage: "answer cap (default: 80 on valid/test, none on train)"},
+					&cli.IntFlag{Name: "max-answers", Usage: "answer cap, at least 1 (default: 80 on valid/test, none on train)"},
 					&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "random seed; the same seed gives byte-identical output"},
 					&cli.IntFlag{Name: "workers", Usage: "worker goroutines (default: every core); does not change the output"},
 				}, dataFlags...),
 				Action: func(c *cli.Context) error {
-					opts := sample.Options{MaxAnswers: c.Int("max-answers"), Seed: c.Uint64("seed"), Workers: c.Int("workers")}
-					if c.IsSet("types") {
-						opts.Types = sample.SplitList(c.String("types"))
-					}
-					if c.IsSet("count") {
-						counts, err := sample.ParseCounts(c.String("count"))
-						if err != nil {
-							return err
-						}
-						opts.Counts = counts
+					opts, err := sample.FlagValues{
+						Types: c.String("types"), TypesSet: c.IsSet("types"), Count: c.String("count"), CountSet: c.IsSet("count"),
+						MaxAnswers: c.Int("max-answers"), MaxAnswersSet: c.IsSet("max-answers"), Seed: c.Uint64("seed"), Workers: c.Int("workers"),
+					}.Options()
+					if err != nil {
+						return err
 					}
 					return sample.GenerateToFile(c.Context, source(c), c.String("split"), opts, c.String("output"), logWriter(c))
 				},

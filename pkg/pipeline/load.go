@@ -3,7 +3,10 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"strconv"
+	"strings"
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute"
@@ -26,11 +29,40 @@ func loadModel(path string, kernels compute.Backend) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFinite(path, m); err != nil {
+		return nil, err
+	}
 	hash, err := artifact.FileDigest(path)
 	if err != nil {
 		return nil, err
 	}
 	return &loaded{path: path, hash: hash, meta: ck.Meta, model: m}, nil
+}
+
+// checkFinite refuses a checkpoint with a NaN or infinite parameter: such a model embeds
+// queries as NaN cones and scores entities as NaN. Every stage that loads a model for use
+// (embed, rank, metrics patterns) checks it here, so they accept and refuse the same
+// checkpoints.
+func checkFinite(path string, m *model.Model[float32]) error {
+	for _, t := range m.Params.Tensors() {
+		for i, x := range t.Data {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				r, c := i, 0
+				if t.Cols > 0 {
+					r, c = i/t.Cols, i%t.Cols
+				}
+				return fmt.Errorf("%s: parameter %s[%d, %d] is %v: the model is not usable (a diverged run?)", path, t.Name, r, c, x)
+			}
+		}
+	}
+	return nil
+}
+
+// trainedOn is the identity of the KG a checkpoint was trained on: the dataset's name and,
+// in checkpoints trained from queries files that record one, the digest of its entity
+// table (kg.Dataset.EntityDigest).
+func (l *loaded) trainedOn() (dataset, entities string) {
+	return l.meta.Dataset, l.meta.EntitiesDigest
 }
 
 // seed is the seed the checkpoint was trained with, from its training configuration.
@@ -65,16 +97,31 @@ func readQueriesFor(path string, l *loaded) (artifact.QueriesMeta, []artifact.Qu
 	return meta, rows, rq, nil
 }
 
-// datasetFor loads a dataset folder for its name tables, checking that it is the KG of a
-// model with the given sizes.
-func datasetFor(dir string, numEntities, numRelations int) (*kg.Dataset, error) {
+// datasetFor loads a dataset folder for its name tables, checking that it is the KG of
+// the loaded model: the same sizes, and the same entity table (by its digest) where the
+// checkpoint records one. A checkpoint from before the digest was recorded is checked by
+// the dataset's name instead, with a warning on log.
+func datasetFor(dir string, l *loaded, log io.Writer) (*kg.Dataset, error) {
+	mc := l.model.Config
 	d, err := kg.Load(dir, kg.FormatAuto)
 	if err != nil {
 		return nil, err
 	}
-	if d.NumEntities != numEntities || d.NumRelations != numRelations {
-		return nil, fmt.Errorf("%s has %d entities and %d relations, the checkpoint %d and %d",
-			dir, d.NumEntities, d.NumRelations, numEntities, numRelations)
+	if d.NumEntities != mc.NumEntities || d.NumRelations != mc.NumRelations {
+		return nil, fmt.Errorf("%s has %d entities and %d relations, the checkpoint %s %d and %d",
+			dir, d.NumEntities, d.NumRelations, l.path, mc.NumEntities, mc.NumRelations)
+	}
+	name, digest := l.trainedOn()
+	switch got := d.EntityDigest(); {
+	case got == "":
+		// The folder names no entities: there is nothing to mislabel.
+	case digest != "" && got != digest:
+		return nil, fmt.Errorf("%s: its entity table (digest %.12s) is not the one %s was trained on (dataset %q, digest %.12s), though the counts agree",
+			dir, got, l.path, name, digest)
+	case digest == "" && name != "" && !strings.EqualFold(name, d.Name):
+		return nil, fmt.Errorf("%s is dataset %q, but %s was trained on %q", dir, d.Name, l.path, name)
+	case digest == "" && log != nil:
+		fmt.Fprintf(log, "warning: %s records no entity-table digest (trained before it was recorded): cannot check that %s names its entities\n", l.path, dir)
 	}
 	return d, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strings"
 
 	"github.com/rocone/rocone/pkg/artifact"
@@ -12,55 +13,125 @@ import (
 
 // MetricsConfig is what `metrics` does.
 type MetricsConfig struct {
-	Ranks     []string // ranks artifacts, one per seed, of the same queries
-	Output    string   // metrics artifact; "" for none
-	Compare   bool     // put the published RoConE and ConE rows beside ours
-	Plot      string   // MRR-per-type plot (.png or .svg); "" for none
-	TrainLog  string   // a train-log artifact to plot as curves; optional
-	CurvePlot string   // where the training curves go (.png or .svg); needed with TrainLog
-	Resamples int      // bootstrap resamples; 0 means report.DefaultResamples
-	Seed      uint64   // bootstrap seed
-	Label     string   // the name of our row in the tables; default: the model
+	// Ranks are ranks artifacts of the same queries: the seeds of one model (distinct
+	// checkpoints of one model and training configuration), or with Models several models.
+	Ranks     []string
+	Models    bool   // group Ranks by model and configuration, one table row per model
+	Output    string // metrics artifact; "" for none
+	Compare   bool   // put the published RoConE and ConE rows beside ours
+	Plot      string // MRR-per-type plot (.png or .svg); "" for none
+	TrainLog  string // a train-log artifact to plot as curves; optional
+	CurvePlot string // where the training curves go (.png or .svg); needed with TrainLog
+	// Resamples is the number of bootstrap resamples over queries; 0 turns the bootstrap
+	// off (the intervals are then NaN in the artifact); negative is an error.
+	Resamples int
+	Seed      uint64 // bootstrap seed
+	Label     string // the name of our row in the tables; default: the model
 }
 
-// Metrics aggregates ranks over seeds and writes the table to w.
+// ranksRun is one ranks file read for metrics.
+type ranksRun struct {
+	meta artifact.RanksMeta
+	run  report.Run
+	id   report.RunIdentity
+}
+
+func readRanksRun(path string) (ranksRun, error) {
+	meta, rows, err := artifact.ReadRanks(path)
+	if err != nil {
+		return ranksRun{}, err
+	}
+	ids := make([]int64, len(rows))
+	types := make([]string, len(rows))
+	ranks := make([]int32, len(rows))
+	for j, r := range rows {
+		ids[j], types[j], ranks[j] = r.ID, r.Type, r.Rank
+	}
+	grouped, err := report.GroupRanks(ids, types, ranks)
+	if err != nil {
+		return ranksRun{}, fmt.Errorf("%s: %w", path, err)
+	}
+	run, err := report.RunFromRanks(path, grouped)
+	if err != nil {
+		return ranksRun{}, err
+	}
+	id := report.RunIdentity{Path: path, Queries: meta.QueriesHash, Dataset: meta.Dataset, Split: meta.Split,
+		Model: meta.Model, Config: meta.TrainConfig, Seed: meta.Seed, CheckpointHash: meta.CheckpointHash}
+	if path != "-" {
+		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+			id.File = fi
+		}
+	}
+	return ranksRun{meta: meta, run: run, id: id}, nil
+}
+
+// Metrics aggregates ranks over seeds and writes the table to w. The ranks files must be
+// seeds of one model (report.CheckSeeds); with cfg.Models they are grouped into models
+// (report.GroupModels), each of which must be, and the table has one row per model.
 func Metrics(cfg MetricsConfig, w io.Writer) error {
-	if len(cfg.Ranks) == 0 {
-		return fmt.Errorf("metrics: no ranks files given")
+	switch {
+	case len(cfg.Ranks) == 0:
+		return fmt.Errorf("no ranks files given")
+	case (cfg.TrainLog == "") != (cfg.CurvePlot == ""):
+		return fmt.Errorf("a training log (--log) and a curve plot (--curves) go together")
+	case cfg.Resamples < 0:
+		return fmt.Errorf("--resamples %d: want a number of bootstrap resamples, or 0 for no bootstrap", cfg.Resamples)
+	case cfg.Models && (cfg.Output != "" || cfg.Plot != "" || cfg.Label != ""):
+		return fmt.Errorf("--models prints the side-by-side table only; -o, --plot and --label describe one model: run metrics once per model for them")
 	}
-	if (cfg.TrainLog == "") != (cfg.CurvePlot == "") {
-		return fmt.Errorf("metrics: a training log (--log) and a curve plot (--curves) go together")
+	if err := cfg.checkOutputs(); err != nil {
+		return err
 	}
-	var runs []report.Run
-	var first artifact.RanksMeta
-	for i, path := range cfg.Ranks {
-		meta, rows, err := artifact.ReadRanks(path)
+	var all []ranksRun
+	for _, path := range cfg.Ranks {
+		r, err := readRanksRun(path)
 		if err != nil {
 			return err
 		}
-		if i == 0 {
-			first = meta
-		} else if meta.QueriesHash != first.QueriesHash || meta.Dataset != first.Dataset || meta.Split != first.Split {
-			return fmt.Errorf("%s: ranks of queries %s (%s %s, digest %.12s), but %s holds ranks of %s (%s %s, digest %.12s); one metrics call aggregates seeds of the same queries",
-				path, meta.Queries, meta.Dataset, meta.Split, meta.QueriesHash, cfg.Ranks[0], first.Queries, first.Dataset, first.Split, first.QueriesHash)
-		}
-		ids := make([]int64, len(rows))
-		types := make([]string, len(rows))
-		ranks := make([]int32, len(rows))
-		for j, r := range rows {
-			ids[j], types[j], ranks[j] = r.ID, r.Type, r.Rank
-		}
-		grouped, err := report.GroupRanks(ids, types, ranks)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		run, err := report.RunFromRanks(path, grouped)
+		all = append(all, r)
+	}
+	ids := make([]report.RunIdentity, len(all))
+	for i, r := range all {
+		ids[i] = r.id
+	}
+	opts := report.Options{Resamples: cfg.Resamples, Seed: cfg.Seed}
+	if cfg.Resamples == 0 {
+		opts.Resamples = -1 // report's "off"
+	}
+	first := all[0].meta
+	if cfg.Models {
+		groups, err := report.GroupModels(ids)
 		if err != nil {
 			return err
 		}
-		runs = append(runs, run)
+		var rows []report.ModelRow
+		for _, g := range groups {
+			var runs []report.Run
+			for _, i := range g.Runs {
+				runs = append(runs, all[i].run)
+			}
+			agg, err := report.Summarize(runs, opts)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, report.ModelRow{Label: g.Label, Aggregate: agg})
+		}
+		fmt.Fprintf(w, "%s %s, %d model(s): %s\n\n", first.Dataset, first.Split, len(groups), strings.Join(cfg.Ranks, " "))
+		compare := cfg.Compare
+		if _, err := report.PublishedResults(first.Dataset); compare && err != nil {
+			fmt.Fprintf(w, "(--compare: %v)\n\n", err)
+			compare = false
+		}
+		return report.WriteMarkdownModels(w, rows, report.TableOptions{Compare: compare, Dataset: first.Dataset})
 	}
-	agg, err := report.Summarize(runs, report.Options{Resamples: cfg.Resamples, Seed: cfg.Seed})
+	if err := report.CheckSeeds(ids); err != nil {
+		return err
+	}
+	runs := make([]report.Run, len(all))
+	for i, r := range all {
+		runs[i] = r.run
+	}
+	agg, err := report.Summarize(runs, opts)
 	if err != nil {
 		return err
 	}

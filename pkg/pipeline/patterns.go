@@ -14,12 +14,16 @@ import (
 type PatternsConfig struct {
 	Checkpoint string
 	Top        int
-	Data       string // dataset folder for relation names; optional
+	Data       string    // dataset folder for relation names; optional
+	Log        io.Writer // warnings; nil for none
 }
 
 // Patterns reports how symmetric, inverse and compositional the relations' learned axis
 // rotations are (the RoConE paper's lemmas), strongest first.
 func Patterns(cfg PatternsConfig, w io.Writer) error {
+	if cfg.Top < 1 {
+		return fmt.Errorf("--top %d: list at least 1 relation of each pattern", cfg.Top)
+	}
 	l, err := loadModel(cfg.Checkpoint, compute.Reference[float32]{})
 	if err != nil {
 		return err
@@ -30,7 +34,7 @@ func Patterns(cfg PatternsConfig, w io.Writer) error {
 	}
 	var names []string
 	if cfg.Data != "" {
-		d, err := datasetFor(cfg.Data, mc.NumEntities, mc.NumRelations)
+		d, err := datasetFor(cfg.Data, l, cfg.Log)
 		if err != nil {
 			return err
 		}

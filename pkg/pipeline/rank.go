@@ -28,16 +28,39 @@ type RankConfig struct {
 	// whole ranking runs there (cudamodel.Model.RankBatch), and only ranks come back.
 	Device  *cuda.Device
 	Workers int // 0: every core
-	Batch   int // queries scored together; 0: eval.DefaultRankBatch
-	Log     io.Writer
+	// Batch is how many queries are scored together; 0: eval.DefaultRankBatch. It is
+	// capped at the number of queries: a batch holds a score per entity for each query.
+	Batch int
+	Log   io.Writer
+}
+
+// check refuses option values that would otherwise be ignored or silently wrong.
+func (cfg *RankConfig) check() error {
+	switch {
+	case cfg.TopK < 0:
+		return fmt.Errorf("--top %d: want a positive number of entities (leave it out for none)", cfg.TopK)
+	case cfg.Data != "" && cfg.TopK == 0:
+		return fmt.Errorf("--data %s names the entities of the top-K lists; it needs --top K", cfg.Data)
+	case cfg.Batch < 0:
+		return fmt.Errorf("--batch %d: want a positive number of queries", cfg.Batch)
+	case cfg.Workers < 0:
+		return fmt.Errorf("--workers %d: want a positive number of goroutines (leave it out for every core)", cfg.Workers)
+	}
+	return nil
 }
 
 // Rank writes the filtered rank of every hard answer of every query: one row per (query,
 // hard answer), in the queries' order. It ranks through eval.RankQueries, the function
 // training's validation uses, so the three agree bit for bit.
 func Rank(cfg RankConfig) error {
+	if err := cfg.check(); err != nil {
+		return err
+	}
 	if cfg.Queries == "-" && cfg.Cones == "-" {
 		return fmt.Errorf("--queries and --cones cannot both read stdin")
+	}
+	if err := cfg.checkOutputs(); err != nil {
+		return err
 	}
 	l, err := loadModel(cfg.Checkpoint, cfg.Kernels)
 	if err != nil {
@@ -58,7 +81,7 @@ func Rank(cfg RankConfig) error {
 	}
 	mc := l.model.Config
 	digest := artifact.QueriesDigest(rows)
-	opts := eval.RankOptions{Workers: cfg.Workers, Batch: cfg.Batch}
+	opts := eval.RankOptions{Workers: cfg.Workers, Batch: min(cfg.Batch, len(rq))}
 	if cfg.Cones != "" {
 		stored, err := checkCones(cfg.Cones, cmeta, cones, l, digest, displayPath(cfg.Queries))
 		if err != nil {
@@ -68,7 +91,7 @@ func Rank(cfg RankConfig) error {
 	}
 	var names []string
 	if cfg.TopK > 0 && cfg.Data != "" {
-		d, err := datasetFor(cfg.Data, mc.NumEntities, mc.NumRelations)
+		d, err := datasetFor(cfg.Data, l, cfg.Log)
 		if err != nil {
 			return err
 		}
@@ -98,7 +121,7 @@ func Rank(cfg RankConfig) error {
 	w, err := artifact.CreateRanks(cfg.Output, artifact.RanksMeta{
 		Model: string(mc.Variant), Dataset: qmeta.Dataset, Split: qmeta.Split, NumEntities: mc.NumEntities,
 		NumQueries: len(rows), Queries: displayPath(cfg.Queries), QueriesHash: digest, Checkpoint: cfg.Checkpoint, CheckpointHash: l.hash,
-		Seed: l.seed(), TopK: cfg.TopK,
+		Seed: l.seed(), TopK: cfg.TopK, TrainConfig: l.meta.Config,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildStage builds this command into a temporary folder.
+func buildStage(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stage")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runStage runs the binary and returns its exit status and stderr.
+func runStage(t *testing.T, bin string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stderr.String()
+	case errors.As(err, &exit):
+		return exit.ExitCode(), stderr.String()
+	}
+	t.Fatalf("%s: %v", bin, err)
+	return 0, ""
+}
+
+// snapshotDir returns every file of dir and its bytes.
+func snapshotDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	m := map[string][]byte{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
+			m[e.Name()] = b
+		}
+	}
+	return m
+}
+
+// TestFlagValuesEndToEnd runs `sample generate` on flag values that used to be ignored,
+// silently changed or accepted only to fail much later: each exits 1 at once with a
+// message naming the flag, writes nothing and leaves the pre-existing output as it was.
+func TestFlagValuesEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	bin := buildStage(t)
+	data := "../../testdata/tiny"
+	// An empty test split: the tiny KG with an empty test.tsv.
+	emptyTest := filepath.Join(t.TempDir(), "tiny")
+	os.MkdirAll(emptyTest, 0o755)
+	for _, f := range []string{"train.tsv", "valid.tsv", "entities.tsv", "relations.tsv"} {
+		b, _ := os.ReadFile(filepath.Join(data, f))
+		os.WriteFile(filepath.Join(emptyTest, f), b, 0o644)
+	}
+	os.WriteFile(filepath.Join(emptyTest, "test.tsv"), nil, 0o644)
+
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"type twice", []string{"--data", data, "--split", "valid", "--types", "1p,1p"}, []string{"--types", "1p is given twice"}},
+		{"type twice by notation", []string{"--data", data, "--split", "valid", "--types", "2p,('e',('r','r'))"}, []string{"2p is given twice"}},
+		{"empty types", []string{"--data", data, "--split", "valid", "--types", ""}, []string{`--types "": no types`}},
+		{"count for a type not sampled", []string{"--data", data, "--split", "valid", "--types", "1p", "--count", "2p=5"}, []string{"--count 2p=5", "not among the types to sample"}},
+		{"max-answers 0", []string{"--data", data, "--split", "valid", "--max-answers", "0"}, []string{"--max-answers 0", "at least 1"}},
+		{"max-answers -1", []string{"--data", data, "--split", "valid", "--types", "2p", "--max-answers", "-1"}, []string{"--max-answers -1"}},
+		{"count of 10^30", []string{"--data", data, "--split", "valid", "--count", "2p=1000000000000000000000000000000"}, []string{"is too large"}},
+		{"negative workers", []string{"--data", data, "--split", "valid", "--workers", "-1"}, []string{"--workers -1"}},
+		{"empty split not asked for", []string{"--data", emptyTest, "--split", "test", "--types", "1p"}, []string{"sampling 1p: no query found", "--count 1p=0"}},
+	}
+	outDir := t.TempDir()
+	out := filepath.Join(outDir, "q.arrow")
+	os.WriteFile(out, []byte("an older file the failed run must leave alone"), 0o644)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before, beforeData := snapshotDir(t, outDir), snapshotDir(t, data)
+			code, stderr := runStage(t, bin, append(append([]string{"generate"}, tc.args...), "-q", "-o", out)...)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1; stderr %q", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+			if !strings.HasPrefix(stderr, "sample: ") || strings.Contains(stderr, "sample: sample:") {
+				t.Errorf("stderr %q: want one \"sample: \" prefix", stderr)
+			}
+			for what, pair := range map[string][2]map[string][]byte{"output folder": {before, snapshotDir(t, outDir)}, "dataset": {beforeData, snapshotDir(t, data)}} {
+				if len(pair[0]) != len(pair[1]) {
+					t.Errorf("%s: %d files before, %d after", what, len(pair[0]), len(pair[1]))
+				}
+				for name, b := range pair[0] {
+					if !bytes.Equal(pair[1][name], b) {
+						t.Errorf("%s: %s changed", what, name)
+					}
+				}
+			}
+		})
+	}
+	// Asked for: an explicit --count 1p=0 on the empty split is a valid (empty) file.
+	if code, stderr := runStage(t, bin, "generate", "--data", emptyTest, "--split", "test", "--types", "1p", "--count", "1p=0", "-q", "-o", out); code != 0 {
+		t.Fatalf("--count 1p=0: exit %d: %s", code, stderr)
+	}
+}
