@@ -48,6 +48,7 @@ func flags() []cli.Flag {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "valid", Usage: "validate on this queries `FILE` (same dataset) every --eval-every steps and at the end"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint `FILE` to write (and with --resume, to continue)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "resume", Usage: "continue the run in --checkpoint, with its configuration, up to --steps"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "overwrite", Usage: "replace a checkpoint or log of another run (another configuration) at --checkpoint/--log; without it that is an error"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log", Usage: "train-log `FILE` (default: the checkpoint's name with -log.arrow; \"\" for none)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "preset", Usage: "hyper-parameters of training.md §5.3: " + strings.Join(train.PresetNames(), " or ")}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "model", Value: d.Model, Usage: "rocone, rocone-trunc, rocone-se or cone"}),
@@ -102,6 +103,12 @@ func action(c *cli.Context) error {
 			return fmt.Errorf("--%s is required", req)
 		}
 	}
+	if c.Int("workers") < 0 {
+		return fmt.Errorf("--workers %d: want a positive number of goroutines (leave it out for every core)", c.Int("workers"))
+	}
+	if c.Bool("resume") && c.Bool("overwrite") {
+		return fmt.Errorf("--resume continues the checkpoint, --overwrite replaces it: give one of them")
+	}
 	kernels, gpu, err := backend(c.String("device"), c.Int("workers"))
 	if err != nil {
 		return err
@@ -152,7 +159,7 @@ func action(c *cli.Context) error {
 	}
 	opts := train.Options{
 		Train: c.String("train"), Valid: c.String("valid"), Checkpoint: c.String("checkpoint"), Log: logPath,
-		Resume: c.Bool("resume"), Config: c.String("config"), Kernels: kernels, CUDA: gpu, Workers: c.Int("workers"), Progress: progress,
+		Resume: c.Bool("resume"), Config: c.String("config"), Overwrite: c.Bool("overwrite"), Kernels: kernels, CUDA: gpu, Workers: c.Int("workers"), Progress: progress,
 	}
 	if n := c.Int("test-hang-after"); n > 0 {
 		opts.AfterCheckpoint = func(done int) {

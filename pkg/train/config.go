@@ -241,12 +241,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("batch must be positive, got %d", c.Batch)
 	case c.Negatives <= 0:
 		return fmt.Errorf("negatives must be positive, got %d", c.Negatives)
-	case c.Gamma+2 <= 0 || math.IsNaN(c.Gamma) || math.IsInf(c.Gamma, 0):
-		return fmt.Errorf("gamma must be a number above -2, got %g", c.Gamma)
+	case !(c.Gamma >= 0) || math.IsInf(c.Gamma, 0):
+		return fmt.Errorf("gamma (the margin) must be a finite number ≥ 0, got %g", c.Gamma)
 	case !(c.LR > 0) || math.IsInf(c.LR, 0):
-		return fmt.Errorf("lr must be positive, got %g", c.LR)
-	case math.IsNaN(c.Lambda) || math.IsInf(c.Lambda, 0):
-		return fmt.Errorf("lambda must be a number, got %g", c.Lambda)
+		return fmt.Errorf("lr must be a finite number > 0, got %g", c.LR)
+	case !(c.Lambda >= 0) || math.IsInf(c.Lambda, 0):
+		return fmt.Errorf("lambda (the weight of the inside distance) must be a finite number ≥ 0, got %g", c.Lambda)
 	case !(c.Dropout >= 0 && c.Dropout < 1):
 		return fmt.Errorf("dropout must be in [0, 1), got %g", c.Dropout)
 	case c.Steps <= 0:
@@ -257,6 +257,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("checkpoint-every must not be negative, got %d", c.CheckpointEvery)
 	case c.ConeHidden < 0:
 		return fmt.Errorf("cone-hidden must not be negative, got %d", c.ConeHidden)
+	case c.ConeHidden != 0 && c.Model != string(model.ConE):
+		return fmt.Errorf("cone-hidden %d: the hidden width of ConE's projection MLP applies to --model cone only, not %s", c.ConeHidden, c.Model)
 	}
 	return nil
 }

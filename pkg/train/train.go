@@ -30,6 +30,9 @@ type Options struct {
 	Log        string // the train log to write (and, with Resume, to continue); "" for none
 	Resume     bool   // continue from Checkpoint, whose configuration the caller passes (see ResumeConfig)
 	Config     string // the configuration file the caller read, if any: an input no output may overwrite
+	// Overwrite lets a fresh run replace a checkpoint or train log of another run (another
+	// configuration, or not such an artifact at all); without it that is an error.
+	Overwrite bool
 
 	Kernels compute.Kernels[float32] // the backend; nil: compute.Reference
 	Workers int                      // goroutines for Adam and validation; 0: GOMAXPROCS
@@ -110,6 +113,7 @@ type trainer struct {
 	valid []eval.RankQuery
 
 	log        []artifact.TrainLogRow
+	entities   string // the KG's entity-table digest (artifact.QueriesMeta.EntitiesDigest)
 	stepsDone  int
 	savedSteps int // steps in the checkpoint on disk; -1: none written by this run or before
 
@@ -212,6 +216,17 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 		}
 		cfg.Dataset, cfg.NumEntities, cfg.NumRelations = tmeta.Dataset, tmeta.NumEntities, tmeta.NumRelations
 		t.cfg = cfg
+		if err := checkOverwrite(cfg, opts); err != nil {
+			return nil, err
+		}
+	}
+	t.entities = tmeta.EntitiesDigest
+	if ck != nil && ck.Meta.EntitiesDigest != "" {
+		if t.entities != "" && t.entities != ck.Meta.EntitiesDigest {
+			return nil, fmt.Errorf("%s names another entity table (digest %.12s) than the checkpoint %s was trained on (%.12s)",
+				opts.Train, t.entities, opts.Checkpoint, ck.Meta.EntitiesDigest)
+		}
+		t.entities = ck.Meta.EntitiesDigest
 	}
 	if cfg.NumEntities <= 0 || cfg.NumRelations <= 0 {
 		return nil, fmt.Errorf("%s: the KG has %d entities and %d relations", opts.Train, cfg.NumEntities, cfg.NumRelations)
@@ -233,12 +248,18 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 		if err != nil {
 			return nil, err
 		}
+		if vmeta.Split == "train" {
+			return nil, fmt.Errorf("%s: a train queries file; --valid needs held-out queries (split valid or test)", opts.Valid)
+		}
 		if vmeta.Dataset != cfg.Dataset {
 			return nil, fmt.Errorf("%s is from dataset %s, but the model is trained on %s", opts.Valid, vmeta.Dataset, cfg.Dataset)
 		}
 		if vmeta.NumEntities != cfg.NumEntities || vmeta.NumRelations != cfg.NumRelations {
 			return nil, fmt.Errorf("%s has %d entities and %d relations, the model %d and %d",
 				opts.Valid, vmeta.NumEntities, vmeta.NumRelations, cfg.NumEntities, cfg.NumRelations)
+		}
+		if vmeta.EntitiesDigest != "" && t.entities != "" && vmeta.EntitiesDigest != t.entities {
+			return nil, fmt.Errorf("%s names another entity table (digest %.12s) than %s (%.12s)", opts.Valid, vmeta.EntitiesDigest, opts.Train, t.entities)
 		}
 		if t.valid, err = eval.QueriesFromArtifact(vrows, cfg.NumEntities, cfg.NumRelations); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Valid, err)
@@ -398,6 +419,9 @@ func (t *trainer) continueLog() error {
 	if meta.Dataset != t.cfg.Dataset || meta.Model != t.cfg.Model {
 		return fmt.Errorf("%s is the log of a %s model on %s, not of this checkpoint's %s model on %s",
 			t.opts.Log, meta.Model, meta.Dataset, t.cfg.Model, t.cfg.Dataset)
+	}
+	if err := sameRunLog(t.opts.Log, meta, t.cfg); err != nil {
+		return err
 	}
 	for _, r := range rows {
 		if r.Step < int64(t.stepsDone) {
@@ -731,7 +755,7 @@ func (t *trainer) checkpoint() (*artifact.Checkpoint, error) {
 		Model: t.cfg.Model, Dim: t.cfg.Dim, Dataset: t.cfg.Dataset,
 		NumEntities: t.cfg.NumEntities, NumRelations: t.cfg.NumRelations,
 		Step: int64(t.stepsDone), LR: t.sched.LR, WarmUpSteps: t.sched.WarmUpSteps, AdamStep: t.adam.Step,
-		Config: t.cfg.JSON(), ModelConfig: string(mcJSON), State: string(stJSON),
+		Config: t.cfg.JSON(), ModelConfig: string(mcJSON), State: string(stJSON), EntitiesDigest: t.entities,
 	}}
 	for i, p := range t.params {
 		shape := []int64{int64(p.Rows), int64(p.Cols)}

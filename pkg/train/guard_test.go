@@ -1,0 +1,138 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rocone/rocone/pkg/artifact"
+)
+
+// TestValidateRefuses: every configuration value outside its meaning is an error naming
+// the key.
+func TestValidateRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string // "" for valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"lambda 0", func(c *Config) { c.Lambda = 0 }, ""},
+		{"negative lambda", func(c *Config) { c.Lambda = -0.1 }, "lambda"},
+		{"NaN lambda", func(c *Config) { c.Lambda = nanValue() }, "lambda"},
+		{"negative gamma", func(c *Config) { c.Gamma = -1 }, "gamma"},
+		{"zero lr", func(c *Config) { c.LR = 0 }, "lr"},
+		{"negative lr", func(c *Config) { c.LR = -1e-3 }, "lr"},
+		{"dropout 1", func(c *Config) { c.Dropout = 1 }, "dropout"},
+		{"negative dropout", func(c *Config) { c.Dropout = -0.1 }, "dropout"},
+		{"zero dim", func(c *Config) { c.Dim = 0 }, "dim"},
+		{"zero batch", func(c *Config) { c.Batch = 0 }, "batch"},
+		{"zero negatives", func(c *Config) { c.Negatives = 0 }, "negatives"},
+		{"zero steps", func(c *Config) { c.Steps = 0 }, "steps"},
+		{"negative eval-every", func(c *Config) { c.EvalEvery = -1 }, "eval-every"},
+		{"negative checkpoint-every", func(c *Config) { c.CheckpointEvery = -1 }, "checkpoint-every"},
+		{"cone-hidden on rocone", func(c *Config) { c.ConeHidden = 32 }, "applies to --model cone only"},
+		{"cone-hidden on cone", func(c *Config) { c.Model, c.ConeHidden = "cone", 32 }, ""},
+		{"unknown model", func(c *Config) { c.Model = "transe" }, "transe"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			tc.edit(&c)
+			err := c.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func nanValue() float64 { z := 0.0; return z / z }
+
+// TestRunGuards: a fresh run refuses to replace another run's checkpoint or log unless
+// told to; a resumed run refuses another run's log; a train file is no valid file. Every
+// refusal leaves the files as they were.
+func TestRunGuards(t *testing.T) {
+	tr, va := files(t)
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "m.arrow")
+	log := filepath.Join(dir, "m-log.arrow")
+	cfg := tinyConfig("rocone")
+	cfg.Steps, cfg.EvalEvery = 2, 0
+	run(t, cfg, Options{Train: tr, Checkpoint: ck, Log: log})
+	other := cfg
+	other.Dim = 16
+	otherCk, otherLog := filepath.Join(dir, "o.arrow"), filepath.Join(dir, "o-log.arrow")
+	run(t, other, Options{Train: tr, Checkpoint: otherCk, Log: otherLog})
+	saved, _, err := ReadCheckpointConfig(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notArtifact := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notArtifact, []byte("my notes\n"), 0o644)
+
+	snapshot := func() map[string][]byte {
+		m := map[string][]byte{}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+			m[e.Name()] = b
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		cfg  Config
+		opts Options
+		want string // "" for success
+	}{
+		{"other configuration's checkpoint", other, Options{Train: tr, Checkpoint: ck, Log: ""}, "holds the checkpoint of another run (dim 8 vs 16); give --overwrite"},
+		{"other configuration's log", other, Options{Train: tr, Checkpoint: filepath.Join(dir, "new.arrow"), Log: log}, "holds the train log of another run (dim 8 vs 16)"},
+		{"not a checkpoint", cfg, Options{Train: tr, Checkpoint: notArtifact, Log: ""}, "exists and is not a checkpoint"},
+		{"resume with another run's log", saved, Options{Train: tr, Checkpoint: ck, Log: otherLog, Resume: true}, "is the log of another run (dim 16 vs 8)"},
+		{"train file as valid", cfg, Options{Train: tr, Valid: tr, Checkpoint: filepath.Join(dir, "new.arrow"), Log: ""}, "a train queries file; --valid needs held-out queries"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := snapshot()
+			_, err := Run(context.Background(), tc.cfg, tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			after := snapshot()
+			if len(after) != len(before) {
+				t.Errorf("files %d before, %d after", len(before), len(after))
+			}
+			for name, b := range before {
+				if !bytes.Equal(after[name], b) {
+					t.Errorf("%s changed", name)
+				}
+			}
+		})
+	}
+
+	// Allowed: the same configuration again (what Make does when the train queries change),
+	// and another configuration with Overwrite.
+	run(t, cfg, Options{Train: tr, Checkpoint: ck, Log: log})
+	run(t, other, Options{Train: tr, Valid: va, Checkpoint: ck, Log: log, Overwrite: true})
+	meta, err := artifact.ReadCheckpointMeta(ck)
+	if err != nil || meta.Dim != 16 {
+		t.Fatalf("overwrite: dim %d, %v", meta.Dim, err)
+	}
+	qmeta, _, err := artifact.ReadQueries(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qmeta.EntitiesDigest == "" || meta.EntitiesDigest != qmeta.EntitiesDigest {
+		t.Errorf("checkpoint entities_digest %q, train file's %q", meta.EntitiesDigest, qmeta.EntitiesDigest)
+	}
+}
