@@ -1,0 +1,63 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rocone/rocone/pkg/outfile/outfiletest"
+)
+
+// The tests below run this test binary as the embed command (outfiletest.Hook), so that
+// they see its exit status and stderr.
+func init() { outfiletest.Hook(main) }
+
+// TestOutputs: -o over an input is refused before any work (exit status 1, both flags
+// and paths named, no file changed); devices are written in place; a signal leaves no
+// temporary file.
+func TestOutputs(t *testing.T) {
+	f := outfiletest.Make(t)
+	os.Symlink(f.Test, filepath.Join(f.Dir, "link.arrow"))
+	in := []string{"--checkpoint", f.Checkpoint, "--queries", f.Test, "-q"}
+	for _, c := range []struct {
+		name string
+		out  string
+		code int
+		want string
+	}{
+		{"-o is --queries by ./", f.Dir + "/./test.arrow", 1, "embed: -o " + f.Dir + "/./test.arrow is the same file as --queries " + f.Test},
+		{"-o is --queries by a link", filepath.Join(f.Dir, "link.arrow"), 1, "embed: -o " + filepath.Join(f.Dir, "link.arrow") + " is the same file as --queries " + f.Test},
+		{"-o is --checkpoint", f.Checkpoint, 1, "embed: -o " + f.Checkpoint + " is the same file as --checkpoint " + f.Checkpoint},
+		{"-o is a folder", f.Dir, 1, "embed: -o " + f.Dir + ": is a directory"},
+		{"-o /dev/null", "/dev/null", 0, ""},
+		{"-o /dev/full", "/dev/full", 1, "embed: /dev/full: no space left on device"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := outfiletest.Take(t, f.Dir)
+			outfiletest.Run(t, time.Minute, append(in, "-o", c.out)...).Expect(t, c.code, c.want)
+			before.Unchanged(t)
+		})
+	}
+	if fi, err := os.Lstat("/dev/null"); err != nil || fi.Mode()&fs.ModeCharDevice == 0 {
+		t.Fatalf("/dev/null is no longer a character device: %v", err)
+	}
+	t.Run("SIGTERM", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "cones.arrow")
+		cmd := outfiletest.Command(append(in, "-o", out), "ROCONE_TEST_HOLD_OUTPUTS=1")
+		var stderr outfiletest.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		stderr.WaitFor(t, "holding", time.Minute)
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		outfiletest.Result{Code: cmd.ProcessState.ExitCode(), Stderr: stderr.String()}.Expect(t, 143, "embed: stopped by SIGTERM; not written: "+out)
+		if es, _ := os.ReadDir(filepath.Dir(out)); len(es) != 0 {
+			t.Errorf("left %s", es[0].Name())
+		}
+	})
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rocone/rocone/pkg/outfile/outfiletest"
+)
+
+// The tests below run this test binary as the metrics command (outfiletest.Hook), so
+// that they see its exit status and stderr.
+func init() { outfiletest.Hook(main) }
+
+// TestOutputs: -o, --plot and --curves over an input (a ranks file, the --log) or over
+// each other are refused before any work (exit status 1, both flags and paths named, no
+// file changed); a plot to a device is written in place.
+func TestOutputs(t *testing.T) {
+	f := outfiletest.Make(t)
+	os.Symlink("ranks.arrow", filepath.Join(f.Dir, "link.arrow"))
+	out, plot := filepath.Join(f.Dir, "m.arrow"), filepath.Join(f.Dir, "mrr.png")
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"-o is a ranks file", []string{"-o", f.Ranks, f.Ranks}, 1, "metrics: -o " + f.Ranks + " is the same file as ranks file " + f.Ranks},
+		{"-o is a ranks file by a link", []string{"-o", filepath.Join(f.Dir, "link.arrow"), f.Ranks}, 1, "is the same file as ranks file " + f.Ranks},
+		{"--plot is a ranks file by ./", []string{"--plot", f.Dir + "/./ranks.arrow", f.Ranks}, 1, "metrics: --plot " + f.Dir + "/./ranks.arrow is the same file as ranks file " + f.Ranks},
+		{"--plot is -o", []string{"-o", out, "--plot", out, f.Ranks}, 1, "metrics: --plot " + out + " is the same file as -o " + out},
+		{"--curves is --log", []string{"--log", f.TrainLog, "--curves", f.TrainLog, f.Ranks}, 1, "metrics: --curves " + f.TrainLog + " is the same file as --log " + f.TrainLog},
+		{"-o is --log", []string{"-o", f.TrainLog, "--log", f.TrainLog, "--curves", plot, f.Ranks}, 1, "metrics: -o " + f.TrainLog + " is the same file as --log " + f.TrainLog},
+		{"--curves is --plot", []string{"--plot", plot, "--log", f.TrainLog, "--curves", plot, f.Ranks}, 1, "metrics: --curves " + plot + " is the same file as --plot " + plot},
+		{"-o /dev/null", []string{"-o", "/dev/null", f.Ranks}, 0, ""},
+		{"-o /dev/full", []string{"-o", "/dev/full", f.Ranks}, 1, "metrics: /dev/full: no space left on device"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := outfiletest.Take(t, f.Dir)
+			outfiletest.Run(t, time.Minute, c.args...).Expect(t, c.code, c.want)
+			before.Unchanged(t)
+		})
+	}
+	// A plot's format comes from its name: a named pipe plot.png gets a PNG, in place.
+	t.Run("--plot named pipe", func(t *testing.T) {
+		fifo := filepath.Join(t.TempDir(), "plot.png")
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan []byte, 1)
+		go func() {
+			b, _ := os.ReadFile(fifo)
+			got <- b
+		}()
+		outfiletest.Run(t, time.Minute, "--plot", fifo, f.Ranks).Expect(t, 0)
+		select {
+		case b := <-got:
+			if !bytes.HasPrefix(b, []byte("\x89PNG")) {
+				t.Errorf("the reader got %d bytes, not a PNG", len(b))
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("the reader is still waiting")
+		}
+		if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+			t.Errorf("the pipe was replaced")
+		}
+	})
+}
