@@ -65,6 +65,16 @@ done
 [ -s "$OUT/rocone/metrics.md" ] || fail "no metrics.md"
 n=$(ls "$OUT/logs" | wc -l)
 [ "$n" -eq 10 ] || fail "expected 10 job logs in $OUT/logs, found $n: $(ls "$OUT/logs")"
+grep -L '^== job .*: done in' "$OUT"/logs/*.log | grep . && fail "the logs above do not end in done"
+# The per-stage resources reached Slurm.
+train=$(scontrol show job -o "$(awk '$1 == "train" { print $2 }' "$T/jobs1")" | head -1)
+for want in TimeLimit=00:10:00 MinMemoryNode=1G CPUs/Task=1 JobName=rocone-train "Comment=$(realpath "$OUT")"; do
+	case " $train " in *" $want "*) ;; *) fail "the train job lacks $want: $train" ;; esac
+done
+# DEVICE=cuda asks for a GPU for train, embed and rank only (checked on the sbatch lines).
+pipelines/slurm/submit.sh -n "${VARS[@]}" "${SLURM_VARS[@]}" OUT="$T/cuda" DEVICE=cuda >"$T/dry-cuda"
+[ "$(grep -c -- '--gres=gpu:1 ' "$T/dry-cuda")" -eq 3 ] && ! grep -E -- '--job-name=rocone-(sample|metrics) .*--gres' "$T/dry-cuda" &&
+	grep -q -- ' --device cuda ' "$T/dry-cuda" || fail "DEVICE=cuda's sbatch lines:"$'\n'"$(cat "$T/dry-cuda")"
 
 # --- 3. caching ---------------------------------------------------------------------------------
 step "caching: a second submit"
