@@ -25,6 +25,9 @@ type EmbedConfig struct {
 // consecutive queries, grouped by structure), so that `rank --cones` reproduces the ranks
 // of `rank` without cones bit for bit.
 func Embed(cfg EmbedConfig) error {
+	if err := cfg.checkOutputs(); err != nil {
+		return err
+	}
 	l, err := loadModel(cfg.Checkpoint, cfg.Kernels)
 	if err != nil {
 		return err
