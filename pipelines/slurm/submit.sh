@@ -178,7 +178,7 @@ done
 TQ=$OUT/train-queries.arrow VQ=$OUT/valid-queries.arrow XQ=$OUT/test-queries.arrow
 for i in "${!SEED_LIST[@]}"; do
 	s=${SEED_LIST[$i]} d=$RUN/seed${SEED_LIST[$i]}
-	add_task train "$i" "$d/model.arrow" "$BIN/train --train $(q "$TQ") --valid $(q "$VQ") --model $(q "$MODEL")${PRESET:+ --preset $(q "$PRESET")} --seed $s --device $DEVICE $TRAIN_FLAGS --checkpoint $(q "$d/model.arrow") --log $(q "$d/train-log.arrow")" \
+	add_task train "$i" "$d/model.arrow" "$BIN/train --train $(q "$TQ") --valid $(q "$VQ") --model $(q "$MODEL")${PRESET:+ --preset $(q "$PRESET")} --seed $s --device $DEVICE $TRAIN_FLAGS --overwrite --checkpoint $(q "$d/model.arrow") --log $(q "$d/train-log.arrow")" \
 		"$TQ" "$VQ"
 done
 for i in "${!SEED_LIST[@]}"; do
