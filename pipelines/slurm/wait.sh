@@ -51,7 +51,7 @@ done
 echo "$list" | sort -t_ -k1,1n -k2,2n | awk '{ printf "  %-12s %-16s %-10s exit %s\n", $1, $2, $3 ($4 == "DependencyNeverSatisfied" ? " (dependency failed)" : ""), $5 }' >&2
 bad=$(echo "$list" | awk '$3 != "COMPLETED"')
 [ -n "$bad" ] || { echo "slurm/wait: all $(echo "$list" | wc -l) task(s) completed in $((SECONDS - start)) s" >&2; exit 0; }
-echo "$bad" | while read -r id name state reason code log; do
+echo "$bad" | while read -r id name state _ code log; do
 	[ "$state" = FAILED ] || [ "$state" = TIMEOUT ] || [ "$state" = OUT_OF_MEMORY ] || [ "$state" = NODE_FAIL ] || continue
 	echo "---- $id $name $state (exit $code): $log" >&2
 	[ -f "$log" ] && tail -n 25 "$log" >&2

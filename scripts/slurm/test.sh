@@ -21,7 +21,6 @@
 # TEST_SLURM_KEEP=1 keeps the temporary folder (logs, artifacts) after a success too.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ROOT=$PWD
 T=$(mktemp -d /tmp/rocone-test-slurm.XXXXXX)
 CLUSTER=$T/cluster
 ok=0
@@ -49,7 +48,12 @@ VARS=(DATA=testdata/tiny DATASET=tiny "OUT=$OUT" "SEEDS=0 1" "VALID_FLAGS=$COUNT
 SLURM_VARS=(BUILD=0)
 for s in SAMPLE TRAIN EMBED RANK METRICS; do SLURM_VARS+=("TIME_$s=0:10:00" "MEM_$s=1G" "CPUS_$s=1"); done
 submit() { pipelines/slurm/submit.sh "${VARS[@]}" "${SLURM_VARS[@]}" "$@"; }
-ids() { awk '{ print $2 }' "$1"; }
+# waitfor FILE SECONDS: wait.sh on the jobs a submit printed to FILE.
+waitfor() {
+	local j
+	mapfile -t j < <(awk '{ print $2 }' "$1")
+	WAIT_TIMEOUT=$2 pipelines/slurm/wait.sh "${j[@]}"
+}
 
 # --- 2. the whole pipeline ------------------------------------------------------------------
 step "submitting the pipeline"
@@ -57,7 +61,7 @@ submit >"$T/jobs1"
 cat "$T/jobs1" >&2
 [ "$(awk '{ print $1 ":" $3 }' "$T/jobs1" | tr '\n' ' ')" = "sample:0,1,2 train:0,1 embed:0,1 rank:0,1 metrics:- " ] ||
 	fail "the first submit should hold sample 0,1,2, train/embed/rank 0,1 and metrics:"$'\n'"$(cat "$T/jobs1")"
-WAIT_TIMEOUT=300 pipelines/slurm/wait.sh $(ids "$T/jobs1") || fail "the pipeline's jobs did not all complete (logs above)"
+waitfor "$T/jobs1" 300 || fail "the pipeline's jobs did not all complete (logs above)"
 for f in train-queries valid-queries test-queries rocone/seed0/model rocone/seed1/model rocone/seed0/cones \
 	rocone/seed1/cones rocone/seed0/ranks rocone/seed1/ranks rocone/metrics; do
 	[ -s "$OUT/$f.arrow" ] || fail "$OUT/$f.arrow is missing"
@@ -89,7 +93,7 @@ grep -- '--job-name=rocone-metrics ' "$T/dry3" | grep -q -- '--dependency=aftero
 [ "$(grep -c '^sbatch ' "$T/dry3")" -eq 2 ] || fail "after deleting seed 1's ranks, more than rank and metrics:"$'\n'"$(cat "$T/dry3")"
 submit >"$T/jobs3"
 [ "$(awk '{ print $1 ":" $3 }' "$T/jobs3" | tr '\n' ' ')" = "rank:1 metrics:- " ] || fail "resubmit after deleting seed 1's ranks:"$'\n'"$(cat "$T/jobs3")"
-WAIT_TIMEOUT=120 pipelines/slurm/wait.sh $(ids "$T/jobs3") || fail "the rank rerun failed (logs above)"
+waitfor "$T/jobs3" 120 || fail "the rank rerun failed (logs above)"
 cmp "$OUT/rocone/metrics.arrow" "$T/metrics-first.arrow" || fail "metrics changed after rerunning seed 1's rank"
 submit >"$T/jobs4"
 [ ! -s "$T/jobs4" ] || fail "a submit after the rerun submitted:"$'\n'"$(cat "$T/jobs4")"
@@ -101,7 +105,7 @@ mkdir -p "$BAD"
 cp -p "$OUT"/*-queries.arrow "$BAD/" # cached queries: only train and what follows run
 pipelines/slurm/submit.sh "${VARS[@]}" "${SLURM_VARS[@]}" "OUT=$BAD" "SEEDS=0" "TRAIN_FLAGS=--dim 8 --steps 4 --lr -1 -q" >"$T/jobs5"
 [ "$(awk '{ print $1 }' "$T/jobs5" | tr '\n' ' ')" = "train embed rank metrics " ] || fail "the failing run's submit:"$'\n'"$(cat "$T/jobs5")"
-if WAIT_TIMEOUT=120 pipelines/slurm/wait.sh $(ids "$T/jobs5") 2>"$T/wait5"; then fail "wait.sh reported success for a failing training"; fi
+if waitfor "$T/jobs5" 120 2>"$T/wait5"; then fail "wait.sh reported success for a failing training"; fi
 cat "$T/wait5" >&2
 grep -Eq 'rocone-train +FAILED' "$T/wait5" || fail "wait.sh does not report the failed training"
 grep -q "^---- .*rocone-train FAILED.*train-" "$T/wait5" || fail "wait.sh does not print the failed training's log"
