@@ -1,8 +1,9 @@
 package sample
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
+	"math/big"
 	"os"
 	"slices"
 	"strconv"
@@ -89,18 +90,29 @@ func (builtinSet) Call(args ...any) (any, error) {
 	}
 	l, ok := args[0].(*types.List)
 	if !ok {
-		return nil, fmt.Errorf("set() of %T", args[0])
+		return nil, fmt.Errorf("set() of a %s, want a list", pyType(args[0]))
 	}
 	return types.NewSetFromSlice(*l), nil
 }
 
-func readBetaEPickle(path string) ([]pickleGroup, error) {
-	f, err := os.Open(path)
+func readBetaEPickle(path string) (groups []pickleGroup, err error) {
+	// A pickle is read whole: it is bounded by the file's size, and scanPickle must see
+	// every declared length before gopickle allocates it.
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	u := pickle.NewUnpickler(bufio.NewReaderSize(f, 1<<20))
+	if err := scanPickle(data); err != nil {
+		return nil, fmt.Errorf("%s: not a readable BetaE query pickle: %w", path, err)
+	}
+	// gopickle panics on some malformed inputs (a wrong type on its stack); a corrupt file
+	// is an input error.
+	defer func() {
+		if p := recover(); p != nil {
+			groups, err = nil, fmt.Errorf("%s: not a readable BetaE query pickle: corrupt data: %v", path, p)
+		}
+	}()
+	u := pickle.NewUnpickler(bytes.NewReader(data))
 	u.FindClass = func(module, name string) (any, error) {
 		switch module + "." + name {
 		case "collections.defaultdict":
@@ -116,13 +128,19 @@ func readBetaEPickle(path string) ([]pickleGroup, error) {
 	}
 	d, ok := v.(*types.Dict)
 	if !ok {
-		return nil, fmt.Errorf("%s: want a dict of structure -> set of queries, found %T", path, v)
+		return nil, fmt.Errorf("%s: want a dict of structure -> set of queries, found a %s", path, pyType(v))
 	}
-	var groups []pickleGroup
+	// The text of the tuples, which memo references may share, is bounded by a multiple of
+	// the file's size: a pickle of nested shared tuples would otherwise print as
+	// exponentially long text.
+	budget := &textBudget{left: 64*len(data) + 1<<20}
+
+	k := 0
 	for _, entry := range *d {
-		key, err := tupleText(entry.Key)
+		k++
+		key, err := tupleText(entry.Key, budget)
 		if err != nil {
-			return nil, fmt.Errorf("%s: key %v: %w", path, entry.Key, err)
+			return nil, fmt.Errorf("%s: key %d of the dict: %w", path, k, err)
 		}
 		s, err := query.Parse(key)
 		if err != nil {
@@ -130,13 +148,13 @@ func readBetaEPickle(path string) ([]pickleGroup, error) {
 		}
 		set, ok := entry.Value.(*types.Set)
 		if !ok {
-			return nil, fmt.Errorf("%s: key %s: want a set of queries, found %T", path, key, entry.Value)
+			return nil, fmt.Errorf("%s: key %s: want a set of queries, found a %s", path, key, pyType(entry.Value))
 		}
 		grp := pickleGroup{name: s.Name(), notation: s.String()}
 		for item := range *set {
-			text, err := tupleText(item)
+			text, err := tupleText(item, budget)
 			if err != nil {
-				return nil, fmt.Errorf("%s: key %s: query %v: %w", path, key, item, err)
+				return nil, fmt.Errorf("%s: key %s: a query: %w", path, key, err)
 			}
 			grp.queries = append(grp.queries, text)
 		}
@@ -152,11 +170,23 @@ func readBetaEPickle(path string) ([]pickleGroup, error) {
 	return groups, nil
 }
 
+// maxTupleDepth bounds the nesting of a query tuple: BetaE's nest at most 4 deep.
+const maxTupleDepth = 32
+
+// textBudget is what tupleText may still print, in bytes.
+type textBudget struct{ left int }
+
 // tupleText prints a pickled nested tuple of strings and ints in the notation query parses.
-func tupleText(v any) (string, error) {
+func tupleText(v any, budget *textBudget) (string, error) {
 	var b strings.Builder
-	var walk func(v any) error
-	walk = func(v any) error {
+	var walk func(v any, depth int) error
+	walk = func(v any, depth int) error {
+		if depth > maxTupleDepth {
+			return fmt.Errorf("tuples nested more than %d deep", maxTupleDepth)
+		}
+		if b.Len() > budget.left {
+			return fmt.Errorf("query tuples longer than the file could hold (shared references nested too deep)")
+		}
 		switch x := v.(type) {
 		case *types.Tuple:
 			b.WriteByte('(')
@@ -164,7 +194,7 @@ func tupleText(v any) (string, error) {
 				if i > 0 {
 					b.WriteByte(',')
 				}
-				if err := walk(el); err != nil {
+				if err := walk(el, depth+1); err != nil {
 					return err
 				}
 			}
@@ -177,12 +207,135 @@ func tupleText(v any) (string, error) {
 		case int:
 			b.WriteString(strconv.Itoa(x))
 		default:
-			return fmt.Errorf("unexpected %T in a query tuple", v)
+			return fmt.Errorf("a %s in a query tuple, want tuples of str and int", pyType(v))
 		}
 		return nil
 	}
-	if err := walk(v); err != nil {
+	if err := walk(v, 0); err != nil {
 		return "", err
 	}
+	budget.left -= b.Len()
 	return b.String(), nil
+}
+
+// pyType names the Python type of a value gopickle decoded, for errors: the reader of one
+// knows the pickle, not gopickle's Go types (and %v of those prints pointers).
+func pyType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "None"
+	case *types.Dict:
+		return "dict"
+	case *types.Set:
+		return "set"
+	case *types.FrozenSet:
+		return "frozenset"
+	case *types.List:
+		return "list"
+	case *types.Tuple:
+		return "tuple"
+	case string:
+		return "str"
+	case int, *big.Int:
+		return "int"
+	case float64:
+		return "float"
+	case bool:
+		return "bool"
+	case []byte:
+		return "bytes"
+	case *types.ByteArray:
+		return "bytearray"
+	}
+	return "value of an unsupported type"
+}
+
+// scanPickle walks the opcodes of a pickle without building anything, and checks every
+// length the pickle declares (of a string, bytes, a long integer, a frame) against the
+// bytes that follow it: gopickle allocates a declared length before reading, so a lying
+// one would ask for terabytes. It also checks that every opcode is known and that the
+// pickle ends with STOP.
+func scanPickle(data []byte) error {
+	pos := 0
+	need := func(n uint64, op byte) error {
+		if n > uint64(len(data)-pos) {
+			return fmt.Errorf("opcode %q at byte %d declares %d bytes, but only %d follow", op, pos-1, n, len(data)-pos)
+		}
+		pos += int(n)
+		return nil
+	}
+	uint := func(size int, op byte) (uint64, error) {
+		if err := need(uint64(size), op); err != nil {
+			return 0, err
+		}
+		var v uint64
+		for i := size - 1; i >= 0; i-- {
+			v = v<<8 | uint64(data[pos-size+i])
+		}
+		return v, nil
+	}
+	line := func(op byte) error {
+		i := bytes.IndexByte(data[pos:], '\n')
+		if i < 0 {
+			return fmt.Errorf("opcode %q at byte %d: no end of line before the end of the file", op, pos-1)
+		}
+		pos += i + 1
+		return nil
+	}
+	for pos < len(data) {
+		op := data[pos]
+		pos++
+		var err error
+		switch op {
+		case '.': // STOP
+			return nil
+		case '(', '0', '1', '2', 'N', 'Q', 'R', 'a', 'b', 'd', '}', 'e', 'l', ']', 'o', 's', 't', ')', 'u',
+			0x81, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8f, 0x90, 0x91, 0x92, 0x93, 0x94, 0x97, 0x98:
+			// no argument
+		case 'F', 'I', 'L', 'P', 'S', 'V', 'g', 'p': // one line
+			err = line(op)
+		case 'c', 'i': // two lines
+			if err = line(op); err == nil {
+				err = line(op)
+			}
+		case 'K', 'h', 'q', 0x80, 0x82: // 1-byte argument
+			_, err = uint(1, op)
+		case 'M', 0x83: // 2-byte argument
+			_, err = uint(2, op)
+		case 'J', 'j', 'r', 0x84: // 4-byte argument
+			_, err = uint(4, op)
+		case 'G': // 8-byte float
+			_, err = uint(8, op)
+		case 0x95: // FRAME: 8-byte size of the frame that follows, opcodes within it
+			var n uint64
+			if n, err = uint(8, op); err == nil && n > uint64(len(data)-pos) {
+				err = fmt.Errorf("frame at byte %d declares %d bytes, but only %d follow", pos-9, n, len(data)-pos)
+			}
+		case 'U', 'C', 0x8a, 0x8c: // 1-byte length, then that many bytes
+			var n uint64
+			if n, err = uint(1, op); err == nil {
+				err = need(n, op)
+			}
+		case 'T', 'X', 'B', 0x8b: // 4-byte length (signed for BINSTRING and LONG4)
+			var n uint64
+			if n, err = uint(4, op); err == nil {
+				if (op == 'T' || op == 0x8b) && int32(n) < 0 {
+					err = fmt.Errorf("opcode %q at byte %d declares a negative length %d", op, pos-5, int32(n))
+				} else {
+					err = need(n, op)
+				}
+			}
+		case 0x8d, 0x8e, 0x96: // 8-byte length
+			var n uint64
+			if n, err = uint(8, op); err == nil {
+				err = need(n, op)
+			}
+		default:
+			return fmt.Errorf("unknown opcode %#x at byte %d", op, pos-1)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("truncated: the pickle ends after %d bytes without its STOP opcode", len(data))
 }

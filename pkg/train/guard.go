@@ -93,3 +93,53 @@ func sameRunLog(path string, meta artifact.TrainLogMeta, cfg Config) error {
 	}
 	return nil
 }
+
+// memoryNeed is a lower bound, in bytes, of what a run of cfg holds at once: the
+// parameters with their gradients and Adam's two moments (four float32 copies), and one
+// float32 per (query, positive or negative, dimension) of an update's batch. Real use is
+// higher; the bound only serves to refuse at once a configuration that cannot fit, which
+// would otherwise end the process with a fatal out-of-memory after the data is loaded.
+func memoryNeed(cfg Config) float64 {
+	d, e, r := float64(cfg.Dim), float64(cfg.NumEntities), float64(cfg.NumRelations)
+	params := e*d + 2*r*d + 6*d*d + 4*d
+	if cfg.Model == "cone" {
+		h := float64(cfg.ConeHidden)
+		if h == 0 {
+			h = 1600
+		}
+		params += 4*h*d + h*h + h + 2*d
+	}
+	return 4*4*params + 4*float64(cfg.Batch)*float64(cfg.Negatives+1)*d
+}
+
+// physicalMemory is the machine's memory in bytes (Linux's MemTotal), or 0 when unknown.
+func physicalMemory() float64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			var kb float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%f kB", &kb); err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
+// checkMemory refuses a configuration whose memoryNeed exceeds the machine's memory (or,
+// where that is unknown, 1 TiB): an absurd --dim or --negatives is an error naming them,
+// not a fatal out-of-memory.
+func checkMemory(cfg Config) error {
+	limit := physicalMemory()
+	if limit == 0 {
+		limit = 1 << 40
+	}
+	if need := memoryNeed(cfg); need > limit {
+		return fmt.Errorf("dim %d, batch %d and negatives %d on %d entities need at least %.1f GiB, more than this machine's %.1f GiB; lower them",
+			cfg.Dim, cfg.Batch, cfg.Negatives, cfg.NumEntities, need/(1<<30), limit/(1<<30))
+	}
+	return nil
+}

@@ -99,6 +99,8 @@ func TestRunGuards(t *testing.T) {
 		{"other configuration's log", other, Options{Train: tr, Checkpoint: filepath.Join(dir, "new.arrow"), Log: log}, "holds the train log of another run (dim 8 vs 16)"},
 		{"not a checkpoint", cfg, Options{Train: tr, Checkpoint: notArtifact, Log: ""}, "exists and is not a checkpoint"},
 		{"resume with another run's log", saved, Options{Train: tr, Checkpoint: ck, Log: otherLog, Resume: true}, "is the log of another run (dim 16 vs 8)"},
+		{"absurd dim", withDim(cfg, 100_000_000), Options{Train: tr, Checkpoint: filepath.Join(dir, "new.arrow"), Log: ""}, "dim 100000000, batch 16 and negatives 4 on 82 entities need at least"},
+		{"absurd negatives", withNegatives(cfg, 1_000_000_000_000), Options{Train: tr, Checkpoint: filepath.Join(dir, "new.arrow"), Log: ""}, "negatives 1000000000000"},
 		{"train file as valid", cfg, Options{Train: tr, Valid: tr, Checkpoint: filepath.Join(dir, "new.arrow"), Log: ""}, "a train queries file; --valid needs held-out queries"},
 	}
 	for _, tc := range tests {
@@ -136,3 +138,6 @@ func TestRunGuards(t *testing.T) {
 		t.Errorf("checkpoint entities_digest %q, train file's %q", meta.EntitiesDigest, qmeta.EntitiesDigest)
 	}
 }
+
+func withDim(c Config, d int) Config       { c.Dim = d; return c }
+func withNegatives(c Config, n int) Config { c.Negatives = n; return c }

@@ -231,6 +231,9 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 	if cfg.NumEntities <= 0 || cfg.NumRelations <= 0 {
 		return nil, fmt.Errorf("%s: the KG has %d entities and %d relations", opts.Train, cfg.NumEntities, cfg.NumRelations)
 	}
+	if err := checkMemory(cfg); err != nil {
+		return nil, err
+	}
 	ts, members, err := newTrainSet(rows, cfg.NumEntities, cfg.NumRelations)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Train, err)

@@ -1,0 +1,131 @@
+package sample
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"runtime/metrics"
+	"strings"
+	"testing"
+)
+
+// proto4 starts a protocol-4 pickle.
+const proto4 = "\x80\x04"
+
+func u64(n uint64) string { return string(binary.LittleEndian.AppendUint64(nil, n)) }
+func u32(n uint32) string { return string(binary.LittleEndian.AppendUint32(nil, n)) }
+
+// TestCorruptPickle checks pickles that declare more than they hold, are cut short or
+// have the wrong shape: each gets an error naming the file and what is wrong, without
+// allocating what the pickle declares, printing a Go pointer or panicking.
+func TestCorruptPickle(t *testing.T) {
+	tiny, err := os.ReadFile("../../testdata/tiny-queries.pkl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, data, want string }{
+		{"2^40-byte BINUNICODE8", proto4 + "\x8d" + u64(1<<40) + "ab.", "declares 1099511627776 bytes, but only 3 follow"},
+		{"2^40-byte BINBYTES8", proto4 + "\x8e" + u64(1<<40) + ".", "declares 1099511627776 bytes"},
+		{"2^40-byte FRAME", proto4 + "\x95" + u64(1<<40) + "N.", "frame at byte 2 declares 1099511627776 bytes"},
+		{"4 GB BINUNICODE", "\x80\x03X" + u32(0xffffffff) + ".", "declares 4294967295 bytes"},
+		{"negative BINSTRING", "T" + u32(0xfffffff0) + ".", "negative length"},
+		{"LONG4 past the end", "\x80\x02\x8b" + u32(1<<30) + ".", "declares 1073741824 bytes"},
+		{"SHORT_BINUNICODE past the end", proto4 + "\x8c\xffab.", "declares 255 bytes, but only 3 follow"},
+		{"unknown opcode", proto4 + "\xff.", "unknown opcode 0xff at byte 2"},
+		{"no STOP", proto4 + "N", "without its STOP opcode"},
+		{"truncated real pickle", string(tiny[:len(tiny)/2]), "not a readable BetaE query pickle"},
+		{"empty", "", "without its STOP opcode"},
+		{"a list, not a dict", proto4 + "]\x94.", "want a dict of structure -> set of queries, found a list"},
+		{"a dict of lists", proto4 + "}(\x8c\x01e\x8c\x01r\x85\x86]u.", "key ('e',('r',)): want a set of queries, found a list"},
+		{"a key that is a dict", proto4 + "}\x94(}\x94]\x94u.", "key 1 of the dict: a dict in a query tuple"},
+		{"stack underflow", proto4 + "u.", "not a readable BetaE query pickle"},
+	}
+	dir := t.TempDir()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, "q.pkl")
+			if err := os.WriteFile(path, []byte(tc.data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			n := allocatedBy(func() { _, err = readBetaEPickle(path) })
+			if err == nil || !strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error naming the file and %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "0x") && !strings.Contains(tc.want, "0x") {
+				t.Fatalf("error %q prints a pointer", err)
+			}
+			if n > pickleAllocationBound(len(tc.data)) {
+				t.Fatalf("allocated %d bytes for a %d-byte pickle", n, len(tc.data))
+			}
+		})
+	}
+}
+
+// TestSharedTuplePickle: tuples shared through the memo, each holding the previous one
+// twice, print as text twice as long per level; 60 levels would be 2^60 bytes of text.
+func TestSharedTuplePickle(t *testing.T) {
+	p := proto4 + "}\x94(" + "K\x01\x940" // dict, mark, 1 memoized as 1
+	for i := 1; i <= 60; i++ {
+		p += "h" + string(rune(i)) + "h" + string(rune(i)) + "\x86\x940" // (m[i], m[i]) memoized as i+1
+	}
+	p += "h=\x8f\x94u." // {m[61]: set()}
+	path := filepath.Join(t.TempDir(), "q.pkl")
+	if err := os.WriteFile(path, []byte(p), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := readBetaEPickle(path)
+	if err == nil || !strings.Contains(err.Error(), "nested more than") && !strings.Contains(err.Error(), "longer than the file") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func allocatedBy(f func()) uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	before := s[0].Value.Uint64()
+	f()
+	metrics.Read(s)
+	return s[0].Value.Uint64() - before
+}
+
+// pickleAllocationBound is the most reading a pickle of n bytes may allocate: its bytes,
+// the values gopickle builds from them and the texts of the tuples, each a bounded
+// multiple of the input, and a constant for the unpickler itself.
+func pickleAllocationBound(n int) uint64 { return 256*uint64(n) + 8<<20 }
+
+// FuzzBetaEPickle reads arbitrary bytes as a BetaE query pickle: no panic, an error
+// naming the file or groups of query texts, and allocation bounded by the input's size.
+func FuzzBetaEPickle(f *testing.F) {
+	for _, name := range []string{"tiny-queries.pkl", "bad-queries.pkl", "outofrange-queries.pkl"} {
+		data, err := os.ReadFile(filepath.Join("../../testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(proto4 + "}\x94(" + "K\x01\x94" + "h\x01h\x01\x86\x94\x8f\x94u."))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "q.pkl")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var groups []pickleGroup
+		var err error
+		n := allocatedBy(func() { groups, err = readBetaEPickle(path) })
+		if n > pickleAllocationBound(len(data)) {
+			t.Fatalf("allocated %d bytes for a %d-byte pickle", n, len(data))
+		}
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), path+": ") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		for _, g := range groups {
+			if g.name == "" || g.notation == "" {
+				t.Fatalf("group without a name: %+v", g)
+			}
+		}
+	})
+}
