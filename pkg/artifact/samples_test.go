@@ -172,18 +172,19 @@ func readAs(t testing.TB, read func(string) error, data []byte, pipe bool) error
 	return err
 }
 
-// tempDir is one temporary directory per test or fuzz target, reused by every read: a
-// new one per input would be slow.
+// tempDir is one temporary directory per test (or fuzz input), reused by every read in
+// it: a new one per read would be slow.
 func tempDir(t testing.TB) string {
-	if d, ok := tempDirs[t.Name()]; ok {
+	if d, ok := tempDirs[t]; ok {
 		return d
 	}
 	d := t.TempDir()
-	tempDirs[t.Name()] = d
+	tempDirs[t] = d
+	t.Cleanup(func() { delete(tempDirs, t) })
 	return d
 }
 
-var tempDirs = map[string]string{}
+var tempDirs = map[testing.TB]string{}
 
 // allocated runs f and returns the bytes it allocated (freed or not).
 func allocated(f func()) uint64 {

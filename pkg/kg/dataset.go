@@ -18,6 +18,7 @@ package kg
 import (
 	"bufio"
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -56,6 +57,10 @@ type Dataset struct {
 	EntityNames   []string // nil when unknown
 	RelationNames []string // nil when unknown
 	Warnings      []string
+	// FormatNote says which triple format auto-detection chose and why, in one line
+	// naming the file ("data/x/train.tsv: format ids (first line is three integers)");
+	// empty when the format was given. Stages print it on stderr.
+	FormatNote string
 }
 
 // Split returns the triples of a split by name.
@@ -73,6 +78,13 @@ func (d *Dataset) Split(name string) ([]Triple, error) {
 
 // Load reads the dataset folder dir. The dataset's name is the folder's base name.
 func Load(dir string, format Format) (*Dataset, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a folder: a dataset is a folder holding train.tsv, valid.tsv and test.tsv (optionally gzipped)", dir)
+	}
 	d := &Dataset{Dir: dir, Name: filepath.Base(filepath.Clean(dir))}
 	paths := map[string]string{}
 	for _, s := range Splits {
@@ -94,12 +106,14 @@ func Load(dir string, format Format) (*Dataset, error) {
 		raw[s] = rows
 	}
 	if format == "" || format == FormatAuto {
+		first := raw["train"][0]
 		format = FormatNames
-		if f := raw["train"][0].fields; isInt(f[0]) && isInt(f[1]) && isInt(f[2]) {
-			format = FormatIDs
+		why := "is not three integers"
+		if f := first.fields; isInt(f[0]) && isInt(f[1]) && isInt(f[2]) {
+			format, why = FormatIDs, "is three integers"
 		}
+		d.FormatNote = fmt.Sprintf("%s: format %s (line %d %s; --format ids or names to choose)", paths["train"], format, first.line, why)
 	}
-	var err error
 	switch format {
 	case FormatIDs:
 		err = d.fromIDs(paths, raw)
@@ -148,13 +162,15 @@ func readTSV(path string, n int) ([]row, error) {
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<16)
 	var r io.Reader = br
+	var gzErr *errReader
 	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", path, gzipError(err))
 		}
 		defer gz.Close()
-		r = gz
+		gzErr = &errReader{r: gz}
+		r = gzErr
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 1<<24)
@@ -163,6 +179,11 @@ func readTSV(path string, n int) ([]row, error) {
 	for sc.Scan() {
 		line++
 		text := strings.TrimRight(sc.Text(), "\r")
+		if line == 1 {
+			// A UTF-8 byte-order mark, which some editors write, is not part of the first
+			// field: left there, it would make an ids file read as names.
+			text = strings.TrimPrefix(text, "\ufeff")
+		}
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
@@ -173,17 +194,46 @@ func readTSV(path string, n int) ([]row, error) {
 			fields = strings.Fields(text)
 		}
 		if len(fields) != n && !(n == 2 && len(fields) == 1) {
+			if gzErr != nil && gzErr.err != nil {
+				// The scanner hands out the partial line before the error that cut it.
+				return nil, fmt.Errorf("%s: after line %d: %w", path, line-1, gzipError(gzErr.err))
+			}
 			return nil, fmt.Errorf("%s:%d: want %d tab-separated fields, got %d", path, line, n, len(fields))
 		}
 		rows = append(rows, row{line: line, fields: fields})
 	}
 	if err := sc.Err(); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("%s: truncated file after line %d: %w", path, line, err)
+		if gzErr != nil {
+			err = gzipError(err)
 		}
 		return nil, fmt.Errorf("%s: after line %d: %w", path, line, err)
 	}
 	return rows, nil
+}
+
+// errReader remembers the first error of its reader.
+type errReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
+
+// gzipError says what a gzip reader's error means for the file.
+func gzipError(err error) error {
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return fmt.Errorf("gzip stream truncated (the file was cut short): %w", err)
+	case errors.Is(err, gzip.ErrChecksum), errors.Is(err, gzip.ErrHeader), errors.As(err, new(flate.CorruptInputError)):
+		return fmt.Errorf("gzip stream corrupt: %w", err)
+	}
+	return err
 }
 
 // readNames reads an "id<TAB>name" table whose ids must run 0..n-1 in order.

@@ -32,6 +32,9 @@ func (s Source) Load(log io.Writer) (*kg.Dataset, error) {
 	if s.Dataset != "" {
 		d.Name = s.Dataset
 	}
+	if d.FormatNote != "" {
+		fmt.Fprintln(log, d.FormatNote)
+	}
 	for _, w := range d.Warnings {
 		fmt.Fprintln(log, "warning:", w)
 	}
