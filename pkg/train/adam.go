@@ -18,13 +18,30 @@ import (
 //	p ← p − (lr / (1−β1^t)) · m / (√v / √(1−β2^t) + eps)
 //
 // in float32, with the scalar factors computed in float64, as torch.optim.Adam's
-// single-tensor path does. There is one step count for all tensors.
+// single-tensor path does.
+//
+// Each tensor's t is its own: torch.optim.Adam skips a parameter whose .grad is None, one
+// that no backward pass has reached since training began, and counts its steps from the
+// first update that has a gradient for it. In ConE's loop the intersection's weights miss
+// the very first update (a path batch), so their t lags the others' by one until the
+// first learning-rate drop; their first update is a full lr-sized step where a shared t
+// would make it 2.35 times as large. With DeferStart the optimiser reproduces that:
+// Reach marks the tensors an update's backward pass reaches (model.Model.Reached), a
+// tensor not reached yet is left untouched (moments and values) and its Lag grows. Like
+// PyTorch's .grad, the reached marks survive Reset (the new optimiser at a learning-rate
+// drop); Lag does not.
 type Adam struct {
 	LR           float64
 	Beta1, Beta2 float64
 	Eps          float64
 	Step         int64       // updates since the optimiser was created
 	M, V         [][]float32 // per parameter tensor, in model.Params.Tensors order
+	// Started[i] is whether tensor i has been reached by a backward pass (PyTorch: its
+	// .grad is not None); nil means every tensor has (no deferral).
+	Started []bool
+	// Lag[i] is how many of this optimiser's updates tensor i sat out, not yet started:
+	// its own step count is Step − Lag[i]. Nil means none.
+	Lag []int64
 }
 
 // NewAdam creates the optimiser for the tensors with zero moments.
@@ -37,11 +54,59 @@ func NewAdam(params []model.Tensor[float32], lr float64) *Adam {
 	return a
 }
 
+// DeferStart makes every tensor wait for its first gradient (Reach) before Adam steps
+// it, as torch.optim.Adam does for parameters whose .grad is None: for an optimiser
+// created with a model no backward pass has reached yet (training from scratch).
+func (a *Adam) DeferStart() {
+	a.Started = make([]bool, len(a.M))
+	a.Lag = make([]int64, len(a.M))
+}
+
+// Reach marks the tensors that the coming update's backward pass reaches (reached[i] for
+// tensor i, model.Model.Reached), starting those not started yet.
+func (a *Adam) Reach(reached []bool) {
+	if a.Started == nil {
+		return
+	}
+	for i, r := range reached {
+		if r {
+			a.Started[i] = true
+		}
+	}
+}
+
+// tensorStep is tensor i's step count, 0 while it has not started.
+func (a *Adam) tensorStep(i int) int64 {
+	if a.Started != nil && !a.Started[i] {
+		return 0
+	}
+	if a.Lag != nil {
+		return a.Step - a.Lag[i]
+	}
+	return a.Step
+}
+
+// next counts one update: Step+1, and Lag+1 for each tensor not started, which the update
+// skips (skip[i]). The device path calls it for the host's bookkeeping alone.
+func (a *Adam) next() (skip []bool) {
+	a.Step++
+	skip = make([]bool, len(a.M))
+	for i := range skip {
+		if a.Started != nil && !a.Started[i] {
+			a.Lag[i]++
+			skip[i] = true
+		}
+	}
+	return skip
+}
+
 // Reset makes the optimiser brand-new with learning rate lr: zero moments and step count,
 // which is what the reference's torch.optim.Adam(...) at each learning-rate drop does.
+// Started is kept (PyTorch's .grad outlives the optimiser).
 func (a *Adam) Reset(lr float64) {
 	a.LR = lr
 	a.Step = 0
+	clear(a.Lag)
 	for i := range a.M {
 		clear(a.M[i])
 		clear(a.V[i])
@@ -68,14 +133,20 @@ const adamChunk = 1 << 15
 // *NonFiniteError naming the first tensor (in order) that became NaN or infinite; the
 // update is then complete but the parameters are not to be used.
 func (a *Adam) Update(params, grads []model.Tensor[float32], workers int) error {
-	a.Step++
-	t := float64(a.Step)
-	c := adamScalars{
-		b1: float32(a.Beta1), b2: float32(a.Beta2),
-		c1: float32(1 - a.Beta1), c2: float32(1 - a.Beta2),
-		stepSize: float32(a.LR / (1 - math.Pow(a.Beta1, t))),
-		bc2sqrt:  float32(math.Sqrt(1 - math.Pow(a.Beta2, t))),
-		eps:      float32(a.Eps),
+	skip := a.next()
+	cs := make([]adamScalars, len(params))
+	for i := range params {
+		if skip[i] {
+			continue
+		}
+		t := float64(a.tensorStep(i))
+		cs[i] = adamScalars{
+			b1: float32(a.Beta1), b2: float32(a.Beta2),
+			c1: float32(1 - a.Beta1), c2: float32(1 - a.Beta2),
+			stepSize: float32(a.LR / (1 - math.Pow(a.Beta1, t))),
+			bc2sqrt:  float32(math.Sqrt(1 - math.Pow(a.Beta2, t))),
+			eps:      float32(a.Eps),
+		}
 	}
 	total := 0
 	for _, p := range params {
@@ -90,10 +161,10 @@ func (a *Adam) Update(params, grads []model.Tensor[float32], workers int) error 
 			n := len(p.Data)
 			a0, a1 := max(lo-off, 0), min(hi-off, n)
 			off += n
-			if a0 >= a1 {
+			if a0 >= a1 || skip[i] {
 				continue
 			}
-			j := c.update(p.Data[a0:a1], grads[i].Data[a0:a1], a.M[i][a0:a1], a.V[i][a0:a1])
+			j := cs[i].update(p.Data[a0:a1], grads[i].Data[a0:a1], a.M[i][a0:a1], a.V[i][a0:a1])
 			if j >= 0 && bad[w] == nil {
 				bad[w] = &NonFiniteError{Tensor: p.Name, Index: a0 + j, Value: p.Data[a0+j]}
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/outfile"
+	"github.com/rocone/rocone/pkg/query"
 )
 
 // Options are how a run is carried out; unlike Config, none of them changes what is
@@ -86,6 +87,10 @@ type state struct {
 	TrainQueries     int                    `json:"train_queries"`
 	TrainFingerprint string                 `json:"train_fingerprint"`
 	Timings          Timings                `json:"timings"`
+	// AdamStarted and AdamLag are Adam.Started and Adam.Lag (absent in checkpoints
+	// written before them: every tensor started, no lag).
+	AdamStarted []bool  `json:"adam_started,omitempty"`
+	AdamLag     []int64 `json:"adam_lag,omitempty"`
 }
 
 // testHookBeforeUpdate, when set by a test, runs before every update.
@@ -297,6 +302,7 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 	t.params = t.model.Params.Tensors()
 	t.gradT = t.grads.Params.Tensors()
 	t.adam = NewAdam(t.params, cfg.LR)
+	t.adam.DeferStart() // from scratch; restore replaces it with the checkpoint's
 	t.sched = newSchedule(cfg)
 	t.dropSrc = rand.NewPCG(cfg.Seed, streamDropout)
 	t.drop = rand.New(t.dropSrc)
@@ -381,6 +387,13 @@ func (t *trainer) restore(ck *artifact.Checkpoint, st *state) error {
 		}
 	}
 	t.adam.LR, t.adam.Step = m.LR, m.AdamStep
+	t.adam.Started, t.adam.Lag = nil, nil
+	if st.AdamStarted != nil {
+		if len(st.AdamStarted) != len(t.params) || len(st.AdamLag) != len(t.params) {
+			return fmt.Errorf("optimiser state for %d/%d tensors, the model has %d", len(st.AdamStarted), len(st.AdamLag), len(t.params))
+		}
+		t.adam.Started, t.adam.Lag = st.AdamStarted, st.AdamLag
+	}
 	t.sched = schedule{LR: m.LR, WarmUpSteps: m.WarmUpSteps, EvalEvery: t.cfg.EvalEvery, EvalSlowed: st.EvalSlowed}
 	if st.EvalSlowed {
 		t.sched.EvalEvery *= 4
@@ -579,8 +592,15 @@ func (t *trainer) update(s int, p *pool) (func() (float64, error), error) {
 		}
 		return fmt.Errorf("step %d, %s-pool update: %s; stopping: %s", s, p.name, what, kept)
 	}
+	if err := t.reach(batch); err != nil {
+		return nil, fmt.Errorf("step %d, %s-pool update: %w", s, p.name, err)
+	}
 	if t.dev != nil {
 		t.devStale = true
+		t.adam.next() // the host's count of the device's steps, per tensor
+		if err := t.dev.SetAdamLags(t.adam.Lag); err != nil {
+			return nil, fail(err.Error())
+		}
 		pend, err := t.dev.Update(batch, t.drop)
 		t.timings.Device += time.Since(t1).Seconds()
 		if err != nil {
@@ -604,6 +624,23 @@ func (t *trainer) update(s int, p *pool) (func() (float64, error), error) {
 		return nil, err // stop before the step's other updates run
 	}
 	return func() (float64, error) { return loss, nil }, nil
+}
+
+// reach tells Adam which tensors the batch's backward pass reaches (Adam.Reach).
+func (t *trainer) reach(b *model.Batch) error {
+	if t.adam.Started == nil {
+		return nil
+	}
+	structures := make([]*query.Structure, len(b.Queries))
+	for i := range b.Queries {
+		structures[i] = b.Queries[i].Structure
+	}
+	reached, err := t.model.Reached(structures)
+	if err != nil {
+		return err
+	}
+	t.adam.Reach(reached)
+	return nil
 }
 
 // updateCPU is update's CPU path: the loss and its gradients, then Adam.
@@ -738,6 +775,8 @@ func (t *trainer) checkpoint() (*artifact.Checkpoint, error) {
 		TrainQueries:     len(t.ts.queries),
 		TrainFingerprint: t.ts.fingerprint,
 		Timings:          tm,
+		AdamStarted:      t.adam.Started,
+		AdamLag:          t.adam.Lag,
 	}
 	var err error
 	if st.DropoutRNG, err = t.dropSrc.MarshalBinary(); err != nil {

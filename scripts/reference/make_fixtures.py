@@ -51,6 +51,7 @@ import copy
 import json
 import os
 import pickle
+import zlib
 import sys
 
 import numpy as np
@@ -460,15 +461,200 @@ def negation_cases(m, torch, d):
     return {"axis": f32(vals), "half": f32(half), "out_axis": f32(oa.numpy()), "out_half": f32(oh.numpy())}
 
 
+# ---------------------------------------------------------------------------------------
+# A QE-ConE checkpoint for `train import-qecone`.
+
+
+def cmd_checkpoint(a):
+    """Trains a small model with QE-ConE's train_step (torch's own dropout) at a high
+    learning rate, so that many angles saturate near +-pi as in long runs, saves it as
+    main.py's save_model does, and ranks queries of every structure with test_step's rule."""
+    models, _ = import_reference(a.reference)
+    import torch
+    torch.set_num_threads(1)
+    ne, nr, d, hidden, gamma, cen, drop = 300, 20, 16, 32, 2.0, 0.5, 0.1
+    m = build_model(models, torch, ne, nr, d, hidden, gamma, cen, drop, seed=5)
+    rng = np.random.default_rng(3)
+    torch.manual_seed(3)
+    names = {s: n for n, s in STRUCTURES}
+    train_structs = [s for n, s in STRUCTURES if n in PATH_TYPES | OTHER_TYPES]
+    lr = 0.05
+    opt = torch.optim.Adam(filter(lambda p: p.requires_grad, m.parameters()), lr=lr)
+
+    class Args:
+        cuda = False
+    # Fixed "answers" per query: a random function of the grounded query, so that there
+    # is something to learn and the apertures and axes move far from the initialisation.
+    def batch(structs, n):
+        qlist, ans = [], []
+        for _ in range(n):
+            s = structs[int(rng.integers(len(structs)))]
+            q, _, _ = ground(s, rng, ne, nr)
+            qlist.append((q, s))
+            h = zlib.crc32(repr(q).encode()) % 1000
+            ans.append(set(int(x) for x in np.random.default_rng(h).choice(ne, 1 + h % 7, replace=False)))
+        return qlist, ans
+    step = 0
+    for step in range(a.steps):
+        for structs in ([s for s in train_structs if names[s] in PATH_TYPES],
+                        [s for s in train_structs if names[s] in OTHER_TYPES]):
+            qlist, ans = batch(structs, 32)
+            pos, neg, weight = make_batch(torch, rng, qlist, ne, 16, ans)
+            train_update(m, torch, opt, qlist, pos, neg, weight, drop)
+    save_dir = a.out
+    os.makedirs(save_dir, exist_ok=True)
+    # main.py's save_model: config.json with the arguments, and `checkpoint`.
+    cfg = {"hidden_dim": d, "gamma": gamma, "center_reg": cen, "drop": drop, "nentity": ne,
+           "nrelation": nr, "learning_rate": 0.05, "negative_sample_size": 16, "batch_size": 32,
+           "max_steps": a.steps, "seed": 5, "data_path": "synthetic"}
+    with open(os.path.join(save_dir, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    torch.save({"step": step, "current_learning_rate": lr, "warm_up_steps": a.steps // 2,
+                "model_state_dict": m.state_dict(), "optimizer_state_dict": opt.state_dict()},
+               os.path.join(save_dir, "checkpoint"))
+    # Queries of every structure, scored and ranked by test_step's code path.
+    m.eval()
+    qrecs, qlist = [], []
+    for name, s in STRUCTURES:
+        for _ in range(a.queries):
+            q, an, rl = ground(s, rng, ne, nr)
+            qrecs.append(query_record(name, s, q, an, rl))
+            qlist.append((q, s))
+    with torch.no_grad():
+        scores = reference_scores(m, torch, qlist, ne)
+    cuts = 0
+    answers = []
+    for q in range(len(qlist)):
+        order = np.argsort(-scores[q], kind="stable")
+        aset = set(int(x) for x in order[:2]) | set(int(x) for x in order[ne // 3:ne // 3 + 2])
+        aset |= set(int(x) for x in rng.choice(ne, 2, replace=False))
+        answers.append(sorted(aset))
+    for r, ans in zip(qrecs, answers):
+        r["answers"] = ans
+    ranks = filtered_ranks(scores, answers)
+    out = {"num_entities": ne, "num_relations": nr, "dim": d, "hidden": hidden, "gamma": gamma,
+           "center_reg": cen, "queries": qrecs, "ranks": ranks, "scores": f32(scores)}
+    with open(os.path.join(save_dir, "ranks.json"), "w") as f:
+        json.dump(out, f, separators=(",", ":"))
+    with torch.no_grad():
+        ent = torch.tanh(m.entity_embedding / m.embedding_range.item()) * 3.14159265358979323846
+        sat = float((ent.abs() > 3.1).float().mean())
+    print("wrote", save_dir, "entity angles within 0.04 of +-pi: %.1f%%" % (100 * sat))
+
+
+# ---------------------------------------------------------------------------------------
+# The equal-budget learning check: QE-ConE's training loop on exported train queries.
+
+
+def load_train(path):
+    """Train queries exported by scripts/reference/exportqueries, as QE-ConE's
+    train_queries (structure -> set of nested queries) and train_answers."""
+    import ast
+    with open(path) as f:
+        d = json.load(f)
+    queries, answers = collections.defaultdict(set), collections.defaultdict(set)
+    for q in d["queries"]:
+        s = ast.literal_eval(q["structure"])
+        an, rl = list(q["anchors"]), list(q["relations"])
+
+        def walk(x):
+            if isinstance(x, tuple):
+                return tuple(walk(y) for y in x)
+            return {"e": lambda: an.pop(0), "r": lambda: rl.pop(0), "n": lambda: -2, "u": lambda: -1}[x]()
+        g = walk(s)
+        queries[s].add(g)
+        answers[g] |= set(q["answers"])
+    return d["num_entities"], d["num_relations"], queries, answers
+
+
+def cmd_curves(a):
+    models, dataloader = import_reference(a.reference)
+    import torch
+    from torch.utils.data import DataLoader
+    import util
+    torch.set_num_threads(a.threads)
+    ne, nr, queries, answers = load_train(a.queries)
+    names = {s: n for n, s in STRUCTURES}
+    out = {"config": {"dim": a.dim, "hidden": a.hidden, "batch": a.batch, "negatives": a.negatives, "gamma": a.gamma,
+                      "center_reg": a.center_reg, "lr": a.lr, "drop": a.drop, "steps": a.steps,
+                      "queries": os.path.basename(a.queries), "num_queries": sum(len(v) for v in queries.values())},
+           "runs": {}}
+    for seed in [int(x) for x in a.seeds.split(",")]:
+        util.set_global_seed(seed)
+        path_q = collections.defaultdict(set)
+        other_q = collections.defaultdict(set)
+        for s, qs in queries.items():
+            (path_q if names[s] in PATH_TYPES else other_q)[s] = qs
+        # main.py's loaders; num_workers=0 (main.py's worker processes would share one
+        # numpy state, see the README), so a seed gives one run.
+        it = lambda qs: dataloader.SingledirectionalOneShotIterator(DataLoader(
+            dataloader.TrainDataset(util.flatten_query(qs), ne, nr, a.negatives, answers),
+            batch_size=a.batch, shuffle=True, num_workers=0, collate_fn=dataloader.TrainDataset.collate_fn))
+        path_it, other_it = it(path_q), it(other_q)
+        m = models.KGReasoning(nentity=ne, nrelation=nr, hidden_dim=a.dim, gamma=a.gamma,
+                               query_name_dict=names, center_reg=a.center_reg, drop=a.drop)
+        if a.hidden != 1600:
+            m.cone_proj = models.ConeProjection(a.dim, a.hidden, 2)
+        lr = a.lr
+        opt = torch.optim.Adam(filter(lambda p: p.requires_grad, m.parameters()), lr=lr)
+        warm_up_steps = a.steps // 2
+
+        class Args:
+            cuda = False
+        lp, lo = [], []
+        for step in range(a.steps):
+            l1 = m.train_step(m, opt, path_it, Args, step)["loss"]
+            l2 = m.train_step(m, opt, other_it, Args, step)["loss"]
+            l3 = m.train_step(m, opt, path_it, Args, step)["loss"]
+            lp.append((l1 + l3) / 2)
+            lo.append(l2)
+            if step >= warm_up_steps:
+                lr = lr / 5
+                opt = torch.optim.Adam(filter(lambda p: p.requires_grad, m.parameters()), lr=lr, weight_decay=0.)
+                warm_up_steps = warm_up_steps * 1.5
+            if step % 10 == 0:
+                print("seed %d step %d path %.4f other %.4f" % (seed, step, lp[-1], lo[-1]), flush=True)
+        out["runs"][str(seed)] = {"loss_path": lp, "loss_other": lo}
+        tmp = a.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(out, f)
+        os.replace(tmp, a.out)
+    print("wrote", a.out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fixtures")
     f.add_argument("--reference", default=os.path.join(REPO, "..", "shared", "reference", "QE-ConE"))
     f.add_argument("--out", default=os.path.join(REPO, "testdata", "reference"))
+    k = sub.add_parser("checkpoint")
+    k.add_argument("--reference", default=os.path.join(REPO, "..", "shared", "reference", "QE-ConE"))
+    k.add_argument("--out", default=os.path.join(REPO, "testdata", "reference", "qecone-checkpoint"))
+    k.add_argument("--steps", type=int, default=150)
+    k.add_argument("--queries", type=int, default=5, help="test queries per structure")
+    c = sub.add_parser("curves")
+    c.add_argument("--reference", default=os.path.join(REPO, "..", "shared", "reference", "QE-ConE"))
+    c.add_argument("--queries", required=True, help="train queries JSON (scripts/reference/exportqueries)")
+    c.add_argument("--out", required=True)
+    c.add_argument("--seeds", default="0,1,2")
+    c.add_argument("--steps", type=int, default=300)
+    c.add_argument("--dim", type=int, default=64)
+    c.add_argument("--hidden", type=int, default=1600, help="projection MLP width (ConE: 1600)")
+    c.add_argument("--batch", type=int, default=128)
+    c.add_argument("--negatives", type=int, default=32)
+    c.add_argument("--gamma", type=float, default=2.0)
+    c.add_argument("--center-reg", type=float, default=1.0)
+    c.add_argument("--lr", type=float, default=3e-4)
+    c.add_argument("--drop", type=float, default=0.1)
+    c.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
     if a.cmd == "fixtures":
         cmd_fixtures(a)
+    elif a.cmd == "checkpoint":
+        cmd_checkpoint(a)
+    elif a.cmd == "curves":
+        cmd_curves(a)
 
 
 if __name__ == "__main__":

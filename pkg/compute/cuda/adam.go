@@ -10,6 +10,7 @@ type Adam struct {
 	dev    *Device
 	step   int
 	slots  []adamSlot
+	lags   []int64 // per slot: steps it sat out (see SetLags); nil: none
 }
 
 type adamSlot struct{ p, g, m, v *F32 }
@@ -43,12 +44,42 @@ func NewAdam(d *Device, cfg AdamConfig, params, grads []*F32) (*Adam, error) {
 // Steps is the number of steps taken since creation or the last Reset.
 func (a *Adam) Steps() int { return a.step }
 
+// SetLags sets, per parameter, how many of the optimiser's steps it sat out because no
+// backward pass had reached it yet (train.Adam.Lag, torch.optim.Adam's skipping of
+// parameters whose .grad is None), counting the coming step: parameter i takes step
+// number Steps()+1−lags[i] at the next Step, and none when that is not positive. Nil
+// means no lag.
+func (a *Adam) SetLags(lags []int64) error {
+	if lags != nil && len(lags) != len(a.slots) {
+		return fmt.Errorf("cuda: Adam.SetLags: %d lags for %d parameters", len(lags), len(a.slots))
+	}
+	a.lags = append(a.lags[:0], lags...)
+	if lags == nil {
+		a.lags = nil
+	}
+	return nil
+}
+
 // Step applies one Adam step to every parameter; with zeroGrad the gradients are cleared
-// afterwards, ready for the next accumulation.
+// afterwards, ready for the next accumulation. A parameter whose own step count (see
+// SetLags) is not positive is left as it is (its gradient is zero: no backward pass
+// reached it).
 func (a *Adam) Step(zeroGrad bool) error {
 	a.step++
 	for i, s := range a.slots {
-		if err := a.dev.AdamStep(s.p, s.g, s.m, s.v, a.step, a.Config, zeroGrad); err != nil {
+		step := a.step
+		if a.lags != nil {
+			step -= int(a.lags[i])
+		}
+		if step <= 0 {
+			if zeroGrad {
+				if err := s.g.Zero(); err != nil {
+					return fmt.Errorf("parameter %d: %w", i, err)
+				}
+			}
+			continue
+		}
+		if err := a.dev.AdamStep(s.p, s.g, s.m, s.v, step, a.Config, zeroGrad); err != nil {
 			return fmt.Errorf("parameter %d: %w", i, err)
 		}
 	}

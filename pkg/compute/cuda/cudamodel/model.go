@@ -177,6 +177,10 @@ func (m *Model) SetAdam(lr float64, step int, mo, v [][]float32) error {
 	return m.adam.SetState(step, mo, v)
 }
 
+// SetAdamLags sets the parameters' Adam lags for the coming update (cuda.Adam.SetLags;
+// train.Adam.Lag after its count of that update), in model.Params.Tensors order.
+func (m *Model) SetAdamLags(lags []int64) error { return m.adam.SetLags(lags) }
+
 // AdamSteps is the optimiser's step count since it was created or reset.
 func (m *Model) AdamSteps() int { return m.adam.Steps() }
 

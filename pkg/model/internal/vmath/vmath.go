@@ -8,20 +8,63 @@ import "math"
 
 // Tanh sets dst[i] = mul·tanh(src[i]/div) + add for i < len(src) (dst may be src).
 //
-// tanh is Eigen's rational approximation (generic_fast_tanh_float): x clamped to
-// ±7.9053 (where float32 tanh is ±1 to rounding), x itself for |x| < 0.0004, else
-// x·P(x²)/Q(x²) with P of degree 6 and Q of degree 3. Its error against the exact tanh
-// is below 5e-7 relative (about 7 float32 ulp at worst, near saturation); NaN stays NaN.
-// x = src[i]/div is the float32 quotient, as the exact path computes it.
+// For |x| < 3 (x = src[i]/div, the float32 quotient, as the exact path computes it), tanh
+// is Eigen's rational approximation (generic_fast_tanh_float): x itself for
+// |x| < 0.0004, else x·P(x²)/Q(x²) with P of degree 6 and Q of degree 3, within 5e-7
+// relative of the exact tanh (a few float32 ulp); NaN stays NaN.
+//
+// For |x| ≥ 3 it is PyTorch's float32 tanh (Sleef's tanhf, which ConE's reference code
+// runs): ±1 beyond ±8.664339742 (where Sleef saturates, earlier than the exact rounding
+// at 9.011), else the exactly rounded tanh, which is Sleef's there (3 in a million
+// differ by an ulp). This is where it matters: an angle π·tanh(x) at saturation is
+// float32(π) or the float32 below it, whose sines have opposite signs, and that sign
+// decides on which side of the ±π cut an intersection of such cones lands (model's
+// intersection), which ConE's MLP then sees as a different input. So the angles here
+// are bit-for-bit the reference's.
 func Tanh(dst, src []float32, div, mul, add float32) {
 	dst = dst[:len(src)]
-	done := 0
-	if hasAVX512 && !PureGo {
-		done = tanhAsm(dst, src, div, mul, add)
+	// Chunks, so that the exact values, computed from src first, survive dst == src.
+	var fix [tanhChunk]float32
+	var at [tanhChunk]int32
+	for lo := 0; lo < len(src); lo += tanhChunk {
+		hi := min(lo+tanhChunk, len(src))
+		nf := 0
+		for i := lo; i < hi; i++ {
+			x := src[i] / div
+			if x >= tanhExactFrom || x <= -tanhExactFrom {
+				at[nf], fix[nf] = int32(i), float32(mul*tanhTorch(x))+add
+				nf++
+			}
+		}
+		done := lo
+		if hasAVX512 && !PureGo {
+			done += tanhAsm(dst[lo:hi], src[lo:hi], div, mul, add)
+		}
+		for i := done; i < hi; i++ {
+			dst[i] = mul*tanh32(src[i]/div) + add
+		}
+		for k := 0; k < nf; k++ {
+			dst[at[k]] = fix[k]
+		}
 	}
-	for i := done; i < len(src); i++ {
-		dst[i] = mul*tanh32(src[i]/div) + add
+}
+
+const (
+	tanhChunk     = 512
+	tanhExactFrom = 3
+	// sleefTanhSat is where Sleef's tanhf returns ±1 (|x| > it, in float32).
+	sleefTanhSat float32 = 8.664339742
+)
+
+// tanhTorch is PyTorch's float32 tanh for |x| ≥ 3 (see Tanh).
+func tanhTorch(x float32) float32 {
+	switch {
+	case x > sleefTanhSat:
+		return 1
+	case x < -sleefTanhSat:
+		return -1
 	}
+	return float32(math.Tanh(float64(x)))
 }
 
 // PureGo disables the assembly loops (tests compare the two).

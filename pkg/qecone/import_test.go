@@ -1,0 +1,114 @@
+package qecone
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/rocone/rocone/pkg/eval"
+	"github.com/rocone/rocone/pkg/query"
+)
+
+// checkpointDir is the QE-ConE checkpoint made by make_fixtures.py checkpoint: a small
+// ConE trained by QE-ConE's train_step at a high learning rate (many angles saturated
+// near ±π, as after long runs), saved by main.py's save_model layout, with queries of
+// every structure and QE-ConE's ranks of their answers.
+var checkpointDir = filepath.Join("..", "..", "testdata", "reference", "qecone-checkpoint")
+
+// RankFixture is ranks.json.
+type RankFixture struct {
+	NumEntities int            `json:"num_entities"`
+	Queries     []FixtureQuery `json:"queries"`
+	Ranks       [][]int        `json:"ranks"`
+	Scores      Array          `json:"scores"`
+}
+
+func readRankFixture(t *testing.T) *RankFixture {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(checkpointDir, "ranks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f RankFixture
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	return &f
+}
+
+// ranksOf is each answer's filtered rank (1 + the non-answers scored above it, ties by
+// entity id), ascending.
+func ranksOf(score []float32, answers []int32) []int {
+	isAns := map[int32]bool{}
+	for _, a := range answers {
+		isAns[a] = true
+	}
+	var out []int
+	for _, a := range answers {
+		r := 1
+		for e, s := range score {
+			if !isAns[int32(e)] && (s > score[a] || (s == score[a] && int32(e) < a)) {
+				r++
+			}
+		}
+		out = append(out, r)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func TestImportRanksLikeQEConE(t *testing.T) {
+	ck, err := Import(ImportOptions{Checkpoint: checkpointDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := eval.ModelFromCheckpoint(ck, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf := readRankFixture(t)
+	N := rf.NumEntities
+	qs := make([]query.Grounded, len(rf.Queries))
+	for i, q := range rf.Queries {
+		s, err := query.Parse(q.Structure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs[i] = query.Grounded{Structure: s, Anchors: q.Anchors, Relations: q.Relations}
+	}
+	scores := make([]float32, len(qs)*N)
+	if err := m.NewScorer().Score(scores, qs); err != nil {
+		t.Fatal(err)
+	}
+	bad, worst := 0, 0.0
+	for i, q := range rf.Queries {
+		ref := rf.Scores.Values[i*N : (i+1)*N]
+		got := scores[i*N : (i+1)*N]
+		w := 0.0
+		for e := range ref {
+			w = max(w, math.Abs(float64(got[e]-ref[e])))
+		}
+		worst = max(worst, w)
+		gr := ranksOf(got, q.Answers)
+		if !equalInts(gr, rf.Ranks[i]) {
+			bad++
+			t.Errorf("query %d (%s): ranks %v, QE-ConE %v (scores differ by up to %.3g)", i, q.Name, gr, rf.Ranks[i], w)
+		}
+	}
+	t.Logf("%d queries, largest score difference %.3g, %d with other ranks", len(qs), worst, bad)
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
