@@ -99,7 +99,7 @@ submit >"$T/jobs4"
 [ ! -s "$T/jobs4" ] || fail "a submit after the rerun submitted:"$'\n'"$(cat "$T/jobs4")"
 
 # --- 4. a failing stage ---------------------------------------------------------------------------
-step "a failing training"
+step "a failing training (the FAILED lines below are expected)"
 BAD=$T/bad
 mkdir -p "$BAD"
 cp -p "$OUT"/*-queries.arrow "$BAD/" # cached queries: only train and what follows run
