@@ -4,7 +4,7 @@
 STAGES  := sample train embed rank metrics
 BINS    := $(addprefix bin/,$(STAGES))
 
-.PHONY: all build build-cuda test test-go test-js test-cuda demo bench gpu-check clean
+.PHONY: all build build-cuda test test-go test-js test-cuda demo bench gpu-check fuzz clean
 
 all: build
 
@@ -76,6 +76,24 @@ gpu-check:
 .PHONY: test-slurm
 test-slurm:
 	scripts/slurm/test.sh
+
+# Fuzzing: every Fuzz target in turn for FUZZTIME each (go fuzzes one target per
+# invocation), FUZZPAR workers (the default 1 suits a small shared machine). Crashers go to
+# the package's testdata/fuzz/, which `make test` then runs as ordinary test cases.
+FUZZTIME ?= 60s
+FUZZPAR  ?= 1
+FUZZ_TARGETS := ./pkg/query:FuzzParse ./pkg/query:FuzzParseGrounded \
+	./pkg/sample:FuzzParseCounts ./pkg/sample:FuzzBetaEPickle \
+	./pkg/kg:FuzzLoadIDs ./pkg/kg:FuzzLoadNames ./pkg/kg:FuzzLoadAuto \
+	./pkg/artifact:FuzzQueries ./pkg/artifact:FuzzCheckpoint ./pkg/artifact:FuzzCones \
+	./pkg/artifact:FuzzRanks ./pkg/artifact:FuzzTrainLog ./pkg/artifact:FuzzMetrics \
+	./cmd/train:FuzzConfigYAML ./cmd/train:FuzzConfigTOML
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		echo "fuzz: $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPAR) $$pkg || exit 1; \
+	done
 
 clean:
 	rm -rf bin out

@@ -296,6 +296,22 @@ func (d *Dataset) fromIDs(paths map[string]string, raw map[string][]row) error {
 		d.NumEntities = len(d.EntityNames)
 	}
 	d.NumRelations = int(maxRel|1) + 1
+	// Without name tables the counts come from the largest ids, which must then be
+	// dense: every entity and relation is in some triple. A stray large id would
+	// otherwise size every per-entity table by it (one line "2000000000 0 1" asking for
+	// gigabytes).
+	rows := 0
+	for _, s := range Splits {
+		rows += len(parsed[s])
+	}
+	if d.EntityNames == nil && d.NumEntities > 2*rows {
+		return fmt.Errorf("%s: entity id %d, but the %d triples of the dataset name at most %d entities: ids must run 0..n-1 (or give entities.tsv)",
+			d.Dir, maxEnt, rows, 2*rows)
+	}
+	if d.RelationNames == nil && d.NumRelations > 2*rows+2 {
+		return fmt.Errorf("%s: relation id %d, but the %d triples of the dataset name at most %d relations: ids must run 0..n-1 (or give relations.tsv)",
+			d.Dir, maxRel, rows, rows)
+	}
 	if d.RelationNames != nil {
 		d.NumRelations = len(d.RelationNames)
 		if d.NumRelations%2 != 0 {

@@ -14,8 +14,22 @@ type SyntaxError struct {
 }
 
 func (e *SyntaxError) Error() string {
-	return fmt.Sprintf("query %q: at offset %d: %s", e.Input, e.Offset, e.Msg)
+	in := e.Input
+	if len(in) > maxQuoted {
+		// A long input is quoted around the fault, not whole.
+		from := max(0, min(e.Offset-maxQuoted/2, len(in)-maxQuoted))
+		in = in[from : from+maxQuoted]
+		return fmt.Sprintf("query of %d bytes, from offset %d: %q...: at offset %d: %s", len(e.Input), from, in, e.Offset, e.Msg)
+	}
+	return fmt.Sprintf("query %q: at offset %d: %s", in, e.Offset, e.Msg)
 }
+
+// maxQuoted bounds how much of a malformed input an error quotes.
+const maxQuoted = 200
+
+// maxDepth bounds the nesting of tuples: the deepest structure BetaE or this repository
+// uses nests 5 deep. Without a bound, a long run of '(' recurses once per byte.
+const maxDepth = 64
 
 // value is a parsed nested tuple: a tuple of values, or an atom (a quoted symbol or an integer).
 type value struct {
@@ -42,11 +56,14 @@ func (p *parser) skip() {
 	}
 }
 
-func (p *parser) parseValue() (value, error) {
+func (p *parser) parseValue(depth int) (value, error) {
 	p.skip()
 	start := p.pos
 	if p.pos >= len(p.in) {
 		return value{}, p.errf(start, "unexpected end of input")
+	}
+	if depth > maxDepth {
+		return value{}, p.errf(start, "tuples nested more than %d deep", maxDepth)
 	}
 	switch c := p.in[p.pos]; {
 	case c == '(':
@@ -61,7 +78,7 @@ func (p *parser) parseValue() (value, error) {
 				}
 				return v, nil
 			}
-			el, err := p.parseValue()
+			el, err := p.parseValue(depth + 1)
 			if err != nil {
 				return value{}, err
 			}
@@ -114,7 +131,7 @@ func (p *parser) parseValue() (value, error) {
 
 func parseTop(in string) (value, error) {
 	p := &parser{in: in}
-	v, err := p.parseValue()
+	v, err := p.parseValue(0)
 	if err != nil {
 		return value{}, err
 	}
