@@ -35,8 +35,8 @@ func Diff(a, b Config, except ...string) []string {
 // replace a checkpoint or train log that belongs to another run: a file there that is not
 // such an artifact, or one trained with another configuration (apart from ResumableKeys).
 // Replacing a run of the same configuration is allowed: it is the same run started again
-// (as the Makefile does when the train queries change). Only regular files are checked;
-// what is written to a device or a pipe replaces nothing.
+// (as the Makefile does when the train queries change), and is said on Progress. Only
+// regular files are checked: what is written to a device or a pipe replaces nothing.
 func checkOverwrite(cfg Config, opts Options) error {
 	if opts.Resume || opts.Overwrite {
 		return nil
@@ -75,6 +75,9 @@ func checkOverwrite(cfg Config, opts Options) error {
 		if diff := Diff(saved, cfg, ResumableKeys...); len(diff) > 0 {
 			return fmt.Errorf("%s %s holds the %s of another run (%s); give --overwrite to replace it, --resume to continue it, or choose another path",
 				out.flag, out.path, out.kind, strings.Join(diff, ", "))
+		}
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "replacing %s %s: the %s of an earlier run of the same configuration (--resume would continue it)\n", out.flag, out.path, out.kind)
 		}
 	}
 	return nil

@@ -124,7 +124,11 @@ func TestRunGuards(t *testing.T) {
 
 	// Allowed: the same configuration again (what Make does when the train queries change),
 	// and another configuration with Overwrite.
-	run(t, cfg, Options{Train: tr, Checkpoint: ck, Log: log})
+	var said bytes.Buffer
+	run(t, cfg, Options{Train: tr, Checkpoint: ck, Log: log, Progress: &said})
+	if !strings.Contains(said.String(), "replacing --checkpoint "+ck+": the checkpoint of an earlier run of the same configuration") {
+		t.Errorf("replacing a run of the same configuration is not said:\n%s", said.String())
+	}
 	run(t, other, Options{Train: tr, Valid: va, Checkpoint: ck, Log: log, Overwrite: true})
 	meta, err := artifact.ReadCheckpointMeta(ck)
 	if err != nil || meta.Dim != 16 {
