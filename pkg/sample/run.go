@@ -3,9 +3,9 @@ package sample
 import (
 	"context"
 	"errors"
-	"math"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
