@@ -33,6 +33,10 @@ for bin in slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge; d
 	command -v "${bin%%:*}" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin command -v "${bin%%:*}" >/dev/null 2>&1 || need+=("${bin##*:}")
 done
 export PATH=$PATH:/usr/sbin:/sbin
+MARK="# written by rocone scripts/slurm/start.sh while installing"
+if [ -f /usr/sbin/policy-rc.d ] && grep -qF "$MARK" /usr/sbin/policy-rc.d; then
+	$SUDO rm -f /usr/sbin/policy-rc.d # left by an install of ours that was killed
+fi
 if [ ${#need[@]} -gt 0 ]; then
 	echo "slurm/start: installing ${need[*]} (apt-get)" >&2
 	# Keep the packages' maintainer scripts from starting the system's own munge and slurm
@@ -41,7 +45,7 @@ if [ ${#need[@]} -gt 0 ]; then
 	policy=""
 	if [ ! -e /usr/sbin/policy-rc.d ]; then
 		policy=/usr/sbin/policy-rc.d
-		printf '#!/bin/sh\nexit 101\n' | $SUDO tee $policy >/dev/null
+		printf '#!/bin/sh\n%s\nexit 101\n' "$MARK" | $SUDO tee $policy >/dev/null
 		$SUDO chmod 755 $policy
 	fi
 	rc=0
