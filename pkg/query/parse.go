@@ -27,6 +27,14 @@ func (e *SyntaxError) Error() string {
 // maxQuoted bounds how much of a malformed input an error quotes.
 const maxQuoted = 200
 
+// clip shortens a piece of the input quoted in an error.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
 // maxDepth bounds the nesting of tuples: the deepest structure BetaE or this repository
 // uses nests 5 deep. Without a bound, a long run of '(' recurses once per byte.
 const maxDepth = 64
@@ -111,7 +119,7 @@ func (p *parser) parseValue(depth int) (value, error) {
 		switch sym {
 		case "e", "r", "n", "u":
 		default:
-			return value{}, p.errf(start, "unknown symbol %q (want 'e', 'r', 'n' or 'u')", sym)
+			return value{}, p.errf(start, "unknown symbol %q (want 'e', 'r', 'n' or 'u')", clip(sym))
 		}
 		return value{offset: start, sym: sym}, nil
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -121,7 +129,7 @@ func (p *parser) parseValue(depth int) (value, error) {
 		}
 		n, err := strconv.ParseInt(p.in[start:p.pos], 10, 32)
 		if err != nil {
-			return value{}, p.errf(start, "bad integer %q", p.in[start:p.pos])
+			return value{}, p.errf(start, "bad integer %q", clip(p.in[start:p.pos]))
 		}
 		return value{offset: start, num: n, isNum: true}, nil
 	default:
