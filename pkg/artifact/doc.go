@@ -7,17 +7,20 @@
 // A path names a file; the path "-" names stdout when writing and stdin when reading, so
 // that stages compose in shell pipes (stage1 -o - | stage2 -i -).
 //
-// Files are written in the Arrow IPC file format and stdout in the IPC stream format,
-// because the file format needs a seekable output for its footer and pipes have none.
+// Files are written in the Arrow IPC file format; stdout, and outputs that package
+// outfile writes in place rather than replaces (a device, a named pipe, /dev/fd/N or
+// /dev/stdout), in the IPC stream format, because a reader of the file format needs to
+// seek to its footer and pipes have none.
 // Readers accept either format from either source, telling them apart by their first
 // bytes: the magic "ARROW1" of the file format, or the continuation marker 0xFFFFFFFF with
 // which a stream begins (streams from before Arrow 0.15, which lack it, are refused).
 //
-// Writes to a file are atomic. Rows go to a hidden temporary file in the destination's
-// directory (.NAME.tmp-XXXX), which is renamed over the destination only when the writer is
-// closed successfully; on any error, or on Abort, it is removed. A reader therefore never
-// sees a partial artifact at a path, and a failed stage leaves any previous artifact in
-// place. On stdout nothing can be taken back; instead an aborted stream ends without the
+// Writes to a file are atomic (package outfile, shared with the plots). Rows go to a
+// hidden temporary file in the destination's directory (.NAME.tmp-XXXX), which is renamed
+// over the destination only when the writer is closed successfully; on any error, on
+// Abort, or on SIGINT/SIGTERM, it is removed. A reader therefore never sees a partial
+// artifact at a path, and a failed stage leaves any previous artifact in place. On a
+// stream nothing can be taken back; instead an aborted stream ends without the
 // end-of-stream marker, which readers here report as a truncated stream rather than
 // accept as a short one.
 //
