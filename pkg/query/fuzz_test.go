@@ -29,7 +29,7 @@ func FuzzParse(f *testing.F) {
 			if _, ok := err.(*SyntaxError); !ok {
 				t.Fatalf("error of type %T: %v", err, err)
 			}
-			if len(err.Error()) > 4*maxQuoted+200 {
+			if len(err.Error()) > 4*maxQuoted+4*40+300 { // a quoted excerpt and a clipped symbol, escaped
 				t.Fatalf("error of %d bytes", len(err.Error()))
 			}
 			return
