@@ -80,6 +80,7 @@ func app() *cli.App {
 		Usage:     "train a RoConE or ConE model on a train queries file",
 		UsageText: "train --train FILE [--valid FILE] --checkpoint FILE [--resume] [--preset NAME] [--config FILE] [flags]",
 		Flags:     fl,
+		Commands:  []*cli.Command{importCommand()}, // import.go
 		Before: func(c *cli.Context) error {
 			if !c.IsSet("config") {
 				return nil

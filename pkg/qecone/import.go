@@ -277,7 +277,7 @@ func readConfig(path, dir string) (qeConfig, string, error) {
 	}
 	var c qeConfig
 	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", path, err)
+		return nil, "", fmt.Errorf("QE-ConE config %s: not a JSON object: %w", path, err)
 	}
 	return c, path, nil
 }

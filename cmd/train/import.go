@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/outfile"
+	"github.com/rocone/rocone/pkg/qecone"
+)
+
+// importCommand is `train import-qecone`: a QE-ConE (ConE's PyTorch code) checkpoint into
+// this project's checkpoint artifact (package qecone), for embed, rank and metrics.
+func importCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "import-qecone",
+		Usage:     "convert a QE-ConE (ConE, PyTorch) checkpoint into a cone checkpoint artifact",
+		UsageText: "train import-qecone --from PATH [--config FILE] [--lambda L] [--dataset NAME] -o FILE",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "from", Usage: "QE-ConE's checkpoint `PATH`: the torch.save file main.py writes (named checkpoint) or its folder"},
+			&cli.StringFlag{Name: "config", Usage: "QE-ConE's config.json `FILE` (default: the one beside the checkpoint, if any): λ (center_reg), dropout, the run's arguments"},
+			&cli.Float64Flag{Name: "lambda", Usage: "λ, ConE's center_reg (the checkpoint does not hold it); needed without config.json"},
+			&cli.StringFlag{Name: "dataset", Usage: "dataset name in the artifact (default: config.json's data_path's last element); must match the queries rank is given"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "checkpoint artifact `FILE` to write"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return fmt.Errorf("unexpected argument %q", c.Args().First())
+			}
+			from, out := c.String("from"), c.String("output")
+			switch {
+			case from == "":
+				return fmt.Errorf("--from is required")
+			case out == "":
+				return fmt.Errorf("-o is required")
+			}
+			src := from
+			if st, err := os.Stat(from); err == nil && st.IsDir() {
+				src = filepath.Join(from, "checkpoint")
+			}
+			if err := outfile.Check([]outfile.Path{{Flag: "--from", Path: src}, {Flag: "--config", Path: c.String("config")}},
+				[]outfile.Path{{Flag: "-o", Path: out}}); err != nil {
+				return err
+			}
+			opts := qecone.ImportOptions{Checkpoint: from, Config: c.String("config"), Dataset: c.String("dataset")}
+			if c.IsSet("lambda") {
+				l := c.Float64("lambda")
+				opts.Lambda = &l
+			}
+			ck, err := qecone.Import(opts)
+			if err != nil {
+				return err
+			}
+			return artifact.WriteCheckpoint(out, ck)
+		},
+	}
+}

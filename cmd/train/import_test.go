@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/compute/device"
+	"github.com/rocone/rocone/pkg/pipeline"
+	"github.com/rocone/rocone/pkg/qecone"
+)
+
+// qeconeDir is a checkpoint written by QE-ConE's own code (make_fixtures.py checkpoint),
+// with queries of every structure and QE-ConE's filtered ranks of their answers.
+var qeconeDir = filepath.Join("..", "..", "testdata", "reference", "qecone-checkpoint")
+
+// TestImportQEConERanks: `train import-qecone` converts QE-ConE's checkpoint, and `rank`
+// (the stage's own function) on it reproduces QE-ConE's ranks of every query, all 16
+// structures and custom ones, on a model whose angles are partly saturated at ±π.
+func TestImportQEConERanks(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "model.arrow")
+	if err := runApp("import-qecone", "--from", qeconeDir, "-o", ck); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := artifact.ReadCheckpointMeta(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Model != "cone" || meta.Dim != 16 || meta.NumEntities != 300 || meta.Dataset != "synthetic" {
+		t.Fatalf("imported metadata %+v", meta)
+	}
+
+	b, err := os.ReadFile(filepath.Join(qeconeDir, "ranks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rf struct {
+		NumEntities  int                   `json:"num_entities"`
+		NumRelations int                   `json:"num_relations"`
+		Queries      []qecone.FixtureQuery `json:"queries"`
+		Ranks        [][]int               `json:"ranks"`
+	}
+	if err := json.Unmarshal(b, &rf); err != nil {
+		t.Fatal(err)
+	}
+	var qs []artifact.Query
+	for i, q := range rf.Queries {
+		qs = append(qs, artifact.Query{ID: int64(i), Type: q.Type, Structure: q.Structure, Anchors: q.Anchors,
+			Relations: q.Relations, Easy: []int32{}, Hard: q.Answers})
+	}
+	qf := filepath.Join(dir, "queries.arrow")
+	if err := artifact.WriteQueries(qf, artifact.QueriesMeta{Split: "test", Dataset: "synthetic",
+		NumEntities: rf.NumEntities, NumRelations: rf.NumRelations}, qs); err != nil {
+		t.Fatal(err)
+	}
+	kernels, err := device.Backend("cpu", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rk := filepath.Join(dir, "ranks.arrow")
+	if err := pipeline.Rank(pipeline.RankConfig{Checkpoint: ck, Queries: qf, Output: rk, Kernels: kernels}); err != nil {
+		t.Fatal(err)
+	}
+	_, rows, err := artifact.ReadRanks(rk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64][]int{}
+	for _, r := range rows {
+		got[r.ID] = append(got[r.ID], int(r.Rank))
+	}
+	for i, q := range rf.Queries {
+		g := got[int64(i)]
+		sort.Ints(g)
+		if len(g) != len(rf.Ranks[i]) {
+			t.Fatalf("query %d (%s): %d ranks, QE-ConE %d", i, q.Name, len(g), len(rf.Ranks[i]))
+		}
+		for j := range g {
+			if g[j] != rf.Ranks[i][j] {
+				t.Errorf("query %d (%s): ranks %v, QE-ConE's %v", i, q.Name, g, rf.Ranks[i])
+				break
+			}
+		}
+	}
+}
+
+// TestImportQEConEErrors: what import-qecone refuses, each with a message naming it.
+func TestImportQEConEErrors(t *testing.T) {
+	dir := t.TempDir()
+	notTorch := filepath.Join(dir, "checkpoint")
+	if err := os.WriteFile(notTorch, []byte("not a torch file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	emptyCfg := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(emptyCfg, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no from", []string{"-o", filepath.Join(dir, "a.arrow")}, "--from is required"},
+		{"no output", []string{"--from", qeconeDir}, "-o is required"},
+		{"missing", []string{"--from", filepath.Join(dir, "none"), "-o", filepath.Join(dir, "b.arrow")}, "no such file"},
+		{"not torch", []string{"--from", notTorch, "--lambda", "1", "-o", filepath.Join(dir, "c.arrow")}, "not a readable PyTorch file"},
+		{"bad config", []string{"--from", filepath.Join(qeconeDir, "checkpoint"), "--config", notTorch, "-o", filepath.Join(dir, "d.arrow")}, "QE-ConE config"},
+		{"no lambda", []string{"--from", filepath.Join(qeconeDir, "checkpoint"), "--config", emptyCfg, "-o", filepath.Join(dir, "d.arrow")}, "center_reg"},
+		{"lambda disagrees", []string{"--from", qeconeDir, "--lambda", "0.25", "-o", filepath.Join(dir, "e.arrow")}, "disagrees"},
+		{"overwrite input", []string{"--from", qeconeDir, "-o", filepath.Join(qeconeDir, "checkpoint")}, "same file"},
+	} {
+		err := runApp(append([]string{"import-qecone"}, c.args...)...)
+		if err == nil || !contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+func contains(s, sub string) bool {
+	return strings.Contains(s, sub)
+}
