@@ -102,10 +102,11 @@ for v in DATASET DATA OUT MODEL PRESET SEEDS SAMPLE_SEED TRAIN_QUERY_FLAGS VALID
 	case ${!v} in *$'\n'* | *$'\t'*) die "$v holds a newline or a tab" ;; esac
 done
 [ -d "$DATA" ] || die "DATA=$DATA: no such dataset folder"
+# The queries' prerequisites, the Makefile's $(wildcard $(DATA)/*.tsv $(DATA)/*.tsv.gz)
+# (none for a dataset in BetaE's .txt files: its queries are then made only when missing).
 shopt -s nullglob
 DATA_FILES=("$DATA"/*.tsv "$DATA"/*.tsv.gz)
 shopt -u nullglob
-[ ${#DATA_FILES[@]} -gt 0 ] || die "DATA=$DATA holds no .tsv or .tsv.gz files"
 read -r -a SEED_LIST <<<"$SEEDS"
 [ ${#SEED_LIST[@]} -gt 0 ] || die "SEEDS is empty"
 declare -A seen=()

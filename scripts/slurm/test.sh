@@ -8,6 +8,7 @@
 #     its log printed) and checks every stage ran as the array it should;
 #  3. caching: a second submit submits nothing; after deleting seed 1's ranks, a submit holds
 #     rank task 1 alone, with no dependency, then metrics, and metrics comes out the same;
+#     after touching the train queries, train, embed and rank of both seeds and metrics;
 #  4. a failing stage: a training that fails is reported by wait.sh with its log, and the jobs
 #     after it are cancelled (none is left pending) and write nothing;
 #  5. job.sh's clean-up, without Slurm: a command that changes its target and fails leaves it
@@ -97,6 +98,11 @@ waitfor "$T/jobs3" 120 || fail "the rank rerun failed (logs above)"
 cmp "$OUT/rocone/metrics.arrow" "$T/metrics-first.arrow" || fail "metrics changed after rerunning seed 1's rank"
 submit >"$T/jobs4"
 [ ! -s "$T/jobs4" ] || fail "a submit after the rerun submitted:"$'\n'"$(cat "$T/jobs4")"
+# Touching the train queries makes every seed's model stale, and all after it; nothing is sampled.
+touch "$OUT/train-queries.arrow"
+submit -n >"$T/dry4"
+[ "$(grep -o -- '--job-name=rocone-[a-z]* .*--array=[^ ]*' "$T/dry4" | sed 's/--job-name=rocone-\([a-z]*\) .*--array=/\1:/' | tr '\n' ' ')" = 'train:0\,1 embed:0\,1 rank:0\,1 ' ] &&
+	[ "$(grep -c '^sbatch ' "$T/dry4")" -eq 4 ] || fail "after touching the train queries:"$'\n'"$(cat "$T/dry4")"
 
 # --- 4. a failing stage ---------------------------------------------------------------------------
 step "a failing training (the FAILED lines below are expected)"
