@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/outfile/outfiletest"
 )
 
 // copyTiny copies testdata/tiny into a new folder, applying edit to file contents by name.
@@ -161,5 +163,51 @@ func TestDatasetInputs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCorruptQueriesStats runs sample stats on queries files with one byte changed in
+// their footer or body: a clean exit (0, or 1 with a message naming the file), never a
+// panic or a fatal out-of-memory, and the file unchanged.
+func TestCorruptQueriesStats(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "q.arrow")
+	if err := app().Run([]string{"sample", "generate", "--data", "../../testdata/tiny", "--split", "valid", "-q",
+		"--types", "1p,2p,2in", "--count", "1p=20,2p=20,2in=20", "-o", good}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	footerLen := int(binary.LittleEndian.Uint32(data[len(data)-10:]))
+	footer := len(data) - 10 - footerLen
+	var cases [][2]int // position, new value of the 4-byte word there or -1 for a flip
+	for i := footer; i < len(data); i += max(1, footerLen/24) {
+		cases = append(cases, [2]int{i, -1})
+	}
+	for i := len(data) - 64; i < len(data)-10; i += 4 {
+		cases = append(cases, [2]int{i, 0x7fffff00})
+	}
+	for i := 8; i < footer; i += max(1, footer/12) {
+		cases = append(cases, [2]int{i, -1})
+	}
+	for _, c := range cases {
+		b := append([]byte(nil), data...)
+		if c[1] < 0 {
+			b[c[0]] ^= 0xff
+		} else {
+			binary.LittleEndian.PutUint32(b[c[0]:], uint32(c[1]))
+		}
+		bad := filepath.Join(dir, "bad.arrow")
+		os.WriteFile(bad, b, 0o644)
+		r := outfiletest.Run(t, time.Minute, "stats", bad)
+		if strings.Contains(r.Stderr, "panic") || strings.Contains(r.Stderr, "goroutine ") || strings.Contains(r.Stderr, "out of memory") ||
+			r.Code > 1 || (r.Code == 1 && !strings.Contains(r.Stderr, bad)) {
+			t.Errorf("byte %d (%d): exit %d:\n%s", c[0], c[1], r.Code, r.Stderr)
+		}
+		if after, _ := os.ReadFile(bad); string(after) != string(b) {
+			t.Errorf("byte %d: the input changed", c[0])
+		}
 	}
 }
