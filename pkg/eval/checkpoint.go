@@ -52,6 +52,9 @@ func ModelFromCheckpoint(ck *artifact.Checkpoint, kernels compute.Kernels[float3
 	if err != nil {
 		return nil, err
 	}
+	if err := checkpointHolds(ck, cfg); err != nil {
+		return nil, err
+	}
 	m, err := model.New(cfg, kernels)
 	if err != nil {
 		return nil, err
@@ -75,4 +78,25 @@ func ModelFromCheckpoint(ck *artifact.Checkpoint, kernels compute.Kernels[float3
 		}
 	}
 	return m, nil
+}
+
+// checkpointHolds refuses a configuration that asks for more parameter values than the
+// checkpoint's param tensors hold. model.New allocates the parameters before their shapes
+// are compared with the tensors, so without this a corrupt or forged configuration (a
+// billion entities in a file of kilobytes) would make it ask for terabytes, a fatal
+// out-of-memory. Every model has the entity and relation tables (Dim values a row) and
+// the intersection weights (6·Dim² values), which bound what it needs from below.
+func checkpointHolds(ck *artifact.Checkpoint, cfg model.Config) error {
+	var held int64
+	for i := range ck.Tensors {
+		if ck.Tensors[i].Role == artifact.RoleParam {
+			held += int64(len(ck.Tensors[i].Values))
+		}
+	}
+	d, nE, nR := int64(cfg.Dim), int64(cfg.NumEntities), int64(cfg.NumRelations)
+	if d > held || nE > held || nR > held || d*(nE+nR+6*d) > held {
+		return fmt.Errorf("checkpoint model_config (%s, dim %d, %d entities, %d relations) needs more parameter values than the checkpoint's %d",
+			cfg.Variant, cfg.Dim, cfg.NumEntities, cfg.NumRelations, held)
+	}
+	return nil
 }
