@@ -4,7 +4,7 @@
 STAGES  := sample train embed rank metrics
 BINS    := $(addprefix bin/,$(STAGES))
 
-.PHONY: all build build-cuda test test-go test-js test-cuda demo bench gpu-check fuzz clean
+.PHONY: all build build-cuda test test-go test-js test-cuda demo bench gpu-check fuzz parity clean
 
 all: build
 
@@ -62,6 +62,10 @@ bench: build
 	done
 	scripts/bench-train.sh
 	$(GO) test -run '^$$' -bench 'BenchmarkLinear|BenchmarkDistanceTrain|BenchmarkEval' -benchtime 2x ./pkg/compute/cpu/
+
+# The equal-budget learning check against QE-ConE (issue 11): scripts/reference/parity.sh.
+parity: build
+	scripts/reference/parity.sh
 
 # On a GPU host, the whole of the GPU acceptance in one command: parity of every kernel on
 # the device, device errors, the device update and ranks against the CPU model, 200 training
