@@ -46,7 +46,7 @@ func Create(path string) (*File, error) {
 		dir, base := filepath.Dir(t.path), filepath.Base(t.path)
 		f, err := createTemp(dir, base)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: cannot create files in %s: %w", path, dir, unwrapPath(err))
 		}
 		if testHoldOutputs {
 			fmt.Fprintf(os.Stderr, "outfile test: holding %s\n", f.Name())
@@ -71,7 +71,7 @@ func Create(path string) (*File, error) {
 	default: // a device or a named pipe; opening a pipe waits for its reader, as the shell's > does
 		f, err := os.OpenFile(t.path, os.O_WRONLY, 0)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", path, unwrapPath(err))
 		}
 		return &File{name: path, f: f, own: true}, nil
 	}
