@@ -529,13 +529,16 @@ func helper(mode, out string) {
 		defer f.Abort()
 		io.WriteString(f, "partial")
 		fmt.Println("ready")
+		if mode == "panic" {
+			panic("a bug in the stage")
+		}
 		<-ctx.Done()
 		if mode == "stubborn" {
 			select {} // ignores the cancellation: only a second signal ends it
 		}
 		return errors.New("stopped cleanly")
 	}
-	if mode == "main" {
+	if mode == "main" || mode == "panic" {
 		Main("helper", run)
 	} else {
 		MainGraceful("helper", run)
@@ -545,7 +548,8 @@ func helper(mode, out string) {
 
 // TestSignals: SIGINT or SIGTERM while an output's temporary file is in flight removes
 // it and exits with 128+signal and a message; MainGraceful lets the run stop itself on
-// the first signal and acts like Main on a second.
+// the first signal and acts like Main on a second. A panic removes it too, and still
+// shows where it happened.
 func TestSignals(t *testing.T) {
 	for _, c := range []struct {
 		mode    string
@@ -557,6 +561,7 @@ func TestSignals(t *testing.T) {
 		{"main", []syscall.Signal{syscall.SIGINT}, 130, []string{"helper: stopped by SIGINT; not written: OUT"}},
 		{"graceful", []syscall.Signal{syscall.SIGTERM}, 1, []string{"helper: SIGTERM: stopping at the next step", "helper: stopped cleanly"}},
 		{"stubborn", []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}, 143, []string{"helper: SIGINT: stopping", "helper: stopped by SIGTERM; not written: OUT"}},
+		{"panic", nil, 2, []string{"panic: a bug in the stage", "outfile_test.go"}},
 	} {
 		t.Run(fmt.Sprint(c.mode, c.signals), func(t *testing.T) {
 			dir := t.TempDir()
@@ -578,7 +583,7 @@ func TestSignals(t *testing.T) {
 				cmd.Wait()
 				t.Fatalf("helper said %q, %v\n%s", line, err, stderr.String())
 			}
-			if tmps, _ := filepath.Glob(filepath.Join(dir, ".out.arrow.tmp-*")); len(tmps) != 1 {
+			if tmps, _ := filepath.Glob(filepath.Join(dir, ".out.arrow.tmp-*")); len(tmps) != 1 && c.mode != "panic" {
 				t.Fatalf("temporary files in flight: %v, want one", tmps)
 			}
 			for i, s := range c.signals {

@@ -15,7 +15,8 @@ import (
 // "stage: error" on stderr when it fails. On SIGINT or SIGTERM the temporary files in
 // flight are removed, a line says which outputs were not written, and the process exits
 // with 128 plus the signal's number (130, 143), as a shell reports a process the signal
-// killed. run's context is cancelled first, for what it may have started.
+// killed. run's context is cancelled first, for what it may have started. A panic in
+// run removes the temporary files too before it ends the process.
 func Main(stage string, run func(context.Context) error) {
 	main(stage, false, run)
 }
@@ -40,6 +41,16 @@ func main(stage string, graceful bool, run func(context.Context) error) {
 		}
 		cancel()
 		die(stage, sig)
+	}()
+	defer func() {
+		// A panic on this goroutine (on another, the runtime ends the process at once)
+		// still removes the temporary files; the panic then goes on, with its stack.
+		if r := recover(); r != nil {
+			live.Lock()
+			removeLive()
+			live.Unlock()
+			panic(r)
+		}
 	}()
 	err := run(ctx)
 	signal.Stop(sigs)
