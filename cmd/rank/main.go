@@ -13,6 +13,7 @@ import (
 	"github.com/rocone/rocone/pkg/compute/device"
 	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/pipeline"
+	"github.com/rocone/rocone/pkg/shard"
 )
 
 func main() {
@@ -34,9 +35,18 @@ func app() *cli.App {
 			&cli.IntFlag{Name: "workers", Usage: "goroutines ranking queries (default: every core)"},
 			&cli.IntFlag{Name: "batch", Usage: "queries scored together, at least 1, at most the number of queries (default: 16 on the CPU, where the entity table stays in cache, and 512 on CUDA, where each call to the device costs a round trip)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "ranks artifact `FILE` (- for an IPC stream on stdout)"},
+			&cli.StringFlag{Name: "shard", Usage: "rank only shard `i/n` of the queries (0 <= i < n; whole batches; rows keep the queries' ids); metrics takes the n shards as one run"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 		},
 		Action: func(c *cli.Context) error {
+			var sh shard.Spec
+			if c.IsSet("shard") {
+				s, err := shard.Parse(c.String("shard"))
+				if err != nil {
+					return err
+				}
+				sh = s
+			}
 			kernels, dev, err := device.Open(c.String("device"), c.Int("workers"))
 			if err != nil {
 				return err
@@ -54,7 +64,7 @@ func app() *cli.App {
 			}
 			return pipeline.Rank(pipeline.RankConfig{Checkpoint: c.String("checkpoint"), Queries: c.String("queries"),
 				Cones: c.String("cones"), Output: c.String("output"), TopK: c.Int("top"), Data: c.String("data"),
-				Kernels: kernels, Device: dev, Workers: c.Int("workers"), Batch: batch, Log: log})
+				Kernels: kernels, Device: dev, Workers: c.Int("workers"), Batch: batch, Shard: sh, Log: log})
 		},
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rocone/rocone/pkg/kg"
 	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/sample"
+	"github.com/rocone/rocone/pkg/shard"
 )
 
 func main() {
@@ -54,6 +55,7 @@ func app() *cli.App {
 					&cli.IntFlag{Name: "max-answers", Usage: "answer cap, at least 1 (default: 80 on valid/test, none on train)"},
 					&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "random seed; the same seed gives byte-identical output"},
 					&cli.IntFlag{Name: "workers", Usage: "worker goroutines (default: every core); does not change the output"},
+					&cli.StringFlag{Name: "shard", Usage: "write only shard `i/n` of each type's queries (0 <= i < n); sample merge joins the n shards into the unsharded file"},
 				}, dataFlags...),
 				Action: func(c *cli.Context) error {
 					opts, err := sample.FlagValues{
@@ -62,6 +64,11 @@ func app() *cli.App {
 					}.Options()
 					if err != nil {
 						return err
+					}
+					if c.IsSet("shard") {
+						if opts.Shard, err = shard.Parse(c.String("shard")); err != nil {
+							return err
+						}
 					}
 					return sample.GenerateToFile(c.Context, source(c), c.String("split"), opts, c.String("output"), logWriter(c))
 				},
@@ -74,6 +81,20 @@ func app() *cli.App {
 				}, dataFlags...),
 				Action: func(c *cli.Context) error {
 					return sample.ImportToFile(source(c), c.String("split"), c.String("pickle"), c.String("output"), logWriter(c))
+				},
+			},
+			{
+				Name:      "merge",
+				Usage:     "join the n shard files of one sample generate --shard run into its queries file",
+				ArgsUsage: "SHARD...",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output `FILE` (- for an IPC stream on stdout)"},
+				},
+				Action: func(c *cli.Context) error {
+					if c.NArg() == 0 {
+						return fmt.Errorf("merge: give the shard files of one run")
+					}
+					return sample.MergeShards(c.Args().Slice(), c.String("output"))
 				},
 			},
 			{

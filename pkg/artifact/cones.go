@@ -2,10 +2,13 @@ package artifact
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/rocone/rocone/pkg/shard"
 )
 
 // ConesMeta is the schema metadata of a cones artifact: what the cones are of and how
@@ -21,6 +24,9 @@ type ConesMeta struct {
 	CheckpointHash string // SHA-256 of the checkpoint file
 	Queries        string // path of the queries artifact ("stdin" for a pipe)
 	QueriesHash    string // QueriesDigest of its rows
+	// Shard is the part of the queries an `embed --shard` file holds (metadata key shard;
+	// absent, the whole, in an unsharded file). QueriesHash stays the whole file's.
+	Shard shard.Spec
 }
 
 // Cone is one row of a cones artifact: one DNF branch of one query.
@@ -47,12 +53,14 @@ func conesSpec(dim int) *spec {
 }
 
 func (m ConesMeta) values() map[string]string {
-	return map[string]string{
+	v := map[string]string{
 		"dim": strconv.Itoa(m.Dim), "aperture": m.Aperture, "model": m.Model, "dataset": m.Dataset,
 		"split": m.Split, "num_entities": strconv.Itoa(m.NumEntities),
 		"checkpoint": m.Checkpoint, "checkpoint_sha256": m.CheckpointHash,
 		"queries": m.Queries, "queries_digest": m.QueriesHash,
 	}
+	maps.Copy(v, m.Shard.Meta())
+	return v
 }
 
 // ConesWriter writes a cones artifact row by row.
@@ -121,6 +129,9 @@ func ReadCones(path string) (ConesMeta, []Cone, error) {
 			if *dst, err = metaString(name, md, key); err != nil {
 				return nil, err
 			}
+		}
+		if m.Shard, err = metaShard(name, md); err != nil {
+			return nil, err
 		}
 		return conesSpec(m.Dim), nil
 	}

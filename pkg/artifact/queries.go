@@ -3,6 +3,7 @@ package artifact
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/rocone/rocone/pkg/shard"
 )
 
 // QueriesMeta is the schema metadata of a queries artifact.
@@ -23,6 +26,12 @@ type QueriesMeta struct {
 	// (metadata key entities_digest): it tells later stages which entity table names the
 	// ids. Empty in files written before it existed, or for a KG without entity names.
 	EntitiesDigest string
+	// Shard is the part of a sampling run a shard file holds (`sample generate --shard`,
+	// metadata key shard); the whole for an ordinary queries file, which has no such key.
+	Shard shard.Spec
+	// Sampling is the sampling run's options (JSON, metadata key sampling), written in
+	// shard files only: `sample merge` refuses shards of different runs by it.
+	Sampling string
 }
 
 // Query is one row of a queries artifact; see the package documentation for the meaning
@@ -134,13 +143,18 @@ func CreateQueries(path string, meta QueriesMeta) (*QueriesWriter, error) {
 	if err := meta.check(name); err != nil {
 		return nil, err
 	}
-	schema := queriesSpec.schema(map[string]string{
+	values := map[string]string{
 		"split":           meta.Split,
 		"dataset":         meta.Dataset,
 		"num_entities":    strconv.Itoa(meta.NumEntities),
 		"num_relations":   strconv.Itoa(meta.NumRelations),
 		"entities_digest": meta.EntitiesDigest,
-	})
+	}
+	maps.Copy(values, meta.Shard.Meta()) // none for the whole: unsharded files are unchanged
+	if meta.Sampling != "" {
+		values["sampling"] = meta.Sampling
+	}
+	schema := queriesSpec.schema(values)
 	rw, err := createRecords(path, schema)
 	if err != nil {
 		return nil, err
@@ -333,6 +347,10 @@ func queriesMeta(r *Reader) (QueriesMeta, error) {
 		return m, err
 	}
 	m.EntitiesDigest, _ = md.GetValue("entities_digest") // optional: absent in older files
+	if m.Shard, err = metaShard(r.name, md); err != nil {
+		return m, err
+	}
+	m.Sampling, _ = md.GetValue("sampling") // shard files only
 	return m, nil
 }
 

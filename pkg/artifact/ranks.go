@@ -2,10 +2,13 @@ package artifact
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/rocone/rocone/pkg/shard"
 )
 
 // RanksMeta is the schema metadata of a ranks artifact.
@@ -25,6 +28,10 @@ type RanksMeta struct {
 	// train_config): metrics tells seeds of one model from different models by it. Empty
 	// in ranks files written before it was recorded.
 	TrainConfig string
+	// Shard is the part of the queries a `rank --shard` file ranks (metadata key shard;
+	// absent, the whole, in an unsharded file). NumQueries and QueriesHash stay those of
+	// the whole queries file.
+	Shard shard.Spec
 }
 
 // Rank is one row: the filtered rank of one hard answer of one query (1-based, as in
@@ -58,12 +65,14 @@ func ranksSpec(topK bool) *spec {
 }
 
 func (m RanksMeta) values() map[string]string {
-	return map[string]string{
+	v := map[string]string{
 		"model": m.Model, "dataset": m.Dataset, "split": m.Split, "num_entities": strconv.Itoa(m.NumEntities),
 		"num_queries": strconv.Itoa(m.NumQueries), "queries": m.Queries, "queries_digest": m.QueriesHash,
 		"checkpoint": m.Checkpoint, "checkpoint_sha256": m.CheckpointHash, "seed": m.Seed, "top_k": strconv.Itoa(m.TopK),
 		"train_config": m.TrainConfig,
 	}
+	maps.Copy(v, m.Shard.Meta())
+	return v
 }
 
 // RanksWriter writes a ranks artifact row by row.
@@ -138,6 +147,9 @@ func ReadRanks(path string) (RanksMeta, []Rank, error) {
 			}
 		}
 		m.TrainConfig, _ = md.GetValue("train_config") // optional: absent in older files
+		if m.Shard, err = metaShard(name, md); err != nil {
+			return nil, err
+		}
 		return ranksSpec(m.TopK > 0), nil
 	}
 	err := readTable(path, specFor, func(rec arrow.Record, first int64) error {

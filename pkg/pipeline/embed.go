@@ -9,6 +9,7 @@ import (
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/query"
+	"github.com/rocone/rocone/pkg/shard"
 )
 
 // EmbedConfig is what `embed` does.
@@ -17,6 +18,13 @@ type EmbedConfig struct {
 	Queries    string // "-" for stdin
 	Output     string // "-" for stdout
 	Kernels    compute.Backend
+	// Shard, unless the whole, embeds only that part of the queries: the whole blocks of
+	// shard.Spec.BlockRange, so the n shards' cones together are the unsharded cones.
+	Shard shard.Spec
+	// ShardBlock is the batch size of the `rank` the cones are for (0: the CPU default,
+	// eval.DefaultRankBatch): shards are cut where `rank --shard` cuts with that batch
+	// (shardBlock), so shard i's cones are those `rank --shard i/n --cones` needs.
+	ShardBlock int
 	Log        io.Writer
 }
 
@@ -40,16 +48,17 @@ func Embed(cfg EmbedConfig) error {
 	w, err := artifact.CreateCones(cfg.Output, artifact.ConesMeta{
 		Dim: mc.Dim, Aperture: "half", Model: string(mc.Variant), Dataset: qmeta.Dataset, Split: qmeta.Split,
 		NumEntities: mc.NumEntities, Checkpoint: cfg.Checkpoint, CheckpointHash: l.hash,
-		Queries: displayPath(cfg.Queries), QueriesHash: artifact.QueriesDigest(rows),
+		Queries: displayPath(cfg.Queries), QueriesHash: artifact.QueriesDigest(rows), Shard: cfg.Shard,
 	})
 	if err != nil {
 		return err
 	}
 	defer w.Abort()
-	prog := newProgress(cfg.Log, "embed", len(rq))
 	d, batch := mc.Dim, eval.DefaultRankBatch
-	for lo := 0; lo < len(rq); lo += batch {
-		hi := min(lo+batch, len(rq))
+	first, end := cfg.Shard.BlockRange(len(rq), shardBlock(cfg.ShardBlock, len(rq)))
+	prog := newProgress(cfg.Log, "embed", end-first)
+	for lo := first; lo < end; lo += batch {
+		hi := min(lo+batch, end)
 		grounded := make([]query.Grounded, hi-lo)
 		for i := range grounded {
 			grounded[i] = rq[lo+i].Query

@@ -13,7 +13,31 @@ import (
 	"github.com/rocone/rocone/pkg/compute/cuda/cudamodel"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/shard"
 )
+
+// shardBlock is the unit shards of embed and rank are cut in, for a rank batch of batch
+// queries (0: eval.DefaultRankBatch) over n queries: the least common multiple of the
+// batch (capped at n, as Rank caps it) and the embedding batch eval.DefaultRankBatch, so
+// a shard holds whole batches of both, every query is embedded and scored in the batch it
+// is in unsharded, and embed and rank with the same batch cut alike (16 on the CPU, 512
+// with rank's CUDA default).
+func shardBlock(batch, n int) int {
+	batch = max(1, min(cmp.Or(batch, eval.DefaultRankBatch), n))
+	a, b := batch, eval.DefaultRankBatch
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return batch / a * eval.DefaultRankBatch
+}
+
+// shardName is a shard for messages: "shard i/n", or "the whole queries file".
+func shardName(s shard.Spec) string {
+	if s.Whole() {
+		return "the whole queries file (no --shard)"
+	}
+	return "shard " + s.String()
+}
 
 // RankConfig is what `rank` does.
 type RankConfig struct {
@@ -31,6 +55,11 @@ type RankConfig struct {
 	// Batch is how many queries are scored together; 0: eval.DefaultRankBatch. It is
 	// capped at the number of queries: a batch holds a score per entity for each query.
 	Batch int
+	// Shard, unless the whole, ranks only that part of the queries: whole batches
+	// (shard.Spec.BlockRange of the batch size the unsharded run uses), so every query is
+	// scored in the batch it would be scored in unsharded and the n shards' rows together
+	// are the unsharded ranks. Rows keep the query ids of the whole file.
+	Shard shard.Spec
 	Log   io.Writer
 }
 
@@ -81,11 +110,25 @@ func Rank(cfg RankConfig) error {
 	}
 	mc := l.model.Config
 	digest := artifact.QueriesDigest(rows)
-	opts := eval.RankOptions{Workers: cfg.Workers, Batch: min(cfg.Batch, len(rq))}
+	batch := cmp.Or(cfg.Batch, eval.DefaultRankBatch)
+	opts := eval.RankOptions{Workers: cfg.Workers, Batch: min(batch, len(rq))}
+	first, end := cfg.Shard.BlockRange(len(rq), shardBlock(opts.Batch, len(rq)))
+	all := rows
+	rows, rq = rows[first:end], rq[first:end]
 	if cfg.Cones != "" {
+		if !cmeta.Shard.Whole() && cmeta.Shard != cfg.Shard {
+			return fmt.Errorf("%s holds the cones of shard %s of the queries, but this is %s: give the cones of the same --shard (or unsharded cones)",
+				displayPath(cfg.Cones), cmeta.Shard, shardName(cfg.Shard))
+		}
 		stored, err := checkCones(cfg.Cones, cmeta, cones, l, digest, displayPath(cfg.Queries))
 		if err != nil {
 			return err
+		}
+		for i := range rows {
+			if _, ok := stored[rows[i].ID]; !ok && !cmeta.Shard.Whole() {
+				return fmt.Errorf("%s: shard %s of the cones lacks query %d, which this rank's shard %s holds: embed and rank cut shards at the same batch size only (embed --device as rank's, rank's default --batch)",
+					displayPath(cfg.Cones), cmeta.Shard, rows[i].ID, cfg.Shard)
+			}
 		}
 		opts.Cones = func(group []int) ([]model.Cones[float32], error) { return conesOf(rows, group, stored, mc.Dim) }
 	}
@@ -113,15 +156,17 @@ func Rank(cfg RankConfig) error {
 		defer dm.Close()
 		opts.Device = dm
 	}
-	ranks, err := eval.RankQueries(context.Background(), l.model, rq, opts)
-	if err != nil {
-		return fmt.Errorf("%s: %w", displayPath(cfg.Queries), err)
+	var ranks [][]int32
+	if len(rq) > 0 { // a shard past the last batch ranks nothing
+		if ranks, err = eval.RankQueries(context.Background(), l.model, rq, opts); err != nil {
+			return fmt.Errorf("%s: %w", displayPath(cfg.Queries), err)
+		}
 	}
 	prog.finish()
 	w, err := artifact.CreateRanks(cfg.Output, artifact.RanksMeta{
 		Model: string(mc.Variant), Dataset: qmeta.Dataset, Split: qmeta.Split, NumEntities: mc.NumEntities,
-		NumQueries: len(rows), Queries: displayPath(cfg.Queries), QueriesHash: digest, Checkpoint: cfg.Checkpoint, CheckpointHash: l.hash,
-		Seed: l.seed(), TopK: cfg.TopK, TrainConfig: l.meta.Config,
+		NumQueries: len(all), Queries: displayPath(cfg.Queries), QueriesHash: digest, Checkpoint: cfg.Checkpoint, CheckpointHash: l.hash,
+		Seed: l.seed(), TopK: cfg.TopK, TrainConfig: l.meta.Config, Shard: cfg.Shard,
 	})
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rocone/rocone/pkg/answer"
 	"github.com/rocone/rocone/pkg/query"
+	"github.com/rocone/rocone/pkg/shard"
 )
 
 // Query is a sampled query with its answers. For train, Easy is empty and Hard holds
@@ -34,6 +35,11 @@ type Options struct {
 	Seed       uint64
 	Workers    int       // 0 means every core
 	Log        io.Writer // progress and per-type statistics; nil for none
+	// Shard, unless the whole, emits only that part of each type's queries: the contiguous
+	// range shard.Spec.Range gives of the type's accepted queries, in acceptance order, so
+	// that the n shards' queries, type by type and shard by shard, are the unsharded run's
+	// (`sample merge` joins them). See shardedRun for what a shard costs.
+	Shard shard.Spec
 }
 
 // Rejection reasons, in the order BetaE checks them.
@@ -59,6 +65,10 @@ type TypeStats struct {
 	MeanEasy float64
 	MeanHard float64
 	Elapsed  time.Duration
+	// Written is how many of the Queries a shard (Options.Shard) wrote: its range of
+	// them. Queries, Attempts and the means describe the accept loop the shard ran, which
+	// goes up to its range's end.
+	Written int
 }
 
 func (s TypeStats) String() string {
@@ -123,15 +133,19 @@ func Generate(ctx context.Context, g *Graphs, opts Options, emit func(*Query) er
 		}
 		start := time.Now()
 		var st TypeStats
+		want := count // the accepted queries the loop runs to: a shard's end
 		if name == "1p" {
-			st, err = writeLinks(g, maxAnswers, count, given[i], opts.Seed, opts.Log, emit)
+			st, err = writeLinks(g, maxAnswers, count, given[i], opts.Seed, opts.Log, opts.Shard, emit)
 		} else {
+			lo, hi := opts.Shard.Range(max(count, 0))
+			want = hi
 			sm := &sampler{g: g, s: s, name: name, negation: negation, maxAnswers: maxAnswers}
-			st, err = sm.run(ctx, count, opts, emit)
+			st, err = sm.run(ctx, hi, opts, skipFirst(lo, emit))
+			st.Written = max(0, st.Queries-lo)
 		}
 		st.Type, st.Elapsed = name, time.Since(start)
 		all = append(all, st)
-		if err == nil && st.Queries == 0 && count != 0 {
+		if err == nil && st.Queries == 0 && count != 0 && want != 0 {
 			// An empty type the user did not ask for (--count TYPE=0) is a mistake, not a
 			// result: a 0-query file would pass every later stage unnoticed.
 			err = fmt.Errorf("no query found (%d attempts; rejected: %s); give --count %s=0 to allow an empty type",
@@ -140,8 +154,10 @@ func Generate(ctx context.Context, g *Graphs, opts Options, emit func(*Query) er
 		if err != nil {
 			return all, fmt.Errorf("sampling %s: %w", name, err)
 		}
-		if opts.Log != nil {
+		if opts.Log != nil && opts.Shard.Whole() {
 			fmt.Fprintf(opts.Log, "%s %s\n", g.Split, st)
+		} else if opts.Log != nil {
+			fmt.Fprintf(opts.Log, "%s shard %s: %s; this shard writes %d of them\n", g.Split, opts.Shard, st, st.Written)
 		}
 	}
 	return all, nil
@@ -170,7 +186,10 @@ func hasNegationRule(s *query.Structure) bool {
 // easy answers are the small graph's tails. A count below the number of pairs keeps a
 // seeded random subset, in pair order; an explicit count (given) above the number of
 // pairs keeps them all, with a warning on log (nil: none).
-func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, log io.Writer, emit func(*Query) error) (TypeStats, error) {
+//
+// A shard (sh not the whole) computes the same queries and writes its range of them: 1p
+// has no accept loop to share out, and a query costs a set difference.
+func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, log io.Writer, sh shard.Spec, emit func(*Query) error) (TypeStats, error) {
 	s := query.MustParse("('e',('r',))")
 	type pair struct {
 		head int32
@@ -205,6 +224,17 @@ func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, log i
 		pairs = kept
 	}
 	var sumEasy, sumHard int
+	lo, hi := 0, len(pairs) // the range of the accepted queries to write
+	if !sh.Whole() {
+		accepted := 0
+		for _, p := range pairs {
+			rel, tails := g.Own.Run(p.run)
+			if g.Small == nil || len(sortedDifference(tails, g.Small.Out(p.head, rel))) > 0 {
+				accepted++
+			}
+		}
+		lo, hi = sh.Range(accepted)
+	}
 	for _, p := range pairs {
 		rel, tails := g.Own.Run(p.run)
 		q := &Query{Grounded: &query.Grounded{Structure: s, Anchors: []int32{p.head}, Relations: []int32{rel}}, Type: "1p"}
@@ -222,6 +252,10 @@ func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, log i
 		sumEasy += len(q.Easy)
 		sumHard += len(q.Hard)
 		st.Queries++
+		if k := st.Queries - 1; k < lo || k >= hi {
+			continue
+		}
+		st.Written++
 		if err := emit(q); err != nil {
 			return st, err
 		}
@@ -230,6 +264,20 @@ func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, log i
 		st.MeanEasy, st.MeanHard = float64(sumEasy)/float64(st.Queries), float64(sumHard)/float64(st.Queries)
 	}
 	return st, nil
+}
+
+// skipFirst wraps emit so that the first n queries are dropped: a shard runs the accept
+// loop from the start (acceptance depends on the queries accepted before) and writes from
+// its range's start.
+func skipFirst(n int, emit func(*Query) error) func(*Query) error {
+	seen := 0
+	return func(q *Query) error {
+		seen++
+		if seen <= n {
+			return nil
+		}
+		return emit(q)
+	}
 }
 
 func sortedDifference(a, b []int32) []int32 {

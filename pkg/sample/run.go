@@ -2,6 +2,7 @@ package sample
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -53,10 +54,30 @@ func GenerateToFile(ctx context.Context, src Source, split string, opts Options,
 		return err
 	}
 	opts.Dataset, opts.Log = d.Name, log
-	return writeArtifact(d, split, out, func(emit func(*Query) error) error {
+	meta := queriesMeta(d, split)
+	if !opts.Shard.Whole() {
+		meta.Shard, meta.Sampling = opts.Shard, samplingRun(opts)
+	}
+	return writeArtifact(meta, out, func(emit func(*Query) error) error {
 		_, err := Generate(ctx, g, opts, emit)
 		return err
 	})
+}
+
+// samplingRun describes the sampling run a shard belongs to (the queries metadata
+// "sampling" of shard files): everything but the shard and the number of workers that
+// changes the queries, so that `sample merge` refuses shards of different runs.
+func samplingRun(opts Options) string {
+	b, err := json.Marshal(struct {
+		Seed       uint64         `json:"seed"`
+		Types      []string       `json:"types"`
+		Counts     map[string]int `json:"counts"`
+		MaxAnswers int            `json:"max_answers"`
+	}{opts.Seed, opts.Types, opts.Counts, opts.MaxAnswers})
+	if err != nil {
+		panic(err) // a struct of plain values always marshals
+	}
+	return string(b)
 }
 
 // ImportToFile imports a BetaE query pickle for split of src and writes a queries artifact.
@@ -68,7 +89,7 @@ func ImportToFile(src Source, split, pickle, out string, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return writeArtifact(d, split, out, func(emit func(*Query) error) error {
+	return writeArtifact(queriesMeta(d, split), out, func(emit func(*Query) error) error {
 		stats, err := ImportBetaE(pickle, g, emit)
 		for _, st := range stats {
 			fmt.Fprintf(log, "%s %s\n", split, st)
@@ -93,11 +114,15 @@ func (s Source) graphs(split string, log io.Writer) (*kg.Dataset, *Graphs, io.Wr
 	return d, g, log, err
 }
 
-func writeArtifact(d *kg.Dataset, split, out string, produce func(emit func(*Query) error) error) error {
-	w, err := artifact.CreateQueries(out, artifact.QueriesMeta{
+func queriesMeta(d *kg.Dataset, split string) artifact.QueriesMeta {
+	return artifact.QueriesMeta{
 		Split: split, Dataset: d.Name, NumEntities: d.NumEntities, NumRelations: d.NumRelations,
 		EntitiesDigest: d.EntityDigest(),
-	})
+	}
+}
+
+func writeArtifact(meta artifact.QueriesMeta, out string, produce func(emit func(*Query) error) error) error {
+	w, err := artifact.CreateQueries(out, meta)
 	if err != nil {
 		return err
 	}
