@@ -86,6 +86,10 @@ test-slurm:
 # the package's testdata/fuzz/, which `make test` then runs as ordinary test cases.
 FUZZTIME ?= 60s
 FUZZPAR  ?= 1
+# Minimizing each new interesting input runs the target hundreds of times; for the
+# artifact readers (kilobyte inputs, milliseconds a run) go's default of 60s would take
+# most of a short run.
+FUZZMINTIME ?= 5s
 FUZZ_TARGETS := ./pkg/query:FuzzParse ./pkg/query:FuzzParseGrounded \
 	./pkg/sample:FuzzParseCounts ./pkg/sample:FuzzBetaEPickle \
 	./pkg/kg:FuzzLoadIDs ./pkg/kg:FuzzLoadNames ./pkg/kg:FuzzLoadAuto \
@@ -96,7 +100,7 @@ fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t#*:}; \
 		echo "fuzz: $$name in $$pkg for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPAR) $$pkg || exit 1; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel $(FUZZPAR) $$pkg || exit 1; \
 	done
 
 clean:
