@@ -66,6 +66,8 @@ func flags() []cli.Flag {
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "cone-hidden", Value: d.ConeHidden, Usage: "hidden width of ConE's projection MLP; 0: 1600 (cone only)"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "workers", Usage: "goroutines for the optimiser, the kernels and validation (default: every core); does not change results"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "adam", Usage: "dense (default, the paper's) or sparse: update only the table rows each batch touched (CPU only; a deviation, see the README)"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "sparse-adam", Usage: "the same as --adam sparse"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"}),
 		// For the tests of this command: block once a checkpoint with this many steps is
 		// written, so that a test can kill a run that is certainly not finished.
@@ -121,6 +123,11 @@ func action(c *cli.Context) error {
 		if c.IsSet(flag) {
 			settings = append(settings, train.Setting{Key: key, Value: flagValue(c, flag), Source: "--" + flag})
 		}
+	}
+	if s, err := adamSetting(c); err != nil { // adam.go
+		return err
+	} else if s != nil {
+		settings = append(settings, *s)
 	}
 	preset := c.String("preset")
 	var cfg train.Config

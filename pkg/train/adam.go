@@ -124,6 +124,18 @@ func (e *NonFiniteError) Error() string {
 	return fmt.Sprintf("parameter %s[%d] became %v", e.Tensor, e.Index, e.Value)
 }
 
+// scalars are tensor i's factors for the update under way (after next).
+func (a *Adam) scalars(i int) adamScalars {
+	t := float64(a.tensorStep(i))
+	return adamScalars{
+		b1: float32(a.Beta1), b2: float32(a.Beta2),
+		c1: float32(1 - a.Beta1), c2: float32(1 - a.Beta2),
+		stepSize: float32(a.LR / (1 - math.Pow(a.Beta1, t))),
+		bc2sqrt:  float32(math.Sqrt(1 - math.Pow(a.Beta2, t))),
+		eps:      float32(a.Eps),
+	}
+}
+
 // adamChunk is the smallest share of the elements a goroutine is given.
 const adamChunk = 1 << 15
 
@@ -136,16 +148,8 @@ func (a *Adam) Update(params, grads []model.Tensor[float32], workers int) error 
 	skip := a.next()
 	cs := make([]adamScalars, len(params))
 	for i := range params {
-		if skip[i] {
-			continue
-		}
-		t := float64(a.tensorStep(i))
-		cs[i] = adamScalars{
-			b1: float32(a.Beta1), b2: float32(a.Beta2),
-			c1: float32(1 - a.Beta1), c2: float32(1 - a.Beta2),
-			stepSize: float32(a.LR / (1 - math.Pow(a.Beta1, t))),
-			bc2sqrt:  float32(math.Sqrt(1 - math.Pow(a.Beta2, t))),
-			eps:      float32(a.Eps),
+		if !skip[i] {
+			cs[i] = a.scalars(i)
 		}
 	}
 	total := 0

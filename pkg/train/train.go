@@ -177,6 +177,9 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 	if opts.Checkpoint == "" {
 		return nil, errors.New("no checkpoint path")
 	}
+	if cfg.SparseAdam && opts.CUDA != nil {
+		return nil, errors.New("sparse Adam (--adam sparse) runs on the CPU only: the CUDA backend's optimiser is dense; use --device cpu or --adam dense")
+	}
 	if err := checkOutputs(opts); err != nil {
 		return nil, err
 	}
@@ -656,7 +659,11 @@ func (t *trainer) updateCPU(s int, p *pool, batch *model.Batch, t1 time.Time, fa
 	}
 	tape.Backward(t.grads)
 	t2 := time.Now()
-	err = t.adam.Update(t.params, t.gradT, t.workers)
+	if t.cfg.SparseAdam {
+		err = t.adam.UpdateRows(t.params, t.gradT, TouchedRows(t.params, t.grads), t.workers) // adam_sparse.go
+	} else {
+		err = t.adam.Update(t.params, t.gradT, t.workers)
+	}
 	t.grads.Zero()
 	t3 := time.Now()
 	if err != nil {

@@ -1,0 +1,162 @@
+package train
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/rocone/rocone/pkg/model"
+)
+
+// Sparse (lazy) Adam: train --adam sparse (Config.SparseAdam), off by default.
+//
+// Dense Adam (Adam.Update) moves every row of the entity and relation tables at every
+// update: a row the batch did not touch has a zero gradient, but its moments decay and its
+// parameters keep moving with the momentum left from earlier batches. That costs time and
+// memory bandwidth in proportion to the number of entities, not to the batch: on a graph of
+// millions of entities it dominates an update. Sparse Adam, as large-scale KG embedding
+// systems do (PyTorch's torch.optim.SparseAdam, used with sparse embedding gradients),
+// updates only the rows the batch touched:
+//
+//   - the tables (entity, relation.axis, relation.aperture, relation.shift): the rows in
+//     the gradient's row sets (model.Grads.EntityRows and RelationRows, filled by the
+//     backward pass's scatter as it writes each row, so they are found without looking at
+//     the rows that were not touched) get exactly dense Adam's per-element update (the
+//     same float32 operations, Adam.Update's m, v and p formulas), and every other row is
+//     left bit-identical: parameters and both moments;
+//   - every other tensor (the modulus, the intersection's and ConE's MLP weights) is dense
+//     and updated exactly as by Update;
+//   - the bias corrections 1−β1^t and 1−β2^t use the tensor's global step count t (every
+//     update since the optimiser was created, Adam.tensorStep), not the number of times a
+//     row was touched: SparseAdam's choice (its state['step'] counts the optimiser's steps).
+//     A row first touched at update 100 thus takes a step of lr·(1/(1−β1^100))·m̂/…, much
+//     smaller than a fresh dense Adam's first step.
+//
+// Where this differs from torch.optim.SparseAdam's arithmetic: SparseAdam writes the moment
+// update as m + (1−β1)(g − m) and divides by √v + eps·√(1−β2^t) folded into the step size;
+// here the touched rows use Adam's own formulas (β1·m + (1−β1)·g, √v/√(1−β2^t) + eps), so
+// that a row touched at every update equals dense Adam bit for bit. The two are equal in
+// exact arithmetic.
+//
+// It is a deviation from the paper's trajectory: the reference trains with dense Adam, so
+// a sparse run's untouched rows do not coast on their momentum, and its curves differ.
+// Rows touched at every update, and the dense tensors, follow dense Adam exactly
+// (TestSparseAdamMatchesDense).
+
+// tableTensor reports whether the named parameter tensor is one of the embedding tables
+// whose touched rows the gradient records, and returns which row set holds them.
+func tableTensor(name string) (entity, relation bool) {
+	switch name {
+	case "entity":
+		return true, false
+	case "relation.axis", "relation.aperture", "relation.shift":
+		return false, true
+	}
+	return false, false
+}
+
+// TouchedRows lists, per tensor of params (model.Params.Tensors order), the rows an
+// update's gradients g wrote to: the row sets for the tables, nil (every element) for the
+// other tensors. It is UpdateRows' rows argument.
+func TouchedRows(params []model.Tensor[float32], g *model.Grads[float32]) [][]int32 {
+	rows := make([][]int32, len(params))
+	for i, p := range params {
+		switch e, r := tableTensor(p.Name); {
+		case e:
+			rows[i] = nonNil(g.EntityRows.Rows)
+		case r:
+			rows[i] = nonNil(g.RelationRows.Rows)
+		}
+	}
+	return rows
+}
+
+// nonNil keeps an empty row set apart from nil (dense).
+func nonNil(r []int32) []int32 {
+	if r == nil {
+		return []int32{}
+	}
+	return r
+}
+
+// adamUnit is one goroutine's share of a sparse update: a span of a dense tensor's
+// elements, or a run of a table's touched rows.
+type adamUnit struct {
+	tensor int
+	lo, hi int     // elements [lo, hi) of a dense tensor
+	rows   []int32 // or these rows of a table
+}
+
+// UpdateRows is sparse Adam's update (see above): Update, except that a tensor i with
+// rows[i] != nil has only those rows updated (rows of params[i].Cols elements; the list
+// must not repeat a row), the others keeping their values and moments. The step count and
+// per-tensor bookkeeping (DeferStart, Reach, Lag) are Update's. Like Update, the result
+// does not depend on workers, and a *NonFiniteError names the first tensor (in order)
+// that became NaN or infinite.
+func (a *Adam) UpdateRows(params, grads []model.Tensor[float32], rows [][]int32, workers int) error {
+	skip := a.next()
+	cs := make([]adamScalars, len(params))
+	var units []adamUnit
+	total := 0
+	for i, p := range params {
+		if skip[i] {
+			continue
+		}
+		cs[i] = a.scalars(i)
+		if rows[i] == nil {
+			for lo := 0; lo < len(p.Data); lo += adamChunk {
+				units = append(units, adamUnit{tensor: i, lo: lo, hi: min(lo+adamChunk, len(p.Data))})
+			}
+			total += len(p.Data)
+			continue
+		}
+		per := max(1, adamChunk/max(p.Cols, 1))
+		for lo := 0; lo < len(rows[i]); lo += per {
+			units = append(units, adamUnit{tensor: i, rows: rows[i][lo:min(lo+per, len(rows[i]))]})
+		}
+		total += len(rows[i]) * p.Cols
+	}
+	bad := make([]*NonFiniteError, len(units))
+	do := func(k int) {
+		u := units[k]
+		i, p, c := u.tensor, params[u.tensor], &cs[u.tensor]
+		if u.rows == nil {
+			if j := c.update(p.Data[u.lo:u.hi], grads[i].Data[u.lo:u.hi], a.M[i][u.lo:u.hi], a.V[i][u.lo:u.hi]); j >= 0 {
+				bad[k] = &NonFiniteError{Tensor: p.Name, Index: u.lo + j, Value: p.Data[u.lo+j]}
+			}
+			return
+		}
+		d := p.Cols
+		for _, r := range u.rows {
+			lo, hi := int(r)*d, int(r+1)*d
+			if j := c.update(p.Data[lo:hi], grads[i].Data[lo:hi], a.M[i][lo:hi], a.V[i][lo:hi]); j >= 0 && bad[k] == nil {
+				bad[k] = &NonFiniteError{Tensor: p.Name, Index: lo + j, Value: p.Data[lo+j]}
+			}
+		}
+	}
+	workers = max(1, min(workers, total/adamChunk, len(units)))
+	if workers == 1 {
+		for k := range units {
+			do(k)
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := int(next.Add(1) - 1); k < len(units); k = int(next.Add(1) - 1) {
+					do(k)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	// Units are in tensor order, so the first bad unit names the first bad tensor.
+	for _, e := range bad {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
