@@ -55,7 +55,10 @@ func Embed(cfg EmbedConfig) error {
 	}
 	defer w.Abort()
 	d, batch := mc.Dim, eval.DefaultRankBatch
-	first, end := cfg.Shard.BlockRange(len(rq), shardBlock(cfg.ShardBlock, len(rq)))
+	first, end, err := shardRange(cfg.Shard, cfg.Queries, len(rq), shardBlock(cfg.ShardBlock, len(rq)))
+	if err != nil {
+		return err
+	}
 	prog := newProgress(cfg.Log, "embed", end-first)
 	for lo := first; lo < end; lo += batch {
 		hi := min(lo+batch, end)

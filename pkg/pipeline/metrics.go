@@ -9,6 +9,7 @@ import (
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/report"
+	"github.com/rocone/rocone/pkg/shard"
 )
 
 // MetricsConfig is what `metrics` does.
@@ -36,24 +37,17 @@ type ranksRun struct {
 	id   report.RunIdentity
 }
 
-func readRanksRun(path string) (ranksRun, error) {
+// ranksFile is one ranks file as read, before shards are joined into runs.
+type ranksFile struct {
+	meta artifact.RanksMeta
+	rows []artifact.Rank
+	id   report.RunIdentity
+}
+
+func readRanksFile(path string) (ranksFile, error) {
 	meta, rows, err := artifact.ReadRanks(path)
 	if err != nil {
-		return ranksRun{}, err
-	}
-	ids := make([]int64, len(rows))
-	types := make([]string, len(rows))
-	ranks := make([]int32, len(rows))
-	for j, r := range rows {
-		ids[j], types[j], ranks[j] = r.ID, r.Type, r.Rank
-	}
-	grouped, err := report.GroupRanks(ids, types, ranks)
-	if err != nil {
-		return ranksRun{}, fmt.Errorf("%s: %w", path, err)
-	}
-	run, err := report.RunFromRanks(path, grouped)
-	if err != nil {
-		return ranksRun{}, err
+		return ranksFile{}, err
 	}
 	id := report.RunIdentity{Path: path, Queries: meta.QueriesHash, Dataset: meta.Dataset, Split: meta.Split,
 		Model: meta.Model, Config: meta.TrainConfig, Seed: meta.Seed, CheckpointHash: meta.CheckpointHash}
@@ -62,7 +56,61 @@ func readRanksRun(path string) (ranksRun, error) {
 			id.File = fi
 		}
 	}
-	return ranksRun{meta: meta, run: run, id: id}, nil
+	return ranksFile{meta: meta, rows: rows, id: id}, nil
+}
+
+// readRanksRuns reads ranks files and joins the shards of each `rank --shard` run
+// (report.GroupShards) into one run, the shards' rows in shard order: the rows the
+// unsharded run writes. A query ranked by two shards of one run is an error.
+func readRanksRuns(paths []string) ([]ranksRun, error) {
+	files := make([]ranksFile, len(paths))
+	ids := make([]report.RunIdentity, len(paths))
+	specs := make([]shard.Spec, len(paths))
+	for i, path := range paths {
+		f, err := readRanksFile(path)
+		if err != nil {
+			return nil, err
+		}
+		files[i], ids[i], specs[i] = f, f.id, f.meta.Shard
+	}
+	groups, err := report.GroupShards(ids, specs)
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]ranksRun, len(groups))
+	for g, group := range groups {
+		first := files[group[0]]
+		name := first.id.Path
+		if len(group) > 1 {
+			name = fmt.Sprintf("%s (+ %d more shards)", name, len(group)-1)
+		}
+		var rids []int64
+		var types []string
+		var ranks []int32
+		from := map[int64]int{} // query id -> the file that ranks it
+		for _, i := range group {
+			for _, r := range files[i].rows {
+				if k, ok := from[r.ID]; ok && k != i {
+					return nil, fmt.Errorf("%s and %s both rank query %d: shards of one run rank disjoint queries", files[k].id.Path, files[i].id.Path, r.ID)
+				}
+				from[r.ID] = i
+				rids, types, ranks = append(rids, r.ID), append(types, r.Type), append(ranks, r.Rank)
+			}
+			files[i].rows = nil
+		}
+		grouped, err := report.GroupRanks(rids, types, ranks)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		run, err := report.RunFromRanks(name, grouped)
+		if err != nil {
+			return nil, err
+		}
+		id := first.id
+		id.Path = name
+		runs[g] = ranksRun{meta: first.meta, run: run, id: id}
+	}
+	return runs, nil
 }
 
 // Metrics aggregates ranks over seeds and writes the table to w. The ranks files must be
@@ -82,13 +130,9 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 	if err := cfg.checkOutputs(); err != nil {
 		return err
 	}
-	var all []ranksRun
-	for _, path := range cfg.Ranks {
-		r, err := readRanksRun(path)
-		if err != nil {
-			return err
-		}
-		all = append(all, r)
+	all, err := readRanksRuns(cfg.Ranks)
+	if err != nil {
+		return err
 	}
 	ids := make([]report.RunIdentity, len(all))
 	for i, r := range all {

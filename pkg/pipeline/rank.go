@@ -31,6 +31,19 @@ func shardBlock(batch, n int) int {
 	return batch / a * eval.DefaultRankBatch
 }
 
+// shardRange is the queries [first, end) shard s of n queries (of the file queries) holds,
+// cut in blocks of block. A shard that would hold none is an error: an artifact holds at
+// least one row, and so many shards are a mistake.
+func shardRange(s shard.Spec, queries string, n, block int) (first, end int, err error) {
+	first, end = s.BlockRange(n, block)
+	if first == end {
+		blocks := (n + block - 1) / block
+		return 0, 0, fmt.Errorf("--shard %s: the %d queries of %s are cut in whole blocks of %d (the batch), %d of them: shard %s holds none; use at most %d shards",
+			s, n, displayPath(queries), block, blocks, s, blocks)
+	}
+	return first, end, nil
+}
+
 // shardName is a shard for messages: "shard i/n", or "the whole queries file".
 func shardName(s shard.Spec) string {
 	if s.Whole() {
@@ -112,7 +125,10 @@ func Rank(cfg RankConfig) error {
 	digest := artifact.QueriesDigest(rows)
 	batch := cmp.Or(cfg.Batch, eval.DefaultRankBatch)
 	opts := eval.RankOptions{Workers: cfg.Workers, Batch: min(batch, len(rq))}
-	first, end := cfg.Shard.BlockRange(len(rq), shardBlock(opts.Batch, len(rq)))
+	first, end, err := shardRange(cfg.Shard, cfg.Queries, len(rq), shardBlock(opts.Batch, len(rq)))
+	if err != nil {
+		return err
+	}
 	all := rows
 	rows, rq = rows[first:end], rq[first:end]
 	if cfg.Cones != "" {

@@ -59,7 +59,13 @@ func GenerateToFile(ctx context.Context, src Source, split string, opts Options,
 		meta.Shard, meta.Sampling = opts.Shard, samplingRun(opts)
 	}
 	return writeArtifact(meta, out, func(emit func(*Query) error) error {
-		_, err := Generate(ctx, g, opts, emit)
+		written := 0
+		_, err := Generate(ctx, g, opts, func(q *Query) error { written++; return emit(q) })
+		if err == nil && written == 0 && !opts.Shard.Whole() {
+			// An artifact holds at least one row; a shard with nothing to hold is a cut too fine.
+			return fmt.Errorf("--shard %s: this shard holds no query (every type has fewer queries than the %d shards cut): use fewer shards",
+				opts.Shard, opts.Shard.Count)
+		}
 		return err
 	})
 }

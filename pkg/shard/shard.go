@@ -117,7 +117,7 @@ func CheckSet(what string, names []string, specs []Spec) error {
 		}
 		if s.Whole() {
 			if len(specs) > 1 {
-				return fmt.Errorf("%s: %s and %s are both the whole run (no shard metadata): one run counted twice", what, names[0], names[k])
+				return fmt.Errorf("%s: %s and %s are both the whole run (no shard metadata): one run counted twice", what, names[0], names[max(k, 1)])
 			}
 			return nil
 		}

@@ -1,0 +1,122 @@
+package shard
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Spec
+		err  string
+	}{
+		{"0/1", Spec{0, 1}, ""},
+		{"2/3", Spec{2, 3}, ""},
+		{" 6/7 ", Spec{6, 7}, ""},
+		{"3/3", Spec{}, "shard index 3 out of range: shards are numbered 0 to 2"},
+		{"-1/3", Spec{}, "shard index -1 out of range"},
+		{"0/0", Spec{}, "the number of shards must be at least 1"},
+		{"1/-2", Spec{}, "the number of shards must be at least 1"},
+		{"1", Spec{}, "want i/n"},
+		{"", Spec{}, "want i/n"},
+		{"a/3", Spec{}, "must be integers"},
+		{"1/3/4", Spec{}, "must be integers"},
+		{"99999999999999999999/3", Spec{}, "must be integers"},
+	} {
+		got, err := Parse(tc.in)
+		if tc.err == "" {
+			if err != nil || got != tc.want {
+				t.Errorf("Parse(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "--shard") {
+			t.Errorf("Parse(%q): error %v, want one naming --shard and saying %q", tc.in, err, tc.err)
+		}
+	}
+}
+
+// TestRangesTile: for every count and total, the shards' ranges are contiguous, in order,
+// cover [0, total) exactly once, and differ in size by at most one; BlockRange cuts on
+// block boundaries.
+func TestRangesTile(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		for total := 0; total <= 40; total++ {
+			for _, block := range []int{1, 3, 16} {
+				next, nextBlock := 0, 0
+				for i := 0; i < n; i++ {
+					s := Spec{i, n}
+					lo, hi := s.Range(total)
+					if lo != next || hi < lo || hi-lo > (total+n-1)/n || hi-lo < total/n {
+						t.Fatalf("%v.Range(%d) = [%d, %d), previous shard ended at %d", s, total, lo, hi, next)
+					}
+					next = hi
+					blo, bhi := s.BlockRange(total, block)
+					if blo != nextBlock || bhi < blo || (blo%block != 0 && blo != total) || (bhi%block != 0 && bhi != total) {
+						t.Fatalf("%v.BlockRange(%d, %d) = [%d, %d), previous ended at %d", s, total, block, blo, bhi, nextBlock)
+					}
+					nextBlock = bhi
+				}
+				if next != total || nextBlock != total {
+					t.Fatalf("n=%d total=%d: shards end at %d and %d", n, total, next, nextBlock)
+				}
+			}
+		}
+	}
+	if lo, hi := (Spec{}).Range(5); lo != 0 || hi != 5 {
+		t.Errorf("the whole's range is [%d, %d)", lo, hi)
+	}
+}
+
+func TestMeta(t *testing.T) {
+	if m := (Spec{0, 1}).Meta(); m != nil {
+		t.Errorf("0/1 writes %v; the whole writes no key", m)
+	}
+	if m := (Spec{1, 3}).Meta(); m[MetaKey] != "1/3" {
+		t.Errorf("1/3 writes %v", m)
+	}
+	for _, tc := range []struct {
+		v    string
+		ok   bool
+		want Spec
+		err  bool
+	}{{"", false, Spec{}, false}, {"0/1", true, Spec{}, false}, {"2/5", true, Spec{2, 5}, false}, {"5/5", true, Spec{}, true}, {"x", true, Spec{}, true}} {
+		got, err := FromMeta("f.arrow", tc.v, tc.ok)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("FromMeta(%q, %v) = %v, %v", tc.v, tc.ok, got, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "f.arrow") {
+			t.Errorf("error %v does not name the file", err)
+		}
+	}
+}
+
+func TestCheckSet(t *testing.T) {
+	names := []string{"a", "b", "c", "d"}
+	for _, tc := range []struct {
+		name  string
+		specs []Spec
+		err   string
+	}{
+		{"complete", []Spec{{1, 3}, {0, 3}, {2, 3}}, ""},
+		{"whole", []Spec{{}}, ""},
+		{"one of one", []Spec{{0, 1}}, ""},
+		{"missing", []Spec{{0, 3}, {2, 3}}, "shard 1/3 missing (given 2 of 3: a b)"},
+		{"two missing", []Spec{{3, 4}, {0, 4}}, "shard 1/4, 2/4 missing"},
+		{"repeated", []Spec{{0, 2}, {1, 2}, {1, 2}}, "b and c are both shard 1/2"},
+		{"counts differ", []Spec{{0, 2}, {1, 3}}, "a is shard 0/2 but b is shard 1/3"},
+		{"whole twice", []Spec{{}, {}}, "a and b are both the whole run"},
+	} {
+		err := CheckSet("ranks of m", names[:len(tc.specs)], tc.specs)
+		if tc.err == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.HasPrefix(err.Error(), "ranks of m: ") {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+		}
+	}
+}
