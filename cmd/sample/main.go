@@ -108,6 +108,7 @@ func app() *cli.App {
 					return sample.PrintStats(os.Stdout, c.Args().Slice())
 				},
 			},
+			synthCommand(), // synth.go
 		},
 	}
 }

@@ -1,0 +1,145 @@
+package synth
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rocone/rocone/pkg/kg"
+)
+
+func write(t *testing.T, o Options) string {
+	t.Helper()
+	g, err := Generate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "kg")
+	if err := g.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func readAll(t *testing.T, dir string) []byte {
+	t.Helper()
+	var all []byte
+	for _, f := range Files {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	return all
+}
+
+// TestSynthDataset writes graphs and reads them back with the dataset loader: every
+// entity and relation present, the requested number of facts in both directions, valid
+// and test facts all kept (their entities occur in train), distinct facts without
+// self-loops, held-out shares near the options', and a heavy-tailed degree distribution.
+func TestSynthDataset(t *testing.T) {
+	for _, o := range []Options{
+		{Entities: 2000, Relations: 20, Edges: 40000, Seed: 1, ValidFrac: 0.05, TestFrac: 0.05},
+		{Entities: 500, Relations: 3, Edges: 10000, Seed: 9, Skew: 0.8, ValidFrac: 0.1, TestFrac: 0.02},
+		{Entities: 50, Relations: 1, Edges: 50, Seed: 2}, // covering facts only: all in train
+	} {
+		dir := write(t, o)
+		d, err := kg.Load(dir, kg.FormatIDs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.NumEntities != o.Entities || d.NumRelations != 2*o.Relations {
+			t.Fatalf("%+v: loaded %d entities, %d relations", o, d.NumEntities, d.NumRelations)
+		}
+		rows := len(d.Train) + len(d.Valid) + len(d.Test)
+		if rows != 2*o.Edges {
+			t.Fatalf("%+v: %d rows, want %d (every fact in both directions, none dropped)", o, rows, 2*o.Edges)
+		}
+		seen := map[kg.Triple]bool{}
+		degree := make([]int, o.Entities)
+		for _, s := range [][]kg.Triple{d.Train, d.Valid, d.Test} {
+			for _, tr := range s {
+				if seen[tr] {
+					t.Fatalf("%+v: fact %v repeated", o, tr)
+				}
+				seen[tr] = true
+				if tr.Head == tr.Tail {
+					t.Fatalf("%+v: self-loop %v", o, tr)
+				}
+				degree[tr.Head]++
+			}
+		}
+		held := float64(len(d.Valid)+len(d.Test)) / float64(rows)
+		want := (o.ValidFrac + o.TestFrac) * float64(o.Edges-o.Entities) / float64(o.Edges)
+		if held < want-0.02 || held > want+0.02 {
+			t.Fatalf("%+v: %.3f of the rows held out, want about %.3f", o, held, want)
+		}
+		if o.Edges >= 20*o.Entities {
+			slices.Sort(degree)
+			mean := float64(rows) / float64(o.Entities)
+			maxDeg := degree[len(degree)-1]
+			top := 0
+			for _, x := range degree[len(degree)-len(degree)/100:] {
+				top += x
+			}
+			// A Poisson graph of this mean has a maximum near 2·mean and its top 1%
+			// holds about 2% of the edges.
+			if float64(maxDeg) < 10*mean || float64(top) < 0.08*float64(rows) {
+				t.Fatalf("%+v: max degree %d (mean %.1f), top 1%% hold %d of %d rows: not heavy-tailed", o, maxDeg, mean, top, rows)
+			}
+		}
+	}
+}
+
+// TestSynthDeterministic: the same options give byte-identical files, another seed others.
+func TestSynthDeterministic(t *testing.T) {
+	o := Options{Entities: 1000, Relations: 7, Edges: 15000, Seed: 4, ValidFrac: 0.05, TestFrac: 0.05}
+	a, b := readAll(t, write(t, o)), readAll(t, write(t, o))
+	if !bytes.Equal(a, b) {
+		t.Fatal("the same options gave different files")
+	}
+	o.Seed = 5
+	if bytes.Equal(a, readAll(t, write(t, o))) {
+		t.Fatal("another seed gave the same files")
+	}
+}
+
+func TestSynthErrors(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Entities: 1, Relations: 1, Edges: 5}, "--entities 1"},
+		{Options{Entities: 10, Relations: 0, Edges: 20}, "--relations 0"},
+		{Options{Entities: 10, Relations: 1, Edges: 5}, "below --entities"},
+		{Options{Entities: 10, Relations: 1, Edges: 30}, "quarter"},
+		{Options{Entities: 10, Relations: 2, Edges: 20, Skew: 1.5}, "--skew"},
+		{Options{Entities: 10, Relations: 2, Edges: 20, ValidFrac: 0.6, TestFrac: 0.5}, "shares"},
+	} {
+		if _, err := Generate(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want an error containing %q", c.o, err, c.want)
+		}
+	}
+	// An existing dataset is not overwritten.
+	g, err := Generate(Options{Entities: 20, Relations: 2, Edges: 40, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "train.tsv"), []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Write(dir); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("got %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "train.tsv")); string(b) != "keep" {
+		t.Fatal("train.tsv was overwritten")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "valid.tsv")); err == nil {
+		t.Fatal("a refused write left valid.tsv")
+	}
+}
