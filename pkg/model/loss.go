@@ -66,7 +66,14 @@ func (m *Model[T]) Loss(b *Batch, drop *rand.Rand) (*LossTape[T], error) {
 	}
 
 	// The candidates' local table: slot[id] is 1 + the entity's row there (0: none yet).
-	slot := make([]int32, m.Config.NumEntities)
+	// The table is reused across updates and cleared through the candidates alone, so an
+	// update costs the batch, not the entity count (allocating and zeroing 4 bytes per
+	// entity took 5.8 ms an update at 1.5M entities; reuse, 0.13 ms).
+	slotp := slotTables.Get().(*[]int32)
+	if len(*slotp) != m.Config.NumEntities {
+		*slotp = make([]int32, m.Config.NumEntities)
+	}
+	slot := *slotp
 	cand := make([]int32, nq*K) // [Q][K], positive first
 	for q := 0; q < nq; q++ {
 		for j := 0; j < K; j++ {
@@ -86,6 +93,10 @@ func (m *Model[T]) Loss(b *Batch, drop *rand.Rand) (*LossTape[T], error) {
 			cand[q*K+j] = u
 		}
 	}
+	for _, id := range lt.entities {
+		slot[id] = 0
+	}
+	slotTables.Put(slotp) // an error return above drops a table left dirty
 	lt.angles = make([]T, len(lt.entities)*d)
 	R := m.embeddingRange()
 	parallelRows(len(lt.entities), func(lo, hi int) {
@@ -258,3 +269,6 @@ func (g structureGroup) ids(qs []query.Grounded) (anchors, relations []int32) {
 	}
 	return anchors, relations
 }
+
+// slotTables holds Loss's candidate tables (all zero) for reuse.
+var slotTables = sync.Pool{New: func() any { return new([]int32) }}
