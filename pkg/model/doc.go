@@ -40,5 +40,6 @@
 //   - min over intersection branches (CardMin) and max over union branches: the whole
 //     gradient to the first minimal/maximal branch (torch.min/max(dim));
 //   - the distance's inside test t < β is strict, and d_o is a constant 0 inside;
-//   - atan2 at (0, 0): gradient 0.
+//   - the intersection's arctangent: ConE's clamp of the cosine sum to 1e-3 is an
+//     assignment, so the clamped sum has gradient 0 (see op_intersect.go).
 package model

@@ -36,13 +36,14 @@
 //
 // # Deviations from the reference, and choices
 //
-//   - Adam keeps one step count for all tensors, and updates every tensor at every
-//     update, also the intersection's weights during path batches (their gradient is
-//     then zero, their moments decay and they keep moving). PyTorch 1.x, whose
-//     zero_grad zeroes rather than frees gradients, does the same except for the very
-//     first update, where the intersection's weights have no gradient yet and are
-//     skipped (so their step count lags by one). With set_to_none (PyTorch ≥ 2.0) they
-//     would be skipped in every path update.
+//   - Adam updates every tensor at every update, also the intersection's weights during
+//     path batches (their gradient is then zero, their moments decay and they keep
+//     moving), as PyTorch 1.x does, whose zero_grad zeroes rather than frees gradients.
+//     Like PyTorch, it skips a tensor that no backward pass has reached yet (.grad None:
+//     the intersection's weights in a run's first update, a path batch) and counts each
+//     tensor's steps from its first gradient (Adam.DeferStart, Reach; checked against
+//     QE-ConE by TestParityAdam). With set_to_none (PyTorch ≥ 2.0) they would be skipped
+//     in every path update; this follows PyTorch 1.x, ConE's.
 //   - The checkpoint's step is the number of completed steps; the reference saves the
 //     index of the last step, and its restore runs that step again.
 //   - On restore the reference keeps the saved learning rate and warm_up_steps but

@@ -520,7 +520,7 @@ func (d *Device) IntersectBackward(w, gw IntersectWeights, st *IntersectState, d
 		}
 	}
 	steps := []func() error{
-		// SemanticAverage: atan2 and the softmax, then the two attention layers.
+		// SemanticAverage: the arctangent and the softmax, then the two attention layers.
 		func() error {
 			return d.each("intersect_attention_bwd", nd, ptr(dg), ptr(dIn.Axis), ptr(dOut.Axis), ptr(st.alpha), ptr(st.x),
 				ptr(st.y), ptr(in.Axis), i32(nb), i32(nd))
