@@ -86,10 +86,10 @@ test-slurm:
 # the package's testdata/fuzz/, which `make test` then runs as ordinary test cases.
 FUZZTIME ?= 60s
 FUZZPAR  ?= 1
-# Minimizing each new interesting input runs the target hundreds of times; for the
-# artifact readers (kilobyte inputs, milliseconds a run) go's default of 60s would take
-# most of a short run.
-FUZZMINTIME ?= 5s
+# Minimizing each new interesting input runs the target up to FUZZMINTIME (runs or time);
+# for the artifact readers (kilobyte inputs, milliseconds a run) go's default of 60s would
+# take most of a short run.
+FUZZMINTIME ?= 50x
 FUZZ_TARGETS := ./pkg/query:FuzzParse ./pkg/query:FuzzParseGrounded \
 	./pkg/sample:FuzzParseCounts ./pkg/sample:FuzzBetaEPickle \
 	./pkg/kg:FuzzLoadIDs ./pkg/kg:FuzzLoadNames ./pkg/kg:FuzzLoadAuto \
