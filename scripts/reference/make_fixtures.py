@@ -6,9 +6,12 @@ python3-torch, and QE-ConE's source, unmodified):
 
     /usr/bin/python3 scripts/reference/make_fixtures.py fixtures \
         [--reference ../shared/reference/QE-ConE] [--out testdata/reference]
-    /usr/bin/python3 scripts/reference/make_fixtures.py curves \
-        --queries train.json --seeds 0,1,2 --steps 300 --out testdata/reference/curves.json
-    /usr/bin/python3 scripts/reference/make_fixtures.py checkpoint --out DIR
+    /usr/bin/python3 scripts/reference/make_fixtures.py checkpoint \
+        [--out testdata/reference/qecone-checkpoint]
+    go run ./scripts/reference/exportqueries TRAIN.arrow train.json
+    /usr/bin/python3 scripts/reference/make_fixtures.py curves --queries train.json \
+        --seeds 0,1,2 --steps 300 --hidden 128 --out testdata/reference/curves.json
+        (scripts/reference/parity.sh does these two with RERUN_REFERENCE=1)
 
 `fixtures` writes testdata/reference/cone.json: a small ConE model built from QE-ConE's
 modules (KGReasoning with its projection MLP, attention intersection, DeepSets aperture,
@@ -30,10 +33,12 @@ project's own rule (model.DropoutKeep: a SplitMix64-style hash of a per-mask see
 element index, kept with probability 1-p and scaled by 1/(1-p)); the seeds are stored in
 the fixture and the Go test feeds them to the model. Everything else runs unmodified.
 
-`checkpoint` trains the same small model for a few updates with QE-ConE's train_step and
-writes it with torch.save in main.py's save_model layout (model_state_dict,
-optimizer_state_dict, step, current_learning_rate, warm_up_steps), with the queries and
-QE-ConE's filtered ranks of them (test_step's rule), for `train import-qecone`'s test.
+`checkpoint` trains a small ConE (300 entities, d 16, MLP width 32) with QE-ConE's
+train_step for 150 steps of a path and an other update at lr 0.05 (so that many angles
+saturate near +-pi, as in long runs) and writes it with torch.save in main.py's
+save_model layout (model_state_dict, optimizer_state_dict, step, current_learning_rate,
+warm_up_steps; config.json beside it), with queries of every structure, QE-ConE's scores
+and its filtered ranks of them, for `train import-qecone`'s tests.
 
 `curves` runs QE-ConE's training loop (main.py's three updates per step with its
 DataLoader-based TrainDataset and SingledirectionalOneShotIterator) on a train-queries file
