@@ -63,6 +63,13 @@ bench: build
 	scripts/bench-train.sh
 	$(GO) test -run '^$$' -bench 'BenchmarkLinear|BenchmarkDistanceTrain|BenchmarkEval' -benchtime 2x ./pkg/compute/cpu/
 
+# Scaling: synthetic KGs (sample synth) of 15k, 150k and 1.5M entities; per stage the time
+# per unit of work (sampled queries/s, s per training update with dense and sparse Adam,
+# ranked queries/s) and peak memory, as a table (scripts/bench-scale.sh; SIZES to choose).
+.PHONY: bench-scale
+bench-scale: build
+	scripts/bench-scale.sh
+
 # The equal-budget learning check against QE-ConE (issue 11): scripts/reference/parity.sh.
 parity: build
 	scripts/reference/parity.sh
