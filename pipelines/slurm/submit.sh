@@ -10,8 +10,8 @@
 #
 #   sample  (array over the splits: 0 train, 1 valid, 2 test)   $(OUT)/{train,valid,test}-queries.arrow
 #     └► train (array over SEEDS, by position)                  $(RUN)/seed$(S)/model.arrow, train-log.arrow
-#          └► embed (array over SEEDS)                          $(RUN)/seed$(S)/cones.arrow
-#               └► rank (array over SEEDS)                      $(RUN)/seed$(S)/ranks.arrow
+#          └► embed (array over SEEDS × SHARDS)                 $(RUN)/seed$(S)/cones.arrow
+#               └► rank (array over SEEDS × SHARDS)             $(RUN)/seed$(S)/ranks.arrow
 #                    └► metrics (one job)                       $(RUN)/metrics.arrow, metrics.md, mrr.png
 #
 # where RUN is $(OUT)/$(MODEL)[-$(PRESET)]. Jobs are tied with --dependency=afterok (and
@@ -25,10 +25,12 @@
 # seed's ranks resubmits that seed's rank alone, then metrics. An array holds only the
 # stale tasks (e.g. --array=1 when only seed 1's model is missing).
 #
-# Sharding (issue 13, part 1) slots in as one more array dimension: when `rank --shard i/n`
-# exists, the rank array becomes seeds × shards (task k = seed position × n + shard), each
-# task writing seed$(S)/ranks-<i>-of-<n>.arrow, and metrics takes all of them; sample's array
-# becomes splits × shards with a merge job after it. See task_lines below (one line per task).
+# Sharding: SHARDS=n > 1 (as in the Makefile) cuts embed and rank of every seed into n
+# shards (`--shard i/n`): their arrays become seeds × shards, task k = seed position × n +
+# shard i, writing seed$(S)/cones-<i>-of-<n>.arrow and seed$(S)/ranks-<i>-of-<n>.arrow (rank
+# shard i reads cones shard i), and metrics takes all the ranks shards, the n of a seed as
+# one run. Sampling is not sharded here: a `sample generate --shard` runs the accept loop up
+# to its range's end (see the README), so shards would not finish sooner than one job.
 #
 # Output: one line per submitted job on stdout, "STAGE JOBID ARRAY" (ARRAY is "-" for a
 # single job); nothing when every artifact is up to date. -n prints the sbatch commands and
@@ -49,6 +51,7 @@
 #                                      cluster's default)
 #   TIME_<STAGE> MEM_<STAGE> CPUS_<STAGE>   per stage (SAMPLE TRAIN EMBED RANK METRICS):
 #                --time, --mem and --cpus-per-task; empty leaves the cluster's default
+#   SHARDS       embed and rank each seed in this many shards (default 1: unsharded)
 #   GPU_GRES     the GPU request of train, embed and rank when DEVICE=cuda (default gpu:1)
 #   SBATCH_FLAGS extra sbatch flags for every job (e.g. --constraint=avx512)
 set -euo pipefail
@@ -81,6 +84,7 @@ TEST_FLAGS=${TEST_FLAGS:-}
 TRAIN_FLAGS=${TRAIN_FLAGS:-}
 DEVICE=${DEVICE:-cpu}
 METRICS_FLAGS=${METRICS_FLAGS---compare}
+SHARDS=${SHARDS:-1}
 if [ "$DEVICE" = cuda ]; then BIN=${BIN:-bin/cuda}; else BIN=${BIN:-bin}; fi
 BUILD=${BUILD:-1}
 PARTITION=${PARTITION:-}
@@ -116,6 +120,7 @@ for s in "${SEED_LIST[@]}"; do
 	seen[$s]=1
 done
 case $DEVICE in cpu | cuda) ;; *) die "DEVICE=$DEVICE: cpu or cuda" ;; esac
+[[ $SHARDS =~ ^[1-9][0-9]*$ ]] || die "SHARDS=$SHARDS: want a positive number of shards (1: unsharded)"
 [ $DRY -eq 1 ] || command -v sbatch >/dev/null 2>&1 || die "sbatch not found: run this on a Slurm login node"
 
 # --- binaries ------------------------------------------------------------------------------
@@ -182,17 +187,27 @@ for i in "${!SEED_LIST[@]}"; do
 	add_task train "$i" "$d/model.arrow" "$BIN/train --train $(q "$TQ") --valid $(q "$VQ") --model $(q "$MODEL")${PRESET:+ --preset $(q "$PRESET")} --seed $s --device $DEVICE $TRAIN_FLAGS --overwrite --checkpoint $(q "$d/model.arrow") --log $(q "$d/train-log.arrow")" \
 		"$TQ" "$VQ"
 done
+# shard K: the file-name suffix and the flag of shard K of SHARDS (none when unsharded).
+shard() {
+	if [ "$SHARDS" = 1 ]; then sfx="" flag=""; else sfx="-$1-of-$SHARDS" flag=" --shard $1/$SHARDS"; fi
+}
 for i in "${!SEED_LIST[@]}"; do
 	d=$RUN/seed${SEED_LIST[$i]}
-	add_task embed "$i" "$d/cones.arrow" "$BIN/embed --checkpoint $(q "$d/model.arrow") --queries $(q "$XQ") --device $DEVICE -o $(q "$d/cones.arrow")" \
-		"$d/model.arrow" "$XQ"
+	for ((k = 0; k < SHARDS; k++)); do
+		shard $k
+		add_task embed $((i * SHARDS + k)) "$d/cones$sfx.arrow" "$BIN/embed --checkpoint $(q "$d/model.arrow") --queries $(q "$XQ") --device $DEVICE$flag -o $(q "$d/cones$sfx.arrow")" \
+			"$d/model.arrow" "$XQ"
+	done
 done
 RANKS=()
 for i in "${!SEED_LIST[@]}"; do
 	d=$RUN/seed${SEED_LIST[$i]}
-	RANKS+=("$d/ranks.arrow")
-	add_task rank "$i" "$d/ranks.arrow" "$BIN/rank --checkpoint $(q "$d/model.arrow") --queries $(q "$XQ") --cones $(q "$d/cones.arrow") --device $DEVICE -o $(q "$d/ranks.arrow")" \
-		"$d/cones.arrow" "$d/model.arrow" "$XQ"
+	for ((k = 0; k < SHARDS; k++)); do
+		shard $k
+		RANKS+=("$d/ranks$sfx.arrow")
+		add_task rank $((i * SHARDS + k)) "$d/ranks$sfx.arrow" "$BIN/rank --checkpoint $(q "$d/model.arrow") --queries $(q "$XQ") --cones $(q "$d/cones$sfx.arrow") --device $DEVICE$flag -o $(q "$d/ranks$sfx.arrow")" \
+			"$d/cones$sfx.arrow" "$d/model.arrow" "$XQ"
+	done
 done
 ranks_q=""
 for r in "${RANKS[@]}"; do ranks_q+=" $(q "$r")"; done

@@ -3,11 +3,12 @@
 #
 #  1. starts a private cluster (scripts/slurm/start.sh: installs slurm-wlm and munge if
 #     missing) in a temporary folder; a trap stops exactly its daemons, also on failure;
-#  2. submits the whole pipeline (pipelines/slurm/submit.sh) on testdata/tiny with 2 seeds and
-#     small flags, waits for it (pipelines/slurm/wait.sh; a failed job fails the test with
+#  2. submits the whole pipeline (pipelines/slurm/submit.sh) on testdata/tiny with 2 seeds,
+#     embed and rank in 3 shards each (SHARDS=3) and small flags, waits for it (pipelines/slurm/wait.sh; a failed job fails the test with
 #     its log printed) and checks every stage ran as the array it should;
-#  3. caching: a second submit submits nothing; after deleting seed 1's ranks, a submit holds
-#     rank task 1 alone, with no dependency, then metrics, and metrics comes out the same;
+#  3. caching: a second submit submits nothing; after deleting seed 1's ranks shard 1/3, a
+#     submit holds rank task 4 alone, with no dependency, then metrics, and metrics comes out
+#     the same;
 #     after touching the train queries, train, embed and rank of both seeds and metrics;
 #  4. a failing stage: a training that fails is reported by wait.sh with its log, and the jobs
 #     after it are cancelled (none is left pending) and write nothing;
@@ -17,7 +18,9 @@
 #     aside) and compares: queries, metrics.arrow, metrics.md and the plots byte for byte;
 #     models, cones and ranks differ only in recorded wall-clock timings and the model file's
 #     hash that cones and ranks carry, so they are compared through metrics (every per-type
-#     MRR and Hits figure with its bootstrap interval).
+#     MRR and Hits figure with its bootstrap interval);
+#  7. the shards are the unsharded run: each seed ranked unsharded by bin/rank gives, through
+#     bin/metrics, the same table (metrics.md but its first line, which names the files).
 #
 # TEST_SLURM_KEEP=1 keeps the temporary folder (logs, artifacts) after a success too.
 set -euo pipefail
@@ -44,7 +47,7 @@ make --no-print-directory -s bin/sample bin/train bin/embed bin/rank bin/metrics
 OUT=$T/out
 COUNTS="--count 1p=20,2p=8,3p=8,2i=8,3i=8,ip=8,pi=8,2u=8,up=8,2in=6,3in=6,inp=6,pin=6,pni=6"
 VARS=(DATA=testdata/tiny DATASET=tiny "OUT=$OUT" "SEEDS=0 1" "VALID_FLAGS=$COUNTS" "TEST_FLAGS=$COUNTS"
-	"TRAIN_FLAGS=--dim 8 --steps 4 --batch 16 --negatives 4 --eval-every 2 -q" "METRICS_FLAGS=--resamples 50")
+	"TRAIN_FLAGS=--dim 8 --steps 4 --batch 16 --negatives 4 --eval-every 2 -q" "METRICS_FLAGS=--resamples 50" SHARDS=3)
 # Light jobs for a 2-core node: every limit given (so the flags are exercised) but small.
 SLURM_VARS=(BUILD=0)
 for s in SAMPLE TRAIN EMBED RANK METRICS; do SLURM_VARS+=("TIME_$s=0:10:00" "MEM_$s=1G" "CPUS_$s=1"); done
@@ -60,16 +63,16 @@ waitfor() {
 step "submitting the pipeline"
 submit >"$T/jobs1"
 cat "$T/jobs1" >&2
-[ "$(awk '{ print $1 ":" $3 }' "$T/jobs1" | tr '\n' ' ')" = "sample:0,1,2 train:0,1 embed:0,1 rank:0,1 metrics:- " ] ||
-	fail "the first submit should hold sample 0,1,2, train/embed/rank 0,1 and metrics:"$'\n'"$(cat "$T/jobs1")"
+[ "$(awk '{ print $1 ":" $3 }' "$T/jobs1" | tr '\n' ' ')" = "sample:0,1,2 train:0,1 embed:0,1,2,3,4,5 rank:0,1,2,3,4,5 metrics:- " ] ||
+	fail "the first submit should hold sample 0,1,2, train 0,1, embed/rank 0-5 (2 seeds × 3 shards) and metrics:"$'\n'"$(cat "$T/jobs1")"
 waitfor "$T/jobs1" 300 || fail "the pipeline's jobs did not all complete (logs above)"
-for f in train-queries valid-queries test-queries rocone/seed0/model rocone/seed1/model rocone/seed0/cones \
-	rocone/seed1/cones rocone/seed0/ranks rocone/seed1/ranks rocone/metrics; do
+for f in train-queries valid-queries test-queries rocone/seed{0,1}/model rocone/seed{0,1}/cones-{0,1,2}-of-3 \
+	rocone/seed{0,1}/ranks-{0,1,2}-of-3 rocone/metrics; do
 	[ -s "$OUT/$f.arrow" ] || fail "$OUT/$f.arrow is missing"
 done
 [ -s "$OUT/rocone/metrics.md" ] || fail "no metrics.md"
 n=$(ls "$OUT/logs" | wc -l)
-[ "$n" -eq 10 ] || fail "expected 10 job logs in $OUT/logs, found $n: $(ls "$OUT/logs")"
+[ "$n" -eq 18 ] || fail "expected 18 job logs in $OUT/logs, found $n: $(ls "$OUT/logs")"
 grep -L '^== job .*: done in' "$OUT"/logs/*.log | grep . && fail "the logs above do not end in done"
 # The per-stage resources reached Slurm.
 train=$(scontrol show job -o "$(awk '$1 == "train" { print $2 }' "$T/jobs1")" | head -1)
@@ -86,14 +89,14 @@ step "caching: a second submit"
 submit >"$T/jobs2"
 [ ! -s "$T/jobs2" ] || fail "a second submit submitted:"$'\n'"$(cat "$T/jobs2")"
 cp -p "$OUT/rocone/metrics.arrow" "$T/metrics-first.arrow"
-rm "$OUT/rocone/seed1/ranks.arrow"
+rm "$OUT/rocone/seed1/ranks-1-of-3.arrow"
 submit -n >"$T/dry3"
-grep -q -- '--job-name=rocone-rank .*--array=1 ' "$T/dry3" || fail "after deleting seed 1's ranks, no rank task 1 alone:"$'\n'"$(cat "$T/dry3")"
+grep -q -- '--job-name=rocone-rank .*--array=4 ' "$T/dry3" || fail "after deleting seed 1's ranks shard 1/3, no rank task 4 alone:"$'\n'"$(cat "$T/dry3")"
 grep -- '--job-name=rocone-rank ' "$T/dry3" | grep -q -- --dependency && fail "rank depends on a job although its inputs are cached:"$'\n'"$(cat "$T/dry3")"
 grep -- '--job-name=rocone-metrics ' "$T/dry3" | grep -q -- '--dependency=afterok:\\<rank\\> ' || fail "metrics should wait for rank alone:"$'\n'"$(cat "$T/dry3")"
 [ "$(grep -c '^sbatch ' "$T/dry3")" -eq 2 ] || fail "after deleting seed 1's ranks, more than rank and metrics:"$'\n'"$(cat "$T/dry3")"
 submit >"$T/jobs3"
-[ "$(awk '{ print $1 ":" $3 }' "$T/jobs3" | tr '\n' ' ')" = "rank:1 metrics:- " ] || fail "resubmit after deleting seed 1's ranks:"$'\n'"$(cat "$T/jobs3")"
+[ "$(awk '{ print $1 ":" $3 }' "$T/jobs3" | tr '\n' ' ')" = "rank:4 metrics:- " ] || fail "resubmit after deleting seed 1's ranks:"$'\n'"$(cat "$T/jobs3")"
 waitfor "$T/jobs3" 120 || fail "the rank rerun failed (logs above)"
 cmp "$OUT/rocone/metrics.arrow" "$T/metrics-first.arrow" || fail "metrics changed after rerunning seed 1's rank"
 submit >"$T/jobs4"
@@ -101,7 +104,7 @@ submit >"$T/jobs4"
 # Touching the train queries makes every seed's model stale, and all after it; nothing is sampled.
 touch "$OUT/train-queries.arrow"
 submit -n >"$T/dry4"
-[ "$(grep -o -- '--job-name=rocone-[a-z]* .*--array=[^ ]*' "$T/dry4" | sed 's/--job-name=rocone-\([a-z]*\) .*--array=/\1:/' | tr '\n' ' ')" = 'train:0\,1 embed:0\,1 rank:0\,1 ' ] &&
+[ "$(grep -o -- '--job-name=rocone-[a-z]* .*--array=[^ ]*' "$T/dry4" | sed 's/--job-name=rocone-\([a-z]*\) .*--array=/\1:/' | tr '\n' ' ')" = 'train:0\,1 embed:0\,1\,2\,3\,4\,5 rank:0\,1\,2\,3\,4\,5 ' ] &&
 	[ "$(grep -c '^sbatch ' "$T/dry4")" -eq 4 ] || fail "after touching the train queries:"$'\n'"$(cat "$T/dry4")"
 
 # --- 4. a failing stage ---------------------------------------------------------------------------
@@ -109,7 +112,7 @@ step "a failing training (the FAILED lines below are expected)"
 BAD=$T/bad
 mkdir -p "$BAD"
 cp -p "$OUT"/*-queries.arrow "$BAD/" # cached queries: only train and what follows run
-pipelines/slurm/submit.sh "${VARS[@]}" "${SLURM_VARS[@]}" "OUT=$BAD" "SEEDS=0" "TRAIN_FLAGS=--dim 8 --steps 4 --lr -1 -q" >"$T/jobs5"
+pipelines/slurm/submit.sh "${VARS[@]}" "${SLURM_VARS[@]}" "OUT=$BAD" "SEEDS=0" SHARDS=1 "TRAIN_FLAGS=--dim 8 --steps 4 --lr -1 -q" >"$T/jobs5"
 [ "$(awk '{ print $1 }' "$T/jobs5" | tr '\n' ' ')" = "train embed rank metrics " ] || fail "the failing run's submit:"$'\n'"$(cat "$T/jobs5")"
 if waitfor "$T/jobs5" 120 2>"$T/wait5"; then fail "wait.sh reported success for a failing training"; fi
 cat "$T/wait5" >&2
@@ -148,5 +151,19 @@ done
 (cd "$T/slurm-out" && find . -type f -not -path './logs/*' -not -path './slurm/*' | sort) >"$T/slurm-files"
 diff "$T/make-files" "$T/slurm-files" >&2 || fail "the two pipelines wrote different sets of files"
 
+# --- 7. the shards are the unsharded run ----------------------------------------------------------
+step "3 rank shards per seed give the unsharded seeds' metrics"
+whole=()
+for s in 0 1; do
+	d=$T/slurm-out/rocone/seed$s
+	bin/rank -q --checkpoint "$d/model.arrow" --queries "$T/slurm-out/test-queries.arrow" -o "$T/whole-ranks$s.arrow" ||
+		fail "unsharded rank of seed $s failed"
+	whole+=("$T/whole-ranks$s.arrow")
+done
+bin/metrics --resamples 50 -o "$T/whole-metrics.arrow" "${whole[@]}" >"$T/whole-metrics.md" || fail "metrics of the unsharded ranks failed"
+grep -q ' 2 seed(s): ' "$T/slurm-out/rocone/metrics.md" || fail "the sharded metrics do not count 2 seeds: $(head -1 "$T/slurm-out/rocone/metrics.md")"
+cmp <(tail -n +2 "$T/whole-metrics.md") <(tail -n +2 "$T/slurm-out/rocone/metrics.md") ||
+	fail "the metrics of 3 rank shards per seed differ from the unsharded ranks' metrics:"$'\n'"$(diff "$T/whole-metrics.md" "$T/slurm-out/rocone/metrics.md")"
+
 ok=1
-echo "test-slurm: PASS in $((SECONDS - t0)) s (cluster start, pipeline, caching, failure, Makefile comparison)" >&2
+echo "test-slurm: PASS in $((SECONDS - t0)) s (cluster start, pipeline with 3 shards, caching, failure, Makefile comparison, shards = unsharded)" >&2
