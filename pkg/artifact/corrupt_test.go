@@ -12,10 +12,8 @@ import (
 // TestCorruptBody flips, one at a time, every byte of the body of a stream's record batch
 // (its validity bitmaps, offsets and values) and checks that reading never panics and
 // that any error names the path. Reading the corrupt data back without error is allowed:
-// a changed id or answer is still a valid query.
-//
-// The metadata is left alone: Arrow Go trusts the lengths it finds there and may try to
-// allocate whatever a corrupt one says, which no reader built on it can prevent.
+// a changed id or answer is still a valid query. TestCorruptArtifacts changes the
+// metadata too.
 func TestCorruptBody(t *testing.T) {
 	qs := testQueries(7)
 	data, err := os.ReadFile(streamFile(t, qs))
