@@ -8,19 +8,22 @@ import "math"
 
 // Tanh sets dst[i] = mul·tanh(src[i]/div) + add for i < len(src) (dst may be src).
 //
-// For |x| < 3 (x = src[i]/div, the float32 quotient, as the exact path computes it), tanh
+// For |x| < 7 (x = src[i]/div, the float32 quotient, as the exact path computes it), tanh
 // is Eigen's rational approximation (generic_fast_tanh_float): x itself for
 // |x| < 0.0004, else x·P(x²)/Q(x²) with P of degree 6 and Q of degree 3, within 5e-7
 // relative of the exact tanh (a few float32 ulp); NaN stays NaN.
 //
-// For |x| ≥ 3 it is PyTorch's float32 tanh (Sleef's tanhf, which ConE's reference code
+// For |x| ≥ 7 it is PyTorch's float32 tanh (Sleef's tanhf, which ConE's reference code
 // runs): ±1 beyond ±8.664339742 (where Sleef saturates, earlier than the exact rounding
-// at 9.011), else the exactly rounded tanh, which is Sleef's there (3 in a million
-// differ by an ulp). This is where it matters: an angle π·tanh(x) at saturation is
-// float32(π) or the float32 below it, whose sines have opposite signs, and that sign
-// decides on which side of the ±π cut an intersection of such cones lands (model's
-// intersection), which ConE's MLP then sees as a different input. So the angles here
-// are bit-for-bit the reference's.
+// at 9.011; Eigen's saturates at 7.9053), else the exactly rounded tanh, which is
+// Sleef's there (PyTorch 1.13 agrees with it in all of 10⁶ draws on [4, 8.66]). This is
+// where it matters: an angle π·tanh(x) within a few ulp of ±π is float32(π) (tanh = 1)
+// or a float32 below it, whose sines have opposite signs, and that sign decides on which
+// side of the ±π cut an intersection of such cones lands (model's intersection), which
+// ConE's MLP then sees as a different input. So the angles there are bit-for-bit the
+// reference's. Below 7, 1 − tanh > 1.6e-6, the angle is at least 5e-6 from ±π, and
+// the approximation's few ulp cannot move it across. The exact band costs a float64
+// tanh per element in [7, 8.66]; beyond it, ±1 costs nothing.
 func Tanh(dst, src []float32, div, mul, add float32) {
 	dst = dst[:len(src)]
 	// Chunks, so that the exact values, computed from src first, survive dst == src.
@@ -31,7 +34,7 @@ func Tanh(dst, src []float32, div, mul, add float32) {
 		nf := 0
 		for i := lo; i < hi; i++ {
 			x := src[i] / div
-			if x >= tanhExactFrom || x <= -tanhExactFrom {
+			if x >= tanhExactFrom || x <= -tanhExactFrom { // NaN: neither
 				at[nf], fix[nf] = int32(i), float32(mul*tanhTorch(x))+add
 				nf++
 			}
@@ -51,20 +54,82 @@ func Tanh(dst, src []float32, div, mul, add float32) {
 
 const (
 	tanhChunk     = 512
-	tanhExactFrom = 3
+	tanhExactFrom = 7
 	// sleefTanhSat is where Sleef's tanhf returns ±1 (|x| > it, in float32).
 	sleefTanhSat float32 = 8.664339742
 )
 
-// tanhTorch is PyTorch's float32 tanh for |x| ≥ 3 (see Tanh).
+// tanhTorch is PyTorch's float32 tanh for |x| ≥ 7 (see Tanh): ±1 beyond the saturation
+// point, else the exactly rounded tanh, looked up. On [7, 8.664] the rounded tanh takes
+// only 28 values (1 − k·2⁻²⁴), at least 0.018 apart in x; the band is cut into satCells
+// cells of 0.0065, each holding at most one change of value: its value at the cell's
+// start, where it changes and the value after.
 func tanhTorch(x float32) float32 {
-	switch {
-	case x > sleefTanhSat:
-		return 1
-	case x < -sleefTanhSat:
-		return -1
+	ax := x
+	if ax < 0 {
+		ax = -ax
 	}
-	return float32(math.Tanh(float64(x)))
+	t := float32(1)
+	if ax <= sleefTanhSat {
+		c := &satTable[min(int((ax-tanhExactFrom)*satScale), satCells-1)]
+		t = c.t0
+		if ax >= c.x1 {
+			t = c.t1
+		}
+	}
+	if x < 0 {
+		return -t
+	}
+	return t
+}
+
+const satCells = 256
+
+// satScale is cells per unit of x.
+const satScale = satCells / (sleefTanhSat - tanhExactFrom)
+
+type satCell struct{ t0, x1, t1 float32 }
+
+var satTable [satCells]satCell
+
+// init fills satTable from the exactly rounded tanh, and checks that no cell holds two
+// changes of value.
+func init() {
+	round := func(x float32) float32 { return float32(math.Tanh(float64(x))) }
+	// next is the smallest float32 above x (≤ the saturation point + 1 ulp) whose rounded
+	// tanh exceeds round(x); tanh is monotone and positive floats order as their bits.
+	next := func(x float32) float32 {
+		t := round(x)
+		lo, hi := math.Float32bits(x), math.Float32bits(sleefTanhSat)+1
+		for lo+1 < hi {
+			mid := lo + (hi-lo)/2
+			if round(math.Float32frombits(mid)) > t {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		return math.Float32frombits(hi)
+	}
+	for i := range satTable {
+		start := float32(tanhExactFrom) + float32(i)/satScale
+		// The cell of the first float32 at or after start, as tanhTorch computes it.
+		for start > tanhExactFrom && int((start-tanhExactFrom)*satScale) >= i {
+			start = math.Nextafter32(start, 0)
+		}
+		for int((start-tanhExactFrom)*satScale) < i {
+			start = math.Nextafter32(start, 2*sleefTanhSat)
+		}
+		c := satCell{t0: round(start), x1: float32(math.Inf(1))}
+		c.t1 = c.t0
+		if x := next(start); x <= sleefTanhSat && int((x-tanhExactFrom)*satScale) == i {
+			c.x1, c.t1 = x, round(x)
+			if y := next(x); y <= sleefTanhSat && int((y-tanhExactFrom)*satScale) == i {
+				panic("vmath: two tanh changes in one saturation cell")
+			}
+		}
+		satTable[i] = c
+	}
 }
 
 // PureGo disables the assembly loops (tests compare the two).
