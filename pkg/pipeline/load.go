@@ -81,6 +81,9 @@ func readQueriesFor(path string, l *loaded) (artifact.QueriesMeta, []artifact.Qu
 		return meta, nil, nil, err
 	}
 	name, mc := displayPath(path), l.model.Config
+	if err := meta.CheckWhole(name); err != nil {
+		return meta, nil, nil, err
+	}
 	switch {
 	case len(rows) == 0:
 		return meta, nil, nil, fmt.Errorf("%s: no queries", name)

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -12,7 +13,9 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cpu"
 	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/sample"
 	"github.com/rocone/rocone/pkg/shard"
+	"github.com/rocone/rocone/pkg/train"
 )
 
 // rankKeys are ranks rows as compared here (ReadRanks does not read the top-K columns).
@@ -226,6 +229,59 @@ func TestMetricsShards(t *testing.T) {
 		_, _, err := metrics(tc.ranks)
 		if err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+		}
+	}
+}
+
+// TestShardQueriesRefused: a queries file that is one shard of a sampling run is not a
+// queries file to train on, validate with, embed or rank: each stage refuses it naming it
+// and saying to merge the shards.
+func TestShardQueriesRefused(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "m.arrow")
+	checkpoint(t, ck, model.RoConE, 6, 1)
+	part := map[string]string{}
+	for _, split := range []string{"train", "test"} {
+		part[split] = filepath.Join(dir, split+"-1-of-2.arrow")
+		opts := sample.Options{Seed: 1, Shard: shard.Spec{Index: 1, Count: 2}}
+		if split == "test" {
+			opts.Types, opts.Counts = []string{"1p", "2p"}, map[string]int{"1p": 10, "2p": 6}
+		}
+		if err := sample.GenerateToFile(context.Background(), sample.Source{Dir: "../../testdata/tiny"}, split, opts, part[split], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := train.Default()
+	cfg.Model, cfg.Dim, cfg.Batch, cfg.Negatives, cfg.Steps = "rocone", 6, 8, 2, 1
+	wholeTrain := filepath.Join(dir, "train.arrow")
+	if err := sample.GenerateToFile(context.Background(), sample.Source{Dir: "../../testdata/tiny"}, "train", sample.Options{Seed: 1}, wholeTrain, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := func(file string) string {
+		return file + " is shard 1/2 of a sampling run, not a whole queries file: join the 2 shards with sample merge first"
+	}
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		file string
+	}{
+		{"embed", func() error {
+			return Embed(EmbedConfig{Checkpoint: ck, Queries: part["test"], Output: filepath.Join(dir, "c.arrow"), Kernels: compute.Reference[float32]{}})
+		}, part["test"]},
+		{"rank", func() error {
+			return Rank(RankConfig{Checkpoint: ck, Queries: part["test"], Output: filepath.Join(dir, "r.arrow"), Kernels: compute.Reference[float32]{}})
+		}, part["test"]},
+		{"train", func() error {
+			_, err := train.Run(context.Background(), cfg, train.Options{Train: part["train"], Checkpoint: filepath.Join(dir, "t.arrow")})
+			return err
+		}, part["train"]},
+		{"train --valid", func() error {
+			_, err := train.Run(context.Background(), cfg, train.Options{Train: wholeTrain, Valid: part["test"], Checkpoint: filepath.Join(dir, "t.arrow")})
+			return err
+		}, part["test"]},
+	} {
+		if err := tc.run(); err == nil || !strings.Contains(err.Error(), want(tc.file)) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, want(tc.file))
 		}
 	}
 }

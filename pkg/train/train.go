@@ -193,6 +193,9 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := tmeta.CheckWhole(opts.Train); err != nil {
+		return nil, err
+	}
 	if tmeta.Split != "train" {
 		return nil, fmt.Errorf("%s: a %s queries file; training needs a train file (split train)", opts.Train, tmeta.Split)
 	}
@@ -257,6 +260,9 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 	if opts.Valid != "" {
 		vmeta, vrows, err := artifact.ReadQueries(opts.Valid)
 		if err != nil {
+			return nil, err
+		}
+		if err := vmeta.CheckWhole(opts.Valid); err != nil {
 			return nil, err
 		}
 		if vmeta.Split == "train" {
