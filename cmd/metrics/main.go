@@ -24,7 +24,7 @@ func app() *cli.App {
 	return &cli.App{
 		Name:      "metrics",
 		Usage:     "per-type MRR and Hits@1/3/10 over seeds (mean ± std, bootstrap 95% interval)",
-		ArgsUsage: "RANKS...",
+		ArgsUsage: "RANKS... (the seeds' ranks files; the n files of a rank --shard run count as one seed)",
 		Description: "The RANKS files are the seeds of one model: distinct checkpoints of one model and training configuration\n" +
 			"(seeds differ in --seed only), ranking the same queries file; anything else is refused, naming what differs.\n" +
 			"With --models, the files are grouped by model and configuration and each model gets its own row.",

@@ -16,6 +16,7 @@ import (
 type MetricsConfig struct {
 	// Ranks are ranks artifacts of the same queries: the seeds of one model (distinct
 	// checkpoints of one model and training configuration), or with Models several models.
+	// The n shards of a `rank --shard i/n` run are one run (report.GroupShards).
 	Ranks     []string
 	Models    bool   // group Ranks by model and configuration, one table row per model
 	Output    string // metrics artifact; "" for none
