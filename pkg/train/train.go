@@ -79,6 +79,10 @@ type Result struct {
 //	train_fingerprint  FNV-64a of the train queries (ids, structures, ids, answers), so
 //	                   that a resume on another train file is refused
 //	timings            cumulative seconds per phase (Timings)
+//	adam_started       per tensor (Params.Tensors order), whether a backward pass has
+//	                   reached it (Adam.Started); absent: all have
+//	adam_lag           per tensor, the updates of the current optimiser it sat out
+//	                   before that (Adam.Lag); absent: none
 type state struct {
 	EvalEvery        int                    `json:"eval_every"`
 	EvalSlowed       bool                   `json:"eval_slowed"`
