@@ -9,9 +9,12 @@
 #            type (sample's per-type seconds), not the loading of the graph; the stage's
 #            wall time and peak RSS (which the loading dominates)
 #   train    seconds per update at d=200, b=512, n=128 (rocone, STEPS steps of three
-#            updates; the time the checkpoint records, which leaves out start-up and the
-#            checkpoint's writing: scripts/train-timings), dense and sparse Adam, with the
-#            optimiser's share (Adam and gradient zeroing), and the peak RSS
+#            updates; the steady time after the first step, from the train log, which
+#            leaves out start-up and the checkpoint's writing: scripts/train-timings),
+#            dense and sparse Adam, with the optimiser's share (Adam and gradient zeroing,
+#            averaged over all updates), the run's wall time outside its updates (start-up:
+#            reading, initialising and mapping the model's memory; the checkpoint's
+#            writing) and the peak RSS
 #   rank     test queries ranked per second against all entities (rank's own count) with
 #            the sparse run's checkpoint, and the peak RSS
 #
@@ -21,7 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES=${SIZES:-"15000 150000 1500000"}
-STEPS=${STEPS:-2}
+STEPS=${STEPS:-3}
 RELATIONS=${RELATIONS:-237}
 root=out/bench-scale
 mkdir -p "$root"
@@ -49,13 +52,13 @@ for n in $SIZES; do
 	record "$n" synth_wall "$(wall "$dir/synth.log")"
 	record "$n" synth_rss "$(rss "$dir/synth.log")"
 
-	# Train queries: 2,200 in the path pool and 1,200 in the other, so that every update
-	# of STEPS=2 has a full batch of 512 (batches do not straddle epochs). No 3in: on these
+	# Train queries: 3,300 in the path pool and 1,600 in the other, so that every update
+	# of STEPS=3 has a full batch of 512 (batches do not straddle epochs). No 3in: on these
 	# graphs, with little clustering, nearly every 3in attempt has no answer.
 	rm -f "$dir/train-queries.arrow"
 	measure "sample train $n" bin/sample generate --data "$dir/kg" --split train --seed 1 \
 		--types 1p,2p,3p,2i,3i,2in,inp,pin,pni \
-		--count 1p=1000,2p=600,3p=600,2i=400,3i=400,2in=100,inp=100,pin=100,pni=100 \
+		--count 1p=1500,2p=900,3p=900,2i=600,3i=600,2in=100,inp=100,pin=100,pni=100 \
 		-o "$dir/train-queries.arrow" 2>&1 | tee "$dir/sample.log"
 	# "train 2p   300 queries, ..., 0.01s": the queries and the seconds of each type.
 	awk '$1 == "train" && $4 == "queries," { q += $3; s += $NF } END { sub(/s$/, "", s); printf "%d\t%.3f\n", q, s }' "$dir/sample.log" >"$dir/sample.rate"
@@ -67,14 +70,15 @@ for n in $SIZES; do
 
 	for adam in dense sparse; do
 		ck=$dir/$adam.arrow
-		rm -f "$ck"
+		rm -f "$ck" "$dir/$adam-log.arrow"
 		measure "train $adam $n" bin/train --train "$dir/train-queries.arrow" --model rocone --dim 200 --batch 512 \
-			--negatives 128 --steps "$STEPS" --eval-every 0 --checkpoint-every 0 --adam "$adam" --checkpoint "$ck" --log "" 2>&1 |
+			--negatives 128 --steps "$STEPS" --eval-every 0 --checkpoint-every 0 --adam "$adam" --checkpoint "$ck" --log "$dir/$adam-log.arrow" 2>&1 |
 			tee "$dir/train-$adam.log" | grep -E 'measure|total|optimiser|checkpoints'
 		# The checkpoint's recorded timings at full precision, per update.
-		"$root/train-timings" "$ck" >"$dir/train-$adam.rate"
-		read -r _ per _ _ _ opt <"$dir/train-$adam.rate"
+		"$root/train-timings" "$ck" "$dir/$adam-log.arrow" >"$dir/train-$adam.rate"
+		read -r updates avg _ _ _ opt per <"$dir/train-$adam.rate"
 		record "$n" "train_${adam}_s_per_update" "$per"
+		record "$n" "train_${adam}_overhead" "$(awk -v w="$(wall "$dir/train-$adam.log")" -v u="$updates" -v a="$avg" 'BEGIN { print w - u * a }')"
 		record "$n" "train_${adam}_opt_s_per_update" "$opt"
 		record "$n" "train_${adam}_rss" "$(rss "$dir/train-$adam.log")"
 	done
@@ -87,7 +91,7 @@ for n in $SIZES; do
 	record "$n" rank_rate "$(sed -n 's/^rank: [0-9]* queries in [0-9.]*s (\([0-9.]*\)\/s).*/\1/p' "$dir/rank.log" | tail -1)"
 	record "$n" rank_rss "$(rss "$dir/rank.log")"
 	if [ "${KEEP:-0}" != 1 ]; then
-		rm -f "$dir/dense.arrow" "$dir/sparse.arrow"
+		rm -f "$dir/dense.arrow" "$dir/sparse.arrow" "$dir/dense-log.arrow" "$dir/sparse-log.arrow"
 	fi
 done
 
@@ -117,9 +121,11 @@ awk -F'\t' '
 		row("sample train: peak RSS (MiB)", "sample_rss", "%.0f")
 		row("train dense Adam: s/update", "train_dense_s_per_update", "%.3f")
 		row("  of which optimiser (s/update)", "train_dense_opt_s_per_update", "%.3f")
+		row("train dense Adam: start-up + checkpoint (s)", "train_dense_overhead", "%.1f")
 		row("train dense Adam: peak RSS (MiB)", "train_dense_rss", "%.0f")
 		row("train sparse Adam: s/update", "train_sparse_s_per_update", "%.3f")
 		row("  of which optimiser (s/update)", "train_sparse_opt_s_per_update", "%.3f")
+		row("train sparse Adam: start-up + checkpoint (s)", "train_sparse_overhead", "%.1f")
 		row("train sparse Adam: peak RSS (MiB)", "train_sparse_rss", "%.0f")
 		row("rank: queries/s", "rank_rate", "%.1f")
 		row("rank: peak RSS (MiB)", "rank_rss", "%.0f")

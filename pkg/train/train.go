@@ -316,6 +316,13 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 	t.gradT = t.grads.Params.Tensors()
 	t.adam = NewAdam(t.params, cfg.LR)
 	t.adam.DeferStart() // from scratch; restore replaces it with the checkpoint's
+	if opts.CUDA == nil {
+		bufs := append(append([][]float32{}, t.adam.M...), t.adam.V...)
+		for _, g := range t.gradT {
+			bufs = append(bufs, g.Data)
+		}
+		prefault(t.workers, bufs...) // prefault.go: map them now, not update by update
+	}
 	t.sched = newSchedule(cfg)
 	t.dropSrc = rand.NewPCG(cfg.Seed, streamDropout)
 	t.drop = rand.New(t.dropSrc)

@@ -2,11 +2,14 @@
 // timings of its training state, in seconds at full precision), divided by the number of
 // updates it holds (three per step), for make bench-scale:
 //
-//	go run ./scripts/train-timings CHECKPOINT
+//	go run ./scripts/train-timings CHECKPOINT LOG
 //
-// prints "updates total sampling embedding distance optimizer" with the last five per
-// update. A checkpoint written only at the end of its run records the run's time up to
-// that checkpoint, so no checkpoint writing is counted.
+// prints "updates total sampling embedding distance optimizer steady" with all but the
+// first per update. A checkpoint written only at the end of its run records the run's time
+// up to that checkpoint, so no checkpoint writing is counted. steady is the time per
+// update after the first step, from the train log's elapsed times (the first step's
+// updates also pay one-time costs: the first update of dense Adam maps the moments'
+// memory when train did not, first batches of a structure allocate).
 package main
 
 import (
@@ -18,8 +21,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: train-timings CHECKPOINT")
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: train-timings CHECKPOINT LOG")
 		os.Exit(2)
 	}
 	meta, err := artifact.ReadCheckpointMeta(os.Args[1])
@@ -41,7 +44,23 @@ func main() {
 		fmt.Fprintf(os.Stderr, "train-timings: %s holds no steps\n", os.Args[1])
 		os.Exit(1)
 	}
+	_, rows, err := artifact.ReadTrainLog(os.Args[2])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "train-timings:", err)
+		os.Exit(1)
+	}
+	var elapsed []float64
+	for _, r := range rows {
+		if r.Kind == artifact.LogTrain {
+			elapsed = append(elapsed, r.ElapsedS)
+		}
+	}
+	if len(elapsed) < 2 {
+		fmt.Fprintf(os.Stderr, "train-timings: %s: %d steps logged; the steady time needs two\n", os.Args[2], len(elapsed))
+		os.Exit(1)
+	}
+	steady := (elapsed[len(elapsed)-1] - elapsed[0]) / float64(3*(len(elapsed)-1))
 	t := st.Timings
-	fmt.Printf("%.0f\t%.5f\t%.5f\t%.5f\t%.5f\t%.5f\n", updates, (t.Total-t.Checkpoint)/updates,
-		t.Sampling/updates, t.Embedding/updates, t.Distance/updates, t.Optimizer/updates)
+	fmt.Printf("%.0f\t%.5f\t%.5f\t%.5f\t%.5f\t%.5f\t%.5f\n", updates, (t.Total-t.Checkpoint)/updates,
+		t.Sampling/updates, t.Embedding/updates, t.Distance/updates, t.Optimizer/updates, steady)
 }
