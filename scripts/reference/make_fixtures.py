@@ -37,8 +37,9 @@ the fixture and the Go test feeds them to the model. Everything else runs unmodi
 train_step for 150 steps of a path and an other update at lr 0.05 (so that many angles
 saturate near +-pi, as in long runs) and writes it with torch.save in main.py's
 save_model layout (model_state_dict, optimizer_state_dict, step, current_learning_rate,
-warm_up_steps; config.json beside it), with queries of every structure, QE-ConE's scores
-and its filtered ranks of them, for `train import-qecone`'s tests.
+warm_up_steps; config.json beside it), with 25 queries of every structure, QE-ConE's
+filtered ranks of them and the scores of the first 5 per structure, for
+`train import-qecone`'s tests.
 
 `curves` runs QE-ConE's training loop (main.py's three updates per step with its
 DataLoader-based TrainDataset and SingledirectionalOneShotIterator) on a train-queries file
@@ -525,9 +526,14 @@ def cmd_checkpoint(a):
             q, an, rl = ground(s, rng, ne, nr)
             qrecs.append(query_record(name, s, q, an, rl))
             qlist.append((q, s))
+    # More queries, ranked only (their scores are not stored, to keep the file small).
+    for name, s in STRUCTURES:
+        for _ in range(a.rank_only):
+            q, an, rl = ground(s, rng, ne, nr)
+            qrecs.append(query_record(name, s, q, an, rl))
+            qlist.append((q, s))
     with torch.no_grad():
         scores = reference_scores(m, torch, qlist, ne)
-    cuts = 0
     answers = []
     for q in range(len(qlist)):
         order = np.argsort(-scores[q], kind="stable")
@@ -537,8 +543,10 @@ def cmd_checkpoint(a):
     for r, ans in zip(qrecs, answers):
         r["answers"] = ans
     ranks = filtered_ranks(scores, answers)
+    # The scores of the first queries only (per structure, a.queries of them).
+    scored = len(STRUCTURES) * a.queries
     out = {"num_entities": ne, "num_relations": nr, "dim": d, "hidden": hidden, "gamma": gamma,
-           "center_reg": cen, "queries": qrecs, "ranks": ranks, "scores": f32(scores)}
+           "center_reg": cen, "queries": qrecs, "ranks": ranks, "scores": f32(scores[:scored])}
     with open(os.path.join(save_dir, "ranks.json"), "w") as f:
         json.dump(out, f, separators=(",", ":"))
     with torch.no_grad():
@@ -637,7 +645,8 @@ def main():
     k.add_argument("--reference", default=os.path.join(REPO, "..", "shared", "reference", "QE-ConE"))
     k.add_argument("--out", default=os.path.join(REPO, "testdata", "reference", "qecone-checkpoint"))
     k.add_argument("--steps", type=int, default=150)
-    k.add_argument("--queries", type=int, default=5, help="test queries per structure")
+    k.add_argument("--queries", type=int, default=5, help="test queries per structure, with their scores")
+    k.add_argument("--rank-only", type=int, default=20, help="more test queries per structure, ranks only")
     c = sub.add_parser("curves")
     c.add_argument("--reference", default=os.path.join(REPO, "..", "shared", "reference", "QE-ConE"))
     c.add_argument("--queries", required=True, help="train queries JSON (scripts/reference/exportqueries)")
