@@ -30,22 +30,38 @@ func (e *Engine) eval(q *query.Grounded, n *query.Node) *Set {
 	case query.Anchor:
 		return Single(e.g.NumEntities, q.Anchors[n.Slot])
 	case query.Chain:
-		s := e.eval(q, n.Base)
-		for _, op := range n.Ops {
-			if op.Kind == query.Negate {
-				s = Complement(s)
+		return e.chain(q, n, len(n.Ops))
+	case query.And:
+		// A branch that ends in a negation is subtracted, s ∩ ¬b = s \ b, after the
+		// positive branches: that costs the size of s, where materialising ¬b would cost
+		// a bitset of every entity (every BetaE negation type, 2in to pni, is of this
+		// form). Only an intersection of negations alone builds a complement.
+		var s *Set
+		var negated []*query.Node
+		for _, b := range n.Branches {
+			if b.Kind == query.Chain && len(b.Ops) > 0 && b.Ops[len(b.Ops)-1].Kind == query.Negate {
+				negated = append(negated, b)
+				continue
+			}
+			if s != nil && s.Len() == 0 {
+				return s
+			}
+			if s == nil {
+				s = e.eval(q, b)
 			} else {
-				s = e.Project(s, q.Relations[op.Slot])
+				s = Intersect(s, e.eval(q, b))
 			}
 		}
-		return s
-	case query.And:
-		s := e.eval(q, n.Branches[0])
-		for _, b := range n.Branches[1:] {
-			if s.Len() == 0 {
-				break
+		for _, b := range negated {
+			inner := e.chain(q, b, len(b.Ops)-1)
+			if s == nil {
+				s = Complement(inner)
+				continue
 			}
-			s = Intersect(s, e.eval(q, b))
+			if s.Len() == 0 {
+				return s
+			}
+			s = Difference(s, inner)
 		}
 		return s
 	case query.Or:
@@ -56,6 +72,19 @@ func (e *Engine) eval(q *query.Grounded, n *query.Node) *Set {
 		return s
 	}
 	panic("answer: unknown node kind " + n.Kind.String())
+}
+
+// chain evaluates a chain node's base and its first ops operations.
+func (e *Engine) chain(q *query.Grounded, n *query.Node, ops int) *Set {
+	s := e.eval(q, n.Base)
+	for _, op := range n.Ops[:ops] {
+		if op.Kind == query.Negate {
+			s = Complement(s)
+		} else {
+			s = e.Project(s, q.Relations[op.Slot])
+		}
+	}
+	return s
 }
 
 // Project returns the set of tails of r-edges leaving any entity of s.
