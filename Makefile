@@ -103,11 +103,23 @@ FUZZ_TARGETS := ./pkg/query:FuzzParse ./pkg/query:FuzzParseGrounded \
 	./pkg/artifact:FuzzQueries ./pkg/artifact:FuzzCheckpoint ./pkg/artifact:FuzzCones \
 	./pkg/artifact:FuzzRanks ./pkg/artifact:FuzzTrainLog ./pkg/artifact:FuzzMetrics \
 	./cmd/train:FuzzConfigYAML ./cmd/train:FuzzConfigTOML
+# Go 1.26's fuzz coordinator can end a duration-limited run with a bare "context deadline
+# exceeded" and no failing input, a race at the deadline fixed in Go 1.27
+# (golang/go#75804); such a run is reported and not counted as a finding. A run that
+# wrote a failing input, or failed any other way, stops make fuzz.
 fuzz:
-	@for t in $(FUZZ_TARGETS); do \
+	@log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t#*:}; \
 		echo "fuzz: $$name in $$pkg for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel $(FUZZPAR) $$pkg || exit 1; \
+		if $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel $(FUZZPAR) $$pkg >$$log 2>&1; then \
+			grep -v '^fuzz: elapsed' $$log | tail -n 1; grep '^fuzz: elapsed' $$log | tail -n 1; \
+		elif grep -q 'context deadline exceeded' $$log && ! grep -q 'Failing input written' $$log; then \
+			grep '^fuzz: elapsed' $$log | tail -n 1; \
+			echo "fuzz: $$name: go's coordinator ended the run with 'context deadline exceeded' and no failing input (golang/go#75804, fixed in Go 1.27): not a finding"; \
+		else \
+			cat $$log; exit 1; \
+		fi; \
 	done
 
 clean:
