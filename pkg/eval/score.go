@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/query"
 )
@@ -169,13 +170,25 @@ func checkAnswers(easy, hard []int32, seen []uint8) error {
 //
 // The work is split into batches of opts.Batch consecutive queries, shared by
 // opts.Workers goroutines; the result does not depend on the number of workers.
+//
+// A backend that records device errors instead of returning them (compute.DeferredErrors:
+// the CUDA backend of `rank --device cuda --top K` or `--cones`) is checked after each
+// batch and at the end: its error ends the ranking (compute.Err), as a device error of
+// opts.Device does.
 func RankQueries(ctx context.Context, m *model.Model[float32], qs []RankQuery, opts RankOptions) ([][]int32, error) {
 	batch := opts.Batch
 	if batch <= 0 {
 		batch = DefaultRankBatch
 	}
 	if opts.Device != nil && opts.Scores == nil && opts.Cones == nil {
-		return rankOnDevice(ctx, m.Config.NumEntities, qs, batch, opts)
+		ranks, err := rankOnDevice(ctx, m.Config.NumEntities, qs, batch, opts)
+		if err == nil {
+			err = compute.Err(m.Kernels)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return ranks, nil
 	}
 	workers := opts.Workers
 	if workers <= 0 {
@@ -230,6 +243,12 @@ func RankQueries(ctx context.Context, m *model.Model[float32], qs []RankQuery, o
 					failed.Store(true)
 					return
 				}
+				if err := compute.Err(m.Kernels); err != nil {
+					// A device backend failed (in this batch or another's): stop now.
+					errs[b] = err
+					failed.Store(true)
+					return
+				}
 				for i := lo; i < hi; i++ {
 					s := out[(i-lo)*n : (i-lo+1)*n]
 					if opts.Scores != nil {
@@ -256,6 +275,9 @@ func RankQueries(ctx context.Context, m *model.Model[float32], qs []RankQuery, o
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := compute.Err(m.Kernels); err != nil {
+		return nil, err
 	}
 	return ranks, nil
 }

@@ -82,6 +82,11 @@ func Embed(cfg EmbedConfig) error {
 				cones[i], row[i] = emb.Branches, r
 			}
 		}
+		// A device backend's error (compute.Err) ends the stage before the cones computed
+		// since reach the artifact; w.Abort then removes it.
+		if err := compute.Err(l.model.Kernels); err != nil {
+			return fmt.Errorf("embedding queries %d to %d: %w", rows[lo].ID, rows[hi-1].ID, err)
+		}
 		for i := range grounded {
 			q, r := &rows[lo+i], row[i]
 			for b, c := range cones[i] {

@@ -605,12 +605,14 @@ func (t *trainer) update(s int, p *pool) (func() (float64, error), error) {
 	if testHookBeforeUpdate != nil {
 		testHookBeforeUpdate(s, p.name, t.model)
 	}
-	fail := func(what string) error {
+	// fail wraps err (%w: a *NonFiniteError stays visible to errors.As) with the step,
+	// the pool and what became of the checkpoint.
+	fail := func(err error) error {
 		kept := "no checkpoint was written"
 		if t.savedSteps >= 0 {
 			kept = fmt.Sprintf("the last checkpoint, %s (%d steps), is left as it was", t.opts.Checkpoint, t.savedSteps)
 		}
-		return fmt.Errorf("step %d, %s-pool update: %s; stopping: %s", s, p.name, what, kept)
+		return fmt.Errorf("step %d, %s-pool update: %w; stopping: %s", s, p.name, err, kept)
 	}
 	if err := t.reach(batch); err != nil {
 		return nil, fmt.Errorf("step %d, %s-pool update: %w", s, p.name, err)
@@ -619,12 +621,12 @@ func (t *trainer) update(s int, p *pool) (func() (float64, error), error) {
 		t.devStale = true
 		t.adam.next() // the host's count of the device's steps, per tensor
 		if err := t.dev.SetAdamLags(t.adam.Lag); err != nil {
-			return nil, fail(err.Error())
+			return nil, fail(err)
 		}
 		pend, err := t.dev.Update(batch, t.drop)
 		t.timings.Device += time.Since(t1).Seconds()
 		if err != nil {
-			return nil, fail(err.Error())
+			return nil, fail(err)
 		}
 		return func() (float64, error) {
 			start := time.Now()
@@ -632,9 +634,9 @@ func (t *trainer) update(s int, p *pool) (func() (float64, error), error) {
 			t.timings.Device += time.Since(start).Seconds()
 			switch {
 			case err != nil:
-				return 0, fail(err.Error())
+				return 0, fail(err)
 			case math.IsNaN(loss) || math.IsInf(loss, 0):
-				return 0, fail(fmt.Sprintf("the loss is %v", loss))
+				return 0, fail(fmt.Errorf("the loss is %v", loss))
 			}
 			return loss, nil
 		}, nil
@@ -664,7 +666,7 @@ func (t *trainer) reach(b *model.Batch) error {
 }
 
 // updateCPU is update's CPU path: the loss and its gradients, then Adam.
-func (t *trainer) updateCPU(s int, p *pool, batch *model.Batch, t1 time.Time, fail func(string) error) (float64, error) {
+func (t *trainer) updateCPU(s int, p *pool, batch *model.Batch, t1 time.Time, fail func(error) error) (float64, error) {
 
 	lin0, dist0 := t.kernels.linear, t.kernels.distance
 	tape, err := t.model.Loss(batch, t.drop)
@@ -672,7 +674,7 @@ func (t *trainer) updateCPU(s int, p *pool, batch *model.Batch, t1 time.Time, fa
 		return 0, fmt.Errorf("step %d, %s-pool update: %w", s, p.name, err)
 	}
 	if math.IsNaN(tape.Loss) || math.IsInf(tape.Loss, 0) {
-		return 0, fail(fmt.Sprintf("the loss is %v", tape.Loss))
+		return 0, fail(fmt.Errorf("the loss is %v", tape.Loss))
 	}
 	tape.Backward(t.grads)
 	t2 := time.Now()
@@ -684,7 +686,10 @@ func (t *trainer) updateCPU(s int, p *pool, batch *model.Batch, t1 time.Time, fa
 	t.grads.Zero()
 	t3 := time.Now()
 	if err != nil {
-		return 0, fail(err.Error())
+		return 0, fail(err)
+	}
+	if err := compute.Err(t.kernels); err != nil { // a device backend's deferred error
+		return 0, fail(err)
 	}
 
 	dist := (t.kernels.distance - dist0).Seconds()

@@ -19,8 +19,9 @@ import (
 // compute.Backend's methods cannot return errors. A device error (a failed launch, out
 // of memory, a lost device) is recorded, the call is computed by compute.Reference
 // instead, so its result is still correct, and every later call goes to the CPU too
-// (the CUDA context may be unusable). Check Err periodically, e.g. after each training
-// step, and stop or report. Length errors in the arguments panic, as in Reference.
+// (the CUDA context may be unusable). Err reports it (compute.DeferredErrors): the stages
+// check it through compute.Err after each batch and before committing an artifact, and
+// stop with the error. Length errors in the arguments panic, as in Reference.
 //
 // Backend is safe for concurrent use; calls are serialised.
 type Backend struct {
@@ -37,7 +38,10 @@ type Backend struct {
 	hbuf      [3][]float32
 }
 
-var _ compute.Backend = (*Backend)(nil)
+var (
+	_ compute.Backend        = (*Backend)(nil)
+	_ compute.DeferredErrors = (*Backend)(nil) // every stage checks it through compute.Err
+)
 
 // NewBackend returns a Backend on dev.
 func NewBackend(dev *Device) *Backend { return &Backend{dev: dev} }
