@@ -85,12 +85,13 @@ func Import(opts ImportOptions) (*artifact.Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	// fail prefixes the file's name; a %w in format keeps the cause visible to errors.As.
 	fail := func(format string, a ...any) error {
-		return fmt.Errorf("%s: %s", path, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%s: "+format, append([]any{path}, a...)...)
 	}
 	sd, err := dictGet(top, "model_state_dict")
 	if err != nil {
-		return nil, fail("%v (not a checkpoint written by QE-ConE's save_model?)", err)
+		return nil, fail("%w (not a checkpoint written by QE-ConE's save_model?)", err)
 	}
 	state, ok := sd.(*types.OrderedDict)
 	if !ok {
@@ -108,7 +109,7 @@ func Import(opts ImportOptions) (*artifact.Checkpoint, error) {
 		}
 		shape, vals, err := tensorValues(e.Value)
 		if err != nil {
-			return nil, fail("model_state_dict[%q]: %v", k, err)
+			return nil, fail("model_state_dict[%q]: %w", k, err)
 		}
 		entries = append(entries, sdEntry{k, shape, vals})
 	}
@@ -160,7 +161,7 @@ func Import(opts ImportOptions) (*artifact.Checkpoint, error) {
 	mc := model.Config{Variant: model.ConE, NumEntities: nE, NumRelations: nR, Dim: d, Gamma: gamma,
 		CenterReg: lambda, Drop: drop, ConeHidden: hidden}
 	if err := mc.Validate(); err != nil {
-		return nil, fail("%v", err)
+		return nil, fail("%w", err)
 	}
 	params := model.NewParams[float32](mc)
 	var tensors []artifact.Tensor
@@ -195,7 +196,7 @@ func Import(opts ImportOptions) (*artifact.Checkpoint, error) {
 	}
 	adamStep, moments, err := adamState(top, trainable, byKey)
 	if err != nil {
-		return nil, fail("%v", err)
+		return nil, fail("%w", err)
 	}
 	for _, t := range params.Tensors() {
 		if m, ok := moments[names[t.Name]]; ok {
