@@ -19,6 +19,16 @@ func Kernels() []Kernel { return nil }
 // Device is unavailable without cgo.
 type Device struct{}
 
+// NoCgoHelp says why the emulator tests cannot run in this build and what to install. The
+// packages whose tests run the CUDA kernels under the emulator (their files are
+// //go:build cgo) each have a !cgo test that fails with it, so that a machine without a
+// C++ compiler, where Go turns cgo off, fails the test suite instead of passing it with
+// the whole GPU path untested.
+const NoCgoHelp = "this test binary was built without cgo (CGO_ENABLED=0; Go turns cgo off when it finds no C compiler), " +
+	"so the CUDA kernels' tests, which run them under the launch emulator (package emu: the .cu sources compiled as C++ through cgo), " +
+	"are left out and the GPU path would go untested. Install a C/C++ compiler (Debian/Ubuntu: apt-get install g++) " +
+	"and run the tests with cgo on (CGO_ENABLED=1, the default once gcc and g++ are on the PATH)"
+
 var errNoCgo = errors.New("emu: the CUDA launch emulator needs cgo (a C/C++ compiler); built with CGO_ENABLED=0")
 
 // New fails without cgo.
