@@ -4,7 +4,7 @@
 STAGES  := sample train embed rank metrics
 BINS    := $(addprefix bin/,$(STAGES))
 
-.PHONY: all build build-cuda test test-go test-js test-cuda demo bench gpu-check fuzz parity clean
+.PHONY: all build build-cuda test test-go check-cgo test-js test-cuda demo bench gpu-check fuzz parity clean
 
 all: build
 
@@ -22,9 +22,20 @@ build-cuda:
 # apache-arrow (skipped when node is absent).
 test: test-go test-js
 
-test-go:
+test-go: check-cgo
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+
+# The CUDA kernels are tested under the launch emulator, C++ built through cgo. Without a C
+# compiler Go turns cgo off and those tests drop out of `go test` (each such package then
+# fails a TestEmulatorNeedsCgo, emu.NoCgoHelp); refuse here first, saying what to install.
+check-cgo:
+	@if [ "$$($(GO) env CGO_ENABLED)" != 1 ] || ! command -v "$$(set -- $$($(GO) env CXX); echo "$$1")" >/dev/null 2>&1; then \
+		echo "make test: the CUDA kernels' tests run under the launch emulator, which needs cgo and a C++ compiler;" >&2; \
+		echo "  here CGO_ENABLED=$$($(GO) env CGO_ENABLED) and CXX=$$($(GO) env CXX) ($$(command -v "$$(set -- $$($(GO) env CXX); echo "$$1")" || echo not found))." >&2; \
+		echo "  Install one (Debian/Ubuntu: apt-get install g++) and run with cgo on (CGO_ENABLED=1)." >&2; \
+		exit 1; \
+	fi
 
 test-js:
 	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
