@@ -25,14 +25,17 @@ type frameReader struct {
 	size  int64     // bytes left in the input; -1 when unknown
 	alloc *boundedAllocator
 
-	pending  []byte // bytes of the current message read ahead, still to pass on
-	body     int64  // bytes of the current message's body still to pass straight through
-	messages int    // messages passed on
-	ended    bool   // the end-of-stream marker was passed on
-	err      error  // what ended the stream: io.EOF or why it is corrupt
+	pending  [][]byte // bytes of the current message read ahead, still to pass on, in parts
+	body     int64    // bytes of the current message's body still to pass straight through
+	messages int      // messages passed on
+	ended    bool     // the end-of-stream marker was passed on
+	err      error    // what ended the stream: io.EOF or why it is corrupt
 }
 
 func (f *frameReader) Read(p []byte) (int, error) {
+	for len(f.pending) > 0 && len(f.pending[0]) == 0 {
+		f.pending = f.pending[1:]
+	}
 	if len(f.pending) == 0 && f.body == 0 {
 		switch {
 		case f.err != nil:
@@ -46,8 +49,8 @@ func (f *frameReader) Read(p []byte) (int, error) {
 		}
 	}
 	if len(f.pending) > 0 {
-		n := copy(p, f.pending)
-		f.pending = f.pending[n:]
+		n := copy(p, f.pending[0])
+		f.pending[0] = f.pending[0][n:]
 		return n, nil
 	}
 	if int64(len(p)) > f.body {
@@ -108,7 +111,7 @@ func (f *frameReader) next() error {
 	}
 	switch binary.LittleEndian.Uint32(head[:]) {
 	case 0: // end of stream, pre-0.15 form
-		f.pending, f.ended = head[:4], true
+		f.pending, f.ended = [][]byte{head[:4]}, true
 		return nil
 	case 0xffffffff:
 	default:
@@ -120,7 +123,7 @@ func (f *frameReader) next() error {
 	metaLen := int64(int32(binary.LittleEndian.Uint32(head[4:])))
 	switch {
 	case metaLen == 0: // end of stream
-		f.pending, f.ended = head[:], true
+		f.pending, f.ended = [][]byte{head[:]}, true
 		return nil
 	case metaLen < 0 || metaLen > maxMessageMetadata:
 		return f.corrupt("message %d declares %d bytes of metadata", f.messages, metaLen)
@@ -144,7 +147,7 @@ func (f *frameReader) next() error {
 		return f.corrupt("message %d declares a body of %d bytes, but only %d bytes follow", f.messages, info.bodyLen, f.size)
 	}
 	f.alloc.limit = max(metaLen, info.bodyLen)
-	f.pending = append(head[:], meta...)
+	f.pending = [][]byte{head[:], meta}
 	if f.size >= 0 {
 		f.body = info.bodyLen
 	} else {
@@ -152,7 +155,7 @@ func (f *frameReader) next() error {
 		if err != nil {
 			return noEOF(err)
 		}
-		f.pending = append(f.pending, body...)
+		f.pending = append(f.pending, body)
 	}
 	f.messages++
 	return nil
