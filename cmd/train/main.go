@@ -167,7 +167,7 @@ func action(c *cli.Context) error {
 	}
 	opts := train.Options{
 		Train: c.String("train"), Valid: c.String("valid"), Checkpoint: c.String("checkpoint"), Log: logPath,
-		Resume: c.Bool("resume"), Config: c.String("config"), Overwrite: c.Bool("overwrite"), Kernels: kernels, CUDA: gpu, Workers: c.Int("workers"), Progress: progress,
+		Resume: c.Bool("resume"), Config: c.String("config"), Overwrite: c.Bool("overwrite"), Kernels: kernels, Device: train.CUDA(gpu), Workers: c.Int("workers"), Progress: progress,
 	}
 	if n := c.Int("test-hang-after"); n > 0 {
 		opts.AfterCheckpoint = func(done int) {

@@ -17,7 +17,7 @@ import (
 	"github.com/rocone/rocone/pkg/compute/cuda/emu"
 )
 
-// Training with the model resident on a CUDA device (Options.CUDA), here on package
+// Training with the model resident on a CUDA device (Options.Device, CUDA), here on package
 // emu's launch emulator: the same kernels and host code as on a GPU, on the CPU. The GPU
 // check (scripts/cuda/gpu-check.sh) runs the CLI's equivalent on a real device.
 
@@ -65,7 +65,7 @@ func TestDeviceTrainingMatchesCPU(t *testing.T) {
 			cpuRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "cpu.arrow"), Log: filepath.Join(dir, "cpu-log.arrow")}
 			run(t, cfg, cpuRun)
 			devRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "dev.arrow"), Log: filepath.Join(dir, "dev-log.arrow"),
-				CUDA: emuDevice(t)}
+				Device: CUDA(emuDevice(t))}
 			run(t, cfg, devRun)
 			closeCurves(t, logCurves(t, cpuRun.Log), logCurves(t, devRun.Log), 1e-4)
 		})
@@ -88,7 +88,7 @@ func TestResumeAcrossDevices(t *testing.T) {
 		parts := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, name+".arrow"), Log: filepath.Join(dir, name+"-log.arrow"),
 			StopAfter: 7}
 		run(t, cfg, parts)
-		parts.StopAfter, parts.CUDA = 14, dev
+		parts.StopAfter, parts.Device = 14, CUDA(dev)
 		if res := resume(t, cfg.Steps, parts); res.StepsDone != 14 {
 			t.Fatalf("stopped after %d steps, want 14", res.StepsDone)
 		}
@@ -97,7 +97,7 @@ func TestResumeAcrossDevices(t *testing.T) {
 		if name == "c" {
 			sameCheckpoints(t, filepath.Join(dir, "b14.arrow"), at14)
 		}
-		parts.StopAfter, parts.CUDA = 0, nil
+		parts.StopAfter, parts.Device = 0, nil
 		if res := resume(t, cfg.Steps, parts); res.StepsDone != 20 {
 			t.Fatalf("ended after %d steps, want 20", res.StepsDone)
 		}
@@ -158,7 +158,7 @@ func TestDeviceErrorKeepsCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.StopAfter, opts.Resume, opts.CUDA = 0, true, dev
+	opts.StopAfter, opts.Resume, opts.Device = 0, true, CUDA(dev)
 	_, err = Run(context.Background(), rc, opts)
 	if err == nil {
 		t.Fatal("a failing device did not stop training")

@@ -24,6 +24,29 @@
 // the same function the rank stage uses), and a checkpoint and the train log are
 // written every CheckpointEvery steps and at the end.
 //
+// # Where the updates run
+//
+// The loop does not know the device. An Updater (updater.go) carries out the updates:
+// Update (enqueue one; its wait returns the loss), ResetAdam (the schedule's drop),
+// RestoreAdam (a resumed checkpoint's optimiser), Download (bring the host's parameters,
+// and for a checkpoint Adam's moments, up to date) and Ranker (validation on the device).
+// The CPU updater updates the host model in place, so Download is a no-op; the CUDA one
+// (updater_cuda.go, made by Options.Device = CUDA(d)) keeps the parameters, gradients and
+// moments on the device and the host's Adam counts its steps per tensor. The host's model
+// and Adam are what checkpoints hold, so a run resumes across devices.
+//
+// # Files
+//
+//	options.go       Options, Result, the output checks
+//	setup.go         set-up and resume: inputs read and checked, model, optimiser, restore
+//	train.go         Run and the trainer's state
+//	loop.go          the step loop and one update
+//	validate.go      validation and its log rows
+//	checkpoint.go    the checkpoint's state key, assembling and writing checkpoints and logs
+//	updater.go       the Updater and Device interfaces, the CPU updater
+//	updater_cuda.go  the CUDA updater (package cudamodel)
+//	adam*.go, schedule.go, data.go, config.go, guard.go, timing.go, prefault.go: the parts
+//
 // # Determinism and resuming
 //
 // Every random draw comes from a PCG generator seeded from Config.Seed: the model's

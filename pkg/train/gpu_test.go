@@ -38,7 +38,7 @@ func TestGPUTrainingMatchesCPU(t *testing.T) {
 			var logs [2]string
 			for i := range logs {
 				name := []string{"gpu1", "gpu2"}[i]
-				o := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, name+".arrow"), Log: filepath.Join(dir, name+"-log.arrow"), CUDA: dev}
+				o := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, name+".arrow"), Log: filepath.Join(dir, name+"-log.arrow"), Device: CUDA(dev)}
 				run(t, cfg, o)
 				logs[i] = o.Log
 			}

@@ -1,0 +1,196 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/query"
+)
+
+// run is the step loop (training.md §1–§3).
+func (t *trainer) run(ctx context.Context) (*Result, error) {
+	cfg := t.cfg
+	res := &Result{Config: cfg}
+	t.sessionStart = time.Now()
+	if t.stepsDone >= cfg.Steps {
+		t.printf("the checkpoint already holds %d of %d steps; nothing to do\n", t.stepsDone, cfg.Steps)
+		res.StepsDone, res.Timings = t.stepsDone, t.currentTimings()
+		return res, nil
+	}
+	every := t.opts.ProgressEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	first := t.stepsDone
+	t.printf("training %s d=%d on %s: %d path and %d other train queries, steps %d to %d\n",
+		cfg.Model, cfg.Dim, cfg.Dataset, len(t.pools[0].members), len(t.pools[1].members), first, cfg.Steps-1)
+	lastPrint := time.Now()
+
+	// The updates of a step: path, other, path; a single one when a pool is empty.
+	var order []*pool
+	switch {
+	case len(t.pools[1].members) == 0:
+		order = []*pool{t.pools[0]}
+	case len(t.pools[0].members) == 0:
+		order = []*pool{t.pools[1]}
+	default:
+		order = []*pool{t.pools[0], t.pools[1], t.pools[0]}
+	}
+
+	for s := t.stepsDone; s < cfg.Steps; s++ {
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			break
+		}
+		t.sched.beforeStep(s, cfg.Steps)
+		lr := t.sched.LR
+		var sum, sumPath float64
+		var nPath int
+		lossOther := math.NaN()
+		// The updates are enqueued first (on a GPU, the next batch is sampled while the
+		// device runs the last one), then their losses read.
+		pending := make([]func() (float64, error), len(order))
+		for i, p := range order {
+			var err error
+			if pending[i], err = t.update(s, p); err != nil {
+				return nil, err
+			}
+		}
+		for i, p := range order {
+			loss, err := pending[i]()
+			if err != nil {
+				return nil, err
+			}
+			sum += loss
+			if p.index == 0 {
+				sumPath += loss
+				nPath++
+			} else {
+				lossOther = loss
+			}
+		}
+		lossPath := math.NaN()
+		if nPath > 0 {
+			lossPath = sumPath / float64(nPath)
+		}
+		row := artifact.TrainLogRow{Step: int64(s), Kind: artifact.LogTrain, LR: lr,
+			Loss: sum / float64(len(order)), LossPath: lossPath, LossOther: lossOther,
+			MRR: math.NaN(), Hits1: math.NaN(), Hits3: math.NaN(), Hits10: math.NaN(),
+			ElapsedS: t.elapsed()}
+		t.log = append(t.log, row)
+
+		if t.sched.afterStep(s) {
+			t.adam.Reset(t.sched.LR)
+			if err := t.upd.ResetAdam(t.sched.LR); err != nil {
+				return nil, fmt.Errorf("step %d: resetting Adam on the device: %w", s, err)
+			}
+			t.printf("step %d: learning rate %.3g → %.3g, new Adam; next drop at the end of step %g\n", s, lr, t.sched.LR, math.Ceil(t.sched.WarmUpSteps))
+		}
+		if len(t.valid) > 0 && (t.sched.evalDue(s) || s == cfg.Steps-1) {
+			sum, err := t.evaluate(ctx, s, lr)
+			if err != nil && ctx.Err() != nil {
+				res.Interrupted = true
+			} else if err != nil {
+				return nil, err
+			} else {
+				res.Valid = sum
+			}
+		}
+		t.stepsDone = s + 1
+
+		stop := t.opts.StopAfter > 0 && t.stepsDone >= t.opts.StopAfter
+		if t.stepsDone == cfg.Steps || stop || res.Interrupted ||
+			(cfg.CheckpointEvery > 0 && t.stepsDone%cfg.CheckpointEvery == 0) {
+			if err := t.save(); err != nil {
+				return nil, err
+			}
+		}
+		if time.Since(lastPrint) >= every {
+			lastPrint = time.Now()
+			t.progressLine(s, first, row)
+		}
+		if stop || res.Interrupted {
+			break
+		}
+	}
+	if res.Interrupted && t.savedSteps != t.stepsDone {
+		if err := t.save(); err != nil {
+			return nil, err
+		}
+	}
+	res.StepsDone, res.Timings = t.stepsDone, t.currentTimings()
+	if t.opts.Progress != nil {
+		fmt.Fprintf(t.opts.Progress, "done: %d of %d steps; time spent:\n", t.stepsDone, cfg.Steps)
+		res.Timings.Write(t.opts.Progress)
+	}
+	return res, nil
+}
+
+// update is one optimiser update on a batch of pool p during step s. It returns the
+// update's loss as a function: on a device the update is only enqueued (Updater), and
+// the function waits for it.
+func (t *trainer) update(s int, p *pool) (func() (float64, error), error) {
+	t0 := time.Now()
+	batch := p.next(t.ts, t.cfg.Batch, t.cfg.Negatives)
+	t1 := time.Now()
+	t.timings.Sampling += t1.Sub(t0).Seconds()
+	if testHookBeforeUpdate != nil {
+		testHookBeforeUpdate(s, p.name, t.model)
+	}
+	// fail wraps err (%w: a *NonFiniteError stays visible to errors.As) with the step,
+	// the pool and what became of the checkpoint.
+	fail := func(err error) error {
+		kept := "no checkpoint was written"
+		if t.savedSteps >= 0 {
+			kept = fmt.Sprintf("the last checkpoint, %s (%d steps), is left as it was", t.opts.Checkpoint, t.savedSteps)
+		}
+		return fmt.Errorf("step %d, %s-pool update: %w; stopping: %s", s, p.name, err, kept)
+	}
+	if err := t.reach(batch); err != nil {
+		return nil, fmt.Errorf("step %d, %s-pool update: %w", s, p.name, err)
+	}
+	wait, err := t.upd.Update(batch, t.drop)
+	if err != nil {
+		return nil, fail(err) // on the CPU: before the step's other updates run
+	}
+	return func() (float64, error) {
+		loss, err := wait()
+		if err != nil {
+			return 0, fail(err)
+		}
+		return loss, nil
+	}, nil
+}
+
+// reach tells Adam which tensors the batch's backward pass reaches (Adam.Reach).
+func (t *trainer) reach(b *model.Batch) error {
+	if t.adam.Started == nil {
+		return nil
+	}
+	structures := make([]*query.Structure, len(b.Queries))
+	for i := range b.Queries {
+		structures[i] = b.Queries[i].Structure
+	}
+	reached, err := t.model.Reached(structures)
+	if err != nil {
+		return err
+	}
+	t.adam.Reach(reached)
+	return nil
+}
+
+// progressLine prints step, loss, speed and ETA.
+func (t *trainer) progressLine(s, first int, row artifact.TrainLogRow) {
+	if t.opts.Progress == nil {
+		return
+	}
+	done := s + 1 - first
+	rate := float64(done) / time.Since(t.sessionStart).Seconds()
+	eta := time.Duration(float64(t.cfg.Steps-s-1) / rate * float64(time.Second)).Round(time.Second)
+	fmt.Fprintf(t.opts.Progress, "step %d/%d  loss %.4f (path %.4f, other %.4f)  lr %.3g  %.2f steps/s  ETA %s\n",
+		s, t.cfg.Steps, row.Loss, row.LossPath, row.LossOther, row.LR, rate, eta)
+}

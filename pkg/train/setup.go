@@ -1,0 +1,286 @@
+package train
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"runtime"
+
+	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/eval"
+	"github.com/rocone/rocone/pkg/model"
+)
+
+func setup(cfg Config, opts Options) (*trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Checkpoint == "" {
+		return nil, errors.New("no checkpoint path")
+	}
+	if cfg.SparseAdam && opts.Device != nil {
+		return nil, errors.New("sparse Adam (--adam sparse) runs on the CPU only: the CUDA backend's optimiser is dense; use --device cpu or --adam dense")
+	}
+	if err := checkOutputs(opts); err != nil {
+		return nil, err
+	}
+	t := &trainer{cfg: cfg, opts: opts, workers: opts.Workers, savedSteps: -1}
+	if t.workers <= 0 {
+		t.workers = runtime.GOMAXPROCS(0)
+	}
+
+	// The train file.
+	tmeta, rows, err := artifact.ReadQueries(opts.Train)
+	if err != nil {
+		return nil, err
+	}
+	if err := tmeta.CheckWhole(opts.Train); err != nil {
+		return nil, err
+	}
+	if tmeta.Split != "train" {
+		return nil, fmt.Errorf("%s: a %s queries file; training needs a train file (split train)", opts.Train, tmeta.Split)
+	}
+
+	var ck *artifact.Checkpoint
+	var st state
+	if opts.Resume {
+		if ck, err = artifact.ReadCheckpoint(opts.Checkpoint); err != nil {
+			return nil, err
+		}
+		saved, err := ParseConfig(ck.Meta.Config)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Checkpoint, err)
+		}
+		if err := sameTrajectory(saved, cfg); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Checkpoint, err)
+		}
+		if err := json.Unmarshal([]byte(ck.Meta.State), &st); err != nil {
+			return nil, fmt.Errorf("%s: training state: %w", opts.Checkpoint, err)
+		}
+		if tmeta.Dataset != cfg.Dataset || tmeta.NumEntities != cfg.NumEntities || tmeta.NumRelations != cfg.NumRelations {
+			return nil, fmt.Errorf("%s is from dataset %s (%d entities, %d relations); the checkpoint %s was trained on %s (%d entities, %d relations)",
+				opts.Train, tmeta.Dataset, tmeta.NumEntities, tmeta.NumRelations, opts.Checkpoint, cfg.Dataset, cfg.NumEntities, cfg.NumRelations)
+		}
+	} else {
+		if cfg.Dataset != "" && (cfg.Dataset != tmeta.Dataset || cfg.NumEntities != tmeta.NumEntities || cfg.NumRelations != tmeta.NumRelations) {
+			return nil, fmt.Errorf("%s is from dataset %s (%d entities, %d relations), the configuration names %s (%d entities, %d relations)",
+				opts.Train, tmeta.Dataset, tmeta.NumEntities, tmeta.NumRelations, cfg.Dataset, cfg.NumEntities, cfg.NumRelations)
+		}
+		cfg.Dataset, cfg.NumEntities, cfg.NumRelations = tmeta.Dataset, tmeta.NumEntities, tmeta.NumRelations
+		t.cfg = cfg
+		if err := checkOverwrite(cfg, opts); err != nil {
+			return nil, err
+		}
+	}
+	t.entities = tmeta.EntitiesDigest
+	if ck != nil && ck.Meta.EntitiesDigest != "" {
+		if t.entities != "" && t.entities != ck.Meta.EntitiesDigest {
+			return nil, fmt.Errorf("%s names another entity table (digest %.12s) than the checkpoint %s was trained on (%.12s)",
+				opts.Train, t.entities, opts.Checkpoint, ck.Meta.EntitiesDigest)
+		}
+		t.entities = ck.Meta.EntitiesDigest
+	}
+	if cfg.NumEntities <= 0 || cfg.NumRelations <= 0 {
+		return nil, fmt.Errorf("%s: the KG has %d entities and %d relations", opts.Train, cfg.NumEntities, cfg.NumRelations)
+	}
+	if err := checkMemory(cfg); err != nil {
+		return nil, err
+	}
+	ts, members, err := newTrainSet(rows, cfg.NumEntities, cfg.NumRelations)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Train, err)
+	}
+	if len(members[0])+len(members[1]) == 0 {
+		return nil, fmt.Errorf("%s: no training queries", opts.Train)
+	}
+	t.ts = ts
+	t.pools[0] = newPool(PoolPath, 0, members[0], cfg.Seed)
+	t.pools[1] = newPool(PoolOther, 1, members[1], cfg.Seed)
+
+	// The valid file.
+	if opts.Valid != "" {
+		vmeta, vrows, err := artifact.ReadQueries(opts.Valid)
+		if err != nil {
+			return nil, err
+		}
+		if err := vmeta.CheckWhole(opts.Valid); err != nil {
+			return nil, err
+		}
+		if vmeta.Split == "train" {
+			return nil, fmt.Errorf("%s: a train queries file; --valid needs held-out queries (split valid or test)", opts.Valid)
+		}
+		if vmeta.Dataset != cfg.Dataset {
+			return nil, fmt.Errorf("%s is from dataset %s, but the model is trained on %s", opts.Valid, vmeta.Dataset, cfg.Dataset)
+		}
+		if vmeta.NumEntities != cfg.NumEntities || vmeta.NumRelations != cfg.NumRelations {
+			return nil, fmt.Errorf("%s has %d entities and %d relations, the model %d and %d",
+				opts.Valid, vmeta.NumEntities, vmeta.NumRelations, cfg.NumEntities, cfg.NumRelations)
+		}
+		if vmeta.EntitiesDigest != "" && t.entities != "" && vmeta.EntitiesDigest != t.entities {
+			return nil, fmt.Errorf("%s names another entity table (digest %.12s) than %s (%.12s)", opts.Valid, vmeta.EntitiesDigest, opts.Train, t.entities)
+		}
+		if t.valid, err = eval.QueriesFromArtifact(vrows, cfg.NumEntities, cfg.NumRelations); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Valid, err)
+		}
+	}
+
+	// The model and optimiser.
+	inner := opts.Kernels
+	if inner == nil {
+		inner = compute.Reference[float32]{}
+	}
+	t.kernels = &timedKernels{inner: inner}
+	if ck != nil {
+		if t.model, err = eval.ModelFromCheckpoint(ck, t.kernels); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Checkpoint, err)
+		}
+		if t.model.Config != cfg.ModelConfig() {
+			return nil, fmt.Errorf("%s: the model configuration %+v disagrees with the training configuration's %+v",
+				opts.Checkpoint, t.model.Config, cfg.ModelConfig())
+		}
+	} else if t.model, err = model.New[float32](cfg.ModelConfig(), t.kernels); err != nil {
+		return nil, err
+	}
+	// Validation scores with the bare backend, exactly as the rank stage will.
+	if len(t.valid) > 0 {
+		if t.evalModel, err = model.New[float32](t.model.Config, inner); err != nil {
+			return nil, err
+		}
+		t.evalModel.Params = t.model.Params
+	}
+	t.grads = t.model.NewGrads()
+	t.params = t.model.Params.Tensors()
+	t.gradT = t.grads.Params.Tensors()
+	t.adam = NewAdam(t.params, cfg.LR)
+	t.adam.DeferStart() // from scratch; restore replaces it with the checkpoint's
+	if opts.Device == nil {
+		bufs := append(append([][]float32{}, t.adam.M...), t.adam.V...)
+		for _, g := range t.gradT {
+			bufs = append(bufs, g.Data)
+		}
+		prefault(t.workers, bufs...) // prefault.go: map them now, not update by update
+	}
+	t.sched = newSchedule(cfg)
+	t.dropSrc = rand.NewPCG(cfg.Seed, streamDropout)
+	t.drop = rand.New(t.dropSrc)
+	if ck != nil {
+		if err := t.restore(ck, &st); err != nil {
+			return nil, fmt.Errorf("%s: %w", opts.Checkpoint, err)
+		}
+		if opts.Log != "" {
+			if err := t.continueLog(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	host := hostState{model: t.model, kernels: t.kernels, grads: t.grads, params: t.params, gradT: t.gradT,
+		adam: t.adam, sparse: cfg.SparseAdam, workers: t.workers, timings: &t.timings}
+	if opts.Device == nil {
+		t.upd = newCPUUpdater(host)
+		return t, nil
+	}
+	if t.upd, err = opts.Device.updater(host); err != nil {
+		return nil, fmt.Errorf("putting the model on %s: %w", opts.Device.Name(), err)
+	}
+	if err := t.upd.RestoreAdam(); err != nil {
+		t.upd.Close()
+		return nil, fmt.Errorf("putting the optimiser state on %s: %w", opts.Device.Name(), err)
+	}
+	return t, nil
+}
+
+// sameTrajectory checks that a resumed run's configuration equals the checkpoint's apart
+// from the resumable keys.
+func sameTrajectory(saved, cfg Config) error {
+	probe := cfg
+	for _, k := range ResumableKeys {
+		v, _ := saved.Get(k)
+		probe.Set(k, v)
+	}
+	if probe != saved {
+		return fmt.Errorf("the run's configuration %s differs from the checkpoint's %s beyond %v", cfg.JSON(), saved.JSON(), ResumableKeys)
+	}
+	return nil
+}
+
+// restore loads the optimiser, schedule, generators and loaders from a checkpoint.
+func (t *trainer) restore(ck *artifact.Checkpoint, st *state) error {
+	m := &ck.Meta
+	for i, p := range t.params {
+		for _, r := range []struct {
+			role string
+			dst  []float32
+		}{{artifact.RoleAdamM, t.adam.M[i]}, {artifact.RoleAdamV, t.adam.V[i]}} {
+			src := ck.Tensor(p.Name, r.role)
+			if src == nil {
+				return fmt.Errorf("no %s tensor for %s", r.role, p.Name)
+			}
+			if len(src.Values) != len(r.dst) {
+				return fmt.Errorf("%s tensor of %s has %d values, want %d", r.role, p.Name, len(src.Values), len(r.dst))
+			}
+			copy(r.dst, src.Values)
+		}
+	}
+	t.adam.LR, t.adam.Step = m.LR, m.AdamStep
+	t.adam.Started, t.adam.Lag = nil, nil
+	if st.AdamStarted != nil {
+		if len(st.AdamStarted) != len(t.params) || len(st.AdamLag) != len(t.params) {
+			return fmt.Errorf("optimiser state for %d/%d tensors, the model has %d", len(st.AdamStarted), len(st.AdamLag), len(t.params))
+		}
+		t.adam.Started, t.adam.Lag = st.AdamStarted, st.AdamLag
+	}
+	t.sched = schedule{LR: m.LR, WarmUpSteps: m.WarmUpSteps, EvalEvery: t.cfg.EvalEvery, EvalSlowed: st.EvalSlowed}
+	if st.EvalSlowed {
+		t.sched.EvalEvery *= 4
+	}
+	if err := t.dropSrc.UnmarshalBinary(st.DropoutRNG); err != nil {
+		return fmt.Errorf("dropout generator state: %w", err)
+	}
+	if st.TrainQueries != len(t.ts.queries) || st.TrainFingerprint != t.ts.fingerprint {
+		return fmt.Errorf("%s is not the train file the checkpoint was trained on (%d queries, fingerprint %s; the checkpoint's: %d, %s)",
+			t.opts.Train, len(t.ts.queries), t.ts.fingerprint, st.TrainQueries, st.TrainFingerprint)
+	}
+	for _, p := range t.pools {
+		ls, ok := st.Loaders[p.name]
+		if !ok {
+			return fmt.Errorf("no loader state for the %s pool", p.name)
+		}
+		if err := p.restore(ls); err != nil {
+			return err
+		}
+	}
+	t.stepsDone = int(m.Step)
+	t.savedSteps = t.stepsDone
+	t.timings = st.Timings
+	t.baseTotal = st.Timings.Total
+	return nil
+}
+
+// continueLog reads the train log of a resumed run, keeping the rows of the steps the
+// checkpoint holds. A missing log starts a new one.
+func (t *trainer) continueLog() error {
+	meta, rows, err := artifact.ReadTrainLog(t.opts.Log)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.printf("train log %s not found; starting a new one\n", t.opts.Log)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if meta.Dataset != t.cfg.Dataset || meta.Model != t.cfg.Model {
+		return fmt.Errorf("%s is the log of a %s model on %s, not of this checkpoint's %s model on %s",
+			t.opts.Log, meta.Model, meta.Dataset, t.cfg.Model, t.cfg.Dataset)
+	}
+	if err := sameRunLog(t.opts.Log, meta, t.cfg); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Step < int64(t.stepsDone) {
+			t.log = append(t.log, r)
+		}
+	}
+	return nil
+}

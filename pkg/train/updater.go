@@ -1,0 +1,139 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/eval"
+	"github.com/rocone/rocone/pkg/model"
+)
+
+// An Updater carries out a run's optimiser updates where the parameters live: on the host
+// (cpuUpdater, this file) or on an accelerator that holds the parameters, gradients and
+// Adam's moments itself (cudaUpdater, updater_cuda.go). The trainer sees only this
+// interface; it keeps the host's copy of the model and of Adam's state (Adam: step count,
+// moments, per-tensor start and lag), which is what checkpoints hold, and asks the updater
+// to bring that copy up to date (Download) before it validates or writes a checkpoint.
+//
+// An Updater is made by a Device (Options.Device) or, with none, is the CPU's.
+type Updater interface {
+	// Update starts one update on batch (dropout masks drawn from drop): the loss, its
+	// gradients and an Adam step. It may only enqueue the work; wait returns the update's
+	// loss once it is done. An error from either, a non-finite loss included, is the
+	// update's failure: the run stops without writing.
+	Update(batch *model.Batch, drop *rand.Rand) (wait func() (float64, error), err error)
+	// ResetAdam starts a new optimiser at lr (the schedule's drop), after the host's Adam
+	// was reset.
+	ResetAdam(lr float64) error
+	// RestoreAdam puts the host's Adam state (a resumed checkpoint's) in place; called once,
+	// before the first update.
+	RestoreAdam() error
+	// Download brings the host model's parameters up to date and checks that they are
+	// finite (a *NonFiniteError if not); with moments, Adam's moments and step count too.
+	// A no-op where the host's are the updated ones.
+	Download(moments bool) error
+	// Ranker ranks validation queries from the parameters where they are updated, as
+	// `rank --device` does; nil: validation ranks with the host model.
+	Ranker() eval.BatchRanker
+	// Close releases what the updater holds.
+	Close() error
+}
+
+// A Device makes the Updater of a run whose parameters and optimiser live on it (CUDA
+// gives the one for a CUDA device). Only this package implements it.
+type Device interface {
+	// Name names the device in messages.
+	Name() string
+	// updater puts the host model h.model (and the optimiser h.adam, at its learning rate)
+	// on the device.
+	updater(h hostState) (Updater, error)
+}
+
+// hostState is what an updater works on: the trainer's host model and optimiser, and the
+// timings it adds to.
+type hostState struct {
+	model   *model.Model[float32] // on the timed kernels
+	kernels *timedKernels
+	grads   *model.Grads[float32]
+	params  []model.Tensor[float32]
+	gradT   []model.Tensor[float32]
+	adam    *Adam
+	sparse  bool // Config.SparseAdam
+	workers int
+	timings *Timings
+}
+
+// cpuUpdater updates the host model in place: the loss and its gradients on the timed
+// kernels, then Adam (dense, or sparse over the touched rows: adam_sparse.go).
+type cpuUpdater struct{ hostState }
+
+func newCPUUpdater(h hostState) *cpuUpdater { return &cpuUpdater{h} }
+
+// Update runs the whole update before it returns: a failure stops the run before the
+// step's other updates are started.
+func (u *cpuUpdater) Update(batch *model.Batch, drop *rand.Rand) (func() (float64, error), error) {
+	t1 := time.Now()
+	lin0, dist0 := u.kernels.linear, u.kernels.distance
+	tape, err := u.model.Loss(batch, drop)
+	if err != nil {
+		return nil, err
+	}
+	if math.IsNaN(tape.Loss) || math.IsInf(tape.Loss, 0) {
+		return nil, errLoss(tape.Loss)
+	}
+	tape.Backward(u.grads)
+	t2 := time.Now()
+	if u.sparse {
+		err = u.adam.UpdateRows(u.params, u.gradT, TouchedRows(u.params, u.grads), u.workers) // adam_sparse.go
+	} else {
+		err = u.adam.Update(u.params, u.gradT, u.workers)
+	}
+	u.grads.Zero()
+	t3 := time.Now()
+	if err != nil {
+		return nil, err
+	}
+	if err := compute.Err(u.kernels); err != nil { // a device backend's deferred error
+		return nil, err
+	}
+
+	dist := (u.kernels.distance - dist0).Seconds()
+	u.timings.Distance += dist
+	u.timings.Linear += (u.kernels.linear - lin0).Seconds()
+	u.timings.Embedding += t2.Sub(t1).Seconds() - dist
+	u.timings.Optimizer += t3.Sub(t2).Seconds()
+	loss := tape.Loss
+	return func() (float64, error) { return loss, nil }, nil
+}
+
+// ResetAdam is a no-op: the host's Adam is the one updated.
+func (u *cpuUpdater) ResetAdam(float64) error { return nil }
+
+// RestoreAdam is a no-op: the host's Adam is the one updated.
+func (u *cpuUpdater) RestoreAdam() error { return nil }
+
+// Download is a no-op: the host's parameters are the updated ones (Adam checks them).
+func (u *cpuUpdater) Download(bool) error { return nil }
+
+// Ranker is nil: validation ranks with the host model on the bare backend.
+func (u *cpuUpdater) Ranker() eval.BatchRanker { return nil }
+
+func (u *cpuUpdater) Close() error { return nil }
+
+// checkFinite returns a *NonFiniteError for the first NaN or infinite value of params.
+func checkFinite(params []model.Tensor[float32]) error {
+	for _, p := range params {
+		for i, x := range p.Data {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return &NonFiniteError{Tensor: p.Name, Index: i, Value: x}
+			}
+		}
+	}
+	return nil
+}
+
+// errLoss is the failure of an update whose loss is NaN or infinite.
+func errLoss(loss float64) error { return fmt.Errorf("the loss is %v", loss) }
