@@ -14,6 +14,8 @@ import (
 // testHookBeforeUpdate, when set by a test, runs before every update.
 var testHookBeforeUpdate func(step int, pool string, m *model.Model[float32])
 
+// trainer is the state of one run: setup (setup.go) builds it from the inputs or a
+// checkpoint, run (loop.go) steps it, checkpoint (checkpoint.go) saves it.
 type trainer struct {
 	cfg     Config
 	opts    Options
