@@ -163,6 +163,7 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 		}
 		prefault(t.workers, bufs...) // prefault.go: map them now, not update by update
 	}
+	boundGCHeadroom(3 * tensorBytes(t.params)) // gcpace.go: parameters and moments (and CPU gradients)
 	t.sched = newSchedule(cfg)
 	t.dropSrc = rand.NewPCG(cfg.Seed, streamDropout)
 	t.drop = rand.New(t.dropSrc)
