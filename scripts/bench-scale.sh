@@ -124,7 +124,7 @@ awk -F'\t' '
 		row("synth: wall (s)", "synth_wall", "%.1f")
 		row("synth: peak RSS (MiB)", "synth_rss", "%.0f")
 		row("sample train: queries/s (sampling alone, types but 1p)", "sample_rate", "%.0f")
-		row("sample train: 1p's enumeration of every link (s)", "sample_1p_seconds", "%.2f")
+		row("sample train: 1p, enumerating every link (s)", "sample_1p_seconds", "%.2f")
 		row("sample train: stage wall incl. loading (s)", "sample_wall", "%.1f")
 		row("sample train: peak RSS (MiB)", "sample_rss", "%.0f")
 		row("train dense Adam: s/update", "train_dense_s_per_update", "%.3f")
