@@ -32,6 +32,7 @@ func prefault(workers int, bufs ...[]float32) {
 			tasks = append(tasks, task{b, lo, min(lo+chunk, len(b))})
 		}
 	}
+	adviseHugePages(false, bufs...) // hugepages_linux.go: before the first write
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < max(1, min(workers, len(tasks))); w++ {

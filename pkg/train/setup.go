@@ -162,6 +162,11 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 			bufs = append(bufs, g.Data)
 		}
 		prefault(t.workers, bufs...) // prefault.go: map them now, not update by update
+		var tables [][]float32
+		for _, p := range t.params {
+			tables = append(tables, p.Data)
+		}
+		adviseHugePages(true, tables...) // hugepages_linux.go: the parameters, written already
 	}
 	boundGCHeadroom(3 * tensorBytes(t.params)) // gcpace.go: parameters and moments (and CPU gradients)
 	t.sched = newSchedule(cfg)
