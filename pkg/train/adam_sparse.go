@@ -128,12 +128,19 @@ func (a *Adam) UpdateRows(params, grads []model.Tensor[float32], rows [][]int32,
 			}
 			return
 		}
+		// Runs of consecutive rows (TouchedRows sorts them) are updated as one span, so
+		// that the vector loop is not cut at every row's end.
 		d := p.Cols
-		for _, r := range u.rows {
-			lo, hi := int(r)*d, int(r+1)*d
+		for a0 := 0; a0 < len(u.rows); {
+			a1 := a0 + 1
+			for a1 < len(u.rows) && u.rows[a1] == u.rows[a1-1]+1 {
+				a1++
+			}
+			lo, hi := int(u.rows[a0])*d, int(u.rows[a1-1]+1)*d
 			if j := c.update(p.Data[lo:hi], grads[i].Data[lo:hi], a.M[i][lo:hi], a.V[i][lo:hi]); j >= 0 && bad[k] == nil {
 				bad[k] = &NonFiniteError{Tensor: p.Name, Index: lo + j, Value: p.Data[lo+j]}
 			}
+			a0 = a1
 		}
 	}
 	workers = max(1, min(workers, total/adamChunk, len(units)))

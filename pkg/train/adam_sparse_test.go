@@ -78,6 +78,16 @@ func TestSparseAdamMatchesDense(t *testing.T) {
 					}
 				}
 				r.Shuffle(len(ent), func(i, j int) { ent[i], ent[j] = ent[j], ent[i] })
+				if u%2 == 0 {
+					// Sorted, as TouchedRows gives them, with a run of consecutive rows:
+					// updated as one span.
+					for _, row := range []int32{60, 61, 62, 63} {
+						if !slices.Contains(ent, row) {
+							ent = append(ent, row)
+						}
+					}
+					slices.Sort(ent)
+				}
 				for _, row := range ent {
 					for j := range cols {
 						grads[0].Data[int(row)*cols+j] = float32(r.NormFloat64())
