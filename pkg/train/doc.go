@@ -46,6 +46,7 @@
 //	updater.go       the Updater and Device interfaces, the CPU updater
 //	updater_cuda.go  the CUDA updater (package cudamodel)
 //	adam*.go, schedule.go, data.go, config.go, guard.go, timing.go, prefault.go: the parts
+//	gcpace.go, hugepages_*.go: memory on large graphs (GC headroom, huge pages)
 //
 // # Determinism and resuming
 //
