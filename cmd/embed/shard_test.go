@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/pkg/stagetest"
+
 	"github.com/rocone/rocone/pkg/artifact"
 )
 
@@ -17,12 +19,12 @@ func TestShardEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
-	bin := buildStage(t)
+	bin := stagetest.Build(t)
 	dir := t.TempDir()
-	queries, cks := fixtures(t, dir, "rocone-1")
+	queries, cks := stagetest.Fixtures(t, dir, "rocone-1")
 	base := []string{"--checkpoint", cks["rocone-1"], "--queries", queries, "-q"}
 	whole := filepath.Join(dir, "whole.arrow")
-	if code, stderr := runStage(t, bin, append(base, "-o", whole)...); code != 0 {
+	if code, stderr := stagetest.Run(t, bin, append(base, "-o", whole)...); code != 0 {
 		t.Fatalf("unsharded: exit %d: %s", code, stderr)
 	}
 	_, want, err := artifact.ReadCones(whole)
@@ -32,7 +34,7 @@ func TestShardEndToEnd(t *testing.T) {
 	var got []artifact.Cone
 	for i := 0; i < 2; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("c%d.arrow", i))
-		if code, stderr := runStage(t, bin, append(base, "--shard", fmt.Sprintf("%d/2", i), "-o", p)...); code != 0 {
+		if code, stderr := stagetest.Run(t, bin, append(base, "--shard", fmt.Sprintf("%d/2", i), "-o", p)...); code != 0 {
 			t.Fatalf("shard %d/2: exit %d: %s", i, code, stderr)
 		}
 		meta, rows, err := artifact.ReadCones(p)
@@ -53,11 +55,11 @@ func TestShardEndToEnd(t *testing.T) {
 		{"1/0", "--shard \"1/0\": the number of shards must be at least 1"},
 		{"0/5", "--shard 0/5: the 34 queries of " + queries + " are cut in whole blocks of 16 (the batch), 3 of them"},
 	} {
-		before := snapshotDir(t, dir)
-		code, stderr := runStage(t, bin, append(base, "--shard", tc.shard, "-o", out)...)
+		before := stagetest.SnapshotDir(t, dir)
+		code, stderr := stagetest.Run(t, bin, append(base, "--shard", tc.shard, "-o", out)...)
 		if code != 1 || !strings.Contains(stderr, tc.msg) || strings.Count(stderr, "embed: ") != 1 {
 			t.Errorf("--shard %s: exit %d, stderr %q; want 1 and %q", tc.shard, code, stderr, tc.msg)
 		}
-		sameDir(t, "--shard "+tc.shard, before, snapshotDir(t, dir))
+		stagetest.SameDir(t, "--shard "+tc.shard, before, stagetest.SnapshotDir(t, dir))
 	}
 }

@@ -2,111 +2,17 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/pkg/stagetest"
+
 	"github.com/rocone/rocone/pkg/compute"
-	"github.com/rocone/rocone/pkg/kg"
 	"github.com/rocone/rocone/pkg/pipeline"
-	"github.com/rocone/rocone/pkg/sample"
-	"github.com/rocone/rocone/pkg/train"
-	"github.com/rocone/rocone/pkg/train/traintest"
 )
-
-// buildStage builds this command into a temporary folder.
-func buildStage(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "stage")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// runStage runs the binary and returns its exit status and stderr.
-func runStage(t *testing.T, bin string, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, stderr.String()
-	case errors.As(err, &exit):
-		return exit.ExitCode(), stderr.String()
-	}
-	t.Fatalf("%s: %v", bin, err)
-	return 0, ""
-}
-
-// snapshotDir returns every file of dir and its bytes.
-func snapshotDir(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	m := map[string][]byte{}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
-			m[e.Name()] = b
-		}
-	}
-	return m
-}
-
-func sameDir(t *testing.T, what string, before, after map[string][]byte) {
-	t.Helper()
-	if len(before) != len(after) {
-		t.Errorf("%s: %d files before, %d after", what, len(before), len(after))
-	}
-	for name, b := range before {
-		if !bytes.Equal(after[name], b) {
-			t.Errorf("%s: %s changed", what, name)
-		}
-	}
-}
-
-// fixtures makes, in dir, a small test queries file of the tiny KG and trained
-// checkpoints (2 steps) named by variant and seed, e.g. "rocone-1".
-func fixtures(t *testing.T, dir string, models ...string) (string, map[string]string) {
-	t.Helper()
-	trainQ := traintest.Generate(t, dir, "train.arrow", "train", nil, 1)
-	queries := filepath.Join(dir, "test-queries.arrow")
-	if err := sample.GenerateToFile(context.Background(), sample.Source{Dir: traintest.Dir(), Format: kg.FormatAuto}, "test",
-		sample.Options{Types: []string{"1p", "2p", "2in"}, Counts: map[string]int{"1p": 20, "2p": 8, "2in": 6}, Seed: 3, Workers: 1}, queries, nil); err != nil {
-		t.Fatal(err)
-	}
-	cks := map[string]string{}
-	for _, m := range models {
-		variant, seed, _ := strings.Cut(m, "-")
-		cfg := train.Default()
-		cfg.Model, cfg.Dim, cfg.Batch, cfg.Negatives, cfg.Gamma, cfg.LR = variant, 8, 16, 4, 12, 0.01
-		cfg.Steps, cfg.EvalEvery, cfg.CheckpointEvery = 2, 0, 0
-		if variant == "cone" {
-			cfg.ConeHidden = 12
-		}
-		n, err := strconv.ParseUint(seed, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Seed = n
-		path := filepath.Join(dir, m+".arrow")
-		if _, err := train.Run(context.Background(), cfg, train.Options{Train: trainQ, Checkpoint: path}); err != nil {
-			t.Fatal(err)
-		}
-		cks[m] = path
-	}
-	return queries, cks
-}
 
 // TestFlagValuesEndToEnd: the binary averages only seeds of one model (distinct
 // checkpoints of one model and configuration) and refuses anything else naming what
@@ -116,9 +22,9 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
-	bin := buildStage(t)
+	bin := stagetest.Build(t)
 	dir := t.TempDir()
-	queries, cks := fixtures(t, dir, "rocone-1", "rocone-2", "cone-1")
+	queries, cks := stagetest.Fixtures(t, dir, "rocone-1", "rocone-2", "cone-1")
 	ranks := map[string]string{}
 	for name, ck := range cks {
 		ranks[name] = filepath.Join(dir, "ranks-"+name+".arrow")
@@ -153,8 +59,8 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			before := snapshotDir(t, dir)
-			code, stderr := runStage(t, bin, tc.args...)
+			before := stagetest.SnapshotDir(t, dir)
+			code, stderr := stagetest.Run(t, bin, tc.args...)
 			if code != 1 {
 				t.Fatalf("exit %d, want 1; stderr %q", code, stderr)
 			}
@@ -166,7 +72,7 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 			if !strings.HasPrefix(stderr, "metrics: ") || strings.Contains(stderr, "metrics: metrics:") {
 				t.Errorf("stderr %q: want one \"metrics: \" prefix", stderr)
 			}
-			sameDir(t, "files", before, snapshotDir(t, dir))
+			stagetest.SameDir(t, "files", before, stagetest.SnapshotDir(t, dir))
 		})
 	}
 	// Seeds of one model, and --models with one row per model.

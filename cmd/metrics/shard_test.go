@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/pkg/stagetest"
+
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/pipeline"
@@ -21,9 +23,9 @@ func TestShardEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
-	bin := buildStage(t)
+	bin := stagetest.Build(t)
 	dir := t.TempDir()
-	queries, cks := fixtures(t, dir, "rocone-1", "rocone-2")
+	queries, cks := stagetest.Fixtures(t, dir, "rocone-1", "rocone-2")
 	var whole, shards []string
 	for _, name := range []string{"rocone-1", "rocone-2"} {
 		p := filepath.Join(dir, "ranks-"+name+".arrow")
@@ -41,7 +43,7 @@ func TestShardEndToEnd(t *testing.T) {
 		}
 	}
 	run := func(out string, ranks ...string) (int, string, []artifact.MetricsRow) {
-		code, stderr := runStage(t, bin, append([]string{"--resamples", "20", "-o", out}, ranks...)...)
+		code, stderr := stagetest.Run(t, bin, append([]string{"--resamples", "20", "-o", out}, ranks...)...)
 		if code != 0 {
 			return code, stderr, nil
 		}
@@ -68,11 +70,11 @@ func TestShardEndToEnd(t *testing.T) {
 		{"repeated", append(shards[:3:3], shards[1], shards[3], shards[4], shards[5]), shards[1] + " and " + shards[1] + " are both shard 1/3"},
 	} {
 		out := filepath.Join(dir, "refused.arrow")
-		before := snapshotDir(t, dir)
+		before := stagetest.SnapshotDir(t, dir)
 		code, stderr, _ := run(out, tc.ranks...)
 		if code != 1 || !strings.Contains(stderr, tc.msg) || strings.Count(stderr, "metrics: ") != 1 {
 			t.Errorf("%s: exit %d, stderr %q; want 1 and %q", tc.name, code, stderr, tc.msg)
 		}
-		sameDir(t, tc.name, before, snapshotDir(t, dir))
+		stagetest.SameDir(t, tc.name, before, stagetest.SnapshotDir(t, dir))
 	}
 }

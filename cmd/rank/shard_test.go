@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/pkg/stagetest"
+
 	"github.com/rocone/rocone/pkg/artifact"
 )
 
@@ -17,12 +19,12 @@ func TestShardEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
-	bin := buildStage(t)
+	bin := stagetest.Build(t)
 	dir := t.TempDir()
-	queries, cks := fixtures(t, dir, "rocone-1")
+	queries, cks := stagetest.Fixtures(t, dir, "rocone-1")
 	base := []string{"--checkpoint", cks["rocone-1"], "--queries", queries, "-q", "--batch", "4"}
 	whole := filepath.Join(dir, "whole.arrow")
-	if code, stderr := runStage(t, bin, append(base, "-o", whole)...); code != 0 {
+	if code, stderr := stagetest.Run(t, bin, append(base, "-o", whole)...); code != 0 {
 		t.Fatalf("unsharded: exit %d: %s", code, stderr)
 	}
 	_, want, err := artifact.ReadRanks(whole)
@@ -32,7 +34,7 @@ func TestShardEndToEnd(t *testing.T) {
 	var got []artifact.Rank
 	for i := 0; i < 3; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("r%d.arrow", i))
-		if code, stderr := runStage(t, bin, append(base, "--shard", fmt.Sprintf("%d/3", i), "-o", p)...); code != 0 {
+		if code, stderr := stagetest.Run(t, bin, append(base, "--shard", fmt.Sprintf("%d/3", i), "-o", p)...); code != 0 {
 			t.Fatalf("shard %d/3: exit %d: %s", i, code, stderr)
 		}
 		meta, rows, err := artifact.ReadRanks(p)
@@ -54,11 +56,11 @@ func TestShardEndToEnd(t *testing.T) {
 		{"x", "--shard \"x\": want i/n"},
 		{"0/40", "--shard 0/40: the 34 queries of " + queries + " are cut in whole blocks of 16"},
 	} {
-		before := snapshotDir(t, dir)
-		code, stderr := runStage(t, bin, append(base, "--shard", tc.shard, "-o", out)...)
+		before := stagetest.SnapshotDir(t, dir)
+		code, stderr := stagetest.Run(t, bin, append(base, "--shard", tc.shard, "-o", out)...)
 		if code != 1 || !strings.Contains(stderr, tc.msg) || strings.Count(stderr, "rank: ") != 1 {
 			t.Errorf("--shard %s: exit %d, stderr %q; want 1 and %q", tc.shard, code, stderr, tc.msg)
 		}
-		sameDir(t, "--shard "+tc.shard, before, snapshotDir(t, dir))
+		stagetest.SameDir(t, "--shard "+tc.shard, before, stagetest.SnapshotDir(t, dir))
 	}
 }

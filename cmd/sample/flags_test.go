@@ -2,57 +2,13 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rocone/rocone/pkg/stagetest"
 )
-
-// buildStage builds this command into a temporary folder.
-func buildStage(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "stage")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// runStage runs the binary and returns its exit status and stderr.
-func runStage(t *testing.T, bin string, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, stderr.String()
-	case errors.As(err, &exit):
-		return exit.ExitCode(), stderr.String()
-	}
-	t.Fatalf("%s: %v", bin, err)
-	return 0, ""
-}
-
-// snapshotDir returns every file of dir and its bytes.
-func snapshotDir(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	m := map[string][]byte{}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
-			m[e.Name()] = b
-		}
-	}
-	return m
-}
 
 // TestFlagValuesEndToEnd runs `sample generate` on flag values that used to be ignored,
 // silently changed or accepted only to fail much later: each exits 1 at once with a
@@ -61,7 +17,7 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
-	bin := buildStage(t)
+	bin := stagetest.Build(t)
 	data := "../../testdata/tiny"
 	// An empty test split: the tiny KG with an empty test.tsv.
 	emptyTest := filepath.Join(t.TempDir(), "tiny")
@@ -92,8 +48,8 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 	os.WriteFile(out, []byte("an older file the failed run must leave alone"), 0o644)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			before, beforeData := snapshotDir(t, outDir), snapshotDir(t, data)
-			code, stderr := runStage(t, bin, append(append([]string{"generate"}, tc.args...), "-q", "-o", out)...)
+			before, beforeData := stagetest.SnapshotDir(t, outDir), stagetest.SnapshotDir(t, data)
+			code, stderr := stagetest.Run(t, bin, append(append([]string{"generate"}, tc.args...), "-q", "-o", out)...)
 			if code != 1 {
 				t.Fatalf("exit %d, want 1; stderr %q", code, stderr)
 			}
@@ -105,7 +61,7 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 			if !strings.HasPrefix(stderr, "sample: ") || strings.Contains(stderr, "sample: sample:") {
 				t.Errorf("stderr %q: want one \"sample: \" prefix", stderr)
 			}
-			for what, pair := range map[string][2]map[string][]byte{"output folder": {before, snapshotDir(t, outDir)}, "dataset": {beforeData, snapshotDir(t, data)}} {
+			for what, pair := range map[string][2]map[string][]byte{"output folder": {before, stagetest.SnapshotDir(t, outDir)}, "dataset": {beforeData, stagetest.SnapshotDir(t, data)}} {
 				if len(pair[0]) != len(pair[1]) {
 					t.Errorf("%s: %d files before, %d after", what, len(pair[0]), len(pair[1]))
 				}
@@ -118,7 +74,7 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		})
 	}
 	// Asked for: an explicit --count 1p=0 on the empty split is a valid (empty) file.
-	if code, stderr := runStage(t, bin, "generate", "--data", emptyTest, "--split", "test", "--types", "1p", "--count", "1p=0", "-q", "-o", out); code != 0 {
+	if code, stderr := stagetest.Run(t, bin, "generate", "--data", emptyTest, "--split", "test", "--types", "1p", "--count", "1p=0", "-q", "-o", out); code != 0 {
 		t.Fatalf("--count 1p=0: exit %d: %s", code, stderr)
 	}
 }

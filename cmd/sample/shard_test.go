@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rocone/rocone/pkg/stagetest"
 )
 
 // TestShardEndToEnd: `sample generate --shard i/3` three times and `sample merge` give the
@@ -16,24 +18,24 @@ func TestShardEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
-	bin := buildStage(t)
+	bin := stagetest.Build(t)
 	dir := t.TempDir()
 	args := []string{"generate", "-q", "--data", "../../testdata/tiny", "--split", "valid", "--seed", "2",
 		"--count", "1p=20,2p=9,3p=9,2i=9,3i=9,ip=9,pi=9,2u=9,up=9,2in=9,3in=9,inp=9,pin=9,pni=9"}
 	whole := filepath.Join(dir, "whole.arrow")
-	if code, stderr := runStage(t, bin, append(args, "-o", whole)...); code != 0 {
+	if code, stderr := stagetest.Run(t, bin, append(args, "-o", whole)...); code != 0 {
 		t.Fatalf("unsharded: exit %d: %s", code, stderr)
 	}
 	var shards []string
 	for i := 0; i < 3; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("s%d.arrow", i))
-		if code, stderr := runStage(t, bin, append(args, "--shard", fmt.Sprintf("%d/3", i), "-o", p)...); code != 0 {
+		if code, stderr := stagetest.Run(t, bin, append(args, "--shard", fmt.Sprintf("%d/3", i), "-o", p)...); code != 0 {
 			t.Fatalf("shard %d/3: exit %d: %s", i, code, stderr)
 		}
 		shards = append(shards, p)
 	}
 	merged := filepath.Join(dir, "merged.arrow")
-	if code, stderr := runStage(t, bin, "merge", "-o", merged, shards[2], shards[0], shards[1]); code != 0 {
+	if code, stderr := stagetest.Run(t, bin, "merge", "-o", merged, shards[2], shards[0], shards[1]); code != 0 {
 		t.Fatalf("merge: exit %d: %s", code, stderr)
 	}
 	want, _ := os.ReadFile(whole)
@@ -53,12 +55,12 @@ func TestShardEndToEnd(t *testing.T) {
 		{[]string{"merge", "-o", out, shards[0], whole, shards[2]}, whole + " has no shard metadata"},
 		{[]string{"merge", "-o", out}, "merge: give the shard files of one run"},
 	} {
-		before := snapshotDir(t, dir)
-		code, stderr := runStage(t, bin, tc.args...)
+		before := stagetest.SnapshotDir(t, dir)
+		code, stderr := stagetest.Run(t, bin, tc.args...)
 		if code != 1 || !strings.Contains(stderr, tc.msg) || strings.Count(stderr, "sample: ") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tc.args, code, stderr, tc.msg)
 		}
-		after := snapshotDir(t, dir)
+		after := stagetest.SnapshotDir(t, dir)
 		if len(after) != len(before) {
 			t.Errorf("%v: files before %d, after %d", tc.args, len(before), len(after))
 		}

@@ -1,71 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rocone/rocone/pkg/stagetest"
 )
-
-// buildStage builds this command into a temporary folder.
-func buildStage(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "stage")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// runStage runs the binary and returns its exit status and stderr.
-func runStage(t *testing.T, bin string, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, stderr.String()
-	case errors.As(err, &exit):
-		return exit.ExitCode(), stderr.String()
-	}
-	t.Fatalf("%s: %v", bin, err)
-	return 0, ""
-}
-
-// snapshotDir returns every file of dir and its bytes.
-func snapshotDir(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	m := map[string][]byte{}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
-			m[e.Name()] = b
-		}
-	}
-	return m
-}
-
-func sameDir(t *testing.T, what string, before, after map[string][]byte) {
-	t.Helper()
-	if len(before) != len(after) {
-		t.Errorf("%s: %d files before, %d after", what, len(before), len(after))
-	}
-	for name, b := range before {
-		if !bytes.Equal(after[name], b) {
-			t.Errorf("%s: %s changed", what, name)
-		}
-	}
-}
 
 // TestFlagValuesEndToEnd: configuration values outside their meaning, a train file as
 // --valid, replacing another run's checkpoint or log, and resuming into another run's log
@@ -76,15 +19,15 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		t.Skip("builds the command")
 	}
 	tr, va := data(t)
-	bin := buildStage(t)
+	bin := stagetest.Build(t)
 	dir := t.TempDir()
 	ck, log := filepath.Join(dir, "m.arrow"), filepath.Join(dir, "m-log.arrow")
 	base := append([]string{"--train", tr, "--steps", "2", "--eval-every", "0"}, tiny...)
-	if code, stderr := runStage(t, bin, append(slices.Clone(base), "--checkpoint", ck)...); code != 0 {
+	if code, stderr := stagetest.Run(t, bin, append(slices.Clone(base), "--checkpoint", ck)...); code != 0 {
 		t.Fatalf("first run: exit %d: %s", code, stderr)
 	}
 	otherLog := filepath.Join(dir, "o-log.arrow")
-	if code, stderr := runStage(t, bin, append(slices.Clone(base), "--dim", "16", "--checkpoint", filepath.Join(dir, "o.arrow"), "--log", otherLog)...); code != 0 {
+	if code, stderr := stagetest.Run(t, bin, append(slices.Clone(base), "--dim", "16", "--checkpoint", filepath.Join(dir, "o.arrow"), "--log", otherLog)...); code != 0 {
 		t.Fatalf("second run: exit %d: %s", code, stderr)
 	}
 	fresh := filepath.Join(dir, "fresh.arrow")
@@ -108,9 +51,9 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			before, inputs := snapshotDir(t, dir), snapshotDir(t, filepath.Dir(tr))
+			before, inputs := stagetest.SnapshotDir(t, dir), stagetest.SnapshotDir(t, filepath.Dir(tr))
 			args := append(slices.Clone(base), tc.args...)
-			code, stderr := runStage(t, bin, args...)
+			code, stderr := stagetest.Run(t, bin, args...)
 			if code != 1 {
 				t.Fatalf("exit %d, want 1; stderr %q", code, stderr)
 			}
@@ -122,15 +65,15 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 			if !strings.HasPrefix(stderr, "train: ") || strings.Contains(stderr, "train: train:") {
 				t.Errorf("stderr %q: want one \"train: \" prefix", stderr)
 			}
-			sameDir(t, "run folder", before, snapshotDir(t, dir))
-			sameDir(t, "inputs", inputs, snapshotDir(t, filepath.Dir(tr)))
+			stagetest.SameDir(t, "run folder", before, stagetest.SnapshotDir(t, dir))
+			stagetest.SameDir(t, "inputs", inputs, stagetest.SnapshotDir(t, filepath.Dir(tr)))
 		})
 	}
 	// Allowed: the same configuration again, and another one with --overwrite.
-	if code, stderr := runStage(t, bin, append(slices.Clone(base), "--checkpoint", ck)...); code != 0 {
+	if code, stderr := stagetest.Run(t, bin, append(slices.Clone(base), "--checkpoint", ck)...); code != 0 {
 		t.Fatalf("same configuration again: exit %d: %s", code, stderr)
 	}
-	if code, stderr := runStage(t, bin, append(slices.Clone(base), "--valid", va, "--dim", "32", "--checkpoint", ck, "--overwrite")...); code != 0 {
+	if code, stderr := stagetest.Run(t, bin, append(slices.Clone(base), "--valid", va, "--dim", "32", "--checkpoint", ck, "--overwrite")...); code != 0 {
 		t.Fatalf("--overwrite: exit %d: %s", code, stderr)
 	}
 	if _, err := os.Stat(log); err != nil {
