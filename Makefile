@@ -40,7 +40,8 @@ check-cgo:
 test-js:
 	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
 		npm ci --prefix scripts/arrow-check --no-audit --no-fund --loglevel=error && \
-		ARROW_CHECK_JS=1 $(GO) test -count=1 -run TestArrowJS ./pkg/artifact/ -v | grep -E '^(---|ok|FAIL|PASS)'; \
+		out=$$(ARROW_CHECK_JS=1 $(GO) test -count=1 -run TestArrowJS ./pkg/artifact/ -v 2>&1); rc=$$?; \
+		printf '%s\n' "$$out" | grep -E '^(---|ok|FAIL|PASS|    )'; exit $$rc; \
 	else \
 		echo "test-js: node/npm not found; skipping the apache-arrow check"; \
 	fi

@@ -57,7 +57,7 @@ func TestArrowJS(t *testing.T) {
 			t.Errorf("%s: fields\n%s\nwant\n%s", path, strings.Join(fields, "\n"), strings.Join(wantFields, "\n"))
 		}
 		wantMeta := []string{
-			"artifact: queries", "version: 1", "dataset: toy",
+			"artifact: queries", "version: 1", "dataset: toy", "entities_digest:",
 			"num_entities: 1000", "num_relations: 20", "split: valid",
 		}
 		if !slices.Equal(meta, wantMeta) {
