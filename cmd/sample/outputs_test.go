@@ -54,7 +54,7 @@ func TestOutputsRefused(t *testing.T) {
 	if _, err := os.Stat(trainTSV); err != nil {
 		t.Fatalf("testdata/tiny has no train.tsv: %v", err)
 	}
-	ro := readOnly(t)
+	ro := outfiletest.ReadOnly(t)
 	for _, c := range []struct {
 		name string
 		args []string
@@ -77,24 +77,6 @@ func TestOutputsRefused(t *testing.T) {
 			before.Unchanged(t)
 		})
 	}
-}
-
-// readOnly is a folder this process cannot create files in; see outfile's tests.
-func readOnly(t *testing.T) string {
-	dir := filepath.Join(t.TempDir(), "ro")
-	os.Mkdir(dir, 0o555)
-	if f, err := os.CreateTemp(dir, "probe"); err != nil {
-		return dir
-	} else {
-		f.Close()
-		os.Remove(f.Name())
-	}
-	if f, err := os.CreateTemp("/sys", "probe"); err == nil {
-		f.Close()
-		os.Remove(f.Name())
-		t.Skip("root with a writable /sys: no read-only folder to test with")
-	}
-	return "/sys" // root: permissions do not stop it, but /sys takes no new files
 }
 
 // TestOutputsNotRegular: devices, pipes and descriptors are written in place, never

@@ -35,7 +35,7 @@ func TestOutputsRefused(t *testing.T) {
 	conf := filepath.Join(dir, "c.yaml")
 	os.WriteFile(conf, []byte("dim: 8\nsteps: 3\n"), 0o644)
 	ck := filepath.Join(dir, "m.arrow")
-	ro := readOnly(t)
+	ro := outfiletest.ReadOnly(t)
 	base := append([]string{"--train", train, "--valid", valid}, tiny...)
 	for _, c := range []struct {
 		name string
@@ -68,7 +68,7 @@ func TestOutputsRefused(t *testing.T) {
 // checkpoint.
 func TestReadOnlyFoundBeforeWork(t *testing.T) {
 	tr, _ := data(t)
-	ro := readOnly(t)
+	ro := outfiletest.ReadOnly(t)
 	ck := filepath.Join(ro, "m.arrow")
 	// Not -q: a progress line would show that training started.
 	args := []string{"--train", tr, "--checkpoint", ck, "--steps", "1000000", "--checkpoint-every", "500000", "--dim", "8", "--batch", "16", "--negatives", "4"}
@@ -81,26 +81,6 @@ func TestReadOnlyFoundBeforeWork(t *testing.T) {
 		t.Errorf("took %v to fail", r.Elapsed)
 	}
 	t.Logf("failed after %v", r.Elapsed)
-}
-
-// readOnly is a folder this process cannot create files in: chmod 0555, or as root,
-// whom permissions do not stop, /sys, which takes no new files.
-func readOnly(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "ro")
-	os.Mkdir(dir, 0o555)
-	if f, err := os.CreateTemp(dir, "probe"); err != nil {
-		return dir
-	} else {
-		f.Close()
-		os.Remove(f.Name())
-	}
-	if f, err := os.CreateTemp("/sys", "probe"); err == nil {
-		f.Close()
-		os.Remove(f.Name())
-		t.Skip("root with a writable /sys: no read-only folder to test with")
-	}
-	return "/sys"
 }
 
 // TestSIGTERM: SIGTERM, like SIGINT, ends the run at the next step with a checkpoint

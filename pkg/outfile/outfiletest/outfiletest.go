@@ -227,3 +227,24 @@ func (b *Buffer) WaitFor(t *testing.T, s string, timeout time.Duration) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// ReadOnly returns a folder this process cannot create files in: a chmod 0555 folder, or,
+// for root, whom permissions do not stop, /sys, which takes no new files. It skips the
+// test when neither holds (root with a writable /sys).
+func ReadOnly(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ro")
+	os.Mkdir(dir, 0o555)
+	if f, err := os.CreateTemp(dir, "probe"); err != nil {
+		return dir
+	} else {
+		f.Close()
+		os.Remove(f.Name())
+	}
+	if f, err := os.CreateTemp("/sys", "probe"); err == nil {
+		f.Close()
+		os.Remove(f.Name())
+		t.Skip("root with a writable /sys: no read-only folder to test with")
+	}
+	return "/sys"
+}
