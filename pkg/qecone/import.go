@@ -306,6 +306,9 @@ func loadTorch(path string) (v any, err error) {
 			err = fmt.Errorf("%s: not a readable PyTorch file: %v", path, r)
 		}
 	}()
+	if err := checkTorchFile(path); err != nil {
+		return nil, fmt.Errorf("%s: not a readable PyTorch file: %w", path, err)
+	}
 	v, err = pytorch.Load(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a readable PyTorch file: %w", path, err)

@@ -120,3 +120,20 @@ func TestCheckSet(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse: any --shard value parses to a valid spec (0 <= i < n) or is an error;
+// never a panic.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"0/1", "2/3", "3/3", "-1/2", "x", "1/0", "99999999999999999999/1", " 1/2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sp, err := Parse(s)
+		if err != nil {
+			return
+		}
+		if sp.Count < 1 || sp.Index < 0 || sp.Index >= sp.Count {
+			t.Fatalf("Parse(%q) = %+v: out of range", s, sp)
+		}
+	})
+}
