@@ -99,5 +99,5 @@ func checkTorchFile(file string) error {
 // builds nothing.
 type anyClass struct{}
 
-func (anyClass) Call(args ...any) (any, error) { return nil, nil }
+func (anyClass) Call(args ...any) (any, error)  { return nil, nil }
 func (anyClass) PyNew(args ...any) (any, error) { return nil, nil }
