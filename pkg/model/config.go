@@ -40,8 +40,33 @@ func ParseVariant(name string) (Variant, error) {
 	return "", fmt.Errorf("unknown model variant %q (known: rocone rocone-trunc rocone-se cone)", name)
 }
 
-// rotates reports whether the variant's projection is RoConE's rotation.
-func (v Variant) rotates() bool { return v != ConE }
+// Projection is a variant's projection operator: the one place a variant is mapped to
+// what its projection computes (model.md §2, §3.2). The CPU (RotateForward, mlpForward)
+// and the device (package cudamodel) dispatch on it.
+type Projection uint8
+
+const (
+	ProjectFold  Projection = iota // RoConE: rotate; the half-aperture folded into [0, π]
+	ProjectTrunc                   // RoConE-Trunc: rotate; the half-aperture clamped to [0, π]
+	ProjectShift                   // RoConE-S.E.: rotate the axis; shift the aperture's logit
+	ProjectMLP                     // ConE: the projection MLP
+)
+
+// Projection returns the variant's projection operator; an unknown variant is an error,
+// never a silent default.
+func (v Variant) Projection() (Projection, error) {
+	switch v {
+	case RoConE:
+		return ProjectFold, nil
+	case RoConETrunc:
+		return ProjectTrunc, nil
+	case RoConESE:
+		return ProjectShift, nil
+	case ConE:
+		return ProjectMLP, nil
+	}
+	return 0, fmt.Errorf("model: variant %q has no projection operator (known: rocone rocone-trunc rocone-se cone)", string(v))
+}
 
 // DefaultConeHidden is the hidden width of ConE's projection MLP, hard-coded in ConE.
 const DefaultConeHidden = 1600

@@ -21,7 +21,6 @@ type Embedding[T Float] struct {
 	n         int
 	cones     []Cones[T]     // every step's output
 	states    []stepState[T] // what each step's backward needs
-	level     []int          // per step: 0 for an anchor, else 1 + its inputs' highest level
 	anchors   []int32
 	relations []int32
 	batch     *embedBatch[T] // the embeddings computed with this one
@@ -39,17 +38,22 @@ type stepState[T Float] struct {
 	ins         []Cones[T] // intersection inputs
 }
 
-// embedBatch is several embeddings (of any structures) computed together. Their steps
-// run level by level (a step's level is one more than its inputs'), so that ConE's
-// projections of one level, whatever their structure, go through the MLP as one batch:
-// its weights are shared by all relations, and a few large matrix products run much
-// faster than many small ones. Every other step runs on its own embedding's rows, as it
-// would alone; the results are those of embedding each structure on its own, up to the
-// rounding of the MLP's weight-gradient sums.
+// embedBatch is several embeddings (of any structures) computed together: the CPU's
+// Executor of their Walk. Each operator gets the ops of all embeddings at one level;
+// ConE's projections of a level go through the MLP as one batch (its weights are shared
+// by all relations, and a few large matrix products run much faster than many small
+// ones), the other operators run their ops in parallel, each on its own embedding's
+// rows, as it would alone. The results are those of embedding each structure on its
+// own, up to the rounding of the MLP's weight-gradient sums.
 type embedBatch[T Float] struct {
-	embs   []*Embedding[T]
-	levels int
-	waves  []*mlpWave[T] // per level; nil where it has no ConE projection
+	m     *Model[T]
+	embs  []*Embedding[T]
+	walk  *Walk
+	masks [][][]T       // per embedding and step: the intersection's dropout mask (nil: none)
+	waves []*mlpWave[T] // per level; nil where it has no ConE projection
+	dcs   [][]Cones[T]  // backward: per embedding, the gradients of its cones
+	g     *Grads[T]     // backward: where the parameters' gradients go
+	proj  Projection    // the variant's projection
 }
 
 // mlpWave is one MLP batch: the ConE projections of one level, their rows back to back.
@@ -79,7 +83,9 @@ func (m *Model[T]) Embed(s *query.Structure, anchors, relations []int32, n int, 
 	if err != nil {
 		return nil, err
 	}
-	m.embedAll([]*Embedding[T]{e}, drop)
+	if err := m.embedAll([]*Embedding[T]{e}, drop); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -111,72 +117,29 @@ func (m *Model[T]) newEmbedding(s *query.Structure, anchors, relations []int32, 
 	}, nil
 }
 
-// embedAll computes the embeddings together (embedBatch). The dropout masks are drawn
-// first, in the order of embedding one structure after the other, so that drop's stream
-// is used exactly as it would be then.
-func (m *Model[T]) embedAll(embs []*Embedding[T], drop *rand.Rand) {
-	d := m.Config.Dim
-	b := &embedBatch[T]{embs: embs}
-	masks := make([][][]T, len(embs))
+// embedAll computes the embeddings together: one Walk over their plans with the batch as
+// its Executor. The dropout masks are drawn first, in the order of embedding one
+// structure after the other, so that drop's stream is used exactly as it would be then.
+func (m *Model[T]) embedAll(embs []*Embedding[T], drop *rand.Rand) error {
+	proj, err := m.Config.Variant.Projection()
+	if err != nil {
+		return err
+	}
+	plans := make([]*Plan, len(embs))
+	b := &embedBatch[T]{m: m, embs: embs, masks: make([][][]T, len(embs)), proj: proj}
 	for ei, e := range embs {
-		e.batch = b
-		steps := e.plan.steps
-		e.level = make([]int, len(steps))
-		coneLevel := make([]int, e.plan.numCones)
-		masks[ei] = make([][]T, len(steps))
-		for i, st := range steps {
-			l := 0
-			for _, c := range st.in {
-				l = max(l, coneLevel[c]+1)
-			}
-			e.level[i], coneLevel[st.out] = l, l
-			b.levels = max(b.levels, l+1)
+		e.batch, plans[ei] = b, e.plan
+		b.masks[ei] = make([][]T, len(e.plan.steps))
+		for i, st := range e.plan.steps {
 			if st.kind == stepIntersect {
-				masks[ei][i] = m.dropoutMask(drop, len(st.in)*e.n*d)
+				b.masks[ei][i] = m.dropoutMask(drop, len(st.in)*e.n*m.Config.Dim)
 			}
 		}
 	}
-	b.waves = make([]*mlpWave[T], b.levels)
-	mlp := !m.Config.Variant.rotates()
-	var work []int // the embeddings with steps to run at the level
-	for l := 0; l < b.levels; l++ {
-		var w *mlpWave[T]
-		work = work[:0]
-		for ei, e := range embs {
-			has := false
-			for i, st := range e.plan.steps {
-				if e.level[i] != l {
-					continue
-				}
-				if st.kind == stepProject && mlp {
-					if w == nil {
-						w = &mlpWave[T]{}
-					}
-					w.segs = append(w.segs, waveSeg{emb: ei, step: i, off: w.rows})
-					w.rows += e.n
-					continue
-				}
-				has = true
-			}
-			if has {
-				work = append(work, ei)
-			}
-		}
-		// The embeddings' steps of a level are independent (each writes its own cones
-		// and tape; the parameters are only read): they run in parallel.
-		parallelJobs(len(work), func(j int) {
-			ei := work[j]
-			e := embs[ei]
-			for i, st := range e.plan.steps {
-				if e.level[i] == l && !(st.kind == stepProject && mlp) {
-					e.forwardStep(i, masks[ei][i])
-				}
-			}
-		})
-		if w != nil {
-			b.waves[l] = w
-			m.projectWave(b, w)
-		}
+	b.walk = NewWalk(plans)
+	b.waves = make([]*mlpWave[T], b.walk.NumLevels())
+	if err := b.walk.Forward(b); err != nil {
+		return err
 	}
 	for _, e := range embs {
 		e.Branches = make([]Cones[T], len(e.plan.branches))
@@ -184,21 +147,45 @@ func (m *Model[T]) embedAll(embs []*Embedding[T], drop *rand.Rand) {
 			e.Branches[br] = e.cones[c]
 		}
 	}
+	return nil
 }
 
-// forwardStep runs step i (any but ConE's projection, which runs in a wave).
-func (e *Embedding[T]) forwardStep(i int, mask []T) {
-	m, s, n := e.m, e.plan.Structure, e.n
+// each runs fn for every op, in parallel: the ops of a level write their own cones and
+// tapes, and only read the parameters.
+func (b *embedBatch[T]) each(ops []Op, fn func(e *Embedding[T], op Op)) error {
+	parallelJobs(len(ops), func(j int) { fn(b.embs[ops[j].Group], ops[j]) })
+	return nil
+}
+
+// output allocates op's output cone.
+func (e *Embedding[T]) output(op Op) Cones[T] {
+	out := NewCones[T](e.n, e.m.Config.Dim)
+	e.cones[op.Out] = out
+	return out
+}
+
+// Anchor sets each op's cone to its anchor entity's axis, half-aperture 0.
+func (b *embedBatch[T]) Anchor(_ int, ops []Op) error {
+	d, R := b.m.Config.Dim, b.m.embeddingRange()
+	return b.each(ops, func(e *Embedding[T], op Op) {
+		ss := &e.states[op.Step]
+		ss.ids = column(e.anchors, e.plan.Structure.NumAnchors, op.Slot)
+		angleRows(e.output(op).Axis, b.m.Params.Entity, ss.ids, d, R)
+	})
+}
+
+// Project projects each op's input cone by its relation: RoConE's rotations one op at a
+// time, ConE's MLP as one batch of the level's ops (a wave).
+func (b *embedBatch[T]) Project(level int, ops []Op) error {
+	if b.proj == ProjectMLP {
+		b.projectWave(level, ops)
+		return nil
+	}
+	m := b.m
 	d, R, p := m.Config.Dim, m.embeddingRange(), m.Params
-	st, ss := e.plan.steps[i], &e.states[i]
-	out := NewCones[T](n, d)
-	switch st.kind {
-	case stepAnchor:
-		ss.ids = column(e.anchors, s.NumAnchors, st.slot)
-		angleRows(out.Axis, p.Entity, ss.ids, d, R) // half-aperture 0
-	case stepProject:
-		in := e.cones[st.in[0]]
-		ss.ids = column(e.relations, s.NumRelations, st.slot)
+	return b.each(ops, func(e *Embedding[T], op Op) {
+		ss := &e.states[op.Step]
+		ss.ids = column(e.relations, e.plan.Structure.NumRelations, op.Slot)
 		ss.relAxis = gatherAngles(p.RelAxis, ss.ids, d, R)
 		if p.RelAperture != nil {
 			ss.relAperture = gatherAngles(p.RelAperture, ss.ids, d, R)
@@ -206,35 +193,50 @@ func (e *Embedding[T]) forwardStep(i int, mask []T) {
 		if p.RelShift != nil {
 			ss.relShift = gatherRows(p.RelShift, ss.ids, d)
 		}
-		RotateForward(m.Config.Variant, out, in, ss.relAxis, ss.relAperture, ss.relShift)
-	case stepNegate:
-		NegateForward(out, e.cones[st.in[0]])
-	case stepIntersect:
-		ss.ins = make([]Cones[T], len(st.in))
-		for j, c := range st.in {
-			ss.ins[j] = e.cones[c]
-		}
-		ss.inter = IntersectForward(m.Kernels, &p.Intersection, out, ss.ins, mask)
-	}
-	e.cones[st.out] = out
+		RotateForward(b.proj, e.output(op), e.cones[op.In[0]], ss.relAxis, ss.relAperture, ss.relShift)
+	})
 }
 
-// projectWave runs the ConE projections of a wave through the MLP as one batch.
-func (m *Model[T]) projectWave(b *embedBatch[T], w *mlpWave[T]) {
+// Negate negates each op's input cone.
+func (b *embedBatch[T]) Negate(_ int, ops []Op) error {
+	return b.each(ops, func(e *Embedding[T], op Op) { NegateForward(e.output(op), e.cones[op.In[0]]) })
+}
+
+// Intersect intersects each op's branches, with its dropout mask.
+func (b *embedBatch[T]) Intersect(_ int, ops []Op) error {
+	return b.each(ops, func(e *Embedding[T], op Op) {
+		ss := &e.states[op.Step]
+		ss.ins = make([]Cones[T], len(op.In))
+		for j, c := range op.In {
+			ss.ins[j] = e.cones[c]
+		}
+		ss.inter = IntersectForward(b.m.Kernels, &b.m.Params.Intersection, e.output(op), ss.ins, b.masks[op.Group][op.Step])
+	})
+}
+
+// projectWave runs the ConE projections of a level through the MLP as one batch.
+func (b *embedBatch[T]) projectWave(level int, ops []Op) {
+	m := b.m
 	d, R, p := m.Config.Dim, m.embeddingRange(), m.Params
+	w := &mlpWave[T]{}
+	for _, op := range ops {
+		w.segs = append(w.segs, waveSeg{emb: op.Group, step: op.Step, off: w.rows})
+		w.rows += b.embs[op.Group].n
+	}
 	w.st = newMLPState[T](w.rows, d, len(p.Projection.B1))
 	w.out = NewCones[T](w.rows, d)
-	for _, sg := range w.segs {
-		e := b.embs[sg.emb]
-		st, ss := e.plan.steps[sg.step], &e.states[sg.step]
-		ss.ids = column(e.relations, e.plan.Structure.NumRelations, st.slot)
+	for j, sg := range w.segs {
+		e, op := b.embs[sg.emb], ops[j]
+		ss := &e.states[sg.step]
+		ss.ids = column(e.relations, e.plan.Structure.NumRelations, op.Slot)
 		ss.relAxis = gatherAngles(p.RelAxis, ss.ids, d, R)
 		ss.relAperture = gatherAngles(p.RelAperture, ss.ids, d, R)
 		ss.wave, ss.waveOff = w, sg.off
-		mlpInput(w.st.x[sg.off*2*d:(sg.off+e.n)*2*d], e.cones[st.in[0]], ss.relAxis, ss.relAperture)
-		e.cones[st.out] = w.out.window(sg.off, e.n)
+		mlpInput(w.st.x[sg.off*2*d:(sg.off+e.n)*2*d], e.cones[op.In[0]], ss.relAxis, ss.relAperture)
+		e.cones[op.Out] = w.out.window(sg.off, e.n)
 	}
 	mlpForward(m.Kernels, &p.Projection, w.st, w.out)
+	b.waves[level] = w
 }
 
 // Backward adds to g the gradients of a loss given its gradients dBranches with respect
@@ -248,16 +250,16 @@ func (e *Embedding[T]) Backward(dBranches []Cones[T], g *Grads[T]) {
 }
 
 // backward is Backward for every embedding of the batch, dBranches[i] the gradients of
-// embedding i's branches: steps in reverse level order, each wave's MLP as one batch.
+// embedding i's branches: the walk backward, levels in reverse, each wave's MLP as one
+// batch.
 func (b *embedBatch[T]) backward(dBranches [][]Cones[T], g *Grads[T]) {
-	m := b.embs[0].m
-	d := m.Config.Dim
+	d := b.m.Config.Dim
 	for _, w := range b.waves {
 		if w != nil {
 			w.dOut = NewCones[T](w.rows, d)
 		}
 	}
-	dcs := make([][]Cones[T], len(b.embs))
+	b.dcs, b.g = make([][]Cones[T], len(b.embs)), g
 	for ei, e := range b.embs {
 		dc := make([]Cones[T], e.plan.numCones)
 		for i, st := range e.plan.steps {
@@ -271,37 +273,40 @@ func (b *embedBatch[T]) backward(dBranches [][]Cones[T], g *Grads[T]) {
 			addTo(dc[c].Axis, dBranches[ei][br].Axis)
 			addTo(dc[c].Half, dBranches[ei][br].Half)
 		}
-		dcs[ei] = dc
+		b.dcs[ei] = dc
 	}
-	for l := b.levels - 1; l >= 0; l-- {
-		for ei, e := range b.embs {
-			for i := len(e.plan.steps) - 1; i >= 0; i-- {
-				if e.level[i] == l && e.states[i].wave == nil {
-					e.backwardStep(i, dcs[ei], g)
-				}
-			}
-		}
-		if w := b.waves[l]; w != nil {
-			m.projectWaveBackward(b, w, dcs, g)
-		}
+	if err := b.walk.Backward(b); err != nil {
+		panic(err) // the CPU's backward operators do not fail
 	}
+	b.dcs, b.g = nil, nil
 }
 
-// backwardStep adds the gradients of step i (any but ConE's projection) given dc, the
-// gradients of the embedding's cones.
-func (e *Embedding[T]) backwardStep(i int, dc []Cones[T], g *Grads[T]) {
-	m, n := e.m, e.n
-	d, R, p := m.Config.Dim, m.embeddingRange(), m.Params
-	st, ss, dOut := e.plan.steps[i], &e.states[i], dc[e.plan.steps[i].out]
-	switch st.kind {
-	case stepAnchor:
-		// The half-aperture is the constant 0: only the axis has a gradient.
-		angleRowsBackward(g.Entity, dOut.Axis, e.cones[st.out].Axis, ss.ids, d, R)
+// AnchorBackward adds each anchor's axis gradient into its entity row (the
+// half-aperture is the constant 0).
+func (b *embedBatch[T]) AnchorBackward(_ int, ops []Op) error {
+	d, R := b.m.Config.Dim, b.m.embeddingRange()
+	for _, op := range ops {
+		e, ss := b.embs[op.Group], &b.embs[op.Group].states[op.Step]
+		angleRowsBackward(b.g.Entity, b.dcs[op.Group][op.Out].Axis, e.cones[op.Out].Axis, ss.ids, d, R)
 		for _, id := range ss.ids {
-			g.EntityRows.Add(id)
+			b.g.EntityRows.Add(id)
 		}
-	case stepProject:
-		in, out := e.cones[st.in[0]], e.cones[st.out]
+	}
+	return nil
+}
+
+// ProjectBackward adds the gradients of the level's projections: RoConE's rotations op
+// by op, ConE's wave as one batch.
+func (b *embedBatch[T]) ProjectBackward(level int, ops []Op) error {
+	if b.proj == ProjectMLP {
+		b.projectWaveBackward(b.waves[level])
+		return nil
+	}
+	m, g := b.m, b.g
+	d, R := m.Config.Dim, m.embeddingRange()
+	for _, op := range ops {
+		e, ss, dc := b.embs[op.Group], &b.embs[op.Group].states[op.Step], b.dcs[op.Group]
+		n := e.n
 		dRelAxis := make([]T, n*d)
 		var dRelAperture, dRelShift []T
 		if ss.relAperture != nil {
@@ -310,7 +315,8 @@ func (e *Embedding[T]) backwardStep(i int, dc []Cones[T], g *Grads[T]) {
 		if ss.relShift != nil {
 			dRelShift = make([]T, n*d)
 		}
-		RotateBackward(m.Config.Variant, dc[st.in[0]], dRelAxis, dRelAperture, dRelShift, dOut, in, out, ss.relAperture)
+		RotateBackward(b.proj, dc[op.In[0]], dRelAxis, dRelAperture, dRelShift, dc[op.Out],
+			e.cones[op.In[0]], e.cones[op.Out], ss.relAperture)
 		for r, id := range ss.ids {
 			row := func(t []T) []T { return t[int(id)*d : int(id+1)*d] }
 			span := func(t []T) []T { return t[r*d : (r+1)*d] }
@@ -323,27 +329,44 @@ func (e *Embedding[T]) backwardStep(i int, dc []Cones[T], g *Grads[T]) {
 			}
 			g.RelationRows.Add(id)
 		}
-	case stepNegate:
-		NegateBackward(dc[st.in[0]], dOut)
-	case stepIntersect:
-		dIns := make([]Cones[T], len(st.in))
-		for j, c := range st.in {
+	}
+	return nil
+}
+
+// NegateBackward adds each negation's gradient into its input's.
+func (b *embedBatch[T]) NegateBackward(_ int, ops []Op) error {
+	for _, op := range ops {
+		NegateBackward(b.dcs[op.Group][op.In[0]], b.dcs[op.Group][op.Out])
+	}
+	return nil
+}
+
+// IntersectBackward adds each intersection's gradients into its branches' and the
+// intersection's weights.
+func (b *embedBatch[T]) IntersectBackward(_ int, ops []Op) error {
+	m := b.m
+	for _, op := range ops {
+		ss, dc := &b.embs[op.Group].states[op.Step], b.dcs[op.Group]
+		dIns := make([]Cones[T], len(op.In))
+		for j, c := range op.In {
 			dIns[j] = dc[c]
 		}
-		IntersectBackward(m.Kernels, &p.Intersection, &g.Intersection, ss.inter, dIns, dOut, ss.ins)
+		IntersectBackward(m.Kernels, &m.Params.Intersection, &b.g.Intersection, ss.inter, dIns, dc[op.Out], ss.ins)
 	}
+	return nil
 }
 
 // projectWaveBackward adds the gradients of a wave's projections given their output
 // gradients w.dOut: the MLP's weights once for the whole batch, then each projection's
 // input cone and relation rows.
-func (m *Model[T]) projectWaveBackward(b *embedBatch[T], w *mlpWave[T], dcs [][]Cones[T], g *Grads[T]) {
+func (b *embedBatch[T]) projectWaveBackward(w *mlpWave[T]) {
+	m, g := b.m, b.g
 	d, R, p := m.Config.Dim, m.embeddingRange(), m.Params
 	dx := mlpBackward(m.Kernels, &p.Projection, &g.Projection, w.st, w.dOut, w.out)
 	for _, sg := range w.segs {
 		e := b.embs[sg.emb]
 		st, ss := e.plan.steps[sg.step], &e.states[sg.step]
-		dIn := dcs[sg.emb][st.in[0]]
+		dIn := b.dcs[sg.emb][st.in[0]]
 		for r, id := range ss.ids {
 			ga := dx[(sg.off+r)*2*d : (sg.off+r)*2*d+d]
 			gh := dx[(sg.off+r)*2*d+d : (sg.off+r+1)*2*d]

@@ -114,7 +114,9 @@ func (m *Model[T]) Loss(b *Batch, drop *rand.Rand) (*LossTape[T], error) {
 		}
 		embs[gi] = emb
 	}
-	m.embedAll(embs, drop)
+	if err := m.embedAll(embs, drop); err != nil {
+		return nil, err
+	}
 	if len(embs) > 0 {
 		lt.batch = embs[0].batch
 	}

@@ -1,6 +1,9 @@
 package model
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // RoConE's rotation projection (model.md §3). Per dimension, with the relation's axis
 // angle θax = π·tanh(A_r/R) and aperture offset φ = π·tanh(P_r/R):
@@ -17,57 +20,57 @@ import "math"
 // seClip is the ε that keeps the S.E. logit finite.
 const seClip = 1e-6
 
-// RotateForward applies the rotation projection of the given variant to the batch in,
+// RotateForward applies the rotation projection p (a rotating variant's, Variant.Projection) to the batch in,
 // with per-row relation angles relAxis, relAperture and (rocone-se) raw shifts relShift,
 // all [N][d], writing out. relAperture is unused by rocone-se, relShift by the others.
-func RotateForward[T Float](v Variant, out, in Cones[T], relAxis, relAperture, relShift []T) {
+func RotateForward[T Float](p Projection, out, in Cones[T], relAxis, relAperture, relShift []T) {
 	for i, a := range in.Axis {
 		out.Axis[i] = wrap(a + relAxis[i])
 	}
-	switch v {
-	case RoConE:
+	switch p {
+	case ProjectFold:
 		for i, h := range in.Half {
 			out.Half[i] = fold(h + relAperture[i])
 		}
-	case RoConETrunc:
+	case ProjectTrunc:
 		for i, h := range in.Half {
 			out.Half[i] = min(max(h+relAperture[i], 0), pi)
 		}
-	case RoConESE:
+	case ProjectShift:
 		for i, h := range in.Half {
 			p := min(max(h/pi, seClip), 1-seClip)
 			out.Half[i] = pi * sigmoid(T(logit(float64(p)))+relShift[i])
 		}
 	default:
-		panic("model: RotateForward: variant " + string(v) + " does not rotate")
+		panic(fmt.Sprintf("model: RotateForward: projection %d does not rotate", p))
 	}
 }
 
 // RotateBackward adds the gradients of RotateForward given dOut: into dIn (the input
 // cones), dRelAxis, dRelAperture (relation angles) and dRelShift. out is RotateForward's
 // output. Gradient outputs a variant does not use may be nil.
-func RotateBackward[T Float](v Variant, dIn Cones[T], dRelAxis, dRelAperture, dRelShift []T,
+func RotateBackward[T Float](p Projection, dIn Cones[T], dRelAxis, dRelAperture, dRelShift []T,
 	dOut, in, out Cones[T], relAperture []T) {
 	// The axis: a' = wrap(a + θax) has slope 1 in both a and θax.
 	for i, g := range dOut.Axis {
 		dIn.Axis[i] += g
 		dRelAxis[i] += g
 	}
-	switch v {
-	case RoConE:
+	switch p {
+	case ProjectFold:
 		for i, g := range dOut.Half {
 			gs := g * foldSlope(in.Half[i]+relAperture[i])
 			dIn.Half[i] += gs
 			dRelAperture[i] += gs
 		}
-	case RoConETrunc:
+	case ProjectTrunc:
 		for i, g := range dOut.Half {
 			if s := in.Half[i] + relAperture[i]; s >= 0 && s <= pi {
 				dIn.Half[i] += g
 				dRelAperture[i] += g
 			}
 		}
-	case RoConESE:
+	case ProjectShift:
 		for i, g := range dOut.Half {
 			// h' = π·σ(z), z = logit(p) + s, p = h/π (when not clipped):
 			// ∂h'/∂s = π·q(1−q) with q = h'/π, and ∂z/∂h = 1/(π·p(1−p)).
@@ -79,7 +82,7 @@ func RotateBackward[T Float](v Variant, dIn Cones[T], dRelAxis, dRelAperture, dR
 			}
 		}
 	default:
-		panic("model: RotateBackward: variant " + string(v) + " does not rotate")
+		panic(fmt.Sprintf("model: RotateBackward: projection %d does not rotate", p))
 	}
 }
 

@@ -43,13 +43,13 @@ func TestRotateGrad(t *testing.T) {
 				ca, ch := uniform(rng, n*d, -1, 1), uniform(rng, n*d, -1, 1)
 				out := NewCones[float64](n, d)
 				f := func() float64 {
-					RotateForward(v, out, in, relAxis, relAperture, relShift)
+					RotateForward(mustProjection(t, v), out, in, relAxis, relAperture, relShift)
 					return dot(ca, out.Axis) + dot(ch, out.Half)
 				}
 				f()
 				dIn := NewCones[float64](n, d)
 				dAx, dAp, dSh := make([]float64, n*d), make([]float64, n*d), make([]float64, n*d)
-				RotateBackward(v, dIn, dAx, dAp, dSh, Cones[float64]{Axis: ca, Half: ch, N: n, Dim: d}, in, out, relAperture)
+				RotateBackward(mustProjection(t, v), dIn, dAx, dAp, dSh, Cones[float64]{Axis: ca, Half: ch, N: n, Dim: d}, in, out, relAperture)
 				return f, []fdParam{
 					{"in.axis", in.Axis, dIn.Axis}, {"in.half", in.Half, dIn.Half},
 					{"relAxis", relAxis, dAx}, {"relAperture", relAperture, dAp}, {"relShift", relShift, dSh},
@@ -269,4 +269,13 @@ func TestLossValue(t *testing.T) {
 	if math.Abs(lp-wantPos) > 1e-12 || math.Abs(ln-wantNeg) > 1e-12 || math.Abs(l-(wantPos+wantNeg)/2) > 1e-12 {
 		t.Fatalf("loss = %g (%g, %g), want %g (%g, %g)", l, lp, ln, (wantPos+wantNeg)/2, wantPos, wantNeg)
 	}
+}
+
+// mustProjection is v's projection operator.
+func mustProjection(t *testing.T, v Variant) Projection {
+	p, err := v.Projection()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
