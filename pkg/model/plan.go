@@ -104,38 +104,23 @@ func (p *Plan) emit(n *query.Node, memo map[*query.Node]int) (int, error) {
 	return c, nil
 }
 
-// StepKind is what a plan step computes.
-type StepKind = stepKind
-
-// The step kinds, exported for the backends that run a plan themselves (the CUDA model).
-const (
-	StepAnchor    = stepAnchor
-	StepProject   = stepProject
-	StepNegate    = stepNegate
-	StepIntersect = stepIntersect
-)
-
-// Step is one step of a plan as a backend sees it: Kind writes cone Out from the cones
-// In (a projection or negation: one; an intersection: its branches), using anchor slot
-// Slot (StepAnchor) or relation slot Slot (StepProject) of each query.
-type Step struct {
-	Kind StepKind
-	Slot int
-	In   []int
-	Out  int
-}
-
-// Steps returns the plan's steps in forward order (a copy).
-func (p *Plan) Steps() []Step {
-	out := make([]Step, len(p.steps))
+// Intersections returns the indices of the plan's intersection steps, in order: a
+// backend draws their dropout masks in this order, group after group, as the CPU does.
+func (p *Plan) Intersections() []int {
+	var out []int
 	for i, st := range p.steps {
-		out[i] = Step{Kind: st.kind, Slot: st.slot, In: append([]int(nil), st.in...), Out: st.out}
+		if st.kind == stepIntersect {
+			out = append(out, i)
+		}
 	}
 	return out
 }
 
 // NumCones is the number of cones the plan computes (one per step).
 func (p *Plan) NumCones() int { return p.numCones }
+
+// NumSteps is the number of steps.
+func (p *Plan) NumSteps() int { return len(p.steps) }
 
 // Branches returns the cone of each DNF branch's root (a copy).
 func (p *Plan) Branches() []int { return append([]int(nil), p.branches...) }

@@ -26,6 +26,9 @@ const (
 	numOps
 )
 
+// NumOperators is the number of Operators: the length of LevelOps.
+const NumOperators = int(numOps)
+
 var opNames = [numOps]string{"anchor", "project", "negate", "intersect"}
 
 func (o Operator) String() string { return opNames[o] }

@@ -5,9 +5,10 @@
 // them and, when asked, reads the loss back.
 //
 // It computes what pkg/model's Loss, Backward and pkg/train's Adam compute on the CPU,
-// walking the same compiled plans (model.Plan), so that the CPU code is its test oracle:
-// the tests run it on package emu's launch emulator against the CPU model, and on a real
-// GPU with -tags cuda. The differences are in summation order only:
+// by running the same walk (model.Walk) with a device Executor (walk.go): each operator
+// once per plan level for all groups of the batch, so that the CPU code is its test
+// oracle: the tests run it on package emu's launch emulator against the CPU model, and
+// on a real GPU with -tags cuda. The differences are in summation order only:
 //   - entity and relation angles are mapped for the whole table at each update (one
 //     element-wise pass, cheaper on a GPU than a gather of the touched rows), and the
 //     angle gradient is taken once per row, after summing the row's occurrences;
@@ -31,6 +32,8 @@ type Model struct {
 	dev  *cuda.Device
 	host *model.Model[float32] // configuration, plans and dropout; its Params are not kept in sync
 	cfg  model.Config
+	proj model.Projection // the variant's projection operator
+	rot  cuda.Rotation    // its device rule, for the rotations
 
 	names         []string    // parameter tensors, in model.Params.Tensors order
 	params, grads []*cuda.F32 // the same order
@@ -69,6 +72,14 @@ func NewEval(dev *cuda.Device, host *model.Model[float32]) (*Model, error) {
 
 func newModel(dev *cuda.Device, host *model.Model[float32], training bool, lr float64) (m *Model, err error) {
 	m = &Model{dev: dev, host: host, cfg: host.Config}
+	if m.proj, err = m.cfg.Variant.Projection(); err != nil {
+		return nil, err
+	}
+	if m.proj != model.ProjectMLP {
+		if m.rot, err = rotation(m.proj); err != nil {
+			return nil, err
+		}
+	}
 	defer func() {
 		if err != nil {
 			m.Close()
@@ -227,13 +238,12 @@ func (p Pending) Wait() (loss, lossPos, lossNeg float64, err error) {
 // group is the part of a batch with one structure, as the device step sees it.
 type group struct {
 	plan    *model.Plan
-	steps   []model.Step
 	queries []int     // the group's positions in the batch, in order
 	n, off  int       // queries, and the first's position in group order
 	anchors [][]int32 // per anchor slot, [n]
 	rels    [][]int32 // per relation slot, [n]
 	cand    []int32   // [n][K] entity ids, the positive first
-	masks   []mask    // per step
+	masks   []mask    // per step (intersections only)
 }
 
 // mask is an intersection's dropout mask, made on the device from its seed.
@@ -299,12 +309,9 @@ func (m *Model) prepare(b *model.Batch, drop *rand.Rand) ([]*group, error) {
 	}
 	// The masks' seeds, group by group and step by step: the CPU's order (model.embedAll).
 	for _, g := range groups {
-		g.masks = make([]mask, len(g.steps))
-		for i, st := range g.steps {
-			if st.Kind == model.StepIntersect {
-				mk := &g.masks[i]
-				mk.seed, mk.threshold, mk.keep, mk.on = m.host.DropoutSeed(drop)
-			}
+		for _, i := range g.plan.Intersections() {
+			mk := &g.masks[i]
+			mk.seed, mk.threshold, mk.keep, mk.on = m.host.DropoutSeed(drop)
 		}
 	}
 	return groups, nil
@@ -323,7 +330,7 @@ func (m *Model) group(queries []query.Grounded) ([]*group, error) {
 			return nil, err
 		}
 		n := len(idx)
-		g := &group{plan: plan, steps: plan.Steps(), queries: idx, n: n, off: off}
+		g := &group{plan: plan, queries: idx, n: n, off: off, masks: make([]mask, plan.NumSteps())}
 		off += n
 		g.anchors = make([][]int32, s.NumAnchors)
 		for a := range g.anchors {

@@ -40,9 +40,11 @@ func (m *Model) RankBatch(queries []query.Grounded, easy, hard [][]int32) ([][]i
 	m.dev.UseArena(m.arena)
 	defer m.dev.UseArena(nil)
 
-	// The ids, and the answers in CSR form, rows in group order; one upload.
-	var ints slab[int32]
-	slots := m.slots(&ints, groups, false)
+	// The walk's ids, and the answers in CSR form, rows in group order; one upload.
+	w, err := m.newWalk(groups, false)
+	if err != nil {
+		return nil, err
+	}
 	B, N := len(queries), m.cfg.NumEntities
 	hardStart, ansStart := make([]int32, 1, B+1), make([]int32, 1, B+1)
 	var hardIDs, ansIDs []int32
@@ -58,27 +60,29 @@ func (m *Model) RankBatch(queries []query.Grounded, easy, hard [][]int32) ([][]i
 			return nil, fmt.Errorf("cudamodel: RankBatch: answer %d out of range [0,%d)", id, N)
 		}
 	}
-	hsSlot, hSlot, asSlot, aSlot := ints.add(hardStart), ints.add(hardIDs), ints.add(ansStart), ints.add(ansIDs)
-	iv, err := upload(m.arena, &ints)
-	if err != nil {
+	hsSlot, hSlot, asSlot, aSlot := w.ints.add(hardStart), w.ints.add(hardIDs), w.ints.add(ansStart), w.ints.add(ansIDs)
+	if err := w.upload(); err != nil {
 		return nil, err
 	}
+	iv := w.iv
 
 	dev, d := m.dev, m.cfg.Dim
 	lambda, gamma := float32(m.cfg.CenterReg), float32(m.cfg.Gamma)
-	s := &scratch{a: m.arena, dim: d}
-	th := m.angles(s)
+	s := w.s
+	w.th = m.angles(s)
+	if err := w.allocate(); err != nil {
+		return nil, err
+	}
+	if err := w.walk.Forward(w); err != nil {
+		return nil, err
+	}
 	etab := s.take(2 * m.p.entity.Len())
 	scores := s.take(B * N)
 	if s.err != nil {
 		return nil, s.err
 	}
-	s.ok(dev.EntityHalfAngles(etab, th.ent))
+	s.ok(dev.EntityHalfAngles(etab, w.th.ent))
 	for gi, g := range groups {
-		var run groupRun
-		if err := m.forward(s, g, &slots[gi], iv, th, &run, false); err != nil {
-			return nil, err
-		}
 		branches, n := g.plan.Branches(), g.n
 		nb := len(branches)
 		rows := scores.Slice(g.off*N, n*N)
@@ -93,7 +97,8 @@ func (m *Model) RankBatch(queries []query.Grounded, easy, hard [][]int32) ([][]i
 			if s.err != nil {
 				return nil, s.err
 			}
-			s.ok(dev.QueryHalfAngles(qtab, run.cones[c].Axis, run.cones[c].Half))
+			cone := w.cone(gi, c)
+			s.ok(dev.QueryHalfAngles(qtab, cone.Axis, cone.Half))
 			s.ok(dev.DistanceAll(dist, qtab, etab, n, N, d, lambda))
 			s.ok(dev.LogitForward(dist, dist, m.p.modulus, gamma))
 		}
