@@ -53,9 +53,9 @@ type devLevel struct {
 	relIx    rowIndex // CSR over nRel·relations rows
 	inter    []interOp
 
-	stageBuf, dStageBuf                 *cuda.F32 // [2][M][d]
+	stageBuf, dStageBuf                  *cuda.F32 // [2][M][d]
 	relAng, relShift, dRelAng, dRelShift *cuda.F32 // [nRel][P][d], [P][d]
-	x, h1, h2                           *cuda.F32 // ConE's MLP: its input and hidden layers
+	x, h1, h2                            *cuda.F32 // ConE's MLP: its input and hidden layers
 }
 
 // interOp is one intersection step of a level: nb branches of n cones, staged from row
