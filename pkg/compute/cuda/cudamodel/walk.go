@@ -194,6 +194,14 @@ func (w *devWalk) out(lv *devLevel, o model.Operator) (out, dOut cuda.Cones) {
 	return out, dOut
 }
 
+// ends returns a one-input operator's staged inputs and outputs at level l, and their
+// gradients.
+func (w *devWalk) ends(lv *devLevel, o model.Operator) (in, dIn, out, dOut cuda.Cones) {
+	in, dIn = w.staged(lv, lv.in[o], lv.n[o])
+	out, dOut = w.out(lv, o)
+	return in, dIn, out, dOut
+}
+
 // staged returns n staged input cones of level lv from row r (and their gradients).
 func (w *devWalk) staged(lv *devLevel, r, n int) (in, dIn cuda.Cones) {
 	in = w.cones(lv.stageBuf, lv.staged, r, n)
@@ -257,8 +265,7 @@ func (w *devWalk) AnchorBackward(l int, _ []model.Op) error {
 func (w *devWalk) Project(l int, _ []model.Op) error {
 	m, s, lv := w.m, w.s, &w.levels[l]
 	dev, d, P := m.dev, m.cfg.Dim, lv.n[model.OpProject]
-	in, _ := w.staged(lv, lv.in[model.OpProject], P)
-	out, _ := w.out(lv, model.OpProject)
+	in, _, out, _ := w.ends(lv, model.OpProject)
 	lv.relAng = s.take(w.th.nRel * P * d)
 	if m.p.relShift != nil {
 		lv.relShift = s.take(P * d)
@@ -304,8 +311,7 @@ func (lv *devLevel) aperture(P, d int) *cuda.F32 {
 func (w *devWalk) ProjectBackward(l int, _ []model.Op) error {
 	m, s, lv := w.m, w.s, &w.levels[l]
 	dev, d, P := m.dev, m.cfg.Dim, lv.n[model.OpProject]
-	in, dIn := w.staged(lv, lv.in[model.OpProject], P)
-	out, dOut := w.out(lv, model.OpProject)
+	in, dIn, out, dOut := w.ends(lv, model.OpProject)
 	lv.dRelAng = s.take(lv.relAng.Len())
 	if lv.relShift != nil {
 		lv.dRelShift = s.take(P * d)
@@ -342,18 +348,14 @@ func (w *devWalk) ProjectBackward(l int, _ []model.Op) error {
 
 // Negate negates the level's staged negation inputs.
 func (w *devWalk) Negate(l int, _ []model.Op) error {
-	lv := &w.levels[l]
-	in, _ := w.staged(lv, lv.in[model.OpNegate], lv.n[model.OpNegate])
-	out, _ := w.out(lv, model.OpNegate)
+	in, _, out, _ := w.ends(&w.levels[l], model.OpNegate)
 	w.s.ok(w.m.dev.NegateForward(out, in))
 	return w.fail(l, "negate")
 }
 
 // NegateBackward adds the negations' gradients into their inputs'.
 func (w *devWalk) NegateBackward(l int, _ []model.Op) error {
-	lv := &w.levels[l]
-	_, dIn := w.staged(lv, lv.in[model.OpNegate], lv.n[model.OpNegate])
-	_, dOut := w.out(lv, model.OpNegate)
+	_, dIn, _, dOut := w.ends(&w.levels[l], model.OpNegate)
 	w.s.ok(w.m.dev.NegateBackward(dIn, dOut))
 	return w.fail(l, "negate backward")
 }
