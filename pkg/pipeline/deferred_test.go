@@ -70,7 +70,7 @@ func TestDeviceErrorFailsStage(t *testing.T) {
 	dir := t.TempDir()
 	queries := fixture(t, dir)
 	ck := filepath.Join(dir, "cone.arrow")
-	checkpoint(t, ck, model.ConE, 12, 3)
+	writeCheckpoint(t, ck, model.ConE, 12, 3)
 	cones := filepath.Join(dir, "cones.arrow")
 	if err := Embed(EmbedConfig{Checkpoint: ck, Queries: queries, Output: cones, Kernels: compute.Reference[float32]{}}); err != nil {
 		t.Fatal(err)

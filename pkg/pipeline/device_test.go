@@ -22,7 +22,7 @@ func TestRankOnDevice(t *testing.T) {
 	for _, variant := range model.Variants {
 		t.Run(string(variant), func(t *testing.T) {
 			ck := filepath.Join(dir, string(variant)+".arrow")
-			checkpoint(t, ck, variant, 12, 3)
+			writeCheckpoint(t, ck, variant, 12, 3)
 			e, err := emu.New()
 			if err != nil {
 				t.Fatal(err)

@@ -83,7 +83,7 @@ func TestSeedsRule(t *testing.T) {
 	ranks := map[string]string{}
 	for _, c := range []ck{{"r1", model.RoConE, 8, 1}, {"r2", model.RoConE, 8, 2}, {"c1", model.ConE, 8, 1}, {"w3", model.RoConE, 6, 3}} {
 		path := filepath.Join(dir, c.name+"-model.arrow")
-		checkpoint(t, path, c.variant, c.dim, c.seed)
+		writeCheckpoint(t, path, c.variant, c.dim, c.seed)
 		editCheckpoint(t, path, path, func(k *artifact.Checkpoint) { k.Meta.Config = trainConfig(string(c.variant), c.dim, c.seed) })
 		out := filepath.Join(dir, c.name+".arrow")
 		if err := Rank(RankConfig{Checkpoint: path, Queries: queries, Output: out, Kernels: ref}); err != nil {
@@ -181,7 +181,7 @@ func TestRankFlags(t *testing.T) {
 	dir := t.TempDir()
 	queries := fixture(t, dir)
 	ck := filepath.Join(dir, "m.arrow")
-	checkpoint(t, ck, model.RoConE, 8, 1)
+	writeCheckpoint(t, ck, model.RoConE, 8, 1)
 	ref := compute.Reference[float32]{}
 	out := filepath.Join(dir, "ranks.arrow")
 	tests := []struct {
@@ -238,7 +238,7 @@ func TestTopNamesCheckKG(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := filepath.Join(dir, "old.arrow")
-	checkpoint(t, old, model.RoConE, 8, 1)
+	writeCheckpoint(t, old, model.RoConE, 8, 1)
 	withDigest := filepath.Join(dir, "new.arrow")
 	editCheckpoint(t, old, withDigest, func(k *artifact.Checkpoint) { k.Meta.EntitiesDigest = d.EntityDigest() })
 	// Another KG of the same counts: tiny with one entity renamed, under the same name.
@@ -302,7 +302,7 @@ func TestNonFiniteCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	queries := fixture(t, dir)
 	good := filepath.Join(dir, "good.arrow")
-	checkpoint(t, good, model.RoConE, 8, 1)
+	writeCheckpoint(t, good, model.RoConE, 8, 1)
 	bad := filepath.Join(dir, "nan.arrow")
 	editCheckpoint(t, good, bad, func(k *artifact.Checkpoint) {
 		for i := range k.Tensors {

@@ -9,13 +9,14 @@ import (
 	"strings"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/checkpoint"
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/kg"
 	"github.com/rocone/rocone/pkg/model"
 )
 
-// loaded is a model read from a checkpoint (eval.LoadModel), with what the artifacts made
+// loaded is a model read from a checkpoint (checkpoint.Load), with what the artifacts made
 // from it record about it.
 type loaded struct {
 	path  string
@@ -25,7 +26,7 @@ type loaded struct {
 }
 
 func loadModel(path string, kernels compute.Backend) (*loaded, error) {
-	m, ck, err := eval.LoadModel(path, kernels)
+	m, ck, err := checkpoint.Load(path, kernels)
 	if err != nil {
 		return nil, err
 	}

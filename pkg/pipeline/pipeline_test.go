@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/checkpoint"
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/kg"
@@ -44,18 +45,16 @@ func fixture(t *testing.T, dir string) string {
 	return path
 }
 
-// checkpoint writes a randomly initialised model of the tiny KG as a checkpoint.
-func checkpoint(t *testing.T, path string, variant model.Variant, dim int, seed uint64) {
+// writeCheckpoint writes a randomly initialised model of the tiny KG as a checkpoint.
+func writeCheckpoint(t *testing.T, path string, variant model.Variant, dim int, seed uint64) {
 	t.Helper()
 	cfg := model.Config{Variant: variant, NumEntities: 82, NumRelations: 10, Dim: dim, Gamma: 12, CenterReg: 0.02, ConeHidden: 16, Seed: seed}
 	p := model.NewParams[float32](cfg)
 	p.Init(cfg, seed)
 	mc, _ := json.Marshal(cfg)
 	ck := &artifact.Checkpoint{Meta: artifact.CheckpointMeta{Model: string(variant), Dim: dim, Dataset: "tiny", NumEntities: 82, NumRelations: 10,
-		LR: 1e-4, Config: `{"Seed":` + strings.TrimSpace(string(must(json.Marshal(seed)))) + `}`, ModelConfig: string(mc), State: "{}"}}
-	for _, tn := range p.Tensors() {
-		ck.Tensors = append(ck.Tensors, artifact.Tensor{Name: tn.Name, Role: artifact.RoleParam, Shape: []int64{int64(tn.Rows), int64(tn.Cols)}, Values: tn.Data})
-	}
+		LR: 1e-4, Config: `{"Seed":` + strings.TrimSpace(string(must(json.Marshal(seed)))) + `}`, ModelConfig: string(mc), State: "{}"},
+		Tensors: checkpoint.Tensors(p.Tensors(), nil, nil)}
 	if err := artifact.WriteCheckpoint(path, ck); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +74,7 @@ func TestThreeWaysAgree(t *testing.T) {
 	queries := fixture(t, dir)
 	for _, variant := range []model.Variant{model.RoConE, model.ConE} {
 		ck := filepath.Join(dir, string(variant)+".arrow")
-		checkpoint(t, ck, variant, 8, 1)
+		writeCheckpoint(t, ck, variant, 8, 1)
 		cones := filepath.Join(dir, "cones.arrow")
 		if err := Embed(EmbedConfig{Checkpoint: ck, Queries: queries, Output: cones, Kernels: compute.Reference[float32]{}}); err != nil {
 			t.Fatal(err)
@@ -93,7 +92,7 @@ func TestThreeWaysAgree(t *testing.T) {
 		}
 		_, b, _ := artifact.ReadRanks(direct)
 		// The third way: the scorer on every query, one at a time.
-		m, _, err := eval.LoadModel(ck, compute.Reference[float32]{})
+		m, _, err := checkpoint.Load(ck, compute.Reference[float32]{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +157,7 @@ func TestMetricsOverSeeds(t *testing.T) {
 	perSeed := map[string][]float64{} // type -> MRR per seed
 	for seed := uint64(1); seed <= 2; seed++ {
 		ck := filepath.Join(dir, "m"+string(rune('0'+seed))+".arrow")
-		checkpoint(t, ck, model.RoConE, 6, seed)
+		writeCheckpoint(t, ck, model.RoConE, 6, seed)
 		out := filepath.Join(dir, "ranks"+string(rune('0'+seed))+".arrow")
 		if err := Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: out, Kernels: compute.Reference[float32]{}}); err != nil {
 			t.Fatal(err)
@@ -217,8 +216,8 @@ func TestBadInputs(t *testing.T) {
 	dir := t.TempDir()
 	queries := fixture(t, dir)
 	ck8, ck6 := filepath.Join(dir, "d8.arrow"), filepath.Join(dir, "d6.arrow")
-	checkpoint(t, ck8, model.RoConE, 8, 1)
-	checkpoint(t, ck6, model.RoConE, 6, 1)
+	writeCheckpoint(t, ck8, model.RoConE, 8, 1)
+	writeCheckpoint(t, ck6, model.RoConE, 6, 1)
 	cones8 := filepath.Join(dir, "cones8.arrow")
 	if err := Embed(EmbedConfig{Checkpoint: ck8, Queries: queries, Output: cones8, Kernels: compute.Reference[float32]{}}); err != nil {
 		t.Fatal(err)
@@ -337,8 +336,8 @@ func writeStreamPrefix(t *testing.T, src, dst string) {
 func TestPatterns(t *testing.T) {
 	dir := t.TempDir()
 	ck, cone := filepath.Join(dir, "r.arrow"), filepath.Join(dir, "c.arrow")
-	checkpoint(t, ck, model.RoConE, 8, 1)
-	checkpoint(t, cone, model.ConE, 8, 1)
+	writeCheckpoint(t, ck, model.RoConE, 8, 1)
+	writeCheckpoint(t, cone, model.ConE, 8, 1)
 	var b bytes.Buffer
 	if err := Patterns(PatternsConfig{Checkpoint: ck, Top: 3, Data: "../../testdata/tiny"}, &b); err != nil {
 		t.Fatal(err)

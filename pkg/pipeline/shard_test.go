@@ -43,7 +43,7 @@ func TestShardUnionEmbedRank(t *testing.T) {
 	kernels := cpu.New(cpu.Options{})
 	for _, variant := range []model.Variant{model.RoConE, model.ConE} {
 		ck := filepath.Join(dir, string(variant)+".arrow")
-		checkpoint(t, ck, variant, 8, 1)
+		writeCheckpoint(t, ck, variant, 8, 1)
 		wholeCones := filepath.Join(dir, string(variant)+"-cones.arrow")
 		if err := Embed(EmbedConfig{Checkpoint: ck, Queries: queries, Output: wholeCones, Kernels: kernels}); err != nil {
 			t.Fatal(err)
@@ -130,7 +130,7 @@ func TestRankShardRefusesOtherCones(t *testing.T) {
 	dir := t.TempDir()
 	queries := fixture(t, dir)
 	ck := filepath.Join(dir, "m.arrow")
-	checkpoint(t, ck, model.RoConE, 8, 1)
+	writeCheckpoint(t, ck, model.RoConE, 8, 1)
 	cones := filepath.Join(dir, "cones-1-of-3.arrow")
 	if err := Embed(EmbedConfig{Checkpoint: ck, Queries: queries, Output: cones, Kernels: compute.Reference[float32]{}, Shard: shard.Spec{Index: 1, Count: 3}}); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestMetricsShards(t *testing.T) {
 	shards := map[uint64][]string{}
 	for seed := uint64(1); seed <= 2; seed++ {
 		ck := filepath.Join(dir, fmt.Sprintf("m%d.arrow", seed))
-		checkpoint(t, ck, model.RoConE, 6, seed)
+		writeCheckpoint(t, ck, model.RoConE, 6, seed)
 		out := filepath.Join(dir, fmt.Sprintf("ranks%d.arrow", seed))
 		if err := Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: out, Kernels: compute.Reference[float32]{}}); err != nil {
 			t.Fatal(err)
@@ -239,7 +239,7 @@ func TestMetricsShards(t *testing.T) {
 func TestShardQueriesRefused(t *testing.T) {
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "m.arrow")
-	checkpoint(t, ck, model.RoConE, 6, 1)
+	writeCheckpoint(t, ck, model.RoConE, 6, 1)
 	part := map[string]string{}
 	for _, split := range []string{"train", "test"} {
 		part[split] = filepath.Join(dir, split+"-1-of-2.arrow")

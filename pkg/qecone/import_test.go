@@ -8,7 +8,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/rocone/rocone/pkg/eval"
+	"github.com/rocone/rocone/pkg/checkpoint"
 	"github.com/rocone/rocone/pkg/query"
 )
 
@@ -66,7 +66,7 @@ func TestImportRanksLikeQEConE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := eval.ModelFromCheckpoint(ck, nil)
+	m, err := checkpoint.NewModel(ck, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/checkpoint"
 )
 
 // state is the JSON of a checkpoint's state key: the training state that the
@@ -91,14 +92,7 @@ func (t *trainer) checkpoint() (*artifact.Checkpoint, error) {
 		NumEntities: t.cfg.NumEntities, NumRelations: t.cfg.NumRelations,
 		Step: int64(t.stepsDone), LR: t.sched.LR, WarmUpSteps: t.sched.WarmUpSteps, AdamStep: t.adam.Step,
 		Config: t.cfg.JSON(), ModelConfig: string(mcJSON), State: string(stJSON), EntitiesDigest: t.entities,
-	}}
-	for i, p := range t.params {
-		shape := []int64{int64(p.Rows), int64(p.Cols)}
-		ck.Tensors = append(ck.Tensors,
-			artifact.Tensor{Name: p.Name, Role: artifact.RoleParam, Shape: shape, Values: p.Data},
-			artifact.Tensor{Name: p.Name, Role: artifact.RoleAdamM, Shape: shape, Values: t.adam.M[i]},
-			artifact.Tensor{Name: p.Name, Role: artifact.RoleAdamV, Shape: shape, Values: t.adam.V[i]})
-	}
+	}, Tensors: checkpoint.Tensors(t.params, t.adam.M, t.adam.V)}
 	return ck, nil
 }
 

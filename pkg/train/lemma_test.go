@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/checkpoint"
 	"github.com/rocone/rocone/pkg/compute/cpu"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/kg"
@@ -257,7 +258,7 @@ func trainLemmaModel(t *testing.T, trainFile, ckpt string, seed uint64, kernels 
 	if _, err := train.Run(context.Background(), cfg, train.Options{Train: trainFile, Checkpoint: ckpt, Kernels: kernels}); err != nil {
 		t.Fatal(err)
 	}
-	m, _, err := eval.LoadModel(ckpt, kernels)
+	m, _, err := checkpoint.Load(ckpt, kernels)
 	if err != nil {
 		t.Fatal(err)
 	}

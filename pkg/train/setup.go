@@ -9,6 +9,7 @@ import (
 	"runtime"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/checkpoint"
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
@@ -134,7 +135,7 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 	}
 	t.kernels = &timedKernels{inner: inner}
 	if ck != nil {
-		if t.model, err = eval.ModelFromCheckpoint(ck, t.kernels); err != nil {
+		if t.model, err = checkpoint.NewModel(ck, t.kernels); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Checkpoint, err)
 		}
 		if t.model.Config != cfg.ModelConfig() {

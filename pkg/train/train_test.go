@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/checkpoint"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/train/traintest"
@@ -371,7 +372,7 @@ func TestValidationMatchesRankStage(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "c.arrow"), Log: filepath.Join(dir, "l.arrow")}
 	res := run(t, tinyConfig("rocone"), opts)
-	m, _, err := eval.LoadModel(opts.Checkpoint, nil)
+	m, _, err := checkpoint.Load(opts.Checkpoint, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package eval_test
+package checkpoint_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/rocone/rocone/pkg/artifact"
-	"github.com/rocone/rocone/pkg/eval"
+	"github.com/rocone/rocone/pkg/checkpoint"
 	"github.com/rocone/rocone/pkg/outfile/outfiletest"
 )
 
@@ -35,11 +35,11 @@ func TestForgedCheckpointSize(t *testing.T) {
 	if err := artifact.WriteCheckpoint(forged, ck); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = eval.LoadModel(forged, nil)
+	_, _, err = checkpoint.Load(forged, nil)
 	if err == nil || !strings.Contains(err.Error(), forged) || !strings.Contains(err.Error(), "needs more parameter values than the checkpoint's") {
 		t.Fatalf("got %v", err)
 	}
-	if _, _, err := eval.LoadModel(f.Checkpoint, nil); err != nil {
+	if _, _, err := checkpoint.Load(f.Checkpoint, nil); err != nil {
 		t.Fatalf("the real checkpoint: %v", err)
 	}
 }

@@ -1,4 +1,9 @@
-package eval
+// Package checkpoint converts between a model and the checkpoint artifact that holds it
+// (pkg/artifact): the model a checkpoint holds ([Load], [NewModel], [ModelConfig]) and the
+// tensors a model's parameters and optimiser moments are saved as ([Tensors]). It is the one
+// place that knows both sides, so that the stages that train, score or import a model agree
+// on the layout, and the evaluation (pkg/eval) works on a model and queries only.
+package checkpoint
 
 import (
 	"encoding/json"
@@ -9,15 +14,15 @@ import (
 	"github.com/rocone/rocone/pkg/model"
 )
 
-// LoadModel reads the checkpoint at path and builds its model with the given kernels (nil:
+// Load reads the checkpoint at path and builds its model with the given kernels (nil:
 // compute.Reference). It is how every stage that uses a trained model gets it, so that
 // all of them score with the same parameters and code.
-func LoadModel(path string, kernels compute.Kernels[float32]) (*model.Model[float32], *artifact.Checkpoint, error) {
+func Load(path string, kernels compute.Kernels[float32]) (*model.Model[float32], *artifact.Checkpoint, error) {
 	ck, err := artifact.ReadCheckpoint(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := ModelFromCheckpoint(ck, kernels)
+	m, err := NewModel(ck, kernels)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -43,11 +48,11 @@ func ModelConfig(meta *artifact.CheckpointMeta) (model.Config, error) {
 	return cfg, cfg.Validate()
 }
 
-// ModelFromCheckpoint builds the model a checkpoint holds: its configuration from the
+// NewModel builds the model a checkpoint holds: its configuration from the
 // metadata, every parameter tensor from the param rows. The checkpoint must hold exactly
 // the model's parameter tensors, each with the shape [rows, cols] the configuration gives.
 // The parameters are copied.
-func ModelFromCheckpoint(ck *artifact.Checkpoint, kernels compute.Kernels[float32]) (*model.Model[float32], error) {
+func NewModel(ck *artifact.Checkpoint, kernels compute.Kernels[float32]) (*model.Model[float32], error) {
 	cfg, err := ModelConfig(&ck.Meta)
 	if err != nil {
 		return nil, err
@@ -99,4 +104,22 @@ func checkpointHolds(ck *artifact.Checkpoint, cfg model.Config) error {
 			cfg.Variant, cfg.Dim, cfg.NumEntities, cfg.NumRelations, held)
 	}
 	return nil
+}
+
+// Tensors lays out a model's parameters (model.Params.Tensors order) as checkpoint
+// tensors, the inverse of [NewModel]: each parameter as RoleParam with shape [rows, cols],
+// followed, when m and v are given (Adam's first and second moments, one per parameter in
+// the same order), by its moments as RoleAdamM and RoleAdamV. The values are not copied.
+func Tensors(params []model.Tensor[float32], m, v [][]float32) []artifact.Tensor {
+	out := make([]artifact.Tensor, 0, len(params)*3)
+	for i, p := range params {
+		shape := []int64{int64(p.Rows), int64(p.Cols)}
+		out = append(out, artifact.Tensor{Name: p.Name, Role: artifact.RoleParam, Shape: shape, Values: p.Data})
+		if m != nil || v != nil {
+			out = append(out,
+				artifact.Tensor{Name: p.Name, Role: artifact.RoleAdamM, Shape: shape, Values: m[i]},
+				artifact.Tensor{Name: p.Name, Role: artifact.RoleAdamV, Shape: shape, Values: v[i]})
+		}
+	}
+	return out
 }
