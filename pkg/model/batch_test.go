@@ -40,7 +40,7 @@ func TestEmbedTogetherMatchesAlone(t *testing.T) {
 				}
 				embs = append(embs, e)
 			}
-			m.embedAll(embs, rand.New(rand.NewPCG(5, 5)))
+			m.embedAll(embs, rand.New(rand.NewPCG(5, 5)), nil)
 			alone := rand.New(rand.NewPCG(5, 5))
 			for gi, g := range groups {
 				a, r := g.ids(batch.Queries)

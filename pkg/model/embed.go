@@ -54,6 +54,16 @@ type embedBatch[T Float] struct {
 	dcs   [][]Cones[T]  // backward: per embedding, the gradients of its cones
 	g     *Grads[T]     // backward: where the parameters' gradients go
 	proj  Projection    // the variant's projection
+	head  cpuHead[T]    // the loss (LossTape), or nil: the walk ends at the cones
+	// dBranches are, in a backward pass without a head, the gradients of the branch cones.
+	dBranches [][]Cones[T]
+}
+
+// cpuHead is the CPU's end of a walk: HeadBackward returns the gradients of each
+// embedding's branch cones.
+type cpuHead[T Float] interface {
+	Head() error
+	HeadBackward() ([][]Cones[T], error)
 }
 
 // mlpWave is one MLP batch: the ConE projections of one level, their rows back to back.
@@ -83,7 +93,7 @@ func (m *Model[T]) Embed(s *query.Structure, anchors, relations []int32, n int, 
 	if err != nil {
 		return nil, err
 	}
-	if err := m.embedAll([]*Embedding[T]{e}, drop); err != nil {
+	if err := m.embedAll([]*Embedding[T]{e}, drop, nil); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -118,15 +128,16 @@ func (m *Model[T]) newEmbedding(s *query.Structure, anchors, relations []int32, 
 }
 
 // embedAll computes the embeddings together: one Walk over their plans with the batch as
-// its Executor. The dropout masks are drawn first, in the order of embedding one
-// structure after the other, so that drop's stream is used exactly as it would be then.
-func (m *Model[T]) embedAll(embs []*Embedding[T], drop *rand.Rand) error {
+// its Executor, ending with head when not nil. The dropout masks are drawn first, in the
+// order of embedding one structure after the other, so that drop's stream is used
+// exactly as it would be then.
+func (m *Model[T]) embedAll(embs []*Embedding[T], drop *rand.Rand, head cpuHead[T]) error {
 	proj, err := m.Config.Variant.Projection()
 	if err != nil {
 		return err
 	}
 	plans := make([]*Plan, len(embs))
-	b := &embedBatch[T]{m: m, embs: embs, masks: make([][][]T, len(embs)), proj: proj}
+	b := &embedBatch[T]{m: m, embs: embs, masks: make([][][]T, len(embs)), proj: proj, head: head}
 	for ei, e := range embs {
 		e.batch, plans[ei] = b, e.plan
 		b.masks[ei] = make([][]T, len(e.plan.steps))
@@ -138,14 +149,54 @@ func (m *Model[T]) embedAll(embs []*Embedding[T], drop *rand.Rand) error {
 	}
 	b.walk = NewWalk(plans)
 	b.waves = make([]*mlpWave[T], b.walk.NumLevels())
-	if err := b.walk.Forward(b); err != nil {
-		return err
-	}
-	for _, e := range embs {
+	return b.walk.Forward(b)
+}
+
+// Head sets each embedding's branch cones, then runs the loss head if there is one.
+func (b *embedBatch[T]) Head() error {
+	for _, e := range b.embs {
 		e.Branches = make([]Cones[T], len(e.plan.branches))
 		for br, c := range e.plan.branches {
 			e.Branches[br] = e.cones[c]
 		}
+	}
+	if b.head == nil {
+		return nil
+	}
+	return b.head.Head()
+}
+
+// HeadBackward sets up the cones' gradients from the head's gradients of the branch
+// cones (the loss's, or those Backward was given).
+func (b *embedBatch[T]) HeadBackward() error {
+	dBranches := b.dBranches
+	if b.head != nil {
+		var err error
+		if dBranches, err = b.head.HeadBackward(); err != nil {
+			return err
+		}
+	}
+	d := b.m.Config.Dim
+	for _, w := range b.waves {
+		if w != nil {
+			w.dOut = NewCones[T](w.rows, d)
+		}
+	}
+	b.dcs = make([][]Cones[T], len(b.embs))
+	for ei, e := range b.embs {
+		dc := make([]Cones[T], e.plan.numCones)
+		for i, st := range e.plan.steps {
+			if ss := &e.states[i]; ss.wave != nil {
+				dc[st.out] = ss.wave.dOut.window(ss.waveOff, e.n)
+			} else {
+				dc[st.out] = NewCones[T](e.n, d)
+			}
+		}
+		for br, c := range e.plan.branches {
+			addTo(dc[c].Axis, dBranches[ei][br].Axis)
+			addTo(dc[c].Half, dBranches[ei][br].Half)
+		}
+		b.dcs[ei] = dc
 	}
 	return nil
 }
@@ -250,35 +301,14 @@ func (e *Embedding[T]) Backward(dBranches []Cones[T], g *Grads[T]) {
 }
 
 // backward is Backward for every embedding of the batch, dBranches[i] the gradients of
-// embedding i's branches: the walk backward, levels in reverse, each wave's MLP as one
-// batch.
+// embedding i's branches (nil when the batch has a head, which gives them): the walk
+// backward, levels in reverse, each wave's MLP as one batch.
 func (b *embedBatch[T]) backward(dBranches [][]Cones[T], g *Grads[T]) {
-	d := b.m.Config.Dim
-	for _, w := range b.waves {
-		if w != nil {
-			w.dOut = NewCones[T](w.rows, d)
-		}
-	}
-	b.dcs, b.g = make([][]Cones[T], len(b.embs)), g
-	for ei, e := range b.embs {
-		dc := make([]Cones[T], e.plan.numCones)
-		for i, st := range e.plan.steps {
-			if ss := &e.states[i]; ss.wave != nil {
-				dc[st.out] = ss.wave.dOut.window(ss.waveOff, e.n)
-			} else {
-				dc[st.out] = NewCones[T](e.n, d)
-			}
-		}
-		for br, c := range e.plan.branches {
-			addTo(dc[c].Axis, dBranches[ei][br].Axis)
-			addTo(dc[c].Half, dBranches[ei][br].Half)
-		}
-		b.dcs[ei] = dc
-	}
+	b.dBranches, b.g = dBranches, g
 	if err := b.walk.Backward(b); err != nil {
-		panic(err) // the CPU's backward operators do not fail
+		panic(err) // the CPU's backward operators and its loss head do not fail
 	}
-	b.dcs, b.g = nil, nil
+	b.dcs, b.g, b.dBranches = nil, nil, nil
 }
 
 // AnchorBackward adds each anchor's axis gradient into its entity row (the

@@ -36,6 +36,8 @@ type LossTape[T Float] struct {
 	angles   []T            // [U][d] their angles
 	pos, neg []T            // [Q], [Q][k] the scores (union: max over branches)
 	w        []T            // [Q]
+	dAngles  []T            // backward: the gradient of angles
+	dModulus float64        // backward: the gradient of the modulus
 }
 
 // lossGroup is the part of a batch with one structure.
@@ -103,7 +105,8 @@ func (m *Model[T]) Loss(b *Batch, drop *rand.Rand) (*LossTape[T], error) {
 		angleRows(lt.angles[lo*d:hi*d], m.Params.Entity, lt.entities[lo:hi], d, R)
 	})
 
-	// Embed every group's queries, the groups together (embedBatch).
+	// Embed every group's queries, the groups together (embedBatch), the loss as the
+	// walk's head.
 	groups := groupByStructure(b.Queries)
 	embs := make([]*Embedding[T], len(groups))
 	for gi, g := range groups {
@@ -113,22 +116,31 @@ func (m *Model[T]) Loss(b *Batch, drop *rand.Rand) (*LossTape[T], error) {
 			return nil, err
 		}
 		embs[gi] = emb
-	}
-	if err := m.embedAll(embs, drop); err != nil {
-		return nil, err
-	}
-	if len(embs) > 0 {
-		lt.batch = embs[0].batch
-	}
-
-	gamma, modulus, lambda := T(m.Config.Gamma), m.Params.Modulus[0], T(m.Config.CenterReg)
-	for gi, g := range groups {
-		emb := embs[gi]
 		n := len(g.queries)
 		lg := &lossGroup[T]{queries: g.queries, emb: emb, cand: make([]int32, n*K), arg: make([]int32, n*K)}
 		for r, q := range g.queries {
 			copy(lg.cand[r*K:(r+1)*K], cand[q*K:(q+1)*K])
 		}
+		lt.groups = append(lt.groups, lg)
+	}
+	if err := m.embedAll(embs, drop, lt); err != nil {
+		return nil, err
+	}
+	if len(embs) > 0 {
+		lt.batch = embs[0].batch
+	}
+	return lt, nil
+}
+
+// Head is the loss over the embedded groups: per group and DNF branch the distances to
+// the candidates and the logits γ − m·dist, the max over branches, then the loss of §9.
+func (lt *LossTape[T]) Head() error {
+	m, k := lt.m, lt.k
+	d, K := m.Config.Dim, k+1
+	gamma, modulus, lambda := T(m.Config.Gamma), m.Params.Modulus[0], T(m.Config.CenterReg)
+	for _, lg := range lt.groups {
+		emb := lg.emb
+		n := len(lg.queries)
 		logits := make([][]T, len(emb.Branches))
 		for br, c := range emb.Branches {
 			dist := make([]T, n*K)
@@ -139,25 +151,24 @@ func (m *Model[T]) Loss(b *Batch, drop *rand.Rand) (*LossTape[T], error) {
 		}
 		score := make([]T, n*K)
 		UnionMaxForward(score, lg.arg, logits)
-		for r, q := range g.queries {
+		for r, q := range lg.queries {
 			lt.pos[q] = score[r*K]
 			copy(lt.neg[q*k:(q+1)*k], score[r*K+1:(r+1)*K])
 		}
-		lt.groups = append(lt.groups, lg)
 	}
 	lt.Loss, lt.PositiveLoss, lt.NegativeLoss = LossForward(lt.pos, lt.neg, lt.w, k)
-	return lt, nil
+	return nil
 }
 
-// Backward adds the gradient of the loss with respect to every parameter to g.
-func (lt *LossTape[T]) Backward(g *Grads[T]) {
+// HeadBackward is the loss's gradient with respect to every group's branch cones; it
+// keeps the gradients of the candidates' angles and of the modulus for Backward.
+func (lt *LossTape[T]) HeadBackward() ([][]Cones[T], error) {
 	m, k, K, d := lt.m, lt.k, lt.k+1, lt.m.Config.Dim
 	dPos, dNeg := make([]T, len(lt.pos)), make([]T, len(lt.neg))
 	LossBackward(dPos, dNeg, lt.pos, lt.neg, lt.w, k, 1)
 
 	modulus, lambda := m.Params.Modulus[0], T(m.Config.CenterReg)
-	dAngles := make([]T, len(lt.angles))
-	var dModulus float64
+	lt.dAngles, lt.dModulus = make([]T, len(lt.angles)), 0
 	dAll := make([][]Cones[T], len(lt.groups))
 	for gi, lg := range lt.groups {
 		n := len(lg.queries)
@@ -174,23 +185,30 @@ func (lt *LossTape[T]) Backward(g *Grads[T]) {
 		dBranches := make([]Cones[T], len(lg.dist))
 		for br, dist := range lg.dist {
 			dDist := make([]T, n*K)
-			dModulus += LogitBackward(dDist, dLogits[br], dist, modulus)
+			lt.dModulus += LogitBackward(dDist, dLogits[br], dist, modulus)
 			c := lg.emb.Branches[br]
 			dBranches[br] = NewCones[T](n, d)
-			m.Kernels.DistanceBackward(dBranches[br].Axis, dBranches[br].Half, dAngles, dDist,
+			m.Kernels.DistanceBackward(dBranches[br].Axis, dBranches[br].Half, lt.dAngles, dDist,
 				c.Axis, c.Half, lt.angles, lg.cand, n, K, d, lambda)
 		}
 		dAll[gi] = dBranches
 	}
+	return dAll, nil
+}
+
+// Backward adds the gradient of the loss with respect to every parameter to g: the walk
+// backward from the head, then the candidates' angles and the modulus.
+func (lt *LossTape[T]) Backward(g *Grads[T]) {
+	m, d := lt.m, lt.m.Config.Dim
 	if lt.batch != nil {
-		lt.batch.backward(dAll, g)
+		lt.batch.backward(nil, g)
 	}
-	g.Modulus[0] += T(dModulus)
+	g.Modulus[0] += T(lt.dModulus)
 	// The candidates are distinct entities: their rows of g.Entity can be written in
 	// parallel.
 	R := m.embeddingRange()
 	parallelRows(len(lt.entities), func(lo, hi int) {
-		angleRowsBackward(g.Entity, dAngles[lo*d:hi*d], lt.angles[lo*d:hi*d], lt.entities[lo:hi], d, R)
+		angleRowsBackward(g.Entity, lt.dAngles[lo*d:hi*d], lt.angles[lo*d:hi*d], lt.entities[lo:hi], d, R)
 	})
 	for _, id := range lt.entities {
 		g.EntityRows.Add(id)

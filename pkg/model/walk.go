@@ -61,6 +61,15 @@ type Executor interface {
 	IntersectBackward(level int, ops []Op) error
 }
 
+// A Head is an Executor with an end: after the last level, Head reads the DNF branches'
+// root cones (training: scores them against the candidates and takes the loss;
+// evaluation: scores every entity); before the first level backward, HeadBackward writes
+// the roots' gradients. The walk calls it when implemented.
+type Head interface {
+	Head() error
+	HeadBackward() error
+}
+
 // A Stager is an Executor that moves a level's inputs together before its operators run
 // and their gradients back after (the device gathers every input cone of a level in one
 // launch and scatters their gradients in one). The walk calls it when implemented.
@@ -112,7 +121,8 @@ func (w *Walk) Plans() []*Plan { return w.plans }
 func (w *Walk) Ops(level int, o Operator) []Op { return w.forward[level][o] }
 
 // Forward runs every level in increasing order, each level's operators in the order
-// anchor, project, negate, intersect (a level's steps are independent of each other).
+// anchor, project, negate, intersect (a level's steps are independent of each other),
+// then the head.
 func (w *Walk) Forward(x Executor) error {
 	run := [numOps]func(int, []Op) error{x.Anchor, x.Project, x.Negate, x.Intersect}
 	st, staged := x.(Stager)
@@ -130,13 +140,22 @@ func (w *Walk) Forward(x Executor) error {
 			}
 		}
 	}
+	if h, ok := x.(Head); ok {
+		return h.Head()
+	}
 	return nil
 }
 
-// Backward runs every level in decreasing order, each level's operators in the order
-// intersect, negate, project, anchor, each operator's ops in backward order.
+// Backward runs the head's backward, then every level in decreasing order, each level's
+// operators in the order intersect, negate, project, anchor, each operator's ops in
+// backward order.
 func (w *Walk) Backward(x Executor) error {
 	run := [numOps]func(int, []Op) error{x.AnchorBackward, x.ProjectBackward, x.NegateBackward, x.IntersectBackward}
+	if h, ok := x.(Head); ok {
+		if err := h.HeadBackward(); err != nil {
+			return err
+		}
+	}
 	st, staged := x.(Stager)
 	for l := len(w.backward) - 1; l >= 0; l-- {
 		for o := numOps - 1; ; o-- {

@@ -20,7 +20,8 @@ type lossHead struct {
 	scatter  rowIndex
 	cand     int // ints part [roots][K]: each root row's candidates
 	candIx   rowIndex
-	weight   int // floats part [Q]: the subsampling weights, in class order
+	weight   int       // floats part [Q]: the subsampling weights, in class order
+	stats    *cuda.F64 // where the loss goes
 	rootsBuf *cuda.F32
 	dist     *cuda.F32
 	logits   *cuda.F32
@@ -35,10 +36,11 @@ type headClass struct {
 	arg     *cuda.I32
 }
 
-// layoutHead lays out the loss head of batch b into the walk's slabs.
-func (w *devWalk) layoutHead(b *model.Batch) *lossHead {
+// layoutLoss lays out the loss head of batch b into the walk's slabs; the loss will go to
+// stats.
+func (w *devWalk) layoutLoss(b *model.Batch, stats *cuda.F64) *lossHead {
 	m := w.m
-	h := &lossHead{k: b.NumNegative}
+	h := &lossHead{k: b.NumNegative, stats: stats}
 	byNB := map[int][]int{}
 	var nbs []int
 	for gi, g := range w.groups {
@@ -84,9 +86,8 @@ func (w *devWalk) layoutHead(b *model.Batch) *lossHead {
 	return h
 }
 
-// headForward scores the roots against their candidates and enqueues the loss into
-// stats.
-func (w *devWalk) headForward(h *lossHead, stats *cuda.F64) error {
+// forward scores the roots against their candidates and enqueues the loss into h.stats.
+func (h *lossHead) forward(w *devWalk) error {
 	m, s := w.m, w.s
 	dev, d, k := m.dev, m.cfg.Dim, h.k
 	K := k + 1
@@ -112,13 +113,13 @@ func (w *devWalk) headForward(h *lossHead, stats *cuda.F64) error {
 		}
 		s.ok(dev.SplitScores(h.pos.Slice(c.qOff, c.q), h.neg.Slice(c.qOff*k, c.q*k), score, c.q, K))
 	}
-	s.ok(dev.LossForward(stats, h.pos, h.neg, w.fv[h.weight], h.Q, k))
+	s.ok(dev.LossForward(h.stats, h.pos, h.neg, w.fv[h.weight], h.Q, k))
 	return s.err
 }
 
-// headBackward enqueues the loss's gradient down to the roots' cones, the entity angles
-// and the modulus.
-func (w *devWalk) headBackward(h *lossHead, stats *cuda.F64) error {
+// backward enqueues the loss's gradient down to the roots' cones, the entity angles and
+// the modulus.
+func (h *lossHead) backward(w *devWalk) error {
 	m, s := w.m, w.s
 	dev, d, k := m.dev, m.cfg.Dim, h.k
 	K := k + 1
@@ -127,7 +128,7 @@ func (w *devWalk) headBackward(h *lossHead, stats *cuda.F64) error {
 	if s.err != nil {
 		return s.err
 	}
-	s.ok(dev.LossBackward(dPos, dNeg, h.pos, h.neg, w.fv[h.weight], stats, h.Q, k, 1))
+	s.ok(dev.LossBackward(dPos, dNeg, h.pos, h.neg, w.fv[h.weight], h.stats, h.Q, k, 1))
 	for i := range h.classes {
 		c := &h.classes[i]
 		dl := dLogits.Slice(c.rootOff*K, c.nb*c.q*K)

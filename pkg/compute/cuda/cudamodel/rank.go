@@ -66,49 +66,17 @@ func (m *Model) RankBatch(queries []query.Grounded, easy, hard [][]int32) ([][]i
 	}
 	iv := w.iv
 
-	dev, d := m.dev, m.cfg.Dim
-	lambda, gamma := float32(m.cfg.CenterReg), float32(m.cfg.Gamma)
-	s := w.s
+	dev, s := m.dev, w.s
 	w.th = m.angles(s)
 	if err := w.allocate(); err != nil {
 		return nil, err
 	}
+	rh := &rankHead{}
+	w.head = rh
 	if err := w.walk.Forward(w); err != nil {
 		return nil, err
 	}
-	etab := s.take(2 * m.p.entity.Len())
-	scores := s.take(B * N)
-	if s.err != nil {
-		return nil, s.err
-	}
-	s.ok(dev.EntityHalfAngles(etab, w.th.ent))
-	for gi, g := range groups {
-		branches, n := g.plan.Branches(), g.n
-		nb := len(branches)
-		rows := scores.Slice(g.off*N, n*N)
-		logits := rows // one branch: the logits are the scores
-		var arg *cuda.I32
-		if nb > 1 {
-			logits, arg = s.take(nb*n*N), s.takeI(n*N)
-		}
-		qtab := s.take(n * d * cuda.QueryTableWidth)
-		for br, c := range branches {
-			dist := logits.Slice(br*n*N, n*N) // γ − m·dist is computed in place
-			if s.err != nil {
-				return nil, s.err
-			}
-			cone := w.cone(gi, c)
-			s.ok(dev.QueryHalfAngles(qtab, cone.Axis, cone.Half))
-			s.ok(dev.DistanceAll(dist, qtab, etab, n, N, d, lambda))
-			s.ok(dev.LogitForward(dist, dist, m.p.modulus, gamma))
-		}
-		if nb > 1 {
-			s.ok(dev.UnionMaxForward(rows, arg, logits, nb))
-		}
-		if s.err != nil {
-			return nil, fmt.Errorf("scoring %s: %w", g.plan.Structure, s.err)
-		}
-	}
+	scores := rh.scores
 	ranks := s.takeI(max(len(hardIDs), 1))
 	if s.err != nil {
 		return nil, s.err
@@ -131,4 +99,57 @@ func (m *Model) RankBatch(queries []query.Grounded, easy, hard [][]int32) ([][]i
 		}
 	}
 	return out, nil
+}
+
+// rankHead scores every query against every entity: per group and DNF branch the
+// distances from half-angle tables (cuda.DistanceAll), the logits γ − m·dist, and the max
+// over branches, into scores [queries][entities] in group order.
+type rankHead struct{ scores *cuda.F32 }
+
+func (h *rankHead) forward(w *devWalk) error {
+	m, s := w.m, w.s
+	dev, d, N := m.dev, m.cfg.Dim, m.cfg.NumEntities
+	lambda, gamma := float32(m.cfg.CenterReg), float32(m.cfg.Gamma)
+	B := 0
+	for _, g := range w.groups {
+		B += g.n
+	}
+	etab := s.take(2 * m.p.entity.Len())
+	h.scores = s.take(B * N)
+	if s.err != nil {
+		return s.err
+	}
+	s.ok(dev.EntityHalfAngles(etab, w.th.ent))
+	for gi, g := range w.groups {
+		branches, n := g.plan.Branches(), g.n
+		nb := len(branches)
+		rows := h.scores.Slice(g.off*N, n*N)
+		logits := rows // one branch: the logits are the scores
+		var arg *cuda.I32
+		if nb > 1 {
+			logits, arg = s.take(nb*n*N), s.takeI(n*N)
+		}
+		qtab := s.take(n * d * cuda.QueryTableWidth)
+		for br, c := range branches {
+			dist := logits.Slice(br*n*N, n*N) // γ − m·dist is computed in place
+			if s.err != nil {
+				return s.err
+			}
+			cone := w.cone(gi, c)
+			s.ok(dev.QueryHalfAngles(qtab, cone.Axis, cone.Half))
+			s.ok(dev.DistanceAll(dist, qtab, etab, n, N, d, lambda))
+			s.ok(dev.LogitForward(dist, dist, m.p.modulus, gamma))
+		}
+		if nb > 1 {
+			s.ok(dev.UnionMaxForward(rows, arg, logits, nb))
+		}
+		if s.err != nil {
+			return fmt.Errorf("scoring %s: %w", g.plan.Structure, s.err)
+		}
+	}
+	return nil
+}
+
+func (h *rankHead) backward(*devWalk) error {
+	return fmt.Errorf("cudamodel: ranking has no backward pass")
 }

@@ -114,7 +114,7 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *cuda.F64) error {
 	if err != nil {
 		return err
 	}
-	h := w.layoutHead(b)
+	w.head = w.layoutLoss(b, stats)
 	if err := w.upload(); err != nil {
 		return err
 	}
@@ -125,12 +125,6 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *cuda.F64) error {
 		return err
 	}
 	if err := w.walk.Forward(w); err != nil {
-		return err
-	}
-	if err := w.headForward(h, stats); err != nil {
-		return err
-	}
-	if err := w.headBackward(h, stats); err != nil {
 		return err
 	}
 	if err := w.walk.Backward(w); err != nil {

@@ -23,7 +23,8 @@ type devWalk struct {
 	s      *scratch
 	groups []*group
 	walk   *model.Walk
-	train  bool // dropout, and the backward pass
+	train  bool    // dropout, and the backward pass
+	head   devHead // the loss (training) or the scores (rank)
 
 	ints   slab[int32]
 	floats slab[float32]
@@ -219,6 +220,19 @@ func (w *devWalk) fail(l int, o string) error {
 	return nil
 }
 
+// devHead is the device's end of a walk (model.Head): the loss head (training: head.go)
+// or the scoring of every entity (rank.go).
+type devHead interface {
+	forward(w *devWalk) error
+	backward(w *devWalk) error
+}
+
+// Head runs the head after the last level.
+func (w *devWalk) Head() error { return w.head.forward(w) }
+
+// HeadBackward runs the head's backward before the levels'.
+func (w *devWalk) HeadBackward() error { return w.head.backward(w) }
+
 // StageForward gathers every input cone of level l into its staged block.
 func (w *devWalk) StageForward(l int, _ *model.LevelOps) error {
 	lv, s := &w.levels[l], w.s
@@ -397,3 +411,4 @@ func (w *devWalk) IntersectBackward(l int, _ []model.Op) error {
 
 var _ model.Executor = (*devWalk)(nil)
 var _ model.Stager = (*devWalk)(nil)
+var _ model.Head = (*devWalk)(nil)
