@@ -64,7 +64,7 @@ func app() *cli.App {
 			}
 			return pipeline.Rank(pipeline.RankConfig{Checkpoint: c.String("checkpoint"), Queries: c.String("queries"),
 				Cones: c.String("cones"), Output: c.String("output"), TopK: c.Int("top"), Data: c.String("data"),
-				Kernels: kernels, Device: dev, Workers: c.Int("workers"), Batch: batch, Shard: sh, Log: log})
+				Kernels: kernels, Device: device.RankDevice(dev), Workers: c.Int("workers"), Batch: batch, Shard: sh, Log: log})
 		},
 	}
 }

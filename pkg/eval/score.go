@@ -93,6 +93,21 @@ type BatchRanker interface {
 	RankBatch(queries []query.Grounded, easy, hard [][]int32) ([][]int32, error)
 }
 
+// A RankDevice is an accelerator that ranks from its own copy of a model's parameters, so
+// that scores never reach the host (pkg/compute/device gives the one `--device` names).
+// The stages see only this interface, not the device's packages.
+type RankDevice interface {
+	// Load copies m's parameters to the device. The ranker ranks from that copy until it
+	// is closed, which releases the copy (not the device).
+	Load(m *model.Model[float32]) (DeviceRanker, error)
+}
+
+// A DeviceRanker is a BatchRanker that holds device memory until it is closed.
+type DeviceRanker interface {
+	BatchRanker
+	Close() error
+}
+
 // rankOnDevice is RankQueries through opts.Device.
 func rankOnDevice(ctx context.Context, n int, qs []RankQuery, batch int, opts RankOptions) ([][]int32, error) {
 	ranks := make([][]int32, len(qs))

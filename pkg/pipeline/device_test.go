@@ -11,6 +11,7 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cuda"
 	"github.com/rocone/rocone/pkg/compute/cuda/emu"
+	"github.com/rocone/rocone/pkg/compute/device"
 	"github.com/rocone/rocone/pkg/model"
 )
 
@@ -33,7 +34,7 @@ func TestRankOnDevice(t *testing.T) {
 			if err := Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: cpu, Kernels: compute.Reference[float32]{}}); err != nil {
 				t.Fatal(err)
 			}
-			if err := Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: gpu, Kernels: cuda.NewBackend(dev), Device: dev, Batch: 64}); err != nil {
+			if err := Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: gpu, Kernels: cuda.NewBackend(dev), Device: device.RankDevice(dev), Batch: 64}); err != nil {
 				t.Fatal(err)
 			}
 			_, a, err := artifact.ReadRanks(cpu)

@@ -9,8 +9,6 @@ import (
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute"
-	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/compute/cuda/cudamodel"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/shard"
@@ -61,9 +59,9 @@ type RankConfig struct {
 	TopK       int    // also write each query's K best entities
 	Data       string // dataset folder, for entity names in the top-K; optional
 	Kernels    compute.Backend
-	// Device, if not nil, is the GPU the Kernels run on: without Cones and TopK, the
-	// whole ranking runs there (cudamodel.Model.RankBatch), and only ranks come back.
-	Device  *cuda.Device
+	// Device, if not nil, is the accelerator the Kernels run on (device.RankDevice):
+	// without Cones and TopK, the whole ranking runs there, and only ranks come back.
+	Device  eval.RankDevice
 	Workers int // 0: every core
 	// Batch is how many queries are scored together; 0: eval.DefaultRankBatch. It is
 	// capped at the number of queries: a batch holds a score per entity for each query.
@@ -165,7 +163,7 @@ func Rank(cfg RankConfig) error {
 		}
 	}
 	if cfg.Device != nil && opts.Cones == nil && opts.Scores == nil {
-		dm, err := cudamodel.NewEval(cfg.Device, l.model)
+		dm, err := cfg.Device.Load(l.model)
 		if err != nil {
 			return fmt.Errorf("loading %s on the device: %w", cfg.Checkpoint, err)
 		}

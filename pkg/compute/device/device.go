@@ -1,6 +1,8 @@
 // Package device picks the compute backend for a --device flag: the fast CPU kernels, or
 // the CUDA kernels in binaries built with -tags cuda. It is the one place the stages turn a
-// flag into kernels, so training, embedding and ranking always run the same code.
+// flag into kernels, so training, embedding and ranking always run the same code, and the
+// seam between the stages and the device's packages: the rank stage ranks on a device
+// through the eval.RankDevice that RankDevice gives, without importing them.
 package device
 
 import (
@@ -9,6 +11,9 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cpu"
 	"github.com/rocone/rocone/pkg/compute/cuda"
+	"github.com/rocone/rocone/pkg/compute/cuda/cudamodel"
+	"github.com/rocone/rocone/pkg/eval"
+	"github.com/rocone/rocone/pkg/model"
 )
 
 // openCUDA is set by the cuda-tagged build (cuda.go); nil in a plain build.
@@ -38,4 +43,25 @@ func Open(name string, workers int) (compute.Backend, *cuda.Device, error) {
 		return cuda.NewBackend(dev), dev, nil
 	}
 	return nil, nil, fmt.Errorf("--device %q: want cpu or cuda", name)
+}
+
+// RankDevice returns the eval.RankDevice of d, for `rank --device cuda`: the model is
+// uploaded without gradients or optimiser (cudamodel.NewEval) and every batch is scored
+// and ranked there (cudamodel.Model.RankBatch). RankDevice(nil) is nil: rank on the host.
+// With it the rank stage needs no import of the device's packages.
+func RankDevice(d *cuda.Device) eval.RankDevice {
+	if d == nil {
+		return nil
+	}
+	return cudaRanking{d}
+}
+
+type cudaRanking struct{ dev *cuda.Device }
+
+func (r cudaRanking) Load(m *model.Model[float32]) (eval.DeviceRanker, error) {
+	dm, err := cudamodel.NewEval(r.dev, m)
+	if err != nil {
+		return nil, err
+	}
+	return dm, nil
 }

@@ -18,3 +18,11 @@ func TestBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestRankDeviceNil: no device gives a nil eval.RankDevice, not an interface holding a nil
+// pointer, so that the rank stage, which tests it against nil, ranks on the host.
+func TestRankDeviceNil(t *testing.T) {
+	if r := RankDevice(nil); r != nil {
+		t.Fatalf("RankDevice(nil) = %#v, want nil", r)
+	}
+}
