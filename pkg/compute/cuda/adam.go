@@ -1,17 +1,39 @@
 package cuda
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"slices"
+)
 
 // Adam is a dense Adam optimiser over device-resident parameters (training.md §1): each
 // parameter tensor P has its gradient G (same length) and the optimiser's moments, all on
-// the device; Step updates every element of every tensor, with no host round trip.
+// the device; Step updates every element of every tensor, with no host round trip, in
+// one launch (kernel adam_multi).
+//
+// For that one launch the tensors' buffers are described once, at NewAdam, by device
+// tables: their addresses (tab) and element offsets (off). Their own step counts differ
+// by their lags (SetLags), which change at every update while a tensor has not started;
+// so rather than per-tensor step counts (an upload per update) the device holds each
+// tensor's lag class (cls: tensors with equal lags share a class), uploaded only when the
+// grouping changes, and each launch passes every class's step size and bias correction as
+// arguments. More classes than adamClasses, or more elements than an int counts, take the
+// per-tensor path (stepEach), with the same results bit for bit.
 type Adam struct {
 	Config AdamConfig
 	dev    *Device
 	step   int
 	slots  []adamSlot
 	lags   []int64 // per slot: steps it sat out (see SetLags); nil: none
+
+	tab, off, cls *I32    // [8·T] addresses (p, g, m, v; low, high halves), [T+1] offsets, [T] lag classes
+	total         int     // elements of all tensors (off[T])
+	clsHost       []int32 // the classes on the device
+	classLag      []int64 // per class: its lag; nil: more classes than one launch takes
 }
+
+// adamClasses is ADAM_CLASSES in kernels/adam.cu: the lag classes one launch handles.
+const adamClasses = 8
 
 type adamSlot struct{ p, g, m, v *F32 }
 
@@ -38,7 +60,45 @@ func NewAdam(d *Device, cfg AdamConfig, params, grads []*F32) (*Adam, error) {
 		}
 		a.slots = append(a.slots, adamSlot{p: p, g: grads[i], m: m, v: v})
 	}
+	if err := a.upload(); err != nil {
+		a.Free()
+		return nil, err
+	}
 	return a, nil
+}
+
+// upload builds the device tables of the one-launch Step (the lags' classes all 0: no
+// lag).
+func (a *Adam) upload() (err error) {
+	T := len(a.slots)
+	tab, off := make([]int32, 0, 8*T), make([]int32, 0, T+1)
+	total := 0
+	for _, s := range a.slots {
+		off = append(off, int32(total))
+		total += s.p.Len()
+		if total > math.MaxInt32 {
+			return nil // too many elements for one launch's int indices: Step goes per tensor
+		}
+		for _, b := range []*F32{s.p, s.g, s.m, s.v} {
+			x := b.Ptr()
+			tab = append(tab, int32(uint32(x)), int32(uint32(x>>32)))
+		}
+	}
+	off = append(off, int32(total))
+	if T == 0 {
+		return nil
+	}
+	if a.tab, err = FromHost(a.dev, tab); err != nil {
+		return err
+	}
+	if a.off, err = FromHost(a.dev, off); err != nil {
+		return err
+	}
+	if a.cls, err = Alloc[int32](a.dev, T); err != nil {
+		return err
+	}
+	a.total, a.clsHost, a.classLag = total, make([]int32, T), []int64{0}
+	return nil
 }
 
 // Steps is the number of steps taken since creation or the last Reset.
@@ -57,15 +117,70 @@ func (a *Adam) SetLags(lags []int64) error {
 	if lags == nil {
 		a.lags = nil
 	}
+	if a.cls == nil {
+		return nil // Step goes per tensor anyway
+	}
+	// Group the tensors by lag, the classes numbered in order of first appearance.
+	cls := make([]int32, len(a.slots))
+	var classLag []int64
+	for i := range cls {
+		var lag int64
+		if lags != nil {
+			lag = lags[i]
+		}
+		c := slices.Index(classLag, lag)
+		if c < 0 {
+			c = len(classLag)
+			classLag = append(classLag, lag)
+		}
+		cls[i] = int32(c)
+	}
+	if len(classLag) > adamClasses {
+		a.classLag = nil // per tensor until the lags regroup
+		return nil
+	}
+	if !slices.Equal(cls, a.clsHost) {
+		if err := a.cls.Upload(cls); err != nil {
+			a.classLag, a.clsHost = nil, nil // the device's classes are unknown: upload next time
+			return err
+		}
+		a.clsHost = cls
+	}
+	a.classLag = classLag
 	return nil
 }
 
-// Step applies one Adam step to every parameter; with zeroGrad the gradients are cleared
-// afterwards, ready for the next accumulation. A parameter whose own step count (see
+// Step applies one Adam step to every parameter, in one launch (see Adam); with zeroGrad
+// the gradients are cleared afterwards, ready for the next accumulation. A parameter whose own step count (see
 // SetLags) is not positive is left as it is (its gradient is zero: no backward pass
 // reached it).
 func (a *Adam) Step(zeroGrad bool) error {
 	a.step++
+	if a.cls == nil || a.classLag == nil {
+		return a.stepEach(zeroGrad)
+	}
+	cfg := a.Config
+	args := []arg{ptr(a.tab), ptr(a.off), ptr(a.cls), i32(len(a.slots)), i32(a.total), f32(float32(cfg.Beta2)),
+		f32(float32(1 - cfg.Beta1)), f32(float32(1 - cfg.Beta2)), f32(float32(cfg.Eps))}
+	active := 0
+	for c := 0; c < adamClasses; c++ {
+		var stepSize, bc2Sqrt float32
+		if c < len(a.classLag) {
+			if t := a.step - int(a.classLag[c]); t > 0 {
+				stepSize, bc2Sqrt = adamScalars(t, cfg)
+				active |= 1 << c
+			}
+		}
+		args = append(args, f32(stepSize), f32(bc2Sqrt))
+	}
+	args = append(args, i32(active), boolArg(zeroGrad))
+	return a.dev.each("adam_multi", a.total, args...)
+}
+
+// stepEach is Step as one adam_step launch per tensor (and a clear of the gradient of a
+// tensor that takes no step): the path for more lag classes than one launch handles, and
+// the reference the one-launch Step is tested against.
+func (a *Adam) stepEach(zeroGrad bool) error {
 	for i, s := range a.slots {
 		step := a.step
 		if a.lags != nil {
@@ -101,9 +216,10 @@ func (a *Adam) Reset() error {
 	return nil
 }
 
-// Free releases the moments (not the parameters or gradients).
+// Free releases the moments and the tables (not the parameters or gradients).
 func (a *Adam) Free() error {
-	var first error
+	first := FreeAll(a.tab, a.off, a.cls)
+	a.tab, a.off, a.cls, a.classLag = nil, nil, nil, nil
 	for _, s := range a.slots {
 		if err := FreeAll(s.m, s.v); err != nil && first == nil {
 			first = err
@@ -111,4 +227,11 @@ func (a *Adam) Free() error {
 	}
 	a.slots = nil
 	return first
+}
+
+// adamScalars are Adam's step size lr/(1 − β1^t) and bias correction sqrt(1 − β2^t) for
+// step t, computed in double and rounded to float as PyTorch passes them.
+func adamScalars(t int, cfg AdamConfig) (stepSize, bc2Sqrt float32) {
+	ft := float64(t)
+	return float32(cfg.LR / (1 - math.Pow(cfg.Beta1, ft))), float32(math.Sqrt(1 - math.Pow(cfg.Beta2, ft)))
 }

@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"fmt"
-	"math"
 	"sort"
 )
 
@@ -406,9 +405,11 @@ type IntersectWeights struct {
 	W1, B1, W2, B2, W3, B3, W4, B4 *F32
 }
 
-// IntersectState is what IntersectBackward needs from IntersectForward; Free it after.
+// IntersectState is what IntersectBackward needs from IntersectForward or
+// IntersectForwardRagged; Free it after.
 type IntersectState struct {
-	nb, n, d                                   int
+	br                                         Branches // the layout; br.Dev not owned
+	n, rows, d                                 int      // outputs, input rows (Σ counts), dimensions
 	z, att, alpha, x, y, set, mean, gate, hmin *F32
 	argmin                                     *I32
 	mask                                       *F32 // not owned
@@ -425,77 +426,21 @@ func (s *IntersectState) Free() error {
 // IntersectForward intersects nb batches of n cones (in holds them back to back: branch
 // j is rows j·n … (j+1)·n − 1, so in.N = nb·n) into out (n cones), as
 // model.IntersectForward. mask [nb·n][d] is the dropout on the input apertures (0 or
-// 1/(1−p)), or nil.
-func (d *Device) IntersectForward(w IntersectWeights, out, in Cones, nb int, mask *F32) (st *IntersectState, err error) {
+// 1/(1−p)), or nil. It is IntersectForwardRagged with UniformBranches(nb, n).
+func (d *Device) IntersectForward(w IntersectWeights, out, in Cones, nb int, mask *F32) (*IntersectState, error) {
 	if nb < 1 || in.N != nb*out.N || in.Dim != out.Dim {
 		return nil, fmt.Errorf("cuda: IntersectForward: %d input cones for %d branches of %d cones", in.N, nb, out.N)
 	}
-	n, dim := out.N, out.Dim
-	rows, nd := nb*n, n*dim
-	c := check{op: "IntersectForward"}
-	c.f("in.Axis", in.Axis, rows*dim)
-	c.f("in.Half", in.Half, rows*dim)
-	c.f("out.Axis", out.Axis, nd)
-	c.f("out.Half", out.Half, nd)
-	c.opt("mask", mask, rows*dim)
-	if c.err != nil {
-		return nil, c.err
-	}
-	st = &IntersectState{nb: nb, n: n, d: dim, mask: mask}
-	defer func() {
-		if err != nil {
-			st.Free()
-			st = nil
-		}
-	}()
-	bufs := []struct {
-		p    **F32
-		size int
-	}{{&st.z, rows * 2 * dim}, {&st.att, rows * dim}, {&st.alpha, rows * dim}, {&st.x, nd}, {&st.y, nd},
-		{&st.set, rows * dim}, {&st.mean, nd}, {&st.gate, nd}, {&st.hmin, nd}}
-	for _, b := range bufs {
-		if *b.p, err = scratch[float32](d, b.size); err != nil {
-			return nil, err
-		}
-	}
-	if st.argmin, err = scratch[int32](d, nd); err != nil {
-		return nil, err
-	}
-	steps := []func() error{
-		func() error {
-			return d.each("intersect_features", rows*dim, ptr(st.z), ptr(in.Axis), ptr(in.Half), i32(rows), i32(dim))
-		},
-		// SemanticAverage.
-		func() error { return d.LinearForward(st.att, st.z, w.W1, w.B1, rows, 2*dim, dim) },
-		func() error { return d.each("relu_fwd", rows*dim, ptr(st.att), i32(rows*dim)) },
-		func() error { return d.LinearForward(st.alpha, st.att, w.W2, w.B2, rows, dim, dim) },
-		func() error {
-			return d.each("intersect_attention_fwd", nd, ptr(out.Axis), ptr(st.alpha), ptr(st.x), ptr(st.y), ptr(in.Axis),
-				i32(nb), i32(nd))
-		},
-		// CardMin.
-		func() error { return d.LinearForward(st.set, st.z, w.W3, w.B3, rows, 2*dim, dim) },
-		func() error { return d.each("relu_fwd", rows*dim, ptr(st.set), i32(rows*dim)) },
-		func() error { return d.each("branch_mean", nd, ptr(st.mean), ptr(st.set), i32(nb), i32(nd)) },
-		func() error { return d.LinearForward(st.gate, st.mean, w.W4, w.B4, n, dim, dim) },
-		func() error {
-			return d.each("cardmin_fwd", nd, ptr(out.Half), ptr(st.gate), ptr(st.hmin), ptr(st.argmin), ptr(in.Half), ptr(mask),
-				i32(nb), i32(nd))
-		},
-	}
-	for _, s := range steps {
-		if err = s(); err != nil {
-			return nil, err
-		}
-	}
-	return st, nil
+	return d.IntersectForwardRagged(w, out, in, UniformBranches(nb, out.N), mask)
 }
 
-// IntersectBackward adds the gradients of IntersectForward given dOut into dIn (nb·n
-// cones, back to back like in) and the weight gradients gw (nil members skipped).
+// IntersectBackward adds the gradients of IntersectForward or IntersectForwardRagged
+// given dOut into dIn (laid out like in) and the weight gradients gw (nil members
+// skipped). The layout comes from the state (so a ragged layout's Branches.Dev must still
+// hold the counts).
 func (d *Device) IntersectBackward(w, gw IntersectWeights, st *IntersectState, dIn, dOut, in Cones) (err error) {
-	nb, n, dim := st.nb, st.n, st.d
-	rows, nd := nb*n, n*dim
+	n, rows, dim := st.n, st.rows, st.d
+	nd := n * dim
 	c := check{op: "IntersectBackward"}
 	c.f("dOut.Axis", dOut.Axis, nd)
 	c.f("dOut.Half", dOut.Half, nd)
@@ -519,11 +464,12 @@ func (d *Device) IntersectBackward(w, gw IntersectWeights, st *IntersectState, d
 			return err
 		}
 	}
+	J, counts := len(st.br.Counts), ptr(st.br.Dev)
 	steps := []func() error{
 		// SemanticAverage: the arctangent and the softmax, then the two attention layers.
 		func() error {
 			return d.each("intersect_attention_bwd", nd, ptr(dg), ptr(dIn.Axis), ptr(dOut.Axis), ptr(st.alpha), ptr(st.x),
-				ptr(st.y), ptr(in.Axis), i32(nb), i32(nd))
+				ptr(st.y), ptr(in.Axis), counts, i32(J), i32(n), i32(dim))
 		},
 		func() error { return d.LinearBackward(dAtt, gw.W2, gw.B2, dg, st.att, w.W2, rows, dim, dim) },
 		func() error { return d.each("relu_bwd", rows*dim, ptr(dAtt), ptr(st.att), i32(rows*dim)) },
@@ -531,11 +477,11 @@ func (d *Device) IntersectBackward(w, gw IntersectWeights, st *IntersectState, d
 		// CardMin: the min and the gate, then the DeepSets layers.
 		func() error {
 			return d.each("cardmin_bwd", nd, ptr(dIn.Half), ptr(dPre), ptr(dOut.Half), ptr(st.gate), ptr(st.hmin), ptr(st.argmin),
-				ptr(st.mask), i32(nb), i32(nd))
+				ptr(st.mask), counts, i32(n), i32(dim))
 		},
 		func() error { return d.LinearBackward(dMean, gw.W4, gw.B4, dPre, st.mean, w.W4, n, dim, dim) },
 		func() error {
-			return d.each("branch_mean_bwd", nd, ptr(dSet), ptr(dMean), ptr(st.set), i32(nb), i32(nd))
+			return d.each("branch_mean_bwd", nd, ptr(dSet), ptr(dMean), ptr(st.set), counts, i32(J), i32(n), i32(dim))
 		},
 		func() error { return d.LinearBackward(dz, gw.W3, gw.B3, dSet, st.z, w.W3, rows, 2*dim, dim) },
 		// The boundary features.
@@ -684,10 +630,8 @@ func (d *Device) AdamStep(p, g, m, v *F32, step int, cfg AdamConfig, zeroGrad bo
 	if c.err != nil {
 		return c.err
 	}
-	t := float64(step)
-	stepSize := cfg.LR / (1 - math.Pow(cfg.Beta1, t))
-	bc2Sqrt := math.Sqrt(1 - math.Pow(cfg.Beta2, t))
+	stepSize, bc2Sqrt := adamScalars(step, cfg)
 	return d.each("adam_step", n, ptr(p), ptr(g), ptr(m), ptr(v), i32(n), f32(float32(cfg.Beta2)),
-		f32(float32(1-cfg.Beta1)), f32(float32(1-cfg.Beta2)), f32(float32(cfg.Eps)), f32(float32(stepSize)),
-		f32(float32(bc2Sqrt)), boolArg(zeroGrad))
+		f32(float32(1-cfg.Beta1)), f32(float32(1-cfg.Beta2)), f32(float32(cfg.Eps)), f32(stepSize),
+		f32(bc2Sqrt), boolArg(zeroGrad))
 }

@@ -162,10 +162,13 @@ var parityCases = []struct {
 	{"Rotate", testRotate},
 	{"Negate", testNegate},
 	{"Intersect", testIntersect},
+	{"IntersectRagged", testIntersectRagged},
+	{"DropoutRagged", testDropoutRagged},
 	{"LogitUnion", testLogitUnion},
 	{"Loss", testLoss},
 	{"Adam", testAdam},
 	{"AdamOptimiser", testAdamOptimiser},
+	{"AdamMulti", testAdamMulti},
 	{"Errors", testErrors},
 }
 
@@ -515,7 +518,9 @@ func testRotate(h *harness) {
 				relShift = nil
 			}
 			out := model.NewCones[float32](n, d)
-			model.RotateForward(c.v, out, in, relAxis, relAperture, relShift)
+			proj, err := c.v.Projection()
+			h.ok(err)
+			model.RotateForward(proj, out, in, relAxis, relAperture, relShift)
 			In, Out := h.upCones(in), h.upCones(model.NewCones[float32](n, d))
 			RA, RP, RS := h.up(relAxis), h.up(relAperture), h.up(relShift)
 			h.ok(h.d.RotateForward(c.rot, Out, In, RA, RP, RS))
@@ -527,7 +532,7 @@ func testRotate(h *harness) {
 			dIn := h.cones(n, d)
 			dRA, dRP, dRS := h.uniform(n*d, -1, 1), h.uniform(n*d, -1, 1), h.uniform(n*d, -1, 1)
 			DIn, DRA, DRP, DRS := h.upCones(dIn), h.up(dRA), h.up(dRP), h.up(dRS)
-			model.RotateBackward(c.v, dIn, dRA, dRP, dRS, dOut, in, out, relAperture)
+			model.RotateBackward(proj, dIn, dRA, dRP, dRS, dOut, in, out, relAperture)
 			h.ok(h.d.RotateBackward(c.rot, DIn, DRA, DRP, DRS, h.upCones(dOut), In, Out, RP))
 			gotIn := h.downCones(DIn)
 			compare(t, "dIn.axis", dIn.Axis, gotIn.Axis)

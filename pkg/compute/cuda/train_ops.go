@@ -327,3 +327,36 @@ func (d *Device) DropoutMask(mask *F32, seed uint64, threshold uint32, keep floa
 
 // u32 passes an unsigned 32-bit value (a PTX .u32 parameter, packed like an int).
 func u32(x uint32) arg { return arg{v: uint64(x), kind: kernels.ParamI32} }
+
+// DropoutMaskRagged writes, in one launch, the dropout masks of the S intersection steps
+// batched into one ragged intersection with layout br (IntersectForwardRagged), as one
+// mask [br.Rows()][dim] over its input rows. Step s owns the outputs segOff[s] … segOff[s+1]
+// − 1 (segOff [S+1] on the device, from 0 to br.N(), non-decreasing; all of a step's
+// outputs have the same branch count) and draws with its own seed, seeds[2s] (low 32 bits)
+// and seeds[2s+1] (high): its mask is the one model.DropoutKeep gives the step on the CPU,
+// [nb_s][n_s][dim] with element (j, r', k) kept iff DropoutKeep(seed_s, (j·n_s + r')·dim + k,
+// threshold), placed at input row br.Base(j) + segOff[s] + r'. Kept elements get keep,
+// the others 0. br.Dev must be set (a uniform layout too); segOff and seeds are the
+// caller's device buffers (their contents are not checked).
+func (d *Device) DropoutMaskRagged(mask *F32, br Branches, segOff, seeds *I32, dim int, threshold uint32, keep float32) error {
+	if err := br.validate(); err != nil {
+		return fmt.Errorf("DropoutMaskRagged: %w", err)
+	}
+	S := segOff.Len() - 1
+	rows := br.Rows()
+	c := check{op: "DropoutMaskRagged"}
+	c.nonneg(dim, S)
+	c.f("mask", mask, rows*dim)
+	c.i("seeds", seeds, 2*S)
+	if c.err == nil && br.Dev == nil {
+		c.err = fmt.Errorf("cuda: DropoutMaskRagged: the branch counts have no device copy")
+	}
+	if c.err == nil && S < 1 && rows > 0 {
+		c.err = fmt.Errorf("cuda: DropoutMaskRagged: no segments for %d rows", rows)
+	}
+	if c.err != nil {
+		return c.err
+	}
+	return d.each("dropout_mask_ragged", rows*dim, ptr(mask), ptr(br.Dev), i32(len(br.Counts)), ptr(segOff), i32(S), ptr(seeds),
+		i32(rows), i32(dim), u32(threshold), f32(keep))
+}

@@ -2,6 +2,7 @@ package cudamodel
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/rocone/rocone/pkg/compute/cuda"
 	"github.com/rocone/rocone/pkg/model"
@@ -52,19 +53,29 @@ type devLevel struct {
 	anchorIx rowIndex
 	rels     int      // ints part [nRel·P]: the projections' relation ids (and + relations: their apertures)
 	relIx    rowIndex // CSR over nRel·relations rows
-	inter    []interOp
+	inter    levelInter
 
 	stageBuf, dStageBuf                  *cuda.F32 // [2][M][d]
 	relAng, relShift, dRelAng, dRelShift *cuda.F32 // [nRel][P][d], [P][d]
 	x, h1, h2                            *cuda.F32 // ConE's MLP: its input and hidden layers
 }
 
-// interOp is one intersection step of a level: nb branches of n cones, staged from row
-// in (branch j's cones at in + j·n), written at row out.
-type interOp struct {
-	nb, n, in, out int
-	mask           mask
-	state          *cuda.IntersectState
+// levelInter is a level's intersections, as one ragged batch (cuda.Branches): the ops
+// sorted by non-increasing branch count, branch j of every op with more than j branches
+// staged back to back, each op's dropout mask drawn from its own seed in one launch.
+type levelInter struct {
+	counts      []int // the ragged layout: outputs with more than j branches
+	countsPart  int   // ints part: counts on the device
+	segOff      int   // ints part [S+1]: each op's first output (in sorted order)
+	seeds       int   // ints part [2S]: each op's dropout seed, low and high 32 bits
+	dropout     bool  // the masks are on (training with dropout)
+	threshold   uint32
+	keep        float32
+	state       *cuda.IntersectState
+	stagedRows  int // Σ counts
+	firstStaged int // the level's first staged row of the intersections' inputs
+	firstOut    int // their first output row
+	outputs     int // their outputs
 }
 
 // newWalk lays out the walk of groups (model.Walk's levels, the cone table, the staging
@@ -91,7 +102,14 @@ func (m *Model) newWalk(groups []*group, train bool) (*devWalk, error) {
 		var stage, anchors, rels []int32
 		for o := range model.NumOperators {
 			lv.out[o], lv.in[o] = next, len(stage)
-			for _, op := range w.walk.Ops(l, model.Operator(o)) {
+			ops := w.walk.Ops(l, model.Operator(o))
+			if model.Operator(o) == model.OpIntersect {
+				stage = w.layoutIntersections(lv, ops, stage, next)
+				next += lv.inter.outputs
+				lv.n[o] = next - lv.out[o]
+				continue
+			}
+			for _, op := range ops {
 				g := groups[op.Group]
 				w.at[op.Group][op.Out] = next
 				switch model.Operator(o) {
@@ -99,10 +117,8 @@ func (m *Model) newWalk(groups []*group, train bool) (*devWalk, error) {
 					anchors = append(anchors, g.anchors[op.Slot]...)
 				case model.OpProject:
 					rels = append(rels, g.rels[op.Slot]...)
-				case model.OpIntersect:
-					lv.inter = append(lv.inter, interOp{nb: len(op.In), n: g.n, in: len(stage), out: next, mask: g.masks[op.Step]})
 				}
-				for _, c := range op.In {
+				for _, c := range op.In { // none for an anchor, one for a projection or negation
 					for r := range g.n {
 						stage = append(stage, int32(w.at[op.Group][c]+r))
 					}
@@ -144,6 +160,56 @@ func (m *Model) newWalk(groups []*group, train bool) (*devWalk, error) {
 		return nil, fmt.Errorf("cudamodel: the walk wrote %d cone rows, the plans have %d", next, w.rows)
 	}
 	return w, nil
+}
+
+// layoutIntersections lays out a level's intersections as one ragged batch whose outputs
+// start at table row first, appending their staged input rows to stage.
+func (w *devWalk) layoutIntersections(lv *devLevel, ops []model.Op, stage []int32, first int) []int32 {
+	li := &lv.inter
+	li.firstStaged, li.firstOut = len(stage), first
+	if len(ops) == 0 {
+		return stage
+	}
+	sorted := slices.Clone(ops)
+	slices.SortStableFunc(sorted, func(a, b model.Op) int { return len(b.In) - len(a.In) })
+	segOff := make([]int32, 0, len(sorted)+1)
+	seeds := make([]int32, 0, 2*len(sorted))
+	next := first
+	for _, op := range sorted {
+		g := w.groups[op.Group]
+		segOff = append(segOff, int32(next-first))
+		w.at[op.Group][op.Out] = next
+		next += g.n
+		mk := g.masks[op.Step]
+		if w.train && mk.on {
+			li.dropout, li.threshold, li.keep = true, mk.threshold, mk.keep
+		}
+		seeds = append(seeds, int32(uint32(mk.seed)), int32(uint32(mk.seed>>32)))
+		for j := range op.In {
+			for len(li.counts) <= j {
+				li.counts = append(li.counts, 0)
+			}
+			li.counts[j] += g.n
+		}
+	}
+	li.outputs = next - first
+	segOff = append(segOff, int32(li.outputs))
+	for j := range li.counts {
+		for _, op := range sorted {
+			if j < len(op.In) {
+				for r := range w.groups[op.Group].n {
+					stage = append(stage, int32(w.at[op.Group][op.In[j]]+r))
+				}
+			}
+		}
+	}
+	li.stagedRows = len(stage) - li.firstStaged
+	counts := make([]int32, len(li.counts))
+	for j, c := range li.counts {
+		counts[j] = int32(c)
+	}
+	li.countsPart, li.segOff, li.seeds = w.ints.add(counts), w.ints.add(segOff), w.ints.add(seeds)
+	return stage
 }
 
 // counts is RowCSR's scratch of at least n zeros.
@@ -374,24 +440,22 @@ func (w *devWalk) NegateBackward(l int, _ []model.Op) error {
 	return w.fail(l, "negate backward")
 }
 
-// Intersect runs the level's intersections, each with its dropout mask made on the
-// device from its seed.
+// Intersect runs the level's intersections as one ragged batch, the dropout masks of all
+// of them made on the device from their seeds in one launch.
 func (w *devWalk) Intersect(l int, _ []model.Op) error {
-	m, s, lv := w.m, w.s, &w.levels[l]
-	for i := range lv.inter {
-		io := &lv.inter[i]
-		in, _ := w.staged(lv, io.in, io.nb*io.n)
-		out := w.cones(w.table, w.rows, io.out, io.n)
-		var mask *cuda.F32
-		if w.train && io.mask.on {
-			mask = s.take(io.nb * io.n * m.cfg.Dim)
-			if s.err == nil {
-				s.ok(m.dev.DropoutMask(mask, io.mask.seed, io.mask.threshold, io.mask.keep))
-			}
-		}
+	m, s, li := w.m, w.s, &w.levels[l].inter
+	in, _ := w.staged(&w.levels[l], li.firstStaged, li.stagedRows)
+	out, _ := w.out(&w.levels[l], model.OpIntersect)
+	br := cuda.Branches{Counts: li.counts, Dev: w.iv[li.countsPart]}
+	var mask *cuda.F32
+	if li.dropout {
+		mask = s.take(li.stagedRows * m.cfg.Dim)
 		if s.err == nil {
-			io.state, s.err = m.dev.IntersectForward(m.p.inter, out, in, io.nb, mask)
+			s.ok(m.dev.DropoutMaskRagged(mask, br, w.iv[li.segOff], w.iv[li.seeds], m.cfg.Dim, li.threshold, li.keep))
 		}
+	}
+	if s.err == nil {
+		li.state, s.err = m.dev.IntersectForwardRagged(m.p.inter, out, in, br, mask)
 	}
 	return w.fail(l, "intersect")
 }
@@ -399,13 +463,10 @@ func (w *devWalk) Intersect(l int, _ []model.Op) error {
 // IntersectBackward adds the intersections' gradients into their branches' and the
 // intersection's weights.
 func (w *devWalk) IntersectBackward(l int, _ []model.Op) error {
-	m, lv := w.m, &w.levels[l]
-	for i := range lv.inter {
-		io := &lv.inter[i]
-		in, dIn := w.staged(lv, io.in, io.nb*io.n)
-		dOut := w.cones(w.dTable, w.rows, io.out, io.n)
-		w.s.ok(m.dev.IntersectBackward(m.p.inter, m.g.inter, io.state, dIn, dOut, in))
-	}
+	m, li := w.m, &w.levels[l].inter
+	in, dIn := w.staged(&w.levels[l], li.firstStaged, li.stagedRows)
+	_, dOut := w.out(&w.levels[l], model.OpIntersect)
+	w.s.ok(m.dev.IntersectBackward(m.p.inter, m.g.inter, li.state, dIn, dOut, in))
 	return w.fail(l, "intersect backward")
 }
 

@@ -283,6 +283,7 @@ struct KernelInfo {
 
 const KernelInfo table[] = {
     K(adam_step),
+    K(adam_multi),
     K(fill_f32),
     K(angle_fwd),
     K(angle_bwd),
@@ -328,6 +329,7 @@ const KernelInfo table[] = {
     K(mlp_output_fwd),
     K(mlp_output_bwd),
     K(dropout_mask),
+    K(dropout_mask_ragged),
     K(ent_halfangles),
     K(query_halfangles),
     K(score_all),

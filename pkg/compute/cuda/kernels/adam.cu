@@ -26,6 +26,71 @@ KERNEL adam_step(float* p, float* g, float* m, float* v, int n, float beta2, flo
 	}
 }
 
+// ADAM_CLASSES is how many step counts one adam_multi launch handles (see there).
+#define ADAM_CLASSES 8
+
+// adam_multi is adam_step over several tensors in one launch. Tensor t's buffers are
+// ptrs[8t … 8t+7]: the device addresses of p, g, m, v, each as two 32-bit halves (low
+// first); its elements are i = off[t] … off[t+1] − 1 of the launch (off [T+1],
+// off[T] = total). The tensors take different step numbers (a tensor that joined late,
+// Adam.SetLags): tensor t is in class cls[t] < ADAM_CLASSES, whose step size and bias
+// correction are stepSize<c> and bc2Sqrt<c>, and which steps only if bit c of active is
+// set (a class not started yet only has its gradient cleared, with zeroGrad). The element
+// arithmetic is adam_step's, so the results are bit-identical to one adam_step launch
+// per tensor.
+KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, int total, float beta2, float oneMinusBeta1,
+                  float oneMinusBeta2, float eps, float stepSize0, float bc2Sqrt0, float stepSize1, float bc2Sqrt1,
+                  float stepSize2, float bc2Sqrt2, float stepSize3, float bc2Sqrt3, float stepSize4, float bc2Sqrt4,
+                  float stepSize5, float bc2Sqrt5, float stepSize6, float bc2Sqrt6, float stepSize7, float bc2Sqrt7,
+                  int active, int zeroGrad) {
+	// A thread's elements increase, so its tensor only moves forward: t, its pointers and
+	// its class's constants change only where e crosses into the next tensor (next).
+	int t = -1;
+	long long next = 0, first = 0;
+	float *p = 0, *g = 0, *m = 0, *v = 0;
+	float stepSize = 0.f, bc2Sqrt = 0.f;
+	bool steps = false;
+	GRID_STRIDE(e, total) {
+		if (e >= next) {
+			do t++;
+			while (t < T - 1 && e >= off[t + 1]);
+			first = off[t];
+			next = off[t + 1];
+			const unsigned* q = ptrs + 8 * t;
+			p = (float*)(((unsigned long long)q[1] << 32) | q[0]);
+			g = (float*)(((unsigned long long)q[3] << 32) | q[2]);
+			m = (float*)(((unsigned long long)q[5] << 32) | q[4]);
+			v = (float*)(((unsigned long long)q[7] << 32) | q[6]);
+			const int c = cls[t];
+			steps = (active >> c) & 1;
+			switch (c) {
+			case 0: stepSize = stepSize0, bc2Sqrt = bc2Sqrt0; break;
+			case 1: stepSize = stepSize1, bc2Sqrt = bc2Sqrt1; break;
+			case 2: stepSize = stepSize2, bc2Sqrt = bc2Sqrt2; break;
+			case 3: stepSize = stepSize3, bc2Sqrt = bc2Sqrt3; break;
+			case 4: stepSize = stepSize4, bc2Sqrt = bc2Sqrt4; break;
+			case 5: stepSize = stepSize5, bc2Sqrt = bc2Sqrt5; break;
+			case 6: stepSize = stepSize6, bc2Sqrt = bc2Sqrt6; break;
+			default: stepSize = stepSize7, bc2Sqrt = bc2Sqrt7; break;
+			}
+		}
+		const long long i = e - first;
+		if (!steps) {
+			if (zeroGrad) g[i] = 0.f;
+			continue;
+		}
+		float gi = g[i];
+		float mi = m[i];
+		mi = mi + oneMinusBeta1 * (gi - mi);
+		float vi = v[i] * beta2 + oneMinusBeta2 * (gi * gi);
+		m[i] = mi;
+		v[i] = vi;
+		float denom = sqrtf(vi) / bc2Sqrt + eps;
+		p[i] = p[i] - stepSize * (mi / denom);
+		if (zeroGrad) g[i] = 0.f;
+	}
+}
+
 // x[i] = value for i < n (fills, e.g. clearing gradients of a non-float32 view).
 KERNEL fill_f32(float* x, float value, int n) {
 	GRID_STRIDE(i, n) { x[i] = value; }

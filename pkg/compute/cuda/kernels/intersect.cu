@@ -1,15 +1,24 @@
-// Intersection pieces (model.md §4). The nb input batches of N cones each are stored
-// back to back: branch j's cones are rows j·N … (j+1)·N − 1 of [nb·N][d] arrays, and
-// "[nb][nd]" below means nb slices of nd = N·d elements. The linear layers run through
-// the GEMM kernels (gemm.cu) in between:
+// Intersection pieces (model.md §4), over a ragged batch: N output cones whose branch
+// counts may differ (a 2-branch and a 3-branch intersection in one call). The outputs are
+// sorted by non-increasing branch count and the inputs stored branch by branch: counts[j]
+// (j < J, J the largest branch count) is the number of outputs with more than j
+// branches, so counts[0] = N and counts is non-increasing, and branch j of output r
+// (r < counts[j]) is input row base[j] + r, base[j] = counts[0] + … + counts[j−1]; the
+// inputs are [R][d] arrays, R = Σ counts. With counts NULL every output has J branches
+// (counts[j] = N for all j): branch j's cones are rows j·N … (j+1)·N − 1, the uniform
+// layout, computed bit for bit as with the counts spelled out. The linear layers run
+// through the GEMM kernels (gemm.cu) in between, once over all R input rows:
 //
-//	z      = intersect_features(a, h)                 [nb·N][2d]
-//	att    = relu(z·W1ᵀ + b1); logits = att·W2ᵀ + b2  [nb·N][d]
+//	z      = intersect_features(a, h)                 [R][2d]
+//	att    = relu(z·W1ᵀ + b1); logits = att·W2ᵀ + b2  [R][d]
 //	a'     = intersect_attention_fwd(logits → α)      softmax over branches + ConE's arctangent
-//	set    = relu(z·W3ᵀ + b3)                         [nb·N][d]
+//	set    = relu(z·W3ᵀ + b3)                         [R][d]
 //	mean   = branch_mean(set)                         [N][d]
 //	gate   = mean·W4ᵀ + b4                            [N][d]
 //	h'     = cardmin_fwd(gate → σ(gate), h, mask)     min over branches × gate
+//
+// The kernels that loop over branches take one thread per output element p = r·d + k
+// (p < N·d); that element's branch j is input element base[j]·d + p.
 #include "common.h"
 
 // z[r][i] = a[r][i] − h[r][i], z[r][d+i] = a[r][i] + h[r][i] for r < rows.
@@ -46,29 +55,51 @@ KERNEL relu_bwd(float* dx, const float* out, int n) {
 	}
 }
 
-// SemanticAverage. alpha holds the attention logits [nb][nd] on entry and the softmax
-// over branches on exit; x, y [nd] get Σ_j α_j cos a_j and Σ_j α_j sin a_j, x clamped to
-// 1e-3 where |x| < 1e-3, and outAxis [nd] = atan(y/x) ± π by the signs of x and y, as
-// ConE's code (and model.IntersectForward, whose comment says why) computes it.
-// axis is the inputs' axes [nb][nd].
-KERNEL intersect_attention_fwd(float* outAxis, float* alpha, float* x, float* y, const float* axis, int nb, int nd) {
-	GRID_STRIDE(p, nd) {
+// branch_rows is counts[j], the number of outputs with more than j branches (n with
+// counts NULL: the uniform layout).
+__device__ __forceinline__ int branch_rows(const int* counts, int j, int n) { return counts ? counts[j] : n; }
+
+// branches_of is the number of branches of output row r: the j < J with counts[j] > r.
+__device__ __forceinline__ int branches_of(const int* counts, int J, long long r) {
+	if (!counts) return J;
+	int nb = 0;
+	while (nb < J && counts[nb] > r) nb++;
+	return nb;
+}
+
+// SemanticAverage. alpha holds the attention logits [R][d] on entry and the softmax over
+// each output's branches on exit; x, y [N][d] get Σ_j α_j cos a_j and Σ_j α_j sin a_j, x
+// clamped to 1e-3 where |x| < 1e-3, and outAxis [N][d] = atan(y/x) ± π by the signs of x
+// and y, as ConE's code (and model.IntersectForward, whose comment says why) computes it.
+// axis is the inputs' axes [R][d].
+KERNEL intersect_attention_fwd(float* outAxis, float* alpha, float* x, float* y, const float* axis, const int* counts, int J,
+                               int n, int d) {
+	GRID_STRIDE(p, (long long)n * d) {
+		const int nb = branches_of(counts, J, p / d);
 		float g = alpha[p];
-		for (int j = 1; j < nb; j++) g = fmaxf(g, alpha[(long long)j * nd + p]);
+		long long q = p + (long long)branch_rows(counts, 0, n) * d;
+		for (int j = 1; j < nb; j++) {
+			g = fmaxf(g, alpha[q]);
+			q += (long long)branch_rows(counts, j, n) * d;
+		}
 		float sum = 0.f;
+		q = p;
 		for (int j = 0; j < nb; j++) {
-			float e = expf(alpha[(long long)j * nd + p] - g);
-			alpha[(long long)j * nd + p] = e;
+			float e = expf(alpha[q] - g);
+			alpha[q] = e;
 			sum += e;
+			q += (long long)branch_rows(counts, j, n) * d;
 		}
 		float sx = 0.f, sy = 0.f;
+		q = p;
 		for (int j = 0; j < nb; j++) {
-			float al = alpha[(long long)j * nd + p] / sum;
-			alpha[(long long)j * nd + p] = al;
+			float al = alpha[q] / sum;
+			alpha[q] = al;
 			float s, c;
-			sincosf(axis[(long long)j * nd + p], &s, &c);
+			sincosf(axis[q], &s, &c);
 			sx += al * c;
 			sy += al * s;
+			q += (long long)branch_rows(counts, j, n) * d;
 		}
 		if (sx > -1e-3f && sx < 1e-3f) sx = 1e-3f;
 		x[p] = sx;
@@ -79,25 +110,30 @@ KERNEL intersect_attention_fwd(float* outAxis, float* alpha, float* x, float* y,
 	}
 }
 
-// Backward of intersect_attention_fwd given dOutAxis [nd]: adds the direct gradient
-// α_j·(dy·cos a_j − dx·sin a_j) into dAxis [nb][nd] and WRITES dg [nb][nd], the gradient
-// of the attention logits (through the softmax). x holds the clamped sum: where it is
-// 1e-3 (clamped) the arctangent's gradient with respect to x is 0.
+// Backward of intersect_attention_fwd given dOutAxis [N][d]: adds the direct gradient
+// α_j·(dy·cos a_j − dx·sin a_j) into dAxis [R][d] and WRITES dg [R][d], the gradient of
+// the attention logits (through the softmax). x holds the clamped sum: where it is 1e-3
+// (clamped) the arctangent's gradient with respect to x is 0.
 KERNEL intersect_attention_bwd(float* dg, float* dAxis, const float* dOutAxis, const float* alpha, const float* x,
-                               const float* y, const float* axis, int nb, int nd) {
-	GRID_STRIDE(p, nd) {
+                               const float* y, const float* axis, const int* counts, int J, int n, int d) {
+	GRID_STRIDE(p, (long long)n * d) {
+		const int nb = branches_of(counts, J, p / d);
 		float xv = x[p], yv = y[p];
 		float r2 = xv * xv + yv * yv;
 		if (r2 == 0.f) {
-			for (int j = 0; j < nb; j++) dg[(long long)j * nd + p] = 0.f;
+			long long q = p;
+			for (int j = 0; j < nb; j++) {
+				dg[q] = 0.f;
+				q += (long long)branch_rows(counts, j, n) * d;
+			}
 			continue;
 		}
 		float go = dOutAxis[p];
 		float dx = -yv / r2 * go, dy = xv / r2 * go;
 		if (xv == 1e-3f) dx = 0.f;
 		float dot = 0.f;
+		long long q = p;
 		for (int j = 0; j < nb; j++) {
-			long long q = (long long)j * nd + p;
 			float s, c;
 			sincosf(axis[q], &s, &c);
 			float al = alpha[q];
@@ -105,51 +141,63 @@ KERNEL intersect_attention_bwd(float* dg, float* dAxis, const float* dOutAxis, c
 			if (dAxis) dAxis[q] += al * (dy * c - dx * s);
 			dg[q] = dAlpha;
 			dot += al * dAlpha;
+			q += (long long)branch_rows(counts, j, n) * d;
 		}
+		q = p;
 		for (int j = 0; j < nb; j++) {
-			long long q = (long long)j * nd + p;
 			dg[q] = alpha[q] * (dg[q] - dot);
+			q += (long long)branch_rows(counts, j, n) * d;
 		}
 	}
 }
 
-// mean[p] = (1/nb)·Σ_j set[j][p], the DeepSets mean over branches.
-KERNEL branch_mean(float* mean, const float* set, int nb, int nd) {
-	GRID_STRIDE(p, nd) {
+// mean[p] = (1/nb)·Σ_j set[j][p], the DeepSets mean over output p's own nb branches.
+KERNEL branch_mean(float* mean, const float* set, const int* counts, int J, int n, int d) {
+	GRID_STRIDE(p, (long long)n * d) {
+		const int nb = branches_of(counts, J, p / d);
 		float s = 0.f;
-		for (int j = 0; j < nb; j++) s += set[(long long)j * nd + p];
+		long long q = p;
+		for (int j = 0; j < nb; j++) {
+			s += set[q];
+			q += (long long)branch_rows(counts, j, n) * d;
+		}
 		mean[p] = s / (float)nb;
 	}
 }
 
 // WRITES dSet[j][p] = dMean[p]/nb where set[j][p] > 0, else 0 (branch_mean's backward
 // fused with the ReLU's).
-KERNEL branch_mean_bwd(float* dSet, const float* dMean, const float* set, int nb, int nd) {
-	GRID_STRIDE(p, nd) {
+KERNEL branch_mean_bwd(float* dSet, const float* dMean, const float* set, const int* counts, int J, int n, int d) {
+	GRID_STRIDE(p, (long long)n * d) {
+		const int nb = branches_of(counts, J, p / d);
 		float g = dMean[p] / (float)nb;
+		long long q = p;
 		for (int j = 0; j < nb; j++) {
-			long long q = (long long)j * nd + p;
 			dSet[q] = set[q] > 0.f ? g : 0.f;
+			q += (long long)branch_rows(counts, j, n) * d;
 		}
 	}
 }
 
-// CardMin. gate [nd] holds the gate's pre-activation on entry and σ of it on exit;
-// hmin [nd] gets min_j(mask_j·h_j), argmin [nd] the first branch attaining it, and
-// outHalf [nd] = hmin·gate. half and mask are [nb][nd]; mask may be NULL (no dropout).
-KERNEL cardmin_fwd(float* outHalf, float* gate, float* hmin, int* argmin, const float* half, const float* mask, int nb, int nd) {
-	GRID_STRIDE(p, nd) {
+// CardMin. gate [N][d] holds the gate's pre-activation on entry and σ of it on exit;
+// hmin [N][d] gets min_j(mask_j·h_j), argmin [N][d] the first branch attaining it, and
+// outHalf [N][d] = hmin·gate. half and mask are [R][d]; mask may be NULL (no dropout).
+KERNEL cardmin_fwd(float* outHalf, float* gate, float* hmin, int* argmin, const float* half, const float* mask,
+                   const int* counts, int J, int n, int d) {
+	GRID_STRIDE(p, (long long)n * d) {
+		const int nb = branches_of(counts, J, p / d);
 		float gt = sigmoidf_(gate[p]);
 		gate[p] = gt;
 		float best = mask ? half[p] * mask[p] : half[p];
 		int arg = 0;
+		long long q = p + (long long)branch_rows(counts, 0, n) * d;
 		for (int j = 1; j < nb; j++) {
-			long long q = (long long)j * nd + p;
 			float h = mask ? half[q] * mask[q] : half[q];
 			if (h < best) {
 				best = h;
 				arg = j;
 			}
+			q += (long long)branch_rows(counts, j, n) * d;
 		}
 		hmin[p] = best;
 		argmin[p] = arg;
@@ -157,14 +205,15 @@ KERNEL cardmin_fwd(float* outHalf, float* gate, float* hmin, int* argmin, const 
 	}
 }
 
-// Backward of cardmin_fwd given dOutHalf [nd]: adds gate·mask·dOut into dHalf [nb][nd]
-// at the arg-min branch only, and WRITES dPre [nd], the gradient of the gate's
+// Backward of cardmin_fwd given dOutHalf [N][d]: adds gate·mask·dOut into dHalf [R][d] at
+// the arg-min branch only, and WRITES dPre [N][d], the gradient of the gate's
 // pre-activation.
 KERNEL cardmin_bwd(float* dHalf, float* dPre, const float* dOutHalf, const float* gate, const float* hmin, const int* argmin,
-                   const float* mask, int nb, int nd) {
-	GRID_STRIDE(p, nd) {
+                   const float* mask, const int* counts, int n, int d) {
+	GRID_STRIDE(p, (long long)n * d) {
 		float g = dOutHalf[p], gt = gate[p];
-		long long q = (long long)argmin[p] * nd + p;
+		long long q = p;
+		for (int j = 0; j < argmin[p]; j++) q += (long long)branch_rows(counts, j, n) * d;
 		float dh = g * gt;
 		if (mask) dh *= mask[q];
 		if (dHalf) dHalf[q] += dh;
