@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocone/rocone/pkg/compute/cuda"
 	"github.com/rocone/rocone/pkg/compute/cuda/cudamodel"
+	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/query"
@@ -32,7 +33,7 @@ func BenchmarkRankHostShare(b *testing.B) {
 func benchmarkRankHostShare(b *testing.B, onDevice bool) {
 	const entities, answers = 14505, 20
 	cfg := model.Config{Variant: model.RoConE, NumEntities: entities, NumRelations: 474, Dim: 1600, Gamma: 30, CenterReg: 0.1}
-	dev := cuda.NewDevice(&cuda.NullDriver{Fill: 1})
+	dev := cuda.NewDevice(&cudatest.NullDriver{Fill: 1})
 	be := cuda.NewBackend(dev)
 	m, err := model.New[float32](cfg, be)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cuda"
+	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
 	"github.com/rocone/rocone/pkg/model"
 )
 
@@ -55,7 +56,7 @@ func (k *failingKernels) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half,
 
 // failingDriver is a GPU whose every kernel launch fails: cuda.Backend over it records the
 // error and computes every call on the CPU (cuda.Backend's documented fallback).
-type failingDriver struct{ *cuda.NullDriver }
+type failingDriver struct{ *cudatest.NullDriver }
 
 func (failingDriver) Launch(string, [3]int, [3]int, []uint64) error {
 	return errors.New("CUDA_ERROR_LAUNCH_FAILED")
@@ -85,7 +86,7 @@ func TestDeviceErrorFailsStage(t *testing.T) {
 		{"fake, fails after its first kernel call", func() compute.Backend { return &failingKernels{after: 0} }, "fake device", errFakeDevice},
 		{"fake, fails after 5 kernel calls (mid-run)", func() compute.Backend { return &failingKernels{after: 5} }, "fake device", errFakeDevice},
 		{"cuda backend, failing launches", func() compute.Backend {
-			return cuda.NewBackend(cuda.NewDevice(failingDriver{&cuda.NullDriver{}}))
+			return cuda.NewBackend(cuda.NewDevice(failingDriver{&cudatest.NullDriver{}}))
 		}, "CUDA_ERROR_LAUNCH_FAILED", nil},
 		{"control: fake, no error", func() compute.Backend { return &failingKernels{after: math.MaxInt64} }, "", nil},
 	}

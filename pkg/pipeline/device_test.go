@@ -10,7 +10,7 @@ import (
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/compute/cuda/emu"
+	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
 	"github.com/rocone/rocone/pkg/compute/device"
 	"github.com/rocone/rocone/pkg/model"
 )
@@ -24,12 +24,7 @@ func TestRankOnDevice(t *testing.T) {
 		t.Run(string(variant), func(t *testing.T) {
 			ck := filepath.Join(dir, string(variant)+".arrow")
 			writeCheckpoint(t, ck, variant, 12, 3)
-			e, err := emu.New()
-			if err != nil {
-				t.Fatal(err)
-			}
-			dev := cuda.NewDevice(e)
-			defer dev.Close()
+			dev := cudatest.Emulator(t)
 			cpu, gpu := filepath.Join(dir, "cpu.arrow"), filepath.Join(dir, "gpu.arrow")
 			if err := Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: cpu, Kernels: compute.Reference[float32]{}}); err != nil {
 				t.Fatal(err)

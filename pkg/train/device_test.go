@@ -14,23 +14,12 @@ import (
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/compute/cuda/emu"
+	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
 )
 
 // Training with the model resident on a CUDA device (Options.Device, CUDA), here on package
 // emu's launch emulator: the same kernels and host code as on a GPU, on the CPU. The GPU
 // check (scripts/cuda/gpu-check.sh) runs the CLI's equivalent on a real device.
-
-func emuDevice(t *testing.T) *cuda.Device {
-	t.Helper()
-	e, err := emu.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := cuda.NewDevice(e)
-	t.Cleanup(func() { d.Close() })
-	return d
-}
 
 // closeCurves fails unless two train logs have the same rows with train losses within
 // rel of each other (the device sums in another order, so they drift apart by rounding).
@@ -65,7 +54,7 @@ func TestDeviceTrainingMatchesCPU(t *testing.T) {
 			cpuRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "cpu.arrow"), Log: filepath.Join(dir, "cpu-log.arrow")}
 			run(t, cfg, cpuRun)
 			devRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "dev.arrow"), Log: filepath.Join(dir, "dev-log.arrow"),
-				Device: CUDA(emuDevice(t))}
+				Device: CUDA(cudatest.Emulator(t))}
 			run(t, cfg, devRun)
 			closeCurves(t, logCurves(t, cpuRun.Log), logCurves(t, devRun.Log), 1e-4)
 		})
@@ -83,7 +72,7 @@ func TestResumeAcrossDevices(t *testing.T) {
 	straight := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "a.arrow"), Log: filepath.Join(dir, "a-log.arrow")}
 	run(t, cfg, straight)
 
-	dev := emuDevice(t)
+	dev := cudatest.Emulator(t)
 	for _, name := range []string{"b", "c"} {
 		parts := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, name+".arrow"), Log: filepath.Join(dir, name+"-log.arrow"),
 			StopAfter: 7}
@@ -144,11 +133,7 @@ func TestDeviceErrorKeepsCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := emu.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := cuda.NewDevice(&failingDriver{Driver: e, ok: 400})
+	dev := cuda.NewDevice(&failingDriver{Driver: cudatest.EmulatorDriver(t), ok: 400})
 	defer dev.Close()
 	saved, done, err := ReadCheckpointConfig(opts.Checkpoint)
 	if err != nil {

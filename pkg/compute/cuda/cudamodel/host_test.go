@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cuda"
+	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/query"
 )
@@ -28,7 +29,7 @@ func benchmarkHostShare(b *testing.B, dropRate float64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	null := &cuda.NullDriver{}
+	null := &cudatest.NullDriver{}
 	dev := cuda.NewDevice(null)
 	m, err := New(dev, host, 5e-5)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/compute/cuda/emu"
+	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/query"
 )
@@ -19,20 +19,9 @@ import (
 // parameter's gradient agree to float32 rounding. On the emulator here; gpu_test.go runs
 // the same check on a real device.
 
-func emuDevice(t testing.TB) *cuda.Device {
-	t.Helper()
-	e, err := emu.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := cuda.NewDevice(e)
-	t.Cleanup(func() { d.Close() })
-	return d
-}
-
 func TestEmulatorMatchesCPU(t *testing.T) {
 	for _, v := range model.Variants {
-		t.Run(string(v), func(t *testing.T) { checkStepMatchesCPU(t, emuDevice(t), v, 8) })
+		t.Run(string(v), func(t *testing.T) { checkStepMatchesCPU(t, cudatest.Emulator(t), v, 8) })
 	}
 }
 

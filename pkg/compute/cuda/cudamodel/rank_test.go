@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rocone/rocone/pkg/compute/cuda"
+	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/query"
@@ -20,7 +21,7 @@ import (
 // order), and there by at most the number of such near-ties.
 func TestEmulatorRankMatchesCPU(t *testing.T) {
 	for _, v := range model.Variants {
-		t.Run(string(v), func(t *testing.T) { checkRankMatchesCPU(t, emuDevice(t), v, 300, 20) })
+		t.Run(string(v), func(t *testing.T) { checkRankMatchesCPU(t, cudatest.Emulator(t), v, 300, 20) })
 	}
 }
 

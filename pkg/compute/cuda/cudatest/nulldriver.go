@@ -1,8 +1,10 @@
-package cuda
+package cudatest
 
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/rocone/rocone/pkg/compute/cuda"
 )
 
 // NullDriver is a Driver that executes nothing: it hands out addresses, accepts every
@@ -49,4 +51,4 @@ func (n *NullDriver) Launch(string, [3]int, [3]int, []uint64) error {
 func (n *NullDriver) Sync() error  { return nil }
 func (n *NullDriver) Close() error { return nil }
 
-var _ Driver = (*NullDriver)(nil)
+var _ cuda.Driver = (*NullDriver)(nil)
