@@ -10,7 +10,8 @@
 // pool it prints the mean loss of every run, and says whether the project's runs lie
 // within the reference's run-to-run spread: the mean over the project's seeds inside
 // [min, max] of the reference seeds' means (strict), and the two seed ranges overlapping.
-// It exits non-zero when a window fails the overlap test.
+// It exits non-zero when a window fails the overlap test, and refuses logs whose
+// configuration (width of the projection MLP included) is not the reference's.
 package main
 
 import (
@@ -74,9 +75,12 @@ func run() error {
 	}
 	var ourPath, ourOther [][]float64
 	for _, path := range flag.Args() {
-		_, rows, err := artifact.ReadTrainLog(path)
+		meta, rows, err := artifact.ReadTrainLog(path)
 		if err != nil {
 			return err
+		}
+		if err := sameConfig(rf.Config, meta.Config); err != nil {
+			return fmt.Errorf("%s against %s: %w", path, *ref, err)
 		}
 		p, o := make([]float64, steps), make([]float64, steps)
 		n := 0
@@ -116,6 +120,44 @@ func run() error {
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d windows where the project's seed range and QE-ConE's do not overlap", failed)
+	}
+	return nil
+}
+
+// configKeys pairs make_fixtures.py curves' config keys with the train log's: the runs
+// compared must share every one of them, or a difference in the curves says nothing about
+// the implementations (a 128-wide MLP against QE-ConE's 1600 learns visibly faster).
+var configKeys = []struct{ ref, log string }{
+	{"dim", "dim"}, {"hidden", "cone_hidden"}, {"batch", "batch"}, {"negatives", "negatives"},
+	{"gamma", "gamma"}, {"center_reg", "lambda"}, {"lr", "lr"}, {"drop", "dropout"}, {"steps", "steps"},
+}
+
+// sameConfig returns an error naming the first setting where the train log's
+// configuration (JSON) differs from the reference's. The log's cone_hidden 0 is ConE's
+// default width, 1600.
+func sameConfig(ref map[string]any, logConfig string) error {
+	var lc map[string]any
+	if err := json.Unmarshal([]byte(logConfig), &lc); err != nil {
+		return fmt.Errorf("train log config: %w", err)
+	}
+	if m, ok := lc["model"].(string); ok && m != "cone" {
+		return fmt.Errorf("model %q, the reference is ConE (cone)", m)
+	}
+	for _, k := range configKeys {
+		rv, ok := ref[k.ref].(float64)
+		if !ok {
+			return fmt.Errorf("reference config has no numeric %q", k.ref)
+		}
+		lv, ok := lc[k.log].(float64)
+		if !ok {
+			return fmt.Errorf("train log config has no numeric %q", k.log)
+		}
+		if k.log == "cone_hidden" && lv == 0 {
+			lv = 1600
+		}
+		if math.Abs(rv-lv) > 1e-9*math.Max(1, math.Abs(rv)) {
+			return fmt.Errorf("%s %v, the reference's %s is %v", k.log, lv, k.ref, rv)
+		}
 	}
 	return nil
 }
