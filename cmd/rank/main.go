@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/rocone/rocone/pkg/compute/device"
+	"github.com/rocone/rocone/pkg/device"
 	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/pipeline"
 	"github.com/rocone/rocone/pkg/shard"

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/rocone/rocone/pkg/artifact"
-	"github.com/rocone/rocone/pkg/compute/device"
+	"github.com/rocone/rocone/pkg/device"
 	"github.com/rocone/rocone/pkg/pipeline"
 	"github.com/rocone/rocone/pkg/qecone"
 )

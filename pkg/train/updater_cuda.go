@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/compute/cuda/cudamodel"
+	"github.com/rocone/rocone/pkg/cudamodel"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
 )

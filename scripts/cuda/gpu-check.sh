@@ -126,7 +126,7 @@ run_tests() { # $1: a test binary, or empty for go test
 		[ ${#short[@]} -gt 0 ] && gs=(-short)
 		go test -tags cuda -count=1 -v -run '^TestGPU' "${gs[@]}" ./pkg/compute/cuda/ || failed+=("GPU tests")
 		step "GPU: the device-resident training step vs the CPU model (loss and every gradient)"
-		go test -tags cuda -count=1 -v -run '^TestGPU' ./pkg/compute/cuda/cudamodel/ || failed+=("GPU step tests")
+		go test -tags cuda -count=1 -v -run '^TestGPU' ./pkg/cudamodel/ || failed+=("GPU step tests")
 		step "GPU: 200 training steps vs the CPU (loss curves), two GPU runs bit-identical"
 		go test -tags cuda -count=1 -v -run '^TestGPU' ./pkg/train/ || failed+=("GPU training tests")
 		step "emulator, PTX and host tests (-tags cuda)"
@@ -140,7 +140,7 @@ binary)
 	mkdir -p "$arg"
 	step "building $arg/cuda.test, cudamodel.test, train.test (go test -c -tags cuda)"
 	go test -c -tags cuda -o "$arg/cuda.test" ./pkg/compute/cuda || exit 1
-	go test -c -tags cuda -o "$arg/cudamodel.test" ./pkg/compute/cuda/cudamodel || exit 1
+	go test -c -tags cuda -o "$arg/cudamodel.test" ./pkg/cudamodel || exit 1
 	go test -c -tags cuda -o "$arg/train.test" ./pkg/train || exit 1
 	echo "run it on the GPU host: scripts/cuda/gpu-check.sh --prebuilt $arg/cuda.test"
 	exit 0

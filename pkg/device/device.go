@@ -11,7 +11,7 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cpu"
 	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/compute/cuda/cudamodel"
+	"github.com/rocone/rocone/pkg/cudamodel"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
 )
