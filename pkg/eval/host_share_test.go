@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/compute/cuda/cudamodel"
+	"github.com/rocone/rocone/pkg/cudamodel"
 	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"

@@ -94,7 +94,7 @@ type BatchRanker interface {
 }
 
 // A RankDevice is an accelerator that ranks from its own copy of a model's parameters, so
-// that scores never reach the host (pkg/compute/device gives the one `--device` names).
+// that scores never reach the host (pkg/device gives the one `--device` names).
 // The stages see only this interface, not the device's packages.
 type RankDevice interface {
 	// Load copies m's parameters to the device. The ranker ranks from that copy until it

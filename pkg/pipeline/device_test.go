@@ -11,7 +11,7 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cuda"
 	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
-	"github.com/rocone/rocone/pkg/compute/device"
+	"github.com/rocone/rocone/pkg/device"
 	"github.com/rocone/rocone/pkg/model"
 )
 
