@@ -145,9 +145,9 @@ func (h *lossHead) backward(w *devWalk) error {
 	}
 	s.ok(dev.LogitBackward(dDist, m.g.modulus, dLogits, h.dist, m.p.modulus))
 	roots, dRoots := w.cones(h.rootsBuf, h.roots, 0, h.roots), w.cones(dRootsBuf, h.roots, 0, h.roots)
-	ix := h.candIx.on(w.iv)
+	candIx := h.candIx.on(w.iv)
 	s.ok(dev.DistanceBackward(dRoots.Axis, dRoots.Half, w.dThEnt, dDist, roots.Axis, roots.Half, w.th.ent, w.iv[h.cand],
-		&cuda.CandIndex{Rows: ix.Rows, Start: ix.Start, Pairs: ix.Pairs, N: ix.N}, h.roots, K, d, float32(m.cfg.CenterReg)))
+		&candIx, h.roots, K, d, float32(m.cfg.CenterReg)))
 	s.ok(dev.RowsSum(w.dTable, dRootsBuf, h.scatter.on(w.iv), d))
 	return s.err
 }

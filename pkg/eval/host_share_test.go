@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/cudamodel"
 	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
+	"github.com/rocone/rocone/pkg/cudamodel"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/query"

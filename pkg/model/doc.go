@@ -11,12 +11,19 @@
 //   - op_mlp.go: ConE's MLP projection (§2).
 //   - op_negate.go: negation (§5).
 //   - op_intersect.go: intersection, SemanticAverage + CardMin with dropout (§4).
-//   - op_score.go: logit γ − m·dist, DNF union as a max (§6, §7), the loss (§9). The
+//   - op_loss.go: logit γ − m·dist, DNF union as a max (§6, §7), the loss (§9). The
 //     distance (§7) is a kernel of pkg/compute, beside the linear layer (GEMM).
-//   - plan.go, embed.go: a structure compiled into steps; Embed runs them forward and
-//     records a tape; Embedding.Backward replays it in reverse (§8).
-//   - loss.go: the loss of a training batch, grouped by structure.
-//   - score.go: logits of all entities, for evaluation.
+//   - plan.go: a structure compiled into steps, grouped into levels.
+//   - walk.go: Walk, the one level-batched walk of a batch's plans forward and backward
+//     over an Executor (the operators above on some backend) and a Head; the CPU's
+//     executor is embed.go (Embed records a tape; Embedding.Backward replays it, §8),
+//     the device's is package cudamodel.
+//   - loss.go: the loss head of a training batch, grouped by structure.
+//   - op_score.go: the scoring head, logits of all entities, for evaluation.
+//
+// Each op_X.go has its CUDA kernels in pkg/compute/cuda/kernels/X.cu and their host side
+// in pkg/compute/cuda/op_X.go (for linear and distance: pkg/compute/X.go), so an operator
+// is found by one name in every layer.
 //
 // # Conventions
 //

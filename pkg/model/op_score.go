@@ -1,103 +1,111 @@
 package model
 
-import "math"
+import (
+	"fmt"
 
-// The distance itself (model.md §7) is a hot kernel and lives behind the compute seam:
-// see compute.Kernels.DistanceForward / DistanceBackward. What follows turns distances
-// into logits, takes the DNF union and computes the loss.
+	"github.com/rocone/rocone/pkg/compute"
 
-// ---------------------------------------------------------------------------------------
-// Logit (model.md §7): logit = γ − m·dist, m the trainable modulus.
+	"github.com/rocone/rocone/pkg/query"
+)
 
-// LogitForward sets logit[i] = γ − m·dist[i].
-func LogitForward[T Float](logit, dist []T, gamma, modulus T) {
-	for i, v := range dist {
-		logit[i] = gamma - modulus*v
-	}
+// Scorer scores queries against every entity, for evaluation. It maps all entity
+// angles once, so it reflects the parameters at the time it was made.
+type Scorer[T Float] struct {
+	m      *Model[T]
+	angles []T // [NumEntities][d]
+	// table is the entity table prepared once for the kernels (e.g. the fast CPU
+	// backend's half-angle sin/cos), so scoring many small groups does not redo it.
+	table compute.PreparedEntities[T]
 }
 
-// LogitBackward adds the gradients of LogitForward given dLogit: dDist += −m·dLogit, and
-// returns ∂/∂m = −Σ dLogit·dist (summed in float64).
-func LogitBackward[T Float](dDist, dLogit, dist []T, modulus T) (dModulus float64) {
-	for i, g := range dLogit {
-		dDist[i] -= modulus * g
-		dModulus -= float64(g) * float64(dist[i])
-	}
-	return dModulus
+// NewScorer maps the entity table to angles and returns a scorer.
+func (m *Model[T]) NewScorer() *Scorer[T] {
+	angles := make([]T, len(m.Params.Entity))
+	AngleForward(angles, m.Params.Entity, m.embeddingRange())
+	return &Scorer[T]{m: m, angles: angles, table: compute.PrepareEntities(m.Kernels, angles, m.Config.NumEntities, m.Config.Dim)}
 }
 
-// ---------------------------------------------------------------------------------------
-// Union (model.md §6): the score of a DNF query is the max over its branches' logits.
-// Subgradient: the whole gradient goes to the first maximal branch (PyTorch's max(dim)).
+// Score writes out[q][e], the logit of entity e for query q, [len(queries)][NumEntities]:
+// γ − m·dist, the max over DNF branches for a union. No dropout is applied.
+func (s *Scorer[T]) Score(out []T, queries []query.Grounded) error {
+	return s.ScoreFrom(out, queries, nil)
+}
 
-// UnionMaxForward sets score[i] = max_b branches[b][i] and arg[i] = the first b attaining it.
-func UnionMaxForward[T Float](score []T, arg []int32, branches [][]T) {
-	copy(score, branches[0])
-	clear(arg)
-	for b := 1; b < len(branches); b++ {
-		for i, v := range branches[b] {
-			if v > score[i] {
-				score[i], arg[i] = v, int32(b)
+// ScoreFrom is Score with the cones of each structure group (the queries' indices, as
+// GroupByStructure gives them) taken from cones instead of embedded: a stage that stored
+// the cones of the same groups scores exactly what Score would.
+func (s *Scorer[T]) ScoreFrom(out []T, queries []query.Grounded, cones func(group []int) ([]Cones[T], error)) error {
+	m, N := s.m, s.m.Config.NumEntities
+	if len(out) != len(queries)*N {
+		return fmt.Errorf("model: Score: out has %d values, want %d×%d", len(out), len(queries), N)
+	}
+	for _, group := range GroupByStructure(queries) {
+		n := len(group)
+		var branches []Cones[T]
+		if cones != nil {
+			var err error
+			if branches, err = cones(group); err != nil {
+				return err
 			}
+		} else {
+			anchors, relations := structureGroup{queries: group}.ids(queries)
+			emb, err := m.Embed(queries[group[0]].Structure, anchors, relations, n, nil)
+			if err != nil {
+				return err
+			}
+			branches = emb.Branches
+		}
+		score := make([]T, n*N)
+		if err := s.ScoreCones(score, branches); err != nil {
+			return err
+		}
+		for r, q := range group {
+			copy(out[q*N:(q+1)*N], score[r*N:(r+1)*N])
 		}
 	}
+	return nil
 }
 
-// UnionMaxBackward adds dScore to the selected branch: dBranches[arg[i]][i] += dScore[i].
-func UnionMaxBackward[T Float](dBranches [][]T, dScore []T, arg []int32) {
-	for i, g := range dScore {
-		dBranches[arg[i]][i] += g
+// GroupByStructure splits queries into groups of one structure, in order of first
+// appearance, each listing its queries' indices in order: the batches the model embeds.
+func GroupByStructure(queries []query.Grounded) [][]int {
+	groups := groupByStructure(queries)
+	out := make([][]int, len(groups))
+	for i, g := range groups {
+		out[i] = g.queries
 	}
+	return out
 }
 
-// ---------------------------------------------------------------------------------------
-// Loss (model.md §9). For Q queries with weights w, one positive logit pos[q] and k
-// negative logits neg[q][j]:
-//
-//	L_pos = −Σ_q w_q·log σ(pos_q) / Σ_q w_q
-//	L_neg = −Σ_q w_q·(1/k)·Σ_j log σ(−neg_qj) / Σ_q w_q
-//	L     = (L_pos + L_neg)/2
-//
-// Sums are taken in float64.
-
-// logSigmoid is log σ(x) = −softplus(−x), computed stably.
-func logSigmoid(x float64) float64 {
-	return min(x, 0) - math.Log1p(math.Exp(-math.Abs(x)))
-}
-
-// LossForward returns L, L_pos and L_neg for logits pos [Q], neg [Q][k], weights w [Q].
-func LossForward[T Float](pos, neg, w []T, k int) (loss, lossPos, lossNeg float64) {
-	var sumW float64
-	for q, wq := range w {
-		sumW += float64(wq)
-		lossPos -= float64(wq) * logSigmoid(float64(pos[q]))
-		var s float64
-		for _, v := range neg[q*k : (q+1)*k] {
-			s += logSigmoid(-float64(v))
+// ScoreCones writes out[q][e], the logit of entity e for the q-th query whose DNF branches
+// are the q-th cones of each element of branches (all of the same size n): the max over
+// branches of γ − m·dist. Score embeds and then calls it, so ranks computed from stored
+// cones are those computed from the queries.
+func (s *Scorer[T]) ScoreCones(out []T, branches []Cones[T]) error {
+	m, N, d := s.m, s.m.Config.NumEntities, s.m.Config.Dim
+	if len(branches) == 0 {
+		return fmt.Errorf("model: ScoreCones: no branches")
+	}
+	n := branches[0].N
+	if len(out) != n*N {
+		return fmt.Errorf("model: ScoreCones: out has %d values, want %d×%d", len(out), n, N)
+	}
+	gamma, modulus, lambda := T(m.Config.Gamma), m.Params.Modulus[0], T(m.Config.CenterReg)
+	if len(branches) == 1 {
+		s.table.DistanceForward(out, branches[0].Axis, branches[0].Half, nil, n, N, lambda)
+		LogitForward(out, out, gamma, modulus)
+		return nil
+	}
+	logits := make([][]T, len(branches))
+	for br, c := range branches {
+		if c.N != n || c.Dim != d {
+			return fmt.Errorf("model: ScoreCones: branch %d holds %d cones of dimension %d, want %d of %d", br, c.N, c.Dim, n, d)
 		}
-		lossNeg -= float64(wq) * s / float64(k)
+		dist := make([]T, n*N)
+		s.table.DistanceForward(dist, c.Axis, c.Half, nil, n, N, lambda)
+		logits[br] = dist
+		LogitForward(logits[br], dist, gamma, modulus)
 	}
-	lossPos /= sumW
-	lossNeg /= sumW
-	return (lossPos + lossNeg) / 2, lossPos, lossNeg
+	UnionMaxForward(out, make([]int32, n*N), logits)
+	return nil
 }
-
-// LossBackward adds the gradients of L (times dLoss) to dPos and dNeg:
-//
-//	∂L/∂pos_q  = −w_q·σ(−pos_q) / (2Σw)
-//	∂L/∂neg_qj =  w_q·σ(neg_qj) / (2kΣw)
-func LossBackward[T Float](dPos, dNeg, pos, neg, w []T, k int, dLoss float64) {
-	var sumW float64
-	for _, wq := range w {
-		sumW += float64(wq)
-	}
-	for q, wq := range w {
-		c := dLoss * float64(wq) / (2 * sumW)
-		dPos[q] += T(-c * sigmoid64(-float64(pos[q])))
-		for j := q * k; j < (q+1)*k; j++ {
-			dNeg[j] += T(c / float64(k) * sigmoid64(float64(neg[j])))
-		}
-	}
-}
-
-func sigmoid64(x float64) float64 { return 1 / (1 + math.Exp(-x)) }

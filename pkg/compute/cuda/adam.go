@@ -6,6 +6,37 @@ import (
 	"slices"
 )
 
+// AdamConfig is torch.optim.Adam's configuration (no weight decay, no amsgrad).
+type AdamConfig struct {
+	LR, Beta1, Beta2, Eps float64
+}
+
+// DefaultAdam is PyTorch's default Adam with learning rate lr (training.md §1).
+func DefaultAdam(lr float64) AdamConfig {
+	return AdamConfig{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+}
+
+// AdamStep applies Adam step number step (1, 2, …; since the optimiser was created) to
+// the parameters p with gradients g and moments m, v, all of one length: dense, every
+// element moves. With zeroGrad the gradients are cleared after use.
+func (d *Device) AdamStep(p, g, m, v *F32, step int, cfg AdamConfig, zeroGrad bool) error {
+	n := p.Len()
+	c := check{op: "AdamStep"}
+	c.f("g", g, n)
+	c.f("m", m, n)
+	c.f("v", v, n)
+	if c.err == nil && step < 1 {
+		c.err = fmt.Errorf("cuda: AdamStep: step %d, must be ≥ 1", step)
+	}
+	if c.err != nil {
+		return c.err
+	}
+	stepSize, bc2Sqrt := adamScalars(step, cfg)
+	return d.each("adam_step", n, ptr(p), ptr(g), ptr(m), ptr(v), i32(n), f32(float32(cfg.Beta2)),
+		f32(float32(1-cfg.Beta1)), f32(float32(1-cfg.Beta2)), f32(float32(cfg.Eps)), f32(stepSize),
+		f32(bc2Sqrt), boolArg(zeroGrad))
+}
+
 // Adam is a dense Adam optimiser over device-resident parameters (training.md §1): each
 // parameter tensor P has its gradient G (same length) and the optimiser's moments, all on
 // the device; Step updates every element of every tensor, with no host round trip, in
@@ -234,4 +265,36 @@ func (a *Adam) Free() error {
 func adamScalars(t int, cfg AdamConfig) (stepSize, bc2Sqrt float32) {
 	ft := float64(t)
 	return float32(cfg.LR / (1 - math.Pow(cfg.Beta1, ft))), float32(math.Sqrt(1 - math.Pow(cfg.Beta2, ft)))
+}
+
+// Moments downloads the first and second moments of parameter i.
+func (a *Adam) Moments(i int, m, v []float32) error {
+	if i < 0 || i >= len(a.slots) {
+		return fmt.Errorf("cuda: Adam has %d parameters, asked for %d", len(a.slots), i)
+	}
+	if err := a.slots[i].m.Download(m); err != nil {
+		return err
+	}
+	return a.slots[i].v.Download(v)
+}
+
+// SetState sets the step count and uploads the moments of every parameter (m[i], v[i]
+// each as long as parameter i): a resumed optimiser.
+func (a *Adam) SetState(step int, m, v [][]float32) error {
+	if len(m) != len(a.slots) || len(v) != len(a.slots) {
+		return fmt.Errorf("cuda: Adam has %d parameters; state for %d and %d given", len(a.slots), len(m), len(v))
+	}
+	for i, s := range a.slots {
+		if len(m[i]) != s.p.Len() || len(v[i]) != s.p.Len() {
+			return fmt.Errorf("cuda: Adam parameter %d has %d elements; moments of %d and %d given", i, s.p.Len(), len(m[i]), len(v[i]))
+		}
+		if err := s.m.Upload(m[i]); err != nil {
+			return err
+		}
+		if err := s.v.Upload(v[i]); err != nil {
+			return err
+		}
+	}
+	a.step = step
+	return nil
 }

@@ -10,11 +10,11 @@ import (
 
 // Backend implements compute.Backend (float32) on a Device.
 //
-// This first cut copies every call's inputs to the device and its outputs back (into
-// reused device and host scratch buffers), so it is a drop-in replacement for
-// compute.Reference[float32] wherever a Backend is taken, and it pays off on the large
-// GEMMs and distance evaluations. Keeping parameters, moments and activations resident
-// on the device across the training step (the Device operations) is the next step.
+// It copies every call's inputs to the device and its outputs back (into reused device
+// and host scratch buffers), so it is a drop-in replacement for compute.Reference[float32]
+// wherever a Backend is taken: `embed --device cuda` and the CPU model's GEMMs and
+// distances. Training and ranking on the device do not go through it: package cudamodel
+// keeps parameters, moments and activations resident and calls the Device operations.
 //
 // compute.Backend's methods cannot return errors. A device error (a failed launch, out
 // of memory, a lost device) is recorded, the call is computed by compute.Reference
@@ -567,9 +567,9 @@ func (b *Backend) distanceBackward(dAxis, dHalf, dEnt []float32, DD, A, H, E *F3
 	if err != nil {
 		return err
 	}
-	var ix *CandIndex
+	var ix *DeviceRowIndex
 	if b.Deterministic && cand != nil && dEnt != nil {
-		if ix, err = NewCandIndex(b.dev, cand, cands); err != nil {
+		if ix, err = NewDeviceRowIndex(b.dev, RowCSR(cand, E.Len()/dim, nil)); err != nil {
 			return err
 		}
 		defer ix.Free()

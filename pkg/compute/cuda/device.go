@@ -3,7 +3,6 @@ package cuda
 import (
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/rocone/rocone/pkg/compute/cuda/kernels"
 )
@@ -45,163 +44,6 @@ func (d *Device) Sync() error { return d.drv.Sync() }
 // afterwards.
 func (d *Device) Close() error { return d.drv.Close() }
 
-// ---------------------------------------------------------------------------------------
-// Buffers.
-
-// Elem is the element type of a device buffer.
-type Elem interface{ ~float32 | ~int32 | ~float64 }
-
-// Buffer is a device array of n elements of T. A nil *Buffer is a NULL pointer for the
-// kernels (an optional input or a skipped gradient).
-type Buffer[T Elem] struct {
-	dev   *Device
-	ptr   uint64
-	n     int
-	owned bool
-}
-
-// F32 and I32 are the usual buffers.
-type (
-	F32 = Buffer[float32]
-	I32 = Buffer[int32]
-	F64 = Buffer[float64]
-)
-
-func sizeOf[T Elem]() int {
-	var z T
-	return int(unsafe.Sizeof(z))
-}
-
-// Alloc allocates a zeroed buffer of n elements.
-func Alloc[T Elem](d *Device, n int) (*Buffer[T], error) {
-	if n < 0 {
-		return nil, fmt.Errorf("cuda: alloc of %d elements", n)
-	}
-	b := &Buffer[T]{dev: d, n: n, owned: true}
-	if n == 0 {
-		return b, nil
-	}
-	p, err := d.drv.Alloc(n * sizeOf[T]())
-	if err != nil {
-		return nil, err
-	}
-	b.ptr = p
-	if err := d.drv.Zero(p, n*sizeOf[T]()); err != nil {
-		d.drv.Free(p)
-		return nil, err
-	}
-	return b, nil
-}
-
-// FromHost allocates a buffer holding a copy of src.
-func FromHost[T Elem](d *Device, src []T) (*Buffer[T], error) {
-	b, err := Alloc[T](d, len(src))
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Upload(src); err != nil {
-		b.Free()
-		return nil, err
-	}
-	return b, nil
-}
-
-// Len is the number of elements.
-func (b *Buffer[T]) Len() int {
-	if b == nil {
-		return 0
-	}
-	return b.n
-}
-
-// Ptr is the device address (0 for a nil or empty buffer).
-func (b *Buffer[T]) Ptr() uint64 {
-	if b == nil {
-		return 0
-	}
-	return b.ptr
-}
-
-// Slice returns a view of elements [off, off+n) (not to be freed).
-func (b *Buffer[T]) Slice(off, n int) *Buffer[T] {
-	if off < 0 || n < 0 || off+n > b.n {
-		panic(fmt.Sprintf("cuda: slice [%d, %d) of a %d-element buffer", off, off+n, b.n))
-	}
-	return &Buffer[T]{dev: b.dev, ptr: b.ptr + uint64(off*sizeOf[T]()), n: n}
-}
-
-// Free releases the buffer's memory (a no-op for nil buffers and views).
-func (b *Buffer[T]) Free() error {
-	if b == nil || !b.owned || b.ptr == 0 {
-		return nil
-	}
-	p := b.ptr
-	b.ptr, b.n = 0, 0
-	return b.dev.drv.Free(p)
-}
-
-// Upload copies src into the first len(src) elements.
-func (b *Buffer[T]) Upload(src []T) error {
-	if len(src) > b.Len() {
-		return fmt.Errorf("cuda: upload of %d elements into a %d-element buffer", len(src), b.Len())
-	}
-	if len(src) == 0 {
-		return nil
-	}
-	return b.dev.drv.CopyIn(b.ptr, unsafe.Pointer(&src[0]), len(src)*sizeOf[T]())
-}
-
-// Download copies the first len(dst) elements into dst, waiting for pending kernels.
-func (b *Buffer[T]) Download(dst []T) error {
-	if len(dst) > b.Len() {
-		return fmt.Errorf("cuda: download of %d elements from a %d-element buffer", len(dst), b.Len())
-	}
-	if len(dst) == 0 {
-		return nil
-	}
-	return b.dev.drv.CopyOut(unsafe.Pointer(&dst[0]), b.ptr, len(dst)*sizeOf[T]())
-}
-
-// ToHost returns a copy of the whole buffer.
-func (b *Buffer[T]) ToHost() ([]T, error) {
-	out := make([]T, b.Len())
-	return out, b.Download(out)
-}
-
-// Zero clears the buffer.
-func (b *Buffer[T]) Zero() error {
-	if b.Len() == 0 {
-		return nil
-	}
-	return b.dev.drv.Zero(b.ptr, b.n*sizeOf[T]())
-}
-
-// CopyFrom copies src (same length) into b on the device.
-func (b *Buffer[T]) CopyFrom(src *Buffer[T]) error {
-	if src.Len() != b.Len() {
-		return fmt.Errorf("cuda: copy of a %d-element buffer into a %d-element one", src.Len(), b.Len())
-	}
-	if b.n == 0 {
-		return nil
-	}
-	return b.dev.drv.Copy(b.ptr, src.ptr, b.n*sizeOf[T]())
-}
-
-// FreeAll frees the given buffers, ignoring nils; it returns the first error.
-func FreeAll(bs ...interface{ Free() error }) error {
-	var first error
-	for _, b := range bs {
-		if b == nil {
-			continue
-		}
-		if err := b.Free(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// ---------------------------------------------------------------------------------------
 // Launches.
 
 // arg is one kernel argument and the PTX parameter kind it is meant for.
@@ -255,7 +97,7 @@ func (d *Device) launch(name string, grid, block [3]int, args ...arg) error {
 
 const (
 	elemThreads    = 256 // element-wise kernels
-	tileThreads    = 256 // gemm.cu TILE_THREADS
+	tileThreads    = 256 // linear.cu TILE_THREADS
 	tileM, tileN   = 64, 64
 	reduceThreads  = 256 // loss.cu REDUCE_THREADS
 	distThreads    = 256 // distance.cu DIST_THREADS
@@ -306,3 +148,6 @@ func (c *check) nonneg(vals ...int) {
 		}
 	}
 }
+
+// u32 passes an unsigned 32-bit value (a PTX .u32 parameter, packed like an int).
+func u32(x uint32) arg { return arg{v: uint64(x), kind: kernels.ParamI32} }

@@ -1,24 +1,31 @@
-// Package cuda is the GPU backend of package compute, and the device-resident building
-// blocks of a GPU training loop.
+// Package cuda runs the RoConE operators on a CUDA device: the kernels, their host
+// wrappers on device-resident buffers, the Adam optimiser on the device, and Backend, the
+// compute.Backend that copies per call.
 //
-// Layout:
+// An operator has one name in every layer, so a reader follows it from its maths to its
+// kernel by that name:
 //
-//	kernels/   the CUDA C kernels (*.cu), their committed PTX for compute_80, go:generate
-//	emu/       a CPU launch emulator that compiles the same .cu files (tests, no GPU)
-//	*.go       the host side: Driver, Device, buffers, launch wrappers, Backend
+//	pkg/model/op_X.go          the CPU reference, forward and backward side by side (for
+//	                           linear and distance: pkg/compute/X.go, fast in pkg/compute/cpu)
+//	kernels/X.cu               the CUDA kernels (compiled to committed PTX; emu/ runs them on the CPU)
+//	op_X.go                    Device.XForward / XBackward: argument checks, grids, launches
+//	op_X_test.go               the parity test of X against pkg/model (emulator, and GPU with -tags cuda)
 //
-// The host code talks to a Driver: the real one (gorgonia.org/cu's driver API; only with
-// the `cuda` build tag, see Open) or the emulator (emu.New, for tests). Everything above
-// the Driver (argument packing and checking, grid computation, the multi-kernel
-// operations, Backend's copies) is the same code on both, so the emulator tests cover it.
+// for X in angle, rotate, negate, intersect (with its dropout masks), mlp (the ends of
+// ConE's projection MLP), linear (the MLP and attention layers: GEMM and ReLU), distance,
+// loss (logit, union, the loss) and score (rank's all-entity scores and filtered ranks).
+// The rest of the package: buffer.go (typed device buffers and the per-batch arena),
+// rows.go (gathers, scatters and the one CSR index, RowCSR, for deterministic gradient
+// sums), cones.go, adam.go (every Adam: one tensor, or all in one launch), device.go (the
+// Device and its checked launches), driver.go with driver_cuda.go (the gorgonia.org/cu
+// driver, -tags cuda) and driver_nocuda.go (Open returns ErrNotBuilt), backend.go.
 //
-// Backend implements compute.Backend (float32) on the device, copying its inputs in and
-// its outputs out on every call: a first cut that makes the GPU usable behind the
-// existing seam. The speed-up that matters comes from keeping the parameters, the Adam
-// moments and the activations on the device across a whole training step: the Device
-// methods (AngleGather, Rotate*, Negate*, Intersect*, Linear*, Distance*, Loss*, Logit*,
-// UnionMax*, AdamStep, ...) are those building blocks, operating on device buffers
-// without any host round trip. Adopting them in the training loop is the next step.
+// The host code talks to a Driver: the real one or package emu's launch emulator (the
+// same .cu compiled as C++ through cgo). Everything above the Driver is the same code on
+// both, so the emulator tests cover it; package cudatest holds the test tools for the
+// packages above this one. The device model that chains these operators into a training
+// update and a ranking pass, one level-batched plan walk (model.Walk), is package
+// cudamodel.
 //
 // Building with the GPU backend:
 //

@@ -90,8 +90,3 @@ KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, i
 		if (zeroGrad) g[i] = 0.f;
 	}
 }
-
-// x[i] = value for i < n (fills, e.g. clearing gradients of a non-float32 view).
-KERNEL fill_f32(float* x, float value, int n) {
-	GRID_STRIDE(i, n) { x[i] = value; }
-}

@@ -1,5 +1,5 @@
-// Angle mapping (model.md §1.3): a raw table value x becomes θ = π·tanh(x/R), and the
-// gathers / scatters of embedding rows that go with it.
+// Angle mapping (model.md §1.3): a raw table value x becomes θ = π·tanh(x/R), alone or
+// fused with the gather of embedding rows by id (and the scatter of its gradient).
 #include "common.h"
 
 // theta[i] = π·tanh(raw[i]/R).
@@ -30,21 +30,5 @@ KERNEL angle_scatter_bwd(float* dTable, const float* dTheta, const float* theta,
 		long long r = i / d, j = i - r * d;
 		float t = theta[i] / PI_F;
 		atomicAdd(&dTable[(long long)idx[r] * d + j], dTheta[i] * (PI_F / R) * (1.f - t * t));
-	}
-}
-
-// out[r][j] = table[idx[r]][j] (a plain row gather, e.g. the raw S.E. shifts).
-KERNEL gather_rows(float* out, const float* table, const int* idx, int rows, int d) {
-	GRID_STRIDE(i, (long long)rows * d) {
-		long long r = i / d, j = i - r * d;
-		out[i] = table[(long long)idx[r] * d + j];
-	}
-}
-
-// table[idx[r]][j] += src[r][j], atomically (rows may repeat).
-KERNEL scatter_add_rows(float* table, const float* src, const int* idx, int rows, int d) {
-	GRID_STRIDE(i, (long long)rows * d) {
-		long long r = i / d, j = i - r * d;
-		atomicAdd(&table[(long long)idx[r] * d + j], src[i]);
 	}
 }

@@ -7,7 +7,7 @@
 // inputs are [R][d] arrays, R = Σ counts. With counts NULL every output has J branches
 // (counts[j] = N for all j): branch j's cones are rows j·N … (j+1)·N − 1, the uniform
 // layout, computed bit for bit as with the counts spelled out. The linear layers run
-// through the GEMM kernels (gemm.cu) in between, once over all R input rows:
+// through the GEMM kernels and ReLUs (linear.cu) in between, once over all R input rows:
 //
 //	z      = intersect_features(a, h)                 [R][2d]
 //	att    = relu(z·W1ᵀ + b1); logits = att·W2ᵀ + b2  [R][d]
@@ -16,6 +16,9 @@
 //	mean   = branch_mean(set)                         [N][d]
 //	gate   = mean·W4ᵀ + b4                            [N][d]
 //	h'     = cardmin_fwd(gate → σ(gate), h, mask)     min over branches × gate
+//
+// The dropout on the intersection's input apertures (ConE's) has its masks
+// made here too: dropout_mask, and dropout_mask_ragged for a ragged batch.
 //
 // The kernels that loop over branches take one thread per output element p = r·d + k
 // (p < N·d); that element's branch j is input element base[j]·d + p.
@@ -38,20 +41,6 @@ KERNEL intersect_features_bwd(float* dAxis, float* dHalf, const float* dz, int r
 		float lo = dz[r * 2 * d + i], hi = dz[r * 2 * d + d + i];
 		if (dAxis) dAxis[e] += lo + hi;
 		if (dHalf) dHalf[e] += hi - lo;
-	}
-}
-
-// x[i] = max(x[i], 0), in place.
-KERNEL relu_fwd(float* x, int n) {
-	GRID_STRIDE(i, n) {
-		if (x[i] < 0.f) x[i] = 0.f;
-	}
-}
-
-// dx[i] = 0 where the ReLU output out[i] is not positive (ReLU'(0) = 0).
-KERNEL relu_bwd(float* dx, const float* out, int n) {
-	GRID_STRIDE(i, n) {
-		if (!(out[i] > 0.f)) dx[i] = 0.f;
 	}
 }
 
@@ -218,5 +207,56 @@ KERNEL cardmin_bwd(float* dHalf, float* dPre, const float* dOutHalf, const float
 		if (mask) dh *= mask[q];
 		if (dHalf) dHalf[q] += dh;
 		dPre[p] = g * hmin[p] * gt * (1.f - gt);
+	}
+}
+
+// dropout_bits is the high 32 bits of SplitMix64's finaliser of seed + (i+1)·φ, the draw
+// of element i of a dropout mask (model.DropoutKeep computes the same bits on the CPU).
+__device__ __forceinline__ unsigned dropout_bits(unsigned long long seed, unsigned long long i) {
+	unsigned long long x = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	x ^= x >> 31;
+	return (unsigned)(x >> 32);
+}
+
+// An inverted-dropout mask made where it is used: mask[i] = keep if dropout_bits(seed, i)
+// is at least threshold, else 0. seed arrives as two 32-bit halves.
+KERNEL dropout_mask(float* mask, int n, unsigned seedLo, unsigned seedHi, unsigned threshold, float keep) {
+	const unsigned long long seed = ((unsigned long long)seedHi << 32) | seedLo;
+	GRID_STRIDE(i, n) { mask[i] = dropout_bits(seed, (unsigned long long)i) >= threshold ? keep : 0.f; }
+}
+
+// The dropout masks of several intersection steps batched into one ragged intersection
+// (intersect.cu's layout: counts [J], branch j of output r is input row base[j] + r),
+// written as one [rows][d] mask over its input rows, rows = Σ counts. Step (segment) s
+// owns the outputs segOff[s] … segOff[s+1] − 1 (segOff [S+1], segOff[0] = 0, segOff[S] =
+// counts[0]; all of a segment's n_s outputs have the same branch count nb_s) and has its
+// own seed, seeds[2s] | seeds[2s+1] << 32; its mask, as the CPU model draws it, is the
+// [nb_s][n_s][d] array whose element (j, r', k) is draw j·n_s·d + r'·d + k. So input row
+// base[j] + r, column k, with r in segment s, gets keep or 0 by draw
+// j·n_s·d + (r − segOff[s])·d + k of seed s.
+KERNEL dropout_mask_ragged(float* mask, const int* counts, int J, const int* segOff, int S, const unsigned* seeds, int rows,
+                           int d, unsigned threshold, float keep) {
+	GRID_STRIDE(e, (long long)rows * d) {
+		const long long R = e / d, k = e - R * d;
+		// The branch j and output r of input row R.
+		int j = 0;
+		long long base = 0;
+		while (j < J - 1 && R >= base + counts[j]) base += counts[j++];
+		const long long r = R - base;
+		// The segment: the last s with segOff[s] ≤ r (it is not empty: segOff[S] > r).
+		int lo = 0, hi = S - 1;
+		while (lo < hi) {
+			int mid = (lo + hi + 1) / 2;
+			if (segOff[mid] <= r)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		const long long first = segOff[lo], ns = segOff[lo + 1] - first;
+		const unsigned long long seed = ((unsigned long long)seeds[2 * lo + 1] << 32) | seeds[2 * lo];
+		const long long i = ((long long)j * ns + (r - first)) * d + k;
+		mask[e] = dropout_bits(seed, (unsigned long long)i) >= threshold ? keep : 0.f;
 	}
 }

@@ -27,8 +27,8 @@ const NVCCFlags = "-ptx -arch=compute_80"
 //go:generate nvcc -ptx -arch=compute_80 -o adam.ptx adam.cu
 //go:generate nvcc -ptx -arch=compute_80 -o angle.ptx angle.cu
 //go:generate nvcc -ptx -arch=compute_80 -o distance.ptx distance.cu
-//go:generate nvcc -ptx -arch=compute_80 -o gemm.ptx gemm.cu
 //go:generate nvcc -ptx -arch=compute_80 -o intersect.ptx intersect.cu
+//go:generate nvcc -ptx -arch=compute_80 -o linear.ptx linear.cu
 //go:generate nvcc -ptx -arch=compute_80 -o loss.ptx loss.cu
 //go:generate nvcc -ptx -arch=compute_80 -o mlp.ptx mlp.cu
 //go:generate nvcc -ptx -arch=compute_80 -o negate.ptx negate.cu

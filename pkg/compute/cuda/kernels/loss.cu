@@ -117,3 +117,23 @@ KERNEL union_max_fwd(float* score, int* arg, const float* branches, int nb, int 
 KERNEL union_max_bwd(float* dBranches, const float* dScore, const int* arg, int n) {
 	GRID_STRIDE(i, n) { dBranches[(long long)arg[i] * n + i] += dScore[i]; }
 }
+
+// Splits scores [n][K] (column 0 the positive, then K−1 negatives) into pos [n] and
+// neg [n][K−1].
+KERNEL split_scores(float* pos, float* neg, const float* score, int n, int K) {
+	GRID_STRIDE(i, (long long)n * K) {
+		long long r = i / K, j = i - r * K;
+		if (j == 0)
+			pos[r] = score[i];
+		else
+			neg[r * (K - 1) + j - 1] = score[i];
+	}
+}
+
+// The gradient of split_scores: writes dScore [n][K] from dPos [n] and dNeg [n][K−1].
+KERNEL split_scores_bwd(float* dScore, const float* dPos, const float* dNeg, int n, int K) {
+	GRID_STRIDE(i, (long long)n * K) {
+		long long r = i / K, j = i - r * K;
+		dScore[i] = j == 0 ? dPos[r] : dNeg[r * (K - 1) + j - 1];
+	}
+}

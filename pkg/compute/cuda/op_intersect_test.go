@@ -11,8 +11,65 @@ import (
 	"github.com/rocone/rocone/pkg/model"
 )
 
-// The ragged intersection of the level-batched device walk (issue 12), in the parity
-// suite (parityCases).
+// testDropoutRagged: DropoutMaskRagged against each segment's mask drawn on the host with
+// model.DropoutKeep and placed at its rows of the ragged layout; and, for one segment of
+// a uniform layout, against DropoutMask.
+func testDropoutRagged(h *harness) {
+	const d = 11
+	threshold, keep := uint32(math.Round(0.3*(1<<32))), float32(1/0.7)
+	// Segments (branch count, outputs), by non-increasing branch count: the 3-branch and
+	// 2-branch groups are each split into steps.
+	segs := []raggedGroup{{4, 3}, {3, 3}, {3, 2}, {2, 4}, {2, 1}, {2, 2}, {1, 2}}
+	counts, first := raggedCounts(segs)
+	br, err := NewBranches(h.d, counts)
+	h.ok(err)
+	defer br.Free()
+	segOff := append([]int32(nil), 0)
+	seeds := make([]int32, 0, 2*len(segs))
+	seed64 := make([]uint64, len(segs))
+	for s, g := range segs {
+		segOff = append(segOff, int32(first[s]+g.n))
+		seed64[s] = h.rng.Uint64()
+		seeds = append(seeds, int32(uint32(seed64[s])), int32(uint32(seed64[s]>>32)))
+	}
+	want := make([]float32, br.Rows()*d)
+	for s, g := range segs {
+		for j := 0; j < g.nb; j++ {
+			for r := 0; r < g.n; r++ {
+				for k := 0; k < d; k++ {
+					if model.DropoutKeep(seed64[s], uint64((j*g.n+r)*d+k), threshold) {
+						want[(br.Base(j)+first[s]+r)*d+k] = keep
+					}
+				}
+			}
+		}
+	}
+	mask := h.up(h.uniform(br.Rows()*d, -1, 1)) // every element is written
+	h.ok(h.d.DropoutMaskRagged(mask, br, h.upI(segOff), h.upI(seeds), d, threshold, keep))
+	if got := h.down(mask); !slices.Equal(got, want) {
+		h.t.Fatalf("ragged mask differs from the segments' masks")
+	}
+
+	const nb, n = 3, 5
+	one, err := NewBranches(h.d, UniformBranches(nb, n).Counts)
+	h.ok(err)
+	defer one.Free()
+	a, b := h.zeros(nb*n*d), h.zeros(nb*n*d)
+	h.ok(h.d.DropoutMaskRagged(a, one, h.upI([]int32{0, n}), h.upI(seeds[:2]), d, threshold, keep))
+	h.ok(h.d.DropoutMask(b, seed64[0], threshold, keep))
+	if !slices.Equal(h.down(a), h.down(b)) {
+		h.t.Fatalf("one uniform segment: DropoutMaskRagged differs from DropoutMask")
+	}
+
+	for _, c := range []struct {
+		name         string
+		segOff, seed *I32
+	}{{"no segments", h.upI([]int32{0}), h.upI([]int32{1, 2})}, {"short seeds", h.upI([]int32{0, 5}), h.upI([]int32{1})}} {
+		if err := h.d.DropoutMaskRagged(a, one, c.segOff, c.seed, d, threshold, keep); err == nil {
+			h.t.Errorf("%s: no error", c.name)
+		}
+	}
+}
 
 // raggedGroup is a run of outputs with the same branch count in a ragged batch.
 type raggedGroup struct{ nb, n int }
@@ -208,5 +265,85 @@ func compareIntersectGrads(h *harness, t *testing.T, want *model.IntersectionWei
 	}{{"W1", want.W1, got.W1}, {"B1", want.B1, got.B1}, {"W2", want.W2, got.W2}, {"B2", want.B2, got.B2},
 		{"W3", want.W3, got.W3}, {"B3", want.B3, got.B3}, {"W4", want.W4, got.W4}, {"B4", want.B4, got.B4}} {
 		compareScale(t, "d"+p.name, p.want, h.down(p.got), maxAbs(want.W2))
+	}
+}
+
+// testIntersect: the whole intersection (features, four linear layers, attention
+// softmax + atan2, CardMin with dropout mask) against model.IntersectForward/Backward.
+func testIntersect(h *harness) {
+	for _, c := range []struct {
+		nb   int
+		drop bool
+	}{{2, false}, {3, true}} {
+		h.t.Run(fmt.Sprintf("%d-branches-mask=%v", c.nb, c.drop), func(t *testing.T) {
+			const n, d = 9, 13
+			lin := func(in, out int) ([]float32, []float32) {
+				bw, bb := math.Sqrt(6/float64(in+out)), 1/math.Sqrt(float64(in))
+				return h.uniform(out*in, -bw, bw), h.uniform(out, -bb, bb)
+			}
+			w := &model.IntersectionWeights[float32]{}
+			w.W1, w.B1 = lin(2*d, d)
+			w.W2, w.B2 = lin(d, d)
+			w.W3, w.B3 = lin(2*d, d)
+			w.W4, w.B4 = lin(d, d)
+			in := make([]model.Cones[float32], c.nb)
+			all := model.NewCones[float32](c.nb*n, d)
+			for j := range in {
+				in[j] = h.cones(n, d)
+				copy(all.Axis[j*n*d:], in[j].Axis)
+				copy(all.Half[j*n*d:], in[j].Half)
+			}
+			var mask []float32
+			if c.drop {
+				mask = make([]float32, c.nb*n*d)
+				for i := range mask {
+					if h.rng.Float64() > 0.3 {
+						mask[i] = 1 / 0.7
+					}
+				}
+			}
+			ref := compute.Reference[float32]{}
+			out := model.NewCones[float32](n, d)
+			st := model.IntersectForward(ref, w, out, in, mask)
+
+			W := IntersectWeights{h.up(w.W1), h.up(w.B1), h.up(w.W2), h.up(w.B2), h.up(w.W3), h.up(w.B3), h.up(w.W4), h.up(w.B4)}
+			In, Out := h.upCones(all), h.upCones(model.NewCones[float32](n, d))
+			dst, err := h.d.IntersectForward(W, Out, In, c.nb, h.up(mask))
+			h.ok(err)
+			defer dst.Free()
+			got := h.downCones(Out)
+			compare(t, "axis", out.Axis, got.Axis)
+			compare(t, "half", out.Half, got.Half)
+
+			dOut := h.cones(n, d)
+			dIn := make([]model.Cones[float32], c.nb)
+			for j := range dIn {
+				dIn[j] = model.NewCones[float32](n, d)
+			}
+			gw := &model.IntersectionWeights[float32]{
+				W1: make([]float32, len(w.W1)), B1: make([]float32, d), W2: make([]float32, len(w.W2)), B2: make([]float32, d),
+				W3: make([]float32, len(w.W3)), B3: make([]float32, d), W4: make([]float32, len(w.W4)), B4: make([]float32, d),
+			}
+			model.IntersectBackward(ref, w, gw, st, dIn, dOut, in)
+			GW := IntersectWeights{h.zeros(len(w.W1)), h.zeros(d), h.zeros(len(w.W2)), h.zeros(d),
+				h.zeros(len(w.W3)), h.zeros(d), h.zeros(len(w.W4)), h.zeros(d)}
+			DIn := h.upCones(model.NewCones[float32](c.nb*n, d))
+			h.ok(h.d.IntersectBackward(W, GW, dst, DIn, h.upCones(dOut), In))
+			gotIn := h.downCones(DIn)
+			for j := range dIn {
+				compare(t, fmt.Sprint("dIn[", j, "].axis"), dIn[j].Axis, gotIn.Axis[j*n*d:(j+1)*n*d])
+				compare(t, fmt.Sprint("dIn[", j, "].half"), dIn[j].Half, gotIn.Half[j*n*d:(j+1)*n*d])
+			}
+			for _, p := range []struct {
+				name string
+				want []float32
+				got  *F32
+			}{{"W1", gw.W1, GW.W1}, {"B1", gw.B1, GW.B1}, {"W2", gw.W2, GW.W2}, {"B2", gw.B2, GW.B2},
+				{"W3", gw.W3, GW.W3}, {"B3", gw.B3, GW.B3}, {"W4", gw.W4, GW.W4}, {"B4", gw.B4, GW.B4}} {
+				// dB2 is 0 up to rounding: the softmax over branches is invariant to a
+				// bias shared by all branches. Measure it on the scale of dW2.
+				compareScale(t, "d"+p.name, p.want, h.down(p.got), maxAbs(gw.W2))
+			}
+		})
 	}
 }

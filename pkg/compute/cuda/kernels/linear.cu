@@ -5,6 +5,7 @@
 //	gemm_nn   C += A·B              dx += dy·W       M=rows N=in  K=out
 //	gemm_tn   C += Aᵀ·B             dW += dyᵀ·x      M=out  N=in  K=rows
 //	col_sum   db[c] += Σ_r dy[r][c]
+//	relu_fwd / relu_bwd, the activation between the layers (in place)
 //
 // Each block computes a TM×TN tile of C with TILE_THREADS threads: the K dimension is
 // walked in slices of TK, each slice of A and B staged in shared memory (loads arranged
@@ -119,5 +120,19 @@ KERNEL col_sum(float* db, const float* dy, int rows, int cols) {
 		float sum = 0.f;
 		for (int l = 0; l < 8; l++) sum += red[l][tx];
 		db[c] += sum;
+	}
+}
+
+// x[i] = max(x[i], 0), in place.
+KERNEL relu_fwd(float* x, int n) {
+	GRID_STRIDE(i, n) {
+		if (x[i] < 0.f) x[i] = 0.f;
+	}
+}
+
+// dx[i] = 0 where the ReLU output out[i] is not positive (ReLU'(0) = 0).
+KERNEL relu_bwd(float* dx, const float* out, int n) {
+	GRID_STRIDE(i, n) {
+		if (!(out[i] > 0.f)) dx[i] = 0.f;
 	}
 }

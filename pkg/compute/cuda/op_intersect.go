@@ -1,6 +1,8 @@
 package cuda
 
-import "fmt"
+import (
+	"fmt"
+)
 
 // Branches is the layout of a ragged intersection batch (kernels/intersect.cu): N output
 // cones whose branch counts may differ, so that the intersections of several queries, 2-
@@ -191,4 +193,142 @@ func (d *Device) IntersectForwardRagged(w IntersectWeights, out, in Cones, br Br
 		}
 	}
 	return st, nil
+}
+
+// IntersectWeights are the intersection's four linear layers on the device, shaped as
+// model.IntersectionWeights: W1, W3 [d][2d], W2, W4 [d][d], biases [d].
+type IntersectWeights struct {
+	W1, B1, W2, B2, W3, B3, W4, B4 *F32
+}
+
+// IntersectState is what IntersectBackward needs from IntersectForward or
+// IntersectForwardRagged; Free it after.
+type IntersectState struct {
+	br                                         Branches // the layout; br.Dev not owned
+	n, rows, d                                 int      // outputs, input rows (Σ counts), dimensions
+	z, att, alpha, x, y, set, mean, gate, hmin *F32
+	argmin                                     *I32
+	mask                                       *F32 // not owned
+}
+
+// Free releases the state's buffers.
+func (s *IntersectState) Free() error {
+	if s == nil {
+		return nil
+	}
+	return FreeAll(s.z, s.att, s.alpha, s.x, s.y, s.set, s.mean, s.gate, s.hmin, s.argmin)
+}
+
+// IntersectForward intersects nb batches of n cones (in holds them back to back: branch
+// j is rows j·n … (j+1)·n − 1, so in.N = nb·n) into out (n cones), as
+// model.IntersectForward. mask [nb·n][d] is the dropout on the input apertures (0 or
+// 1/(1−p)), or nil. It is IntersectForwardRagged with UniformBranches(nb, n).
+func (d *Device) IntersectForward(w IntersectWeights, out, in Cones, nb int, mask *F32) (*IntersectState, error) {
+	if nb < 1 || in.N != nb*out.N || in.Dim != out.Dim {
+		return nil, fmt.Errorf("cuda: IntersectForward: %d input cones for %d branches of %d cones", in.N, nb, out.N)
+	}
+	return d.IntersectForwardRagged(w, out, in, UniformBranches(nb, out.N), mask)
+}
+
+// IntersectBackward adds the gradients of IntersectForward or IntersectForwardRagged
+// given dOut into dIn (laid out like in) and the weight gradients gw (nil members
+// skipped). The layout comes from the state (so a ragged layout's Branches.Dev must still
+// hold the counts).
+func (d *Device) IntersectBackward(w, gw IntersectWeights, st *IntersectState, dIn, dOut, in Cones) (err error) {
+	n, rows, dim := st.n, st.rows, st.d
+	nd := n * dim
+	c := check{op: "IntersectBackward"}
+	c.f("dOut.Axis", dOut.Axis, nd)
+	c.f("dOut.Half", dOut.Half, nd)
+	c.opt("dIn.Axis", dIn.Axis, rows*dim)
+	c.opt("dIn.Half", dIn.Half, rows*dim)
+	c.f("in.Axis", in.Axis, rows*dim)
+	if c.err != nil {
+		return c.err
+	}
+	var dz, dg, dAtt, dPre, dMean, dSet *F32
+	defer func() {
+		if e := FreeAll(dz, dg, dAtt, dPre, dMean, dSet); err == nil {
+			err = e
+		}
+	}()
+	for _, b := range []struct {
+		p    **F32
+		size int
+	}{{&dz, rows * 2 * dim}, {&dg, rows * dim}, {&dAtt, rows * dim}, {&dPre, nd}, {&dMean, nd}, {&dSet, rows * dim}} {
+		if *b.p, err = scratch[float32](d, b.size); err != nil {
+			return err
+		}
+	}
+	J, counts := len(st.br.Counts), ptr(st.br.Dev)
+	steps := []func() error{
+		// SemanticAverage: the arctangent and the softmax, then the two attention layers.
+		func() error {
+			return d.each("intersect_attention_bwd", nd, ptr(dg), ptr(dIn.Axis), ptr(dOut.Axis), ptr(st.alpha), ptr(st.x),
+				ptr(st.y), ptr(in.Axis), counts, i32(J), i32(n), i32(dim))
+		},
+		func() error { return d.LinearBackward(dAtt, gw.W2, gw.B2, dg, st.att, w.W2, rows, dim, dim) },
+		func() error { return d.each("relu_bwd", rows*dim, ptr(dAtt), ptr(st.att), i32(rows*dim)) },
+		func() error { return d.LinearBackward(dz, gw.W1, gw.B1, dAtt, st.z, w.W1, rows, 2*dim, dim) },
+		// CardMin: the min and the gate, then the DeepSets layers.
+		func() error {
+			return d.each("cardmin_bwd", nd, ptr(dIn.Half), ptr(dPre), ptr(dOut.Half), ptr(st.gate), ptr(st.hmin), ptr(st.argmin),
+				ptr(st.mask), counts, i32(n), i32(dim))
+		},
+		func() error { return d.LinearBackward(dMean, gw.W4, gw.B4, dPre, st.mean, w.W4, n, dim, dim) },
+		func() error {
+			return d.each("branch_mean_bwd", nd, ptr(dSet), ptr(dMean), ptr(st.set), counts, i32(J), i32(n), i32(dim))
+		},
+		func() error { return d.LinearBackward(dz, gw.W3, gw.B3, dSet, st.z, w.W3, rows, 2*dim, dim) },
+		// The boundary features.
+		func() error {
+			return d.each("intersect_features_bwd", rows*dim, ptr(dIn.Axis), ptr(dIn.Half), ptr(dz), i32(rows), i32(dim))
+		},
+	}
+	for _, s := range steps {
+		if err = s(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DropoutMask fills mask with the inverted-dropout mask of this seed (model.DropoutKeep):
+// keep where kept, else 0.
+func (d *Device) DropoutMask(mask *F32, seed uint64, threshold uint32, keep float32) error {
+	return d.each("dropout_mask", mask.Len(), ptr(mask), i32(mask.Len()), u32(uint32(seed)), u32(uint32(seed>>32)),
+		u32(threshold), f32(keep))
+}
+
+// DropoutMaskRagged writes, in one launch, the dropout masks of the S intersection steps
+// batched into one ragged intersection with layout br (IntersectForwardRagged), as one
+// mask [br.Rows()][dim] over its input rows. Step s owns the outputs segOff[s] … segOff[s+1]
+// − 1 (segOff [S+1] on the device, from 0 to br.N(), non-decreasing; all of a step's
+// outputs have the same branch count) and draws with its own seed, seeds[2s] (low 32 bits)
+// and seeds[2s+1] (high): its mask is the one model.DropoutKeep gives the step on the CPU,
+// [nb_s][n_s][dim] with element (j, r', k) kept iff DropoutKeep(seed_s, (j·n_s + r')·dim + k,
+// threshold), placed at input row br.Base(j) + segOff[s] + r'. Kept elements get keep,
+// the others 0. br.Dev must be set (a uniform layout too); segOff and seeds are the
+// caller's device buffers (their contents are not checked).
+func (d *Device) DropoutMaskRagged(mask *F32, br Branches, segOff, seeds *I32, dim int, threshold uint32, keep float32) error {
+	if err := br.validate(); err != nil {
+		return fmt.Errorf("DropoutMaskRagged: %w", err)
+	}
+	S := segOff.Len() - 1
+	rows := br.Rows()
+	c := check{op: "DropoutMaskRagged"}
+	c.nonneg(dim, S)
+	c.f("mask", mask, rows*dim)
+	c.i("seeds", seeds, 2*S)
+	if c.err == nil && br.Dev == nil {
+		c.err = fmt.Errorf("cuda: DropoutMaskRagged: the branch counts have no device copy")
+	}
+	if c.err == nil && S < 1 && rows > 0 {
+		c.err = fmt.Errorf("cuda: DropoutMaskRagged: no segments for %d rows", rows)
+	}
+	if c.err != nil {
+		return c.err
+	}
+	return d.each("dropout_mask_ragged", rows*dim, ptr(mask), ptr(br.Dev), i32(len(br.Counts)), ptr(segOff), i32(S), ptr(seeds),
+		i32(rows), i32(dim), u32(threshold), f32(keep))
 }

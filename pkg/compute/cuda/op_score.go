@@ -1,8 +1,8 @@
 package cuda
 
-// ---------------------------------------------------------------------------------------
-// Evaluation scoring (score.cu): the distance of every query against every entity row,
-// from half-angle tables, for rank.
+// Evaluation scoring (kernels/score.cu), the device side of model.Scorer for rank: the
+// distance of every query against every entity row, from half-angle tables, and the
+// filtered ranks, so that scores never leave the device.
 
 const (
 	scoreThreads = 256 // score.cu SCORE_THREADS

@@ -1,0 +1,47 @@
+package cuda
+
+// AngleForward sets theta = π·tanh(raw/R), element-wise over len(raw).
+func (d *Device) AngleForward(theta, raw *F32, R float32) error {
+	c := check{op: "AngleForward"}
+	c.f("theta", theta, raw.Len())
+	if c.err != nil {
+		return c.err
+	}
+	return d.each("angle_fwd", raw.Len(), ptr(theta), ptr(raw), i32(raw.Len()), f32(R))
+}
+
+// AngleBackward adds to dRaw the gradient through AngleForward, from its output theta.
+func (d *Device) AngleBackward(dRaw, dTheta, theta *F32, R float32) error {
+	n := dTheta.Len()
+	c := check{op: "AngleBackward"}
+	c.f("dRaw", dRaw, n)
+	c.f("theta", theta, n)
+	if c.err != nil {
+		return c.err
+	}
+	return d.each("angle_bwd", n, ptr(dRaw), ptr(dTheta), ptr(theta), i32(n), f32(R))
+}
+
+// AngleGather sets theta[r] = π·tanh(table[idx[r]]/R) for rows r < len(idx) of width dim.
+func (d *Device) AngleGather(theta, table *F32, idx *I32, dim int, R float32) error {
+	rows := idx.Len()
+	c := check{op: "AngleGather"}
+	c.f("theta", theta, rows*dim)
+	if c.err != nil {
+		return c.err
+	}
+	return d.each("angle_gather_fwd", rows*dim, ptr(theta), ptr(table), ptr(idx), i32(rows), i32(dim), f32(R))
+}
+
+// AngleScatterBackward adds the gradient through AngleGather into the table's rows
+// (atomically: indices may repeat).
+func (d *Device) AngleScatterBackward(dTable, dTheta, theta *F32, idx *I32, dim int, R float32) error {
+	rows := idx.Len()
+	c := check{op: "AngleScatterBackward"}
+	c.f("dTheta", dTheta, rows*dim)
+	c.f("theta", theta, rows*dim)
+	if c.err != nil {
+		return c.err
+	}
+	return d.each("angle_scatter_bwd", rows*dim, ptr(dTable), ptr(dTheta), ptr(theta), ptr(idx), i32(rows), i32(dim), f32(R))
+}

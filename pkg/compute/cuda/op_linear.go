@@ -1,0 +1,71 @@
+package cuda
+
+// LinearForward computes y = x·Wᵀ + b with x [rows][in], w [out][in], b [out] (nil: no
+// bias), y [rows][out].
+func (d *Device) LinearForward(y, x, w, b *F32, rows, in, out int) error {
+	c := check{op: "LinearForward"}
+	c.nonneg(rows, in, out)
+	c.f("y", y, rows*out)
+	c.f("x", x, rows*in)
+	c.f("w", w, out*in)
+	c.opt("b", b, out)
+	if c.err != nil || rows == 0 || out == 0 {
+		return c.err
+	}
+	return d.gemm("gemm_nt", rows, out, in, x, in, w, in, y, out, b, false)
+}
+
+// LinearBackward accumulates dx += dy·W (dx may be nil), dw += dyᵀ·x (dw may be nil) and
+// db += Σ_r dy (db may be nil).
+func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) error {
+	c := check{op: "LinearBackward"}
+	c.nonneg(rows, in, out)
+	c.f("dy", dy, rows*out)
+	c.opt("dx", dx, rows*in)
+	c.opt("dw", dw, out*in)
+	c.opt("db", db, out)
+	if dx != nil {
+		c.f("w", w, out*in)
+	}
+	if dw != nil {
+		c.f("x", x, rows*in)
+	}
+	if c.err != nil || rows == 0 || out == 0 {
+		return c.err
+	}
+	if dx != nil && in > 0 {
+		if err := d.gemm("gemm_nn", rows, in, out, dy, out, w, in, dx, in, nil, true); err != nil {
+			return err
+		}
+	}
+	if dw != nil && in > 0 {
+		if err := d.gemm("gemm_tn", out, in, rows, dy, out, x, in, dw, in, nil, true); err != nil {
+			return err
+		}
+	}
+	if db != nil {
+		return d.launch("col_sum", [3]int{ceilDiv(out, colSumColumns), 1, 1}, [3]int{tileThreads, 1, 1},
+			ptr(db), ptr(dy), i32(rows), i32(out))
+	}
+	return nil
+}
+
+// gemm launches one of the tiled GEMM kernels for C [M][N].
+func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, ldc int, bias *F32, acc bool) error {
+	grid := [3]int{ceilDiv(N, tileN), min(ceilDiv(M, tileM), d.gridY), 1}
+	return d.launch(name, grid, [3]int{tileThreads, 1, 1},
+		i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(ldc), ptr(bias), boolArg(acc))
+}
+
+// ReLUForward applies x ← max(x, 0) in place.
+func (d *Device) ReLUForward(x *F32) error { return d.each("relu_fwd", x.Len(), ptr(x), i32(x.Len())) }
+
+// ReLUBackward zeroes dx where the ReLU's output out is not positive (in place).
+func (d *Device) ReLUBackward(dx, out *F32) error {
+	c := check{op: "ReLUBackward"}
+	c.f("out", out, dx.Len())
+	if c.err != nil {
+		return c.err
+	}
+	return d.each("relu_bwd", dx.Len(), ptr(dx), ptr(out), i32(dx.Len()))
+}
