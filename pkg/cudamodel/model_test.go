@@ -41,32 +41,6 @@ func allStructures() []*query.Structure {
 	return out
 }
 
-// randomBatch draws perStructure queries of each structure over a small KG, so that
-// anchors, relations and candidates repeat within the batch.
-func randomBatch(rng *rand.Rand, cfg model.Config, perStructure, k int) *model.Batch {
-	b := &model.Batch{NumNegative: k}
-	structures := allStructures()
-	for i := 0; i < perStructure; i++ {
-		for _, s := range structures {
-			perm := rng.Perm(cfg.NumEntities)
-			g := query.Grounded{Structure: s}
-			for a := 0; a < s.NumAnchors; a++ {
-				g.Anchors = append(g.Anchors, int32(perm[a]))
-			}
-			for r := 0; r < s.NumRelations; r++ {
-				g.Relations = append(g.Relations, int32(rng.IntN(cfg.NumRelations)))
-			}
-			b.Queries = append(b.Queries, g)
-			b.Positive = append(b.Positive, int32(rng.IntN(cfg.NumEntities)))
-			for j := 0; j < k; j++ {
-				b.Negative = append(b.Negative, int32(rng.IntN(cfg.NumEntities)))
-			}
-			b.Weight = append(b.Weight, 0.1+0.4*rng.Float64())
-		}
-	}
-	return b
-}
-
 func testConfig(v model.Variant, dim int) model.Config {
 	return model.Config{Variant: v, NumEntities: 40, NumRelations: 7, Dim: dim, Gamma: 2, CenterReg: 0.3,
 		Drop: 0.3, ConeHidden: 24, Seed: 5}
@@ -155,4 +129,18 @@ func checkStepMatchesCPU(t *testing.T, dev *cuda.Device, v model.Variant, dim in
 			t.Errorf("%s[%d]: device %.9g, CPU %.9g (|Δ| %.3g, scale %.3g)", ten.Name, at, got[at], ten.Data[at], worst, scale)
 		}
 	}
+}
+
+// randomBatch draws rounds × one query of every structure (model.RandomBatch, round by
+// round), so that the structures interleave in the batch.
+func randomBatch(rng *rand.Rand, cfg model.Config, rounds, k int) *model.Batch {
+	b := &model.Batch{NumNegative: k}
+	for i := 0; i < rounds; i++ {
+		r := model.RandomBatch(rng, cfg, allStructures(), 1, k)
+		b.Queries = append(b.Queries, r.Queries...)
+		b.Positive = append(b.Positive, r.Positive...)
+		b.Negative = append(b.Negative, r.Negative...)
+		b.Weight = append(b.Weight, r.Weight...)
+	}
+	return b
 }

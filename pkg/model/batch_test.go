@@ -29,7 +29,7 @@ func TestEmbedTogetherMatchesAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 			spreadParams(m.Params, cfg, rng)
-			batch := randomBatch(rng, cfg, ss, 3, 2)
+			batch := RandomBatch(rng, cfg, ss, 3, 2)
 			groups := groupByStructure(batch.Queries)
 			var embs []*Embedding[float64]
 			for _, g := range groups {

@@ -35,31 +35,6 @@ func spreadParams(p *Params[float64], cfg Config, rng *rand.Rand) {
 	}
 }
 
-// randomBatch draws perQuery queries of each structure, with distinct anchors within a
-// query, k negatives each and weights in [0.1, 0.5].
-func randomBatch(rng *rand.Rand, cfg Config, structures []*query.Structure, perQuery, k int) *Batch {
-	b := &Batch{NumNegative: k}
-	for _, s := range structures {
-		for i := 0; i < perQuery; i++ {
-			perm := rng.Perm(cfg.NumEntities)
-			g := query.Grounded{Structure: s}
-			for a := 0; a < s.NumAnchors; a++ {
-				g.Anchors = append(g.Anchors, int32(perm[a]))
-			}
-			for r := 0; r < s.NumRelations; r++ {
-				g.Relations = append(g.Relations, int32(rng.IntN(cfg.NumRelations)))
-			}
-			b.Queries = append(b.Queries, g)
-			b.Positive = append(b.Positive, int32(rng.IntN(cfg.NumEntities)))
-			for j := 0; j < k; j++ {
-				b.Negative = append(b.Negative, int32(rng.IntN(cfg.NumEntities)))
-			}
-			b.Weight = append(b.Weight, 0.1+0.4*rng.Float64())
-		}
-	}
-	return b
-}
-
 // checkFullLoss gradient-checks the whole loss of a batch with respect to every
 // parameter. The dropout masks are redrawn from the same seed at every evaluation, so
 // the loss is a deterministic function of the parameters.
@@ -73,7 +48,7 @@ func checkFullLoss(t *testing.T, v Variant, structures []*query.Structure, seed 
 			t.Fatal(err)
 		}
 		spreadParams(m.Params, cfg, rng)
-		batch := randomBatch(rng, cfg, structures, 3, 3)
+		batch := RandomBatch(rng, cfg, structures, 3, 3)
 		dropSeed := rng.Uint64()
 		forward := func() *LossTape[float64] {
 			lt, err := m.Loss(batch, rand.New(rand.NewPCG(dropSeed, 1)))

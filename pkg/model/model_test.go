@@ -137,7 +137,7 @@ func TestScorerMatchesLoss(t *testing.T) {
 		cfg := testConfig(v)
 		m := newTestModel(t, cfg)
 		rng := rand.New(rand.NewPCG(5, 6))
-		b := randomBatch(rng, cfg, ss, 2, 3)
+		b := RandomBatch(rng, cfg, ss, 2, 3)
 		lt, err := m.Loss(b, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -184,7 +184,7 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 			m64.Params.RelShift[i] = 2*shiftRng.Float64() - 1
 			m32.Params.RelShift[i] = float32(m64.Params.RelShift[i])
 		}
-		b := randomBatch(rand.New(rand.NewPCG(7, 8)), cfg, ss, 4, 8)
+		b := RandomBatch(rand.New(rand.NewPCG(7, 8)), cfg, ss, 4, 8)
 		l64, err := m64.Loss(b, rand.New(rand.NewPCG(1, 1)))
 		if err != nil {
 			t.Fatal(err)

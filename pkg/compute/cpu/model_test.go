@@ -32,7 +32,7 @@ func TestModelMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := randomBatch(rand.New(rand.NewPCG(7, 8)), cfg, ss, 5, 16)
+		b := model.RandomBatch(rand.New(rand.NewPCG(7, 8)), cfg, ss, 5, 16)
 		l1, err := ref.Loss(b, rand.New(rand.NewPCG(1, 1)))
 		if err != nil {
 			t.Fatal(err)
@@ -74,29 +74,4 @@ func TestModelMatchesReference(t *testing.T) {
 			}
 		}
 	}
-}
-
-// randomBatch draws perQuery queries of each structure, with distinct anchors within a
-// query, k negatives each and weights in [0.1, 0.5] (as pkg/model's tests do).
-func randomBatch(rng *rand.Rand, cfg model.Config, structures []*query.Structure, perQuery, k int) *model.Batch {
-	b := &model.Batch{NumNegative: k}
-	for _, s := range structures {
-		for i := 0; i < perQuery; i++ {
-			perm := rng.Perm(cfg.NumEntities)
-			g := query.Grounded{Structure: s}
-			for a := 0; a < s.NumAnchors; a++ {
-				g.Anchors = append(g.Anchors, int32(perm[a]))
-			}
-			for r := 0; r < s.NumRelations; r++ {
-				g.Relations = append(g.Relations, int32(rng.IntN(cfg.NumRelations)))
-			}
-			b.Queries = append(b.Queries, g)
-			b.Positive = append(b.Positive, int32(rng.IntN(cfg.NumEntities)))
-			for j := 0; j < k; j++ {
-				b.Negative = append(b.Negative, int32(rng.IntN(cfg.NumEntities)))
-			}
-			b.Weight = append(b.Weight, 0.1+0.4*rng.Float64())
-		}
-	}
-	return b
 }
