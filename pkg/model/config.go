@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rocone/rocone/pkg/compute"
 )
@@ -37,7 +38,16 @@ func ParseVariant(name string) (Variant, error) {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("unknown model variant %q (known: rocone rocone-trunc rocone-se cone)", name)
+	return "", fmt.Errorf("unknown model variant %q (known: %s)", name, VariantNames(" "))
+}
+
+// VariantNames is every variant's name, joined by sep.
+func VariantNames(sep string) string {
+	names := make([]string, len(Variants))
+	for i, v := range Variants {
+		names[i] = string(v)
+	}
+	return strings.Join(names, sep)
 }
 
 // Projection is a variant's projection operator: the one place a variant is mapped to
