@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/rocone/rocone/pkg/compute/cuda/emu"
 	"github.com/rocone/rocone/pkg/model"
 )
 
@@ -35,13 +34,11 @@ func (c *countingDriver) take() (n int, names map[string]int) {
 // forward and 17 backward launches (4 and 12 of them the linear layers'), one for the
 // segmented dropout mask, one for an Adam step over all tensors.
 func TestBatchedLaunches(t *testing.T) {
-	e, err := emu.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cd := &countingDriver{Driver: e, launches: map[string]int{}}
-	d := NewDevice(cd)
-	defer d.Close()
+	var cd *countingDriver
+	d := emuDevice(t, func(e Driver) Driver {
+		cd = &countingDriver{Driver: e, launches: map[string]int{}}
+		return cd
+	})
 	h := &harness{t: t, d: d, rng: rand.New(rand.NewPCG(1, 2))}
 	want := func(what string, n int) {
 		t.Helper()

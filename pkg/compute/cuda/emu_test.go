@@ -11,19 +11,26 @@ import (
 	"github.com/rocone/rocone/pkg/compute/cuda/emu"
 )
 
-func emuDevice(t *testing.T) *Device {
+// emuDevice is a device over the launch emulator, wrapped by wrap (nil: none), closed
+// when the test ends. (Package cudatest has the same for the packages above this one,
+// which this package's tests cannot import.)
+func emuDevice(t *testing.T, wrap func(Driver) Driver) *Device {
 	t.Helper()
 	e, err := emu.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := NewDevice(e)
+	var drv Driver = e
+	if wrap != nil {
+		drv = wrap(e)
+	}
+	d := NewDevice(drv)
 	t.Cleanup(func() { d.Close() })
 	return d
 }
 
 // TestEmulatorParity runs the parity suite on the CPU launch emulator.
-func TestEmulatorParity(t *testing.T) { runParity(t, emuDevice(t)) }
+func TestEmulatorParity(t *testing.T) { runParity(t, emuDevice(t, nil)) }
 
 // faultyDriver fails every launch after the first ok ones.
 type faultyDriver struct {
@@ -42,12 +49,7 @@ func (f *faultyDriver) Launch(kernel string, grid, block [3]int, args []uint64) 
 // TestBackendFallback: after a device error, Backend's results still equal the
 // reference's, computed on the CPU, and Err reports the error.
 func TestBackendFallback(t *testing.T) {
-	e, err := emu.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := NewDevice(&faultyDriver{Driver: e, ok: 2})
-	defer d.Close()
+	d := emuDevice(t, func(e Driver) Driver { return &faultyDriver{Driver: e, ok: 2} })
 	b := NewBackend(d)
 	x, w, bias := []float32{1, 2, 3, 4}, []float32{1, 0, -1, 2, 0.5, 1}, []float32{0.5, -1, 2}
 	want := make([]float32, 6)
