@@ -171,31 +171,49 @@ func (m *CheckpointMeta) metadata() map[string]string {
 }
 
 // ckptCheckTensors checks the tensors against the contract: names and roles, shapes that
-// match the values, no (name, role) twice, moments that match their parameter.
+// match the values (ckptCheckTensor), no (name, role) twice, moments that match their
+// parameter (ckptCheckAcross).
 func ckptCheckTensors(name string, ts []Tensor) error {
+	for i := range ts {
+		if err := ckptCheckTensor(name, i, &ts[i]); err != nil {
+			return err
+		}
+	}
+	return ckptCheckAcross(name, ts)
+}
+
+// ckptCheckTensor checks tensor i on its own: a name, a known role, a shape that holds
+// exactly its values.
+func ckptCheckTensor(name string, i int, t *Tensor) error {
+	switch {
+	case t.Name == "":
+		return fmt.Errorf("%s: tensor %d: empty name", name, i)
+	case t.Role != RoleParam && t.Role != RoleAdamM && t.Role != RoleAdamV:
+		return fmt.Errorf("%s: tensor %s: unknown role %q (want param, adam_m or adam_v)", name, t.Name, t.Role)
+	}
+	size := int64(1)
+	for _, d := range t.Shape {
+		if d < 0 {
+			return fmt.Errorf("%s: tensor %s (%s): negative dimension in shape %v", name, t.Name, t.Role, t.Shape)
+		}
+		if d > 0 && size > math.MaxInt64/d {
+			return fmt.Errorf("%s: tensor %s (%s): shape %v too large", name, t.Name, t.Role, t.Shape)
+		}
+		size *= d
+	}
+	if size != int64(len(t.Values)) {
+		return fmt.Errorf("%s: tensor %s (%s): shape %v holds %d values, got %d", name, t.Name, t.Role, t.Shape, size, len(t.Values))
+	}
+	return nil
+}
+
+// ckptCheckAcross checks the tensors together, by their names, roles and shapes only: no
+// (name, role) twice, and every moment with a parameter of its shape.
+func ckptCheckAcross(name string, ts []Tensor) error {
 	type key struct{ name, role string }
 	seen := make(map[key]int, len(ts))
 	for i := range ts {
 		t := &ts[i]
-		switch {
-		case t.Name == "":
-			return fmt.Errorf("%s: tensor %d: empty name", name, i)
-		case t.Role != RoleParam && t.Role != RoleAdamM && t.Role != RoleAdamV:
-			return fmt.Errorf("%s: tensor %s: unknown role %q (want param, adam_m or adam_v)", name, t.Name, t.Role)
-		}
-		size := int64(1)
-		for _, d := range t.Shape {
-			if d < 0 {
-				return fmt.Errorf("%s: tensor %s (%s): negative dimension in shape %v", name, t.Name, t.Role, t.Shape)
-			}
-			if d > 0 && size > math.MaxInt64/d {
-				return fmt.Errorf("%s: tensor %s (%s): shape %v too large", name, t.Name, t.Role, t.Shape)
-			}
-			size *= d
-		}
-		if size != int64(len(t.Values)) {
-			return fmt.Errorf("%s: tensor %s (%s): shape %v holds %d values, got %d", name, t.Name, t.Role, t.Shape, size, len(t.Values))
-		}
 		k := key{t.Name, t.Role}
 		if _, dup := seen[k]; dup {
 			return fmt.Errorf("%s: tensor %s (%s) appears twice", name, t.Name, t.Role)
@@ -358,7 +376,16 @@ func checkpointMeta(r *Reader) (CheckpointMeta, error) {
 
 // ReadCheckpoint reads the whole checkpoint at path ("-" for stdin) and checks it against
 // the contract. The tensors' values point into the buffers read, which are not reused.
-func ReadCheckpoint(path string) (*Checkpoint, error) {
+func ReadCheckpoint(path string) (*Checkpoint, error) { return readCheckpoint(path, true) }
+
+// ReadCheckpointParams is ReadCheckpoint for the stages that use a trained model but not
+// its optimiser (embed, rank, metrics): the whole file is read and checked alike, but only
+// the parameters are kept; each Adam moment is dropped as soon as its record is checked,
+// so that memory holds the parameters (a third of a checkpoint with moments) rather than
+// the whole file.
+func ReadCheckpointParams(path string) (*Checkpoint, error) { return readCheckpoint(path, false) }
+
+func readCheckpoint(path string, moments bool) (*Checkpoint, error) {
 	r, err := Open(path)
 	if err != nil {
 		return nil, err
@@ -370,15 +397,27 @@ func ReadCheckpoint(path string) (*Checkpoint, error) {
 	}
 	c := &Checkpoint{Meta: meta}
 	for r.Next() {
+		first := len(c.Tensors)
 		if err := ckptDecode(r.name, r.Record(), &c.Tensors); err != nil {
 			return nil, err
+		}
+		for i := first; i < len(c.Tensors); i++ {
+			if err := ckptCheckTensor(r.name, i, &c.Tensors[i]); err != nil {
+				return nil, err
+			}
+			if !moments && c.Tensors[i].Role != RoleParam {
+				c.Tensors[i].Values = nil // checked; the shape stays for the checks across tensors
+			}
 		}
 	}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	if err := ckptCheckTensors(r.name, c.Tensors); err != nil {
+	if err := ckptCheckAcross(r.name, c.Tensors); err != nil {
 		return nil, err
+	}
+	if !moments {
+		c.Tensors = slices.DeleteFunc(c.Tensors, func(t Tensor) bool { return t.Role != RoleParam })
 	}
 	return c, nil
 }

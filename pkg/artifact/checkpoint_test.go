@@ -139,6 +139,26 @@ func ckptWriteRaw(t *testing.T, path string, c *Checkpoint) {
 	}
 }
 
+// TestReadCheckpointParams: the parameters alone, as written, and no moment.
+func TestReadCheckpointParams(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ck.arrow")
+	full := ckptTestCheckpoint()
+	if err := WriteCheckpoint(path, full); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadCheckpointParams(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Checkpoint{Meta: full.Meta}
+	for _, ten := range full.Tensors {
+		if ten.Role == RoleParam {
+			want.Tensors = append(want.Tensors, ten)
+		}
+	}
+	ckptSame(t, got, want)
+}
+
 func TestCheckpointReadErrors(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.arrow")
@@ -166,6 +186,16 @@ func TestCheckpointReadErrors(t *testing.T) {
 	c = ckptTestCheckpoint()
 	c.Meta.Dim = 0
 	ckptWriteRaw(t, badMeta, c)
+	// A moment whose values do not fill its shape: ReadCheckpointParams, which drops the
+	// moments, must still refuse it.
+	shortMoment := filepath.Join(dir, "short-moment.arrow")
+	c = ckptTestCheckpoint()
+	c.Tensors[2].Values = c.Tensors[2].Values[:11]
+	ckptWriteRaw(t, shortMoment, c)
+	momentShape := filepath.Join(dir, "moment-shape.arrow")
+	c = ckptTestCheckpoint()
+	c.Tensors[3].Shape, c.Tensors[3].Values = []int64{1, 2}, []float32{1, 2}
+	ckptWriteRaw(t, momentShape, c)
 
 	for _, tc := range []struct{ path, want string }{
 		{truncated, "truncated"},
@@ -173,11 +203,18 @@ func TestCheckpointReadErrors(t *testing.T) {
 		{badShape, "holds 15 values, got 12"},
 		{badMoment, "no param"},
 		{badMeta, "dim 0 is not positive"},
+		{shortMoment, "entity (adam_m): shape [4 3] holds 12 values, got 11"},
+		{momentShape, "modulus: adam_m shape [1 2] differs from the param's [1 1]"},
 		{filepath.Join(dir, "missing.arrow"), "no such file"},
 	} {
-		_, err := ReadCheckpoint(tc.path)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want %q", filepath.Base(tc.path), err, tc.want)
+		for _, read := range []struct {
+			name string
+			f    func(string) (*Checkpoint, error)
+		}{{"ReadCheckpoint", ReadCheckpoint}, {"ReadCheckpointParams", ReadCheckpointParams}} {
+			_, err := read.f(tc.path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s(%s): error %v, want %q", read.name, filepath.Base(tc.path), err, tc.want)
+			}
 		}
 	}
 	if _, err := ReadCheckpointMeta(queries); err == nil {

@@ -16,9 +16,10 @@ import (
 
 // Load reads the checkpoint at path and builds its model with the given kernels (nil:
 // compute.Reference). It is how every stage that uses a trained model gets it, so that
-// all of them score with the same parameters and code.
+// all of them score with the same parameters and code. It reads the parameters only
+// (artifact.ReadCheckpointParams): the returned checkpoint has no Adam moments.
 func Load(path string, kernels compute.Kernels[float32]) (*model.Model[float32], *artifact.Checkpoint, error) {
-	ck, err := artifact.ReadCheckpoint(path)
+	ck, err := artifact.ReadCheckpointParams(path)
 	if err != nil {
 		return nil, nil, err
 	}
