@@ -98,7 +98,7 @@ func TestSIGTERM(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitCheckpoint(t, ck)
+		waitCheckpoint(t, ck, 1)
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 		r := outfiletest.Result{Code: cmd.ProcessState.ExitCode(), Stderr: stderr.String()}
@@ -113,7 +113,7 @@ func TestSIGTERM(t *testing.T) {
 		dir := t.TempDir()
 		ck := filepath.Join(dir, "m.arrow")
 		// --test-hang-after: the run blocks once 10 steps are checkpointed, so the first
-		// signal cannot end it.
+		// signal, sent once they are, cannot end it.
 		cmd := outfiletest.Command(append([]string{"--train", tr, "--checkpoint", ck, "--steps", "100", "--eval-every", "0",
 			"--checkpoint-every", "1", "--test-hang-after", "10", "--workers", "1"}, tiny...))
 		var stderr outfiletest.Buffer
@@ -121,7 +121,7 @@ func TestSIGTERM(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitCheckpoint(t, ck)
+		waitCheckpoint(t, ck, 10)
 		cmd.Process.Signal(syscall.SIGINT)
 		stderr.WaitFor(t, "stopping at the next step", time.Minute)
 		cmd.Process.Signal(syscall.SIGTERM)
@@ -135,11 +135,11 @@ func TestSIGTERM(t *testing.T) {
 	})
 }
 
-// waitCheckpoint waits until ck holds a checkpoint of at least one step.
-func waitCheckpoint(t *testing.T, ck string) {
+// waitCheckpoint waits until ck holds a checkpoint of at least steps steps.
+func waitCheckpoint(t *testing.T, ck string, steps int64) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; {
-		if meta, err := artifact.ReadCheckpointMeta(ck); err == nil && meta.Step > 0 {
+		if meta, err := artifact.ReadCheckpointMeta(ck); err == nil && meta.Step >= steps {
 			return
 		}
 		if time.Now().After(deadline) {
