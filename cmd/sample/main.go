@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -55,7 +56,8 @@ func app() *cli.App {
 					&cli.IntFlag{Name: "max-answers", Usage: "answer cap, at least 1 (default: 80 on valid/test, none on train)"},
 					&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "random seed; the same seed gives byte-identical output"},
 					&cli.IntFlag{Name: "workers", Usage: "worker goroutines (default: every core); does not change the output"},
-					&cli.StringFlag{Name: "shard", Usage: "write only shard `i/n` of each type's queries (0 <= i < n); sample merge joins the n shards into the unsharded file"},
+					&cli.StringFlag{Name: "shard", Usage: "sample shard `i/n` of the run (0 <= i < n): every nth attempt block of each type, about 1/n of the work; sample merge joins the n shards into the unsharded file"},
+					&cli.Float64Flag{Name: "shard-margin", Value: sample.DefaultShardMargin, Usage: "with --shard: candidates to sample beyond the shard's share of each type, as a `FRACTION` (0.5: 50% more), for those that repeat another shard's; merge asks for more when it runs short"},
 				}, dataFlags...),
 				Action: func(c *cli.Context) error {
 					opts, err := sample.FlagValues{
@@ -69,6 +71,16 @@ func app() *cli.App {
 						if opts.Shard, err = shard.Parse(c.String("shard")); err != nil {
 							return err
 						}
+					}
+					if c.IsSet("shard-margin") {
+						if !c.IsSet("shard") {
+							return fmt.Errorf("--shard-margin: give it with --shard i/n (it sets how much a shard samples beyond its share)")
+						}
+						if m := c.Float64("shard-margin"); !(m > 0) || math.IsInf(m, 1) {
+							// 0 would mean the default to Options; a user who typed it means no margin.
+							return fmt.Errorf("--shard-margin %v: want a fraction above 0 (0.5: sample 50%% more than the shard's share)", m)
+						}
+						opts.ShardMargin = c.Float64("shard-margin")
 					}
 					return sample.GenerateToFile(c.Context, source(c), c.String("split"), opts, c.String("output"), logWriter(c))
 				},
@@ -89,12 +101,13 @@ func app() *cli.App {
 				ArgsUsage: "SHARD...",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output `FILE` (- for an IPC stream on stdout)"},
+					&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no per-type statistics on stderr"},
 				},
 				Action: func(c *cli.Context) error {
 					if c.NArg() == 0 {
 						return fmt.Errorf("merge: give the shard files of one run")
 					}
-					return sample.MergeShards(c.Args().Slice(), c.String("output"))
+					return sample.MergeShards(c.Args().Slice(), c.String("output"), logWriter(c))
 				},
 			},
 			{

@@ -11,8 +11,9 @@ import (
 	"github.com/rocone/rocone/pkg/stagetest"
 )
 
-// TestShardEndToEnd: `sample generate --shard i/3` three times and `sample merge` give the
-// unsharded file byte for byte; bad --shard values and an incomplete or repeated set exit
+// TestShardEndToEnd: `sample generate --shard i/3` three times (one with another
+// --shard-margin) and `sample merge` give the unsharded file byte for byte; bad --shard and
+// --shard-margin values and an incomplete or repeated set exit
 // 1 with one "sample: " prefix and a message naming the fault, writing nothing.
 func TestShardEndToEnd(t *testing.T) {
 	if testing.Short() {
@@ -29,7 +30,12 @@ func TestShardEndToEnd(t *testing.T) {
 	var shards []string
 	for i := 0; i < 3; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("s%d.arrow", i))
-		if code, stderr := stagetest.Run(t, bin, append(args, "--shard", fmt.Sprintf("%d/3", i), "-o", p)...); code != 0 {
+		shardArgs := append(args, "--shard", fmt.Sprintf("%d/3", i), "-o", p)
+		if i == 1 {
+			// Shards may differ in margin: it changes how far each samples, not the run.
+			shardArgs = append(shardArgs, "--shard-margin", "0.3")
+		}
+		if code, stderr := stagetest.Run(t, bin, shardArgs...); code != 0 {
 			t.Fatalf("shard %d/3: exit %d: %s", i, code, stderr)
 		}
 		shards = append(shards, p)
@@ -50,6 +56,10 @@ func TestShardEndToEnd(t *testing.T) {
 		{append(args, "--shard", "3/3", "-o", out), "--shard \"3/3\": shard index 3 out of range: shards are numbered 0 to 2"},
 		{append(args, "--shard", "0/0", "-o", out), "--shard \"0/0\": the number of shards must be at least 1"},
 		{append(args, "--shard", "1:3", "-o", out), "--shard \"1:3\": want i/n"},
+		{append(args, "--shard", "0/3", "--shard-margin", "0", "-o", out), "--shard-margin 0: want a fraction above 0"},
+		{append(args, "--shard", "0/3", "--shard-margin", "-0.1", "-o", out), "--shard-margin -0.1: want a fraction above 0"},
+		{append(args, "--shard", "0/3", "--shard-margin", "NaN", "-o", out), "--shard-margin NaN: want a fraction above 0"},
+		{append(args, "--shard-margin", "0.5", "-o", out), "--shard-margin: give it with --shard i/n"},
 		{[]string{"merge", "-o", out, shards[0], shards[2]}, "shard 1/3 missing (given 2 of 3: " + shards[0] + " " + shards[2] + ")"},
 		{[]string{"merge", "-o", out, shards[0], shards[1], shards[1], shards[2]}, "are both shard 1/3"},
 		{[]string{"merge", "-o", out, shards[0], whole, shards[2]}, whole + " has no shard metadata"},

@@ -29,8 +29,9 @@
 # shards (`--shard i/n`): their arrays become seeds × shards, task k = seed position × n +
 # shard i, writing seed$(S)/cones-<i>-of-<n>.arrow and seed$(S)/ranks-<i>-of-<n>.arrow (rank
 # shard i reads cones shard i), and metrics takes all the ranks shards, the n of a seed as
-# one run. Sampling is not sharded here: a `sample generate --shard` runs the accept loop up
-# to its range's end (see the README), so shards would not finish sooner than one job.
+# one run. Sampling is not sharded here: each split samples in one job; sharding it would
+# add a `sample merge` job per split, and a shard does 1/n of the work plus a margin
+# (--shard-margin, docs/cluster.md), so only large train splits would gain.
 #
 # Output: one line per submitted job on stdout, "STAGE JOBID ARRAY" (ARRAY is "-" for a
 # single job); nothing when every artifact is up to date. -n prints the sbatch commands and

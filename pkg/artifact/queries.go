@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +33,11 @@ type QueriesMeta struct {
 	// Sampling is the sampling run's options (JSON, metadata key sampling), written in
 	// shard files only: `sample merge` refuses shards of different runs by it.
 	Sampling string
+	// Coverage is what a shard file covered of each type (JSON, metadata key
+	// shard_coverage, shard files only): the type's count, how many of the shard's attempt
+	// blocks it sampled, how many candidates it holds. `sample merge` replays the shards'
+	// candidates in attempt order and needs to know where each shard's attempts end.
+	Coverage string
 }
 
 // Query is one row of a queries artifact; see the package documentation for the meaning
@@ -55,6 +61,7 @@ const (
 	colRelations
 	colEasy
 	colHard
+	colAttempt // shard files only
 )
 
 var queriesSpec = spec{
@@ -69,6 +76,26 @@ var queriesSpec = spec{
 		colEasy:      {Name: "easy", Type: arrow.ListOfNonNullable(arrow.PrimitiveTypes.Int32)},
 		colHard:      {Name: "hard", Type: arrow.ListOfNonNullable(arrow.PrimitiveTypes.Int32)},
 	},
+}
+
+// queriesShardSpec is the schema of a shard file (`sample generate --shard i/n`, metadata
+// key shard): the queries columns and the attempt column, which only `sample merge` reads
+// (QueriesWriter.WriteShard, QueriesReader.Attempt): the number of the sampling attempt
+// that found the row's query, by which the merge replays the shards in the unsharded
+// run's order. Every stage that uses queries refuses a shard file (CheckWhole), so the
+// extra column never reaches them; an ordinary queries file is unchanged.
+var queriesShardSpec = spec{
+	kind:    queriesSpec.kind,
+	version: queriesSpec.version,
+	fields:  append(slices.Clip(queriesSpec.fields), arrow.Field{Name: "attempt", Type: arrow.PrimitiveTypes.Int64}),
+}
+
+// specFor is the schema of a queries file of shard s.
+func specFor(s shard.Spec) *spec {
+	if s.Whole() {
+		return &queriesSpec
+	}
+	return &queriesShardSpec
 }
 
 // The list columns, in column order, with the field of Query each fills and the word for
@@ -123,17 +150,18 @@ const (
 //	for ... { if err := w.Write(&q); err != nil { return err } }
 //	return w.Close()
 type QueriesWriter struct {
-	w     *recordWriter
-	name  string
-	meta  QueriesMeta
-	rb    *array.RecordBuilder
-	id    *array.Int64Builder
-	typ   *array.StringBuilder
-	st    *array.StringBuilder
-	lists [len(queryLists)]*array.ListBuilder
-	vals  [len(queryLists)]*array.Int32Builder
-	ids   idSet
-	rows  int64 // rows accepted so far
+	w       *recordWriter
+	name    string
+	meta    QueriesMeta
+	rb      *array.RecordBuilder
+	id      *array.Int64Builder
+	typ     *array.StringBuilder
+	st      *array.StringBuilder
+	lists   [len(queryLists)]*array.ListBuilder
+	vals    [len(queryLists)]*array.Int32Builder
+	attempt *array.Int64Builder // shard files only
+	ids     idSet
+	rows    int64 // rows accepted so far
 }
 
 // CreateQueries starts writing a queries artifact at path: a file, written atomically, or
@@ -154,7 +182,10 @@ func CreateQueries(path string, meta QueriesMeta) (*QueriesWriter, error) {
 	if meta.Sampling != "" {
 		values["sampling"] = meta.Sampling
 	}
-	schema := queriesSpec.schema(values)
+	if meta.Coverage != "" {
+		values["shard_coverage"] = meta.Coverage
+	}
+	schema := specFor(meta.Shard).schema(values)
 	rw, err := createRecords(path, schema)
 	if err != nil {
 		return nil, err
@@ -173,14 +204,36 @@ func CreateQueries(path string, meta QueriesMeta) (*QueriesWriter, error) {
 		w.lists[i] = rb.Field(l.col).(*array.ListBuilder)
 		w.vals[i] = w.lists[i].ValueBuilder().(*array.Int32Builder)
 	}
+	if !meta.Shard.Whole() {
+		w.attempt = rb.Field(colAttempt).(*array.Int64Builder)
+	}
 	return w, nil
 }
 
 // Write appends q. It checks q against the contract first (a non-negative id not written
 // before, a type and a structure, ids within the metadata's counts); a query that fails
 // is not written and the writer stays usable. Any other error leaves the artifact unable
-// to complete. Write does not retain q.
+// to complete. Write does not retain q. A shard file's rows are written with WriteShard.
 func (w *QueriesWriter) Write(q *Query) error {
+	if w.attempt != nil {
+		return fmt.Errorf("%s: shard %s: a shard file's rows carry their attempt (WriteShard)", w.name, w.meta.Shard)
+	}
+	return w.write(q, 0)
+}
+
+// WriteShard appends q to a shard file (metadata Shard not the whole) with the number of
+// the sampling attempt that found it (non-negative), as Write does otherwise.
+func (w *QueriesWriter) WriteShard(q *Query, attempt int64) error {
+	switch {
+	case w.attempt == nil:
+		return fmt.Errorf("%s: not a shard file: only shard files record attempts", w.name)
+	case attempt < 0:
+		return fmt.Errorf("%s: row %d (id %d): negative attempt %d", w.name, w.rows, q.ID, attempt)
+	}
+	return w.write(q, attempt)
+}
+
+func (w *QueriesWriter) write(q *Query, attempt int64) error {
 	if w.rb == nil {
 		return fmt.Errorf("%s: write after close", w.name)
 	}
@@ -195,6 +248,9 @@ func (w *QueriesWriter) Write(q *Query) error {
 	w.id.Append(q.ID)
 	w.typ.Append(q.Type)
 	w.st.Append(q.Structure)
+	if w.attempt != nil {
+		w.attempt.Append(attempt)
+	}
 	full := w.id.Len() >= maxBatchRows
 	for i, l := range queryLists {
 		w.lists[i].Append(true)
@@ -302,14 +358,16 @@ func WriteQueries(path string, meta QueriesMeta, qs []Query) error {
 //	}
 //	if err := r.Err(); err != nil { ... }
 type QueriesReader struct {
-	r     *Reader
-	meta  QueriesMeta
-	batch []Query
-	pos   int   // index in batch of the next query
-	rows  int64 // rows in the batches decoded so far
-	ids   idSet
-	strs  interner
-	err   error
+	r        *Reader
+	spec     *spec
+	meta     QueriesMeta
+	batch    []Query
+	attempts []int64 // the batch's attempts, in a shard file
+	pos      int     // index in batch of the next query
+	rows     int64   // rows in the batches decoded so far
+	ids      idSet
+	strs     interner
+	err      error
 }
 
 // OpenQueries opens the queries artifact at path ("-" for stdin) and checks its schema
@@ -324,15 +382,21 @@ func OpenQueries(path string) (*QueriesReader, error) {
 		r.Close()
 		return nil, err
 	}
-	return &QueriesReader{r: r, meta: meta, strs: interner{}}, nil
+	return &QueriesReader{r: r, spec: specFor(meta.Shard), meta: meta, strs: interner{}}, nil
 }
 
 func queriesMeta(r *Reader) (QueriesMeta, error) {
 	var m QueriesMeta
-	if err := queriesSpec.check(r.name, r.Schema()); err != nil {
+	md := r.Schema().Metadata()
+	// The shard key decides the columns, so read it first; a file that is not a queries
+	// artifact at all is reported by the spec check, not by its shard key.
+	sh, shErr := metaShard(r.name, md)
+	if err := specFor(sh).check(r.name, r.Schema()); err != nil {
+		if shErr == nil && !sh.Whole() && queriesSpec.check(r.name, r.Schema()) == nil {
+			return m, fmt.Errorf("%s: shard %s of a sampling run without the attempt column: written by an older sample generate; generate the shards again", r.name, sh)
+		}
 		return m, err
 	}
-	md := r.Schema().Metadata()
 	var err error
 	if m.Split, err = metaString(r.name, md, "split"); err != nil {
 		return m, err
@@ -350,7 +414,8 @@ func queriesMeta(r *Reader) (QueriesMeta, error) {
 	if m.Shard, err = metaShard(r.name, md); err != nil {
 		return m, err
 	}
-	m.Sampling, _ = md.GetValue("sampling") // shard files only
+	m.Sampling, _ = md.GetValue("sampling")       // shard files only
+	m.Coverage, _ = md.GetValue("shard_coverage") // shard files only
 	return m, nil
 }
 
@@ -364,7 +429,7 @@ func (r *QueriesReader) Next() bool {
 		if r.err != nil {
 			return false
 		}
-		r.batch, r.err = r.readBatch()
+		r.batch, r.attempts, r.err = r.readBatch()
 		r.pos = 0
 		if r.err == io.EOF {
 			r.batch = nil
@@ -378,6 +443,15 @@ func (r *QueriesReader) Next() bool {
 // Query returns the current query. Its slices are not reused by later calls and may be
 // kept; empty lists are empty, non-nil slices.
 func (r *QueriesReader) Query() Query { return r.batch[r.pos-1] }
+
+// Attempt returns, in a shard file, the number of the sampling attempt that found the
+// current query (column attempt); 0 in an ordinary queries file.
+func (r *QueriesReader) Attempt() int64 {
+	if r.attempts == nil {
+		return 0
+	}
+	return r.attempts[r.pos-1]
+}
 
 // Err returns the error, if any, that ended the iteration.
 func (r *QueriesReader) Err() error {
@@ -420,7 +494,7 @@ func ReadQueries(path string) (QueriesMeta, []Query, error) {
 	at := 0
 	for _, rec := range recs {
 		k := int(rec.NumRows())
-		if err := r.decode(rec, qs[at:at+k]); err != nil {
+		if _, err := r.decode(rec, qs[at:at+k]); err != nil {
 			return QueriesMeta{}, nil, err
 		}
 		at += k
@@ -429,44 +503,50 @@ func ReadQueries(path string) (QueriesMeta, []Query, error) {
 }
 
 // readBatch decodes the next record batch, or returns io.EOF after the last.
-func (r *QueriesReader) readBatch() ([]Query, error) {
+func (r *QueriesReader) readBatch() ([]Query, []int64, error) {
 	if !r.r.Next() {
 		if err := r.r.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, io.EOF
+		return nil, nil, io.EOF
 	}
 	rec := r.r.Record()
 	qs := make([]Query, rec.NumRows())
-	if err := r.decode(rec, qs); err != nil {
-		return nil, err
+	attempts, err := r.decode(rec, qs)
+	if err != nil {
+		return nil, nil, err
 	}
-	return qs, nil
+	return qs, attempts, nil
 }
 
 // decode checks the next record batch against the contract and fills qs, one query per
-// row, from it.
+// row, from it. It returns a shard file's attempts (nil for an ordinary file), a slice of
+// the batch's buffer like the lists.
 //
 // The lists of the queries are capacity-limited slices of the batch's Arrow buffers, not
 // copies: no allocation or copy per batch, and appending to one list reallocates it rather
 // than overwriting the next. This is safe only because Open reads with a GoAllocator,
 // whose buffers are ordinary Go memory that is never reused or freed while referenced;
 // with any other allocator the lists would dangle once the batch is released.
-func (r *QueriesReader) decode(rec arrow.Record, qs []Query) error {
+func (r *QueriesReader) decode(rec arrow.Record, qs []Query) ([]int64, error) {
 	name, n, first := r.r.name, len(qs), r.rows
 	for i, c := range rec.Columns() {
-		if err := checkNoNulls(name, queriesSpec.fields[i].Name, c, first); err != nil {
-			return err
+		if err := checkNoNulls(name, r.spec.fields[i].Name, c, first); err != nil {
+			return nil, err
 		}
 	}
 	ids := rec.Column(colID).(*array.Int64).Int64Values()
+	var attempts []int64
+	if len(r.spec.fields) > colAttempt {
+		attempts = rec.Column(colAttempt).(*array.Int64).Int64Values()
+	}
 	types, err := stringValues(name, "type", rec.Column(colType).(*array.String))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	structures, err := stringValues(name, "structure", rec.Column(colStructure).(*array.String))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for k := range qs {
 		q := &qs[k]
@@ -476,21 +556,24 @@ func (r *QueriesReader) decode(rec arrow.Record, qs []Query) error {
 		q.Structure = r.strs.get(structures.Value(k))
 		switch {
 		case q.ID < 0:
-			return fmt.Errorf("%s: row %d: negative id %d", name, row, q.ID)
+			return nil, fmt.Errorf("%s: row %d: negative id %d", name, row, q.ID)
 		case q.Type == "":
-			return fmt.Errorf("%s: row %d (id %d): empty type", name, row, q.ID)
+			return nil, fmt.Errorf("%s: row %d (id %d): empty type", name, row, q.ID)
 		case q.Structure == "":
-			return fmt.Errorf("%s: row %d (id %d): empty structure", name, row, q.ID)
+			return nil, fmt.Errorf("%s: row %d (id %d): empty structure", name, row, q.ID)
 		}
 		if prev, dup := r.ids.add(q.ID); dup {
-			return fmt.Errorf("%s: row %d: duplicate id %d (also at row %d)", name, row, q.ID, prev)
+			return nil, fmt.Errorf("%s: row %d: duplicate id %d (also at row %d)", name, row, q.ID, prev)
+		}
+		if attempts != nil && attempts[k] < 0 {
+			return nil, fmt.Errorf("%s: row %d (id %d): negative attempt %d", name, row, q.ID, attempts[k])
 		}
 	}
 
 	for i, l := range queryLists {
 		off, values, err := listSlices(name, queriesSpec.fields[l.col].Name, rec.Column(l.col).(*array.List))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		lo := off[0]
 		vals := values[lo:off[n]]
@@ -499,7 +582,7 @@ func (r *QueriesReader) decode(rec arrow.Record, qs []Query) error {
 		}
 		if j := outOfRange(vals, r.meta.limit(i)); j >= 0 {
 			row := sort.Search(n, func(k int) bool { return off[k+1]-lo > int32(j) })
-			return fmt.Errorf("%s: row %d (id %d): %s %d out of range [0, %d)",
+			return nil, fmt.Errorf("%s: row %d (id %d): %s %d out of range [0, %d)",
 				name, first+int64(row), ids[row], l.what, vals[j], r.meta.limit(i))
 		}
 		for k := range qs {
@@ -508,7 +591,7 @@ func (r *QueriesReader) decode(rec arrow.Record, qs []Query) error {
 		}
 	}
 	r.rows += int64(n)
-	return nil
+	return attempts, nil
 }
 
 // stringValues checks a string column's offsets, which the IPC readers do not, so that

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -24,6 +25,10 @@ type Query struct {
 	Type string
 	Easy []int32
 	Hard []int32
+	// Attempt is the number of the attempt that found the query (each has its own random
+	// stream), or for 1p its index among the run's 1p queries: shard files record it so
+	// that `sample merge` can replay the shards in the unsharded run's order.
+	Attempt int64
 }
 
 // Options control Generate. Zero values mean BetaE's defaults.
@@ -35,12 +40,27 @@ type Options struct {
 	Seed       uint64
 	Workers    int       // 0 means every core
 	Log        io.Writer // progress and per-type statistics; nil for none
-	// Shard, unless the whole, emits only that part of each type's queries: the contiguous
-	// range shard.Spec.Range gives of the type's accepted queries, in acceptance order, so
-	// that the n shards' queries, type by type and shard by shard, are the unsharded run's
-	// (`sample merge` joins them). See shardedRun for what a shard costs.
+	// Shard, unless the whole, makes Generate sample shard i of n: of each type other than
+	// 1p, the attempt blocks b with b mod n == i, until the shard holds enough candidates
+	// (queries that pass every rule but "repeat", each the first of its kind in the shard)
+	// for its share of the type's count (see shardTarget); it emits those candidates with
+	// their attempt numbers. `sample merge` replays the n shards' candidates in attempt
+	// order, as the unsharded run's merge loop does, and writes the unsharded run's
+	// queries. For 1p (every link, cheap) a shard computes all the queries and emits its
+	// range (shard.Spec.Range) of them.
 	Shard shard.Spec
+	// ShardMargin is how much more than its share of a type's queries a shard samples
+	// (0.5: 50% more), for candidates that turn out to repeat another shard's; 0 means
+	// DefaultShardMargin. A merge that runs past a shard's attempts fails and asks for a
+	// larger margin.
+	ShardMargin float64
 }
+
+// DefaultShardMargin is the default Options.ShardMargin (--shard-margin). The candidates
+// a shard loses to other shards' repeats grow with the number of shards and with the
+// type's repeat rate: on FB15k-237's test graph, 12,000 2in queries (45% of the run's
+// candidates repeat) need a margin of about 0.15 in 3 shards and 0.4 in 7; 0.5 covers both.
+const DefaultShardMargin = 0.5
 
 // Rejection reasons, in the order BetaE checks them.
 const (
@@ -51,10 +71,14 @@ const (
 	rejectNoExtraNegative
 	rejectTooMany
 	rejectRepeat
+	// rejectInShard is `sample merge`'s reason for an attempt its shard did not keep: it
+	// failed a rule in the shard, or repeated a query the shard had found before (a shard
+	// file holds candidates only; the shards' logs break them down).
+	rejectInShard
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"accepted", "broken", "empty", "no hard answer", "no extra negative", "too many answers", "repeat"}
+var reasonNames = [numReasons]string{"accepted", "broken", "empty", "no hard answer", "no extra negative", "too many answers", "repeat", "in the shards"}
 
 // TypeStats reports the sampling of one type.
 type TypeStats struct {
@@ -65,9 +89,14 @@ type TypeStats struct {
 	MeanEasy float64
 	MeanHard float64
 	Elapsed  time.Duration
-	// Written is how many of the Queries a shard (Options.Shard) wrote: its range of
-	// them. Queries, Attempts and the means describe the accept loop the shard ran, which
-	// goes up to its range's end.
+	// Count is the number of queries asked of the type (-1 for 1p: all its links).
+	Count int
+	// In a shard (Options.Shard): Queries is the candidates the shard holds and the other
+	// statistics describe its own attempts; Blocks is how many of its attempt blocks it
+	// sampled, Stalled whether it stopped by the stall rule rather than with enough
+	// candidates. For 1p, Written is how many of the Queries the shard wrote (its range).
+	Blocks  int
+	Stalled bool
 	Written int
 }
 
@@ -133,19 +162,18 @@ func Generate(ctx context.Context, g *Graphs, opts Options, emit func(*Query) er
 		}
 		start := time.Now()
 		var st TypeStats
-		want := count // the accepted queries the loop runs to: a shard's end
-		if name == "1p" {
+		sm := &sampler{g: g, s: s, name: name, negation: negation, maxAnswers: maxAnswers}
+		switch {
+		case name == "1p":
 			st, err = writeLinks(g, maxAnswers, count, given[i], opts.Seed, opts.Log, opts.Shard, emit)
-		} else {
-			lo, hi := opts.Shard.Range(max(count, 0))
-			want = hi
-			sm := &sampler{g: g, s: s, name: name, negation: negation, maxAnswers: maxAnswers}
-			st, err = sm.run(ctx, hi, opts, skipFirst(lo, emit))
-			st.Written = max(0, st.Queries-lo)
+		case opts.Shard.Whole():
+			st, err = sm.run(ctx, count, opts, emit)
+		default:
+			st, err = sm.runShard(ctx, count, opts, emit)
 		}
-		st.Type, st.Elapsed = name, time.Since(start)
+		st.Type, st.Count, st.Elapsed = name, count, time.Since(start)
 		all = append(all, st)
-		if err == nil && st.Queries == 0 && count != 0 && want != 0 {
+		if err == nil && st.Queries == 0 && count != 0 {
 			// An empty type the user did not ask for (--count TYPE=0) is a mistake, not a
 			// result: a 0-query file would pass every later stage unnoticed.
 			err = fmt.Errorf("no query found (%d attempts; rejected: %s); give --count %s=0 to allow an empty type",
@@ -154,10 +182,19 @@ func Generate(ctx context.Context, g *Graphs, opts Options, emit func(*Query) er
 		if err != nil {
 			return all, fmt.Errorf("sampling %s: %w", name, err)
 		}
-		if opts.Log != nil && opts.Shard.Whole() {
+		switch {
+		case opts.Log == nil:
+		case opts.Shard.Whole():
 			fmt.Fprintf(opts.Log, "%s %s\n", g.Split, st)
-		} else if opts.Log != nil {
+		case name == "1p":
 			fmt.Fprintf(opts.Log, "%s shard %s: %s; this shard writes %d of them\n", g.Split, opts.Shard, st, st.Written)
+		default:
+			stop := "enough for its share"
+			if st.Stalled {
+				stop = "stalled"
+			}
+			fmt.Fprintf(opts.Log, "%s shard %s: %s (candidates in %d of the run's attempt blocks, those b with b mod %d = %d: %s)\n",
+				g.Split, opts.Shard, st, st.Blocks, opts.Shard.Count, opts.Shard.Index, stop)
 		}
 	}
 	return all, nil
@@ -252,10 +289,12 @@ func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, log i
 		sumEasy += len(q.Easy)
 		sumHard += len(q.Hard)
 		st.Queries++
-		if k := st.Queries - 1; k < lo || k >= hi {
+		k := st.Queries - 1
+		if k < lo || k >= hi {
 			continue
 		}
 		st.Written++
+		q.Attempt = int64(k)
 		if err := emit(q); err != nil {
 			return st, err
 		}
@@ -264,20 +303,6 @@ func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, log i
 		st.MeanEasy, st.MeanHard = float64(sumEasy)/float64(st.Queries), float64(sumHard)/float64(st.Queries)
 	}
 	return st, nil
-}
-
-// skipFirst wraps emit so that the first n queries are dropped: a shard runs the accept
-// loop from the start (acceptance depends on the queries accepted before) and writes from
-// its range's start.
-func skipFirst(n int, emit func(*Query) error) func(*Query) error {
-	seen := 0
-	return func(q *Query) error {
-		seen++
-		if seen <= n {
-			return nil
-		}
-		return emit(q)
-	}
 }
 
 func sortedDifference(a, b []int32) []int32 {
@@ -333,29 +358,28 @@ type block struct {
 	outcomes []outcome
 }
 
-func (sm *sampler) run(ctx context.Context, count int, opts Options, emit func(*Query) error) (TypeStats, error) {
-	st := TypeStats{Type: sm.name}
-	if count <= 0 {
-		return st, nil
-	}
-	for e := int32(0); int(e) < sm.g.Big.NumEntities; e++ {
-		if sm.g.Big.HasEdges(e) {
-			sm.targets = append(sm.targets, e)
-		}
-	}
-	if len(sm.targets) == 0 {
-		return st, fmt.Errorf("the %s graph has no edges", sm.g.Split)
-	}
+// blockStream computes attempt blocks with workers and hands them back in order: the
+// k-th block it returns is block at(k), whatever the number of workers.
+type blockStream struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	todo    chan int
+	results chan block
+	pending map[int][]outcome
+	next    int // the next k to hand out
+	k       int // the next k to return
+	at      func(k int) int
+}
+
+// stream starts the workers on the blocks at(0), at(1), ...; the caller must call stop.
+func (sm *sampler) stream(ctx context.Context, opts Options, at func(k int) int) *blockStream {
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	windowAttempts, windowQueries := 0, 0 // where the current stall window began
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	todo := make(chan int, 4*workers)
-	results := make(chan block, 4*workers)
+	bs := &blockStream{ctx: ctx, cancel: cancel, todo: make(chan int, 4*workers), results: make(chan block, 4*workers),
+		pending: map[int][]outcome{}, at: at}
 	for w := 0; w < workers; w++ {
 		go func() {
 			big := answer.NewEngine(sm.g.Big)
@@ -365,7 +389,8 @@ func (sm *sampler) run(ctx context.Context, count int, opts Options, emit func(*
 			}
 			src := rand.NewPCG(0, 0)
 			rng := rand.New(src)
-			for b := range todo {
+			for k := range bs.todo {
+				b := at(k)
 				out := make([]outcome, attemptsPerBlock)
 				for i := range out {
 					attempt := uint64(b*attemptsPerBlock + i)
@@ -373,42 +398,193 @@ func (sm *sampler) run(ctx context.Context, count int, opts Options, emit func(*
 					out[i] = sm.attempt(rng, big, small)
 				}
 				select {
-				case results <- block{b, out}:
+				case bs.results <- block{k, out}:
 				case <-ctx.Done():
 					return
 				}
 			}
 		}()
 	}
-	next := 0 // next block to hand out
-	for ; next < 4*workers; next++ {
-		todo <- next
+	for ; bs.next < 4*workers; bs.next++ {
+		bs.todo <- bs.next
 	}
-	seen := map[string]struct{}{}
-	pending := map[int][]outcome{}
-	var sumEasy, sumHard int
-	lastReport := time.Now()
-	start := lastReport
-	for merged := 0; st.Queries < count; {
-		outs, ok := pending[merged]
-		if !ok {
-			select {
-			case b := <-results:
-				pending[b.index] = b.outcomes
-			case <-ctx.Done():
-				close(todo)
-				return st, ctx.Err()
+	return bs
+}
+
+// take returns the next block in order: its number (at(k)) and its outcomes, in attempt
+// order.
+func (bs *blockStream) take() (int, []outcome, error) {
+	for {
+		if outs, ok := bs.pending[bs.k]; ok {
+			delete(bs.pending, bs.k)
+			b := bs.at(bs.k)
+			bs.k++
+			bs.todo <- bs.next
+			bs.next++
+			return b, outs, nil
+		}
+		select {
+		case b := <-bs.results:
+			bs.pending[b.index] = b.outcomes
+		case <-bs.ctx.Done():
+			return 0, nil, bs.ctx.Err()
+		}
+	}
+}
+
+// stop ends the workers.
+func (bs *blockStream) stop() {
+	bs.cancel()
+	close(bs.todo)
+}
+
+// acceptor is the merge loop of a type's run: it takes the outcomes of the attempt blocks
+// in order, applies the "repeat" rule, counts the rejections, stops at count accepted
+// queries and gives up by the stall rule. The unsharded run (sampler.run) and `sample
+// merge` (which rebuilds the blocks from the shards' candidates) both run it, which is
+// what makes the merged shards the unsharded file.
+type acceptor struct {
+	count                         int
+	st                            *TypeStats
+	seen                          map[string]struct{}
+	windowAttempts, windowQueries int // where the current stall window began
+	sumEasy, sumHard              int
+}
+
+func newAcceptor(count int, st *TypeStats) *acceptor {
+	return &acceptor{count: count, st: st, seen: map[string]struct{}{}}
+}
+
+// done reports whether count queries were accepted.
+func (a *acceptor) done() bool { return a.st.Queries >= a.count }
+
+// block takes the outcomes of the next block, attempt by attempt, and emits the accepted
+// queries, up to count of them.
+func (a *acceptor) block(outs []outcome, emit func(*Query) error) error {
+	st := a.st
+	for _, o := range outs {
+		if st.Queries == a.count {
+			break
+		}
+		st.Attempts++
+		if o.reason == accepted {
+			if _, dup := a.seen[o.key]; dup {
+				o.reason = rejectRepeat
+			} else {
+				a.seen[o.key] = struct{}{}
 			}
+		}
+		if o.reason != accepted {
+			st.Rejected[o.reason]++
 			continue
 		}
-		delete(pending, merged)
-		merged++
-		todo <- next
-		next++
-		for _, o := range outs {
-			if st.Queries == count {
-				break
-			}
+		st.Queries++
+		a.sumEasy += len(o.q.Easy)
+		a.sumHard += len(o.q.Hard)
+		if err := emit(o.q); err != nil {
+			return err
+		}
+	}
+	if st.Attempts-a.windowAttempts >= stallAttempts {
+		if st.Queries-a.windowQueries < stallMinQueries && st.Queries < a.count {
+			return fmt.Errorf("only %d of %d queries accepted, %d in the last %d attempts (%d attempts in all; rejected: %s); ask for fewer with --count or raise --max-answers",
+				st.Queries, a.count, st.Queries-a.windowQueries, st.Attempts-a.windowAttempts, st.Attempts, st.rejections())
+		}
+		a.windowAttempts, a.windowQueries = st.Attempts, st.Queries
+	}
+	return nil
+}
+
+// finish sets the means.
+func (a *acceptor) finish() {
+	if a.st.Queries > 0 {
+		a.st.MeanEasy, a.st.MeanHard = float64(a.sumEasy)/float64(a.st.Queries), float64(a.sumHard)/float64(a.st.Queries)
+	}
+}
+
+// prepare finds the possible targets.
+func (sm *sampler) prepare() error {
+	for e := int32(0); int(e) < sm.g.Big.NumEntities; e++ {
+		if sm.g.Big.HasEdges(e) {
+			sm.targets = append(sm.targets, e)
+		}
+	}
+	if len(sm.targets) == 0 {
+		return fmt.Errorf("the %s graph has no edges", sm.g.Split)
+	}
+	return nil
+}
+
+// run samples count queries of the type: the attempt blocks 0, 1, 2, ... through the
+// acceptor.
+func (sm *sampler) run(ctx context.Context, count int, opts Options, emit func(*Query) error) (TypeStats, error) {
+	st := TypeStats{Type: sm.name}
+	if count <= 0 {
+		return st, nil
+	}
+	if err := sm.prepare(); err != nil {
+		return st, err
+	}
+	bs := sm.stream(ctx, opts, func(k int) int { return k })
+	defer bs.stop()
+	acc := newAcceptor(count, &st)
+	progress := sm.progress(opts.Log, "queries", count)
+	for !acc.done() {
+		_, outs, err := bs.take()
+		if err != nil {
+			return st, err
+		}
+		if err := acc.block(outs, emit); err != nil {
+			return st, err
+		}
+		progress(st.Queries)
+	}
+	acc.finish()
+	return st, nil
+}
+
+// shardTarget is how many candidates of a type with count queries shard of n samples
+// before it stops: its share, the margin more (candidates that repeat another shard's,
+// which the merge rejects), and four standard deviations of the share for chance (the
+// shards' rates of acceptance differ by chance, and the merge needs every shard's blocks
+// up to the block where the run reaches count). A variable for tests.
+var shardTarget = func(count, n int, margin float64) int {
+	share := float64(count) / float64(n)
+	return int(math.Ceil(share*(1+margin) + 4*math.Sqrt(share)))
+}
+
+// runShard samples shard Options.Shard of the type: the attempt blocks i, i+n, i+2n, ...
+// of the unsharded run, with every rule but "repeat" applied and repeats within the shard
+// dropped, until it holds shardTarget candidates (or stalls, by the stall rule applied to
+// its own attempts). It emits each candidate with its attempt number; `sample merge`
+// replays the shards' candidates in attempt order through the acceptor.
+func (sm *sampler) runShard(ctx context.Context, count int, opts Options, emit func(*Query) error) (TypeStats, error) {
+	st := TypeStats{Type: sm.name}
+	if count <= 0 {
+		return st, nil
+	}
+	if err := sm.prepare(); err != nil {
+		return st, err
+	}
+	margin := opts.ShardMargin
+	if margin == 0 {
+		margin = DefaultShardMargin
+	}
+	sh := opts.Shard
+	target := shardTarget(count, sh.Count, margin)
+	bs := sm.stream(ctx, opts, func(k int) int { return sh.Index + k*sh.Count })
+	defer bs.stop()
+	seen := map[string]struct{}{}
+	windowAttempts, windowQueries := 0, 0
+	var sumEasy, sumHard int
+	progress := sm.progress(opts.Log, "candidates", target)
+	for st.Queries < target {
+		b, outs, err := bs.take()
+		if err != nil {
+			return st, err
+		}
+		st.Blocks++
+		for i, o := range outs {
 			st.Attempts++
 			if o.reason == accepted {
 				if _, dup := seen[o.key]; dup {
@@ -424,29 +600,41 @@ func (sm *sampler) run(ctx context.Context, count int, opts Options, emit func(*
 			st.Queries++
 			sumEasy += len(o.q.Easy)
 			sumHard += len(o.q.Hard)
+			o.q.Attempt = int64(b*attemptsPerBlock + i)
 			if err := emit(o.q); err != nil {
-				close(todo)
 				return st, err
 			}
 		}
 		if st.Attempts-windowAttempts >= stallAttempts {
-			if st.Queries-windowQueries < stallMinQueries && st.Queries < count {
-				close(todo)
-				return st, fmt.Errorf("only %d of %d queries accepted, %d in the last %d attempts (%d attempts in all; rejected: %s); ask for fewer with --count or raise --max-answers",
-					st.Queries, count, st.Queries-windowQueries, st.Attempts-windowAttempts, st.Attempts, st.rejections())
+			if st.Queries-windowQueries < stallMinQueries {
+				// The merge gives up by the same rule on the run's attempts, which this shard's
+				// attempts so far cover n times over; or it says where this shard stopped.
+				st.Stalled = true
+				break
 			}
 			windowAttempts, windowQueries = st.Attempts, st.Queries
 		}
-		if opts.Log != nil && time.Since(lastReport) > 2*time.Second {
-			lastReport = time.Now()
-			rate := float64(st.Queries) / time.Since(start).Seconds()
-			fmt.Fprintf(opts.Log, "%s %s: %d/%d queries, %.0f/s, ETA %.0fs\n", sm.g.Split, sm.name,
-				st.Queries, count, rate, float64(count-st.Queries)/rate)
-		}
+		progress(st.Queries)
 	}
-	close(todo)
-	st.MeanEasy, st.MeanHard = float64(sumEasy)/float64(st.Queries), float64(sumHard)/float64(st.Queries)
+	if st.Queries > 0 {
+		st.MeanEasy, st.MeanHard = float64(sumEasy)/float64(st.Queries), float64(sumHard)/float64(st.Queries)
+	}
 	return st, nil
+}
+
+// progress returns a function to call after each block with the number of queries (or
+// candidates) so far: it reports them on log every 2 seconds.
+func (sm *sampler) progress(log io.Writer, what string, want int) func(n int) {
+	start := time.Now()
+	last := start
+	return func(n int) {
+		if log == nil || time.Since(last) <= 2*time.Second {
+			return
+		}
+		last = time.Now()
+		rate := float64(n) / time.Since(start).Seconds()
+		fmt.Fprintf(log, "%s %s: %d/%d %s, %.0f/s, ETA %.0fs\n", sm.g.Split, sm.name, n, want, what, rate, float64(want-n)/rate)
+	}
 }
 
 // attempt is one try of BetaE's loop: pick a target answer, ground the structure

@@ -46,6 +46,9 @@ func (s Source) Load(log io.Writer) (*kg.Dataset, error) {
 // ("-" for an IPC stream on stdout), with progress on log (nil: none). On any error
 // nothing is left at out.
 func GenerateToFile(ctx context.Context, src Source, split string, opts Options, out string, log io.Writer) error {
+	if m := opts.ShardMargin; m < 0 || math.IsNaN(m) || math.IsInf(m, 0) {
+		return fmt.Errorf("--shard-margin %v: want a fraction of at least 0 (0.5: sample 50%% more than the shard's share)", m)
+	}
 	if err := checkOutput(src, "", out); err != nil {
 		return err
 	}
@@ -55,19 +58,54 @@ func GenerateToFile(ctx context.Context, src Source, split string, opts Options,
 	}
 	opts.Dataset, opts.Log = d.Name, log
 	meta := queriesMeta(d, split)
-	if !opts.Shard.Whole() {
-		meta.Shard, meta.Sampling = opts.Shard, samplingRun(opts)
+	if opts.Shard.Whole() {
+		return writeArtifact(meta, out, func(emit func(*Query) error) error {
+			_, err := Generate(ctx, g, opts, emit)
+			return err
+		})
 	}
-	return writeArtifact(meta, out, func(emit func(*Query) error) error {
-		written := 0
-		_, err := Generate(ctx, g, opts, func(q *Query) error { written++; return emit(q) })
-		if err == nil && written == 0 && !opts.Shard.Whole() {
-			// An artifact holds at least one row; a shard with nothing to hold is a cut too fine.
-			return fmt.Errorf("--shard %s: this shard holds no query (every type has fewer queries than the %d shards cut): use fewer shards",
-				opts.Shard, opts.Shard.Count)
-		}
+	return generateShard(ctx, g, opts, meta, out)
+}
+
+// generateShard samples shard opts.Shard and writes its file: its candidates with their
+// attempts, and in the metadata the run's options (sampling) and what the shard covered
+// of each type (shard_coverage), which `sample merge` reads. The candidates wait in a
+// temporary file (spill) until the coverage, the metadata, is known.
+func generateShard(ctx context.Context, g *Graphs, opts Options, meta artifact.QueriesMeta, out string) error {
+	if opts.ShardMargin == 0 {
+		opts.ShardMargin = DefaultShardMargin
+	}
+	sp, err := newSpill("")
+	if err != nil {
 		return err
-	})
+	}
+	defer sp.close()
+	stats, err := Generate(ctx, g, opts, sp.add)
+	if err != nil {
+		return err
+	}
+	if sp.rows == 0 {
+		// An artifact holds at least one row; a shard with nothing to hold is a cut too fine.
+		return fmt.Errorf("--shard %s: this shard holds no query (every type has fewer queries than the %d shards cut): use fewer shards",
+			opts.Shard, opts.Shard.Count)
+	}
+	cov := coverage{BlockSize: attemptsPerBlock, Margin: opts.ShardMargin}
+	for _, st := range stats {
+		cov.Types = append(cov.Types, typeCoverage{Type: st.Type, Count: st.Count, Blocks: st.Blocks, Rows: st.Queries, Stalled: st.Stalled})
+		if st.Type == "1p" {
+			cov.Types[len(cov.Types)-1].Rows = st.Written
+		}
+	}
+	meta.Shard, meta.Sampling, meta.Coverage = opts.Shard, samplingRun(opts), cov.String()
+	w, err := artifact.CreateQueries(out, meta)
+	if err != nil {
+		return err
+	}
+	defer w.Abort() // no-op after a successful Close
+	if err := sp.each(w.WriteShard); err != nil {
+		return err
+	}
+	return w.Close()
 }
 
 // samplingRun describes the sampling run a shard belongs to (the queries metadata

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,8 +39,9 @@ func generateShards(t *testing.T, dir, split string, opts Options, n int) []stri
 }
 
 // TestShardUnion: for n = 1, 2, 3 and 7, the n shards of a run, merged (in any order on
-// the command line), are byte for byte the unsharded file; each shard records shard=i/n
-// and holds its range of every type's queries.
+// the command line), are byte for byte the unsharded file; each shard records shard=i/n,
+// holds its range of the 1p queries and, of every other type, candidates of its own
+// attempt blocks only (checkShard).
 func TestShardUnion(t *testing.T) {
 	dir := t.TempDir()
 	for split, opts := range shardOptions() {
@@ -52,31 +54,17 @@ func TestShardUnion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		perType := map[string]int{}
+		links := 0
 		for _, q := range rows {
-			perType[q.Type]++
+			if q.Type == "1p" {
+				links++
+			}
 		}
 		for _, n := range []int{1, 2, 3, 7} {
 			t.Run(fmt.Sprintf("%s/n=%d", split, n), func(t *testing.T) {
 				paths := generateShards(t, dir, split, opts, n)
 				for i, p := range paths {
-					meta, qs, err := artifact.ReadQueries(p)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if want := (shard.Spec{Index: i, Count: n}); meta.Shard != want && !(n == 1 && meta.Shard.Whole()) {
-						t.Errorf("%s records shard %v, want %v", p, meta.Shard, want)
-					}
-					got := map[string]int{}
-					for _, q := range qs {
-						got[q.Type]++
-					}
-					for typ, total := range perType {
-						lo, hi := (shard.Spec{Index: i, Count: n}).Range(total)
-						if got[typ] != hi-lo {
-							t.Errorf("%s holds %d %s queries, want %d of %d", p, got[typ], typ, hi-lo, total)
-						}
-					}
+					checkShard(t, p, shard.Spec{Index: i, Count: n}, links)
 				}
 				// Reversed on the command line: merge orders them by their metadata.
 				rev := make([]string, len(paths))
@@ -84,7 +72,7 @@ func TestShardUnion(t *testing.T) {
 					rev[len(paths)-1-i] = p
 				}
 				merged := filepath.Join(dir, fmt.Sprintf("%s-merged-%d.arrow", split, n))
-				if err := MergeShards(rev, merged); err != nil {
+				if err := MergeShards(rev, merged, nil); err != nil {
 					t.Fatal(err)
 				}
 				got, _ := os.ReadFile(merged)
@@ -97,9 +85,9 @@ func TestShardUnion(t *testing.T) {
 }
 
 // TestMergeRefuses: a shard missing or repeated, shards of different runs (another seed,
-// another split, another n), an unsharded file among shards, a shard whose share of a type
-// is not its cut's, and an output that is one of the shards are refused naming the files;
-// nothing is written.
+// another split, another n), an unsharded file among shards, a truncated shard (fewer rows
+// than its shard_coverage records), a shard whose rows are another shard's, and an output
+// that is one of the shards are refused naming the files; nothing is written.
 func TestMergeRefuses(t *testing.T) {
 	dir := t.TempDir()
 	opts := shardOptions()["test"]
@@ -115,14 +103,11 @@ func TestMergeRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A shard 1/3 of the same run that lost its last query.
-	meta, qs, err := artifact.ReadQueries(three[1])
-	if err != nil {
-		t.Fatal(err)
-	}
 	short := filepath.Join(dir, "short.arrow")
-	if err := artifact.WriteQueries(short, meta, qs[:len(qs)-1]); err != nil {
-		t.Fatal(err)
-	}
+	rewriteShard(t, three[1], three[1], short, func(rows int) int { return rows - 1 })
+	// Shard 1/3's metadata over shard 2/3's rows: a file whose rows are not its shard's.
+	foreign := filepath.Join(dir, "foreign.arrow")
+	rewriteShard(t, three[1], three[2], foreign, func(rows int) int { return rows })
 	for _, tc := range []struct {
 		name   string
 		shards []string
@@ -136,6 +121,7 @@ func TestMergeRefuses(t *testing.T) {
 		{"other n", []string{three[0], two[1], three[2]}, "", "is shard 0/3 but"},
 		{"unsharded among shards", []string{three[0], whole, three[2]}, "", "whole.arrow has no shard metadata"},
 		{"short shard", []string{three[0], short, three[2]}, "", "short.arrow (shard 1/3) holds"},
+		{"rows of another shard", []string{three[0], foreign, three[2]}, "", "foreign.arrow (shard 1/3): 1p query 0 is the run's query"},
 		{"output is a shard", three, three[0], "-o"},
 		{"none", nil, "", "no shard files"},
 	} {
@@ -145,7 +131,7 @@ func TestMergeRefuses(t *testing.T) {
 				out = filepath.Join(t.TempDir(), "merged.arrow")
 			}
 			before, _ := os.ReadFile(three[0])
-			err := MergeShards(tc.shards, out)
+			err := MergeShards(tc.shards, out, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("error %v, want one saying %q", err, tc.err)
 			}
@@ -158,5 +144,178 @@ func TestMergeRefuses(t *testing.T) {
 				t.Errorf("a refused merge changed the shard %s", three[0])
 			}
 		})
+	}
+}
+
+// rewriteShard writes the shard file to with the metadata of the shard file meta and the
+// first keep(rows) of the rows, attempts included, of the shard file from.
+func rewriteShard(t *testing.T, meta, from, to string, keep func(rows int) int) {
+	t.Helper()
+	m, err := artifact.OpenQueries(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	r, err := artifact.OpenQueries(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	type row struct {
+		q       artifact.Query
+		attempt int64
+	}
+	var rows []row
+	for r.Next() {
+		rows = append(rows, row{r.Query(), r.Attempt()})
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := artifact.CreateQueries(to, m.Meta())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	for _, x := range rows[:keep(len(rows))] {
+		if err := w.WriteShard(&x.q, x.attempt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkShard checks the rows of shard file p against the design: the file records shard
+// sh (or none for 0/1, which is the unsharded file); its 1p queries are its range of the
+// run's links queries (attempts their indexes); of every other type it holds distinct
+// queries, each found by an attempt of the shard's blocks (block mod n == i, attempts
+// increasing), as many as its shard_coverage records, within the blocks it records.
+func checkShard(t *testing.T, p string, sh shard.Spec, links int) {
+	t.Helper()
+	r, err := artifact.OpenQueries(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	meta := r.Meta()
+	if sh.Whole() {
+		if !meta.Shard.Whole() || meta.Coverage != "" {
+			t.Errorf("%s: shard %v, coverage %q: want the unsharded file's metadata", p, meta.Shard, meta.Coverage)
+		}
+		return
+	}
+	if meta.Shard != sh {
+		t.Errorf("%s records shard %v, want %v", p, meta.Shard, sh)
+	}
+	types, err := runTypes(p, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cov, err := parseCoverage(p, meta.Coverage, len(types))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byType := map[string]typeCoverage{}
+	for _, c := range cov.Types {
+		byType[c.Type] = c
+	}
+	rows := map[string]int{}
+	last := map[string]int64{}
+	seen := map[string]bool{}
+	lo, hi := sh.Range(links)
+	for r.Next() {
+		q, a := r.Query(), r.Attempt()
+		rows[q.Type]++
+		if q.Type == "1p" {
+			if want := int64(lo + rows[q.Type] - 1); a != want {
+				t.Errorf("%s: 1p query %d is attempt %d, want %d (its range [%d, %d))", p, q.ID, a, want, lo, hi)
+			}
+			continue
+		}
+		b := a / attemptsPerBlock
+		if prev, ok := last[q.Type]; ok && a <= prev {
+			t.Errorf("%s: %s query %d: attempt %d after %d", p, q.Type, q.ID, a, prev)
+		}
+		last[q.Type] = a
+		if int(b)%sh.Count != sh.Index || int(b)/sh.Count >= byType[q.Type].Blocks {
+			t.Errorf("%s: %s query %d: attempt %d is in block %d, not one of the shard's %d blocks", p, q.Type, q.ID, a, b, byType[q.Type].Blocks)
+		}
+		key := fmt.Sprint(q.Structure, q.Anchors, q.Relations)
+		if seen[key] {
+			t.Errorf("%s: %s query %d repeats a query of the shard", p, q.Type, q.ID)
+		}
+		seen[key] = true
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if rows["1p"] != hi-lo {
+		t.Errorf("%s holds %d 1p queries, want %d of %d", p, rows["1p"], hi-lo, links)
+	}
+	for typ, c := range byType {
+		if rows[typ] != c.Rows {
+			t.Errorf("%s holds %d %s queries, its shard_coverage records %d", p, rows[typ], typ, c.Rows)
+		}
+	}
+}
+
+// TestMergeShortShard: shards that sampled too few candidates for the run (here one each,
+// by a shardTarget that takes the margin as the number, so one block) make merge fail, naming the shard
+// whose block the run needs and asking for a larger --shard-margin, and leave nothing at
+// the output; the shards sampled again with a larger one merge into the unsharded file.
+func TestMergeShortShard(t *testing.T) {
+	defer func(f func(int, int, float64) int) { shardTarget = f }(shardTarget)
+	shardTarget = func(count, n int, margin float64) int { return int(margin) }
+	dir := t.TempDir()
+	opts := shardOptions()["train"]
+	whole := filepath.Join(dir, "whole.arrow")
+	if err := GenerateToFile(context.Background(), Source{Dir: "../../testdata/tiny"}, "train", opts, whole, nil); err != nil {
+		t.Fatal(err)
+	}
+	opts.ShardMargin = 1
+	paths := generateShards(t, dir, "train", opts, 2)
+	out := filepath.Join(dir, "merged.arrow")
+	err := MergeShards(paths, out, nil)
+	if err == nil {
+		t.Fatal("merge of shards with one candidate per type: no error")
+	}
+	for _, want := range []string{"which its shard did not sample", paths[0] + " (shard 0/2: last block 0, ", "rerun them with --shard-margin", "(they used 1)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), paths[1]) {
+		t.Errorf("error %q names %s, which sampled the block after the one the run lacks", err, paths[1])
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused merge left %s", out)
+	}
+	opts.ShardMargin = 1000
+	paths = generateShards(t, dir, "train", opts, 2)
+	if err := MergeShards(paths, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(out)
+	if want, _ := os.ReadFile(whole); !bytes.Equal(got, want) {
+		t.Errorf("merged shards differ from the unsharded file (%d vs %d bytes)", len(got), len(want))
+	}
+}
+
+// TestMarginFor: the margin merge suggests for as many candidates as a margin's
+// shardTarget is that margin (rounded up to 0.05), and more candidates need more.
+func TestMarginFor(t *testing.T) {
+	for _, tc := range []struct {
+		count, n int
+		margin   float64
+	}{{12000, 3, 0.2}, {12000, 7, 0.35}, {40, 2, 0.5}, {5000, 3, 1}} {
+		got := marginFor(float64(shardTarget(tc.count, tc.n, tc.margin)), tc.count, tc.n)
+		if math.Abs(got-tc.margin) > 0.05+1e-9 || got < tc.margin-1e-9 {
+			t.Errorf("count %d n %d: marginFor(shardTarget(margin %g)) = %g", tc.count, tc.n, tc.margin, got)
+		}
+		if more := marginFor(float64(shardTarget(tc.count, tc.n, tc.margin+0.3)), tc.count, tc.n); more <= got {
+			t.Errorf("count %d n %d: marginFor for margin %g is %g, not above %g", tc.count, tc.n, tc.margin+0.3, more, got)
+		}
 	}
 }
