@@ -20,6 +20,7 @@
 //     the device's is package cudamodel.
 //   - loss.go: the loss head of a training batch, grouped by structure.
 //   - op_score.go: the scoring head, logits of all entities, for evaluation.
+//   - rowsort.go: SortRows, the radix sort of table row ids (sparse Adam's touched rows).
 //
 // Each op_X.go has its CUDA kernels in pkg/compute/cuda/kernels/X.cu and their host side
 // in pkg/compute/cuda/op_X.go (for linear and distance: pkg/compute/X.go), so an operator

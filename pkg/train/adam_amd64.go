@@ -18,3 +18,13 @@ func (c *adamScalars) updateFast(p, g, m, v []float32) (done int, bad bool) {
 	_, _, _ = g[n-1], m[n-1], v[n-1]
 	return n, adamAVX512(&p[0], &g[0], &m[0], &v[0], n, c) != 0
 }
+
+//go:noescape
+func prefetchLines(p *float32, lines int)
+
+// prefetch hints that the cache lines of x will be read soon (sparse Adam's next rows).
+func prefetch(x []float32) {
+	if len(x) > 0 {
+		prefetchLines(&x[0], (len(x)+15)/16)
+	}
+}

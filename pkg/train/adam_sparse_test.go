@@ -239,3 +239,81 @@ func BenchmarkAdam(b *testing.B) {
 		}
 	}
 }
+
+// TestUpdateRowsZero checks that UpdateRowsZero updates exactly as UpdateRows (parameters
+// and moments bit-identical) and leaves zero every gradient element it was given: the
+// dense tensors, the listed rows of the tables, and those of a tensor not started yet
+// (which it must not update); rows not listed are not its business and keep their values.
+func TestUpdateRowsZero(t *testing.T) {
+	const entities, relations, cols = 120, 6, 37
+	for _, tc := range []struct {
+		name     string
+		workers  int
+		deferred bool // the relation table not started (DeferStart, Reach without it)
+	}{
+		{"workers=1", 1, false},
+		{"workers=3", 3, false},
+		{"relation table not started", 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := sparseFixture(entities, relations, cols, 5)
+			p1, p2 := cloneTensors(start), cloneTensors(start)
+			a1, a2 := NewAdam(p1, 1e-2), NewAdam(p2, 1e-2)
+			if tc.deferred {
+				reached := []bool{true, false, true, true}
+				for _, a := range []*Adam{a1, a2} {
+					a.DeferStart()
+					a.Reach(reached)
+				}
+			}
+			rows := [][]int32{{0, 3, 4, 5, 60, 119}, {1, 5}, nil, nil}
+			r := rand.New(rand.NewPCG(3, 4))
+			for u := 0; u < 3; u++ {
+				g := cloneTensors(start)
+				for i := range g {
+					clear(g[i].Data)
+					if rows[i] == nil {
+						for j := range g[i].Data {
+							g[i].Data[j] = float32(r.NormFloat64())
+						}
+					}
+					for _, row := range rows[i] {
+						for j := range cols {
+							g[i].Data[int(row)*cols+j] = float32(r.NormFloat64())
+						}
+					}
+				}
+				const sentinel = 7 // a row not listed, which UpdateRowsZero must leave alone
+				g[0].Data[sentinel*cols] = 1.5
+				g2 := cloneTensors(g)
+				if err := a1.UpdateRows(p1, g, rows, tc.workers); err != nil {
+					t.Fatal(err)
+				}
+				if err := a2.UpdateRowsZero(p2, g2, rows, tc.workers); err != nil {
+					t.Fatal(err)
+				}
+				for i := range p1 {
+					for j := range p1[i].Data {
+						if math.Float32bits(p1[i].Data[j]) != math.Float32bits(p2[i].Data[j]) ||
+							math.Float32bits(a1.M[i][j]) != math.Float32bits(a2.M[i][j]) ||
+							math.Float32bits(a1.V[i][j]) != math.Float32bits(a2.V[i][j]) {
+							t.Fatalf("update %d: %s[%d] differs from UpdateRows'", u, p1[i].Name, j)
+						}
+					}
+					for j, x := range g2[i].Data {
+						want := float32(0)
+						if i == 0 && j == sentinel*cols {
+							want = 1.5
+						}
+						if x != want {
+							t.Fatalf("update %d: gradient %s[%d] = %v, want %v", u, p1[i].Name, j, x, want)
+						}
+					}
+				}
+			}
+			if tc.deferred && !slices.Equal(p2[1].Data, start[1].Data) {
+				t.Fatal("the table not started was updated")
+			}
+		})
+	}
+}

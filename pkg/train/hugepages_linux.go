@@ -28,8 +28,7 @@ func adviseHugePages(collapse bool, bufs ...[]float32) {
 		}
 		base := unsafe.Pointer(unsafe.SliceData(b))
 		start := uintptr(base)
-		lo := (start + hugePageSize - 1) &^ (hugePageSize - 1)
-		hi := (start + uintptr(len(b))*4) &^ (hugePageSize - 1)
+		lo, hi := hugeRegion(start, uintptr(len(b))*4)
 		if hi <= lo {
 			continue
 		}
@@ -39,4 +38,12 @@ func adviseHugePages(collapse bool, bufs ...[]float32) {
 			_ = unix.Madvise(region, unix.MADV_COLLAPSE)
 		}
 	}
+}
+
+// hugeRegion is the 2 MiB-aligned interior [lo, hi) of the n bytes at start; hi <= lo
+// when it holds no whole huge page.
+func hugeRegion(start, n uintptr) (lo, hi uintptr) {
+	lo = (start + hugePageSize - 1) &^ (hugePageSize - 1)
+	hi = (start + n) &^ (hugePageSize - 1)
+	return lo, hi
 }

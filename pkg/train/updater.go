@@ -87,11 +87,14 @@ func (u *cpuUpdater) Update(batch *model.Batch, drop *rand.Rand) (func() (float6
 	tape.Backward(u.grads)
 	t2 := time.Now()
 	if u.sparse {
-		err = u.adam.UpdateRows(u.params, u.gradT, TouchedRows(u.params, u.grads), u.workers) // adam_sparse.go
+		// Zeroing the gradients as it goes: each touched row while it is in the cache.
+		err = u.adam.UpdateRowsZero(u.params, u.gradT, TouchedRows(u.params, u.grads), u.workers) // adam_sparse.go
+		u.grads.EntityRows.Reset()
+		u.grads.RelationRows.Reset()
 	} else {
 		err = u.adam.Update(u.params, u.gradT, u.workers)
+		u.grads.Zero()
 	}
-	u.grads.Zero()
 	t3 := time.Now()
 	if err != nil {
 		return nil, err
