@@ -10,20 +10,25 @@
 // zeroGrad ≠ 0 the gradient is cleared after it is read, ready for the next step.
 #include "common.h"
 
+// adam_element updates element i: the arithmetic of both kernels below, in one place.
+__device__ __forceinline__ void adam_element(float* p, float* g, float* m, float* v, long long i, float beta2,
+                                             float oneMinusBeta1, float oneMinusBeta2, float eps, float stepSize,
+                                             float bc2Sqrt, int zeroGrad) {
+	float gi = g[i];
+	float mi = m[i];
+	// PyTorch's lerp with weight w < 0.5: self + w·(end − self).
+	mi = mi + oneMinusBeta1 * (gi - mi);
+	float vi = v[i] * beta2 + oneMinusBeta2 * (gi * gi);
+	m[i] = mi;
+	v[i] = vi;
+	float denom = sqrtf(vi) / bc2Sqrt + eps;
+	p[i] = p[i] - stepSize * (mi / denom);
+	if (zeroGrad) g[i] = 0.f;
+}
+
 KERNEL adam_step(float* p, float* g, float* m, float* v, int n, float beta2, float oneMinusBeta1, float oneMinusBeta2,
                  float eps, float stepSize, float bc2Sqrt, int zeroGrad) {
-	GRID_STRIDE(i, n) {
-		float gi = g[i];
-		float mi = m[i];
-		// PyTorch's lerp with weight w < 0.5: self + w·(end − self).
-		mi = mi + oneMinusBeta1 * (gi - mi);
-		float vi = v[i] * beta2 + oneMinusBeta2 * (gi * gi);
-		m[i] = mi;
-		v[i] = vi;
-		float denom = sqrtf(vi) / bc2Sqrt + eps;
-		p[i] = p[i] - stepSize * (mi / denom);
-		if (zeroGrad) g[i] = 0.f;
-	}
+	GRID_STRIDE(i, n) { adam_element(p, g, m, v, i, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt, zeroGrad); }
 }
 
 // ADAM_CLASSES is how many step counts one adam_multi launch handles (see there).
@@ -79,14 +84,6 @@ KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, i
 			if (zeroGrad) g[i] = 0.f;
 			continue;
 		}
-		float gi = g[i];
-		float mi = m[i];
-		mi = mi + oneMinusBeta1 * (gi - mi);
-		float vi = v[i] * beta2 + oneMinusBeta2 * (gi * gi);
-		m[i] = mi;
-		v[i] = vi;
-		float denom = sqrtf(vi) / bc2Sqrt + eps;
-		p[i] = p[i] - stepSize * (mi / denom);
-		if (zeroGrad) g[i] = 0.f;
+		adam_element(p, g, m, v, i, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt, zeroGrad);
 	}
 }
