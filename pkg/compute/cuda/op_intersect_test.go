@@ -277,15 +277,7 @@ func testIntersect(h *harness) {
 	}{{2, false}, {3, true}} {
 		h.t.Run(fmt.Sprintf("%d-branches-mask=%v", c.nb, c.drop), func(t *testing.T) {
 			const n, d = 9, 13
-			lin := func(in, out int) ([]float32, []float32) {
-				bw, bb := math.Sqrt(6/float64(in+out)), 1/math.Sqrt(float64(in))
-				return h.uniform(out*in, -bw, bw), h.uniform(out, -bb, bb)
-			}
-			w := &model.IntersectionWeights[float32]{}
-			w.W1, w.B1 = lin(2*d, d)
-			w.W2, w.B2 = lin(d, d)
-			w.W3, w.B3 = lin(2*d, d)
-			w.W4, w.B4 = lin(d, d)
+			w := randomIntersectWeights(h, d)
 			in := make([]model.Cones[float32], c.nb)
 			all := model.NewCones[float32](c.nb*n, d)
 			for j := range in {
@@ -306,7 +298,7 @@ func testIntersect(h *harness) {
 			out := model.NewCones[float32](n, d)
 			st := model.IntersectForward(ref, w, out, in, mask)
 
-			W := IntersectWeights{h.up(w.W1), h.up(w.B1), h.up(w.W2), h.up(w.B2), h.up(w.W3), h.up(w.B3), h.up(w.W4), h.up(w.B4)}
+			W := upIntersectWeights(h, w)
 			In, Out := h.upCones(all), h.upCones(model.NewCones[float32](n, d))
 			dst, err := h.d.IntersectForward(W, Out, In, c.nb, h.up(mask))
 			h.ok(err)
@@ -320,13 +312,9 @@ func testIntersect(h *harness) {
 			for j := range dIn {
 				dIn[j] = model.NewCones[float32](n, d)
 			}
-			gw := &model.IntersectionWeights[float32]{
-				W1: make([]float32, len(w.W1)), B1: make([]float32, d), W2: make([]float32, len(w.W2)), B2: make([]float32, d),
-				W3: make([]float32, len(w.W3)), B3: make([]float32, d), W4: make([]float32, len(w.W4)), B4: make([]float32, d),
-			}
+			gw := zeroIntersectWeights(w)
+			GW := upIntersectWeights(h, gw)
 			model.IntersectBackward(ref, w, gw, st, dIn, dOut, in)
-			GW := IntersectWeights{h.zeros(len(w.W1)), h.zeros(d), h.zeros(len(w.W2)), h.zeros(d),
-				h.zeros(len(w.W3)), h.zeros(d), h.zeros(len(w.W4)), h.zeros(d)}
 			DIn := h.upCones(model.NewCones[float32](c.nb*n, d))
 			h.ok(h.d.IntersectBackward(W, GW, dst, DIn, h.upCones(dOut), In))
 			gotIn := h.downCones(DIn)
@@ -334,16 +322,7 @@ func testIntersect(h *harness) {
 				compare(t, fmt.Sprint("dIn[", j, "].axis"), dIn[j].Axis, gotIn.Axis[j*n*d:(j+1)*n*d])
 				compare(t, fmt.Sprint("dIn[", j, "].half"), dIn[j].Half, gotIn.Half[j*n*d:(j+1)*n*d])
 			}
-			for _, p := range []struct {
-				name string
-				want []float32
-				got  *F32
-			}{{"W1", gw.W1, GW.W1}, {"B1", gw.B1, GW.B1}, {"W2", gw.W2, GW.W2}, {"B2", gw.B2, GW.B2},
-				{"W3", gw.W3, GW.W3}, {"B3", gw.B3, GW.B3}, {"W4", gw.W4, GW.W4}, {"B4", gw.B4, GW.B4}} {
-				// dB2 is 0 up to rounding: the softmax over branches is invariant to a
-				// bias shared by all branches. Measure it on the scale of dW2.
-				compareScale(t, "d"+p.name, p.want, h.down(p.got), maxAbs(gw.W2))
-			}
+			compareIntersectGrads(h, t, gw, GW)
 		})
 	}
 }
