@@ -151,6 +151,7 @@ var parityCases = []struct {
 	{"Gather", testGather},
 	{"Rotate", testRotate},
 	{"Negate", testNegate},
+	{"MLP", testMLP},
 	{"Intersect", testIntersect},
 	{"IntersectRagged", testIntersectRagged},
 	{"DropoutRagged", testDropoutRagged},
