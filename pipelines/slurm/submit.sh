@@ -9,6 +9,8 @@
 # `make -f pipelines/Makefile` with the same variables write the same files:
 #
 #   sample  (array over the splits: 0 train, 1 valid, 2 test)   $(OUT)/{train,valid,test}-queries.arrow
+#     [SAMPLE_SHARDS=n > 1: sample is an array over splits × n  $(OUT)/shards/<split>-queries-<i>-of-<n>.arrow
+#      └► merge (array over the splits)                         $(OUT)/{train,valid,test}-queries.arrow]
 #     └► train (array over SEEDS, by position)                  $(RUN)/seed$(S)/model.arrow, train-log.arrow
 #          └► embed (array over SEEDS × SHARDS)                 $(RUN)/seed$(S)/cones.arrow
 #               └► rank (array over SEEDS × SHARDS)             $(RUN)/seed$(S)/ranks.arrow
@@ -29,9 +31,17 @@
 # shards (`--shard i/n`): their arrays become seeds × shards, task k = seed position × n +
 # shard i, writing seed$(S)/cones-<i>-of-<n>.arrow and seed$(S)/ranks-<i>-of-<n>.arrow (rank
 # shard i reads cones shard i), and metrics takes all the ranks shards, the n of a seed as
-# one run. Sampling is not sharded here: each split samples in one job; sharding it would
-# add a `sample merge` job per split, and a shard does 1/n of the work plus a margin
-# (--shard-margin, docs/cluster.md), so only large train splits would gain.
+# one run. SAMPLE_SHARDS=n > 1 (as in the Makefile) samples each split in n shards
+# (`sample generate --shard i/n`, the split's flags otherwise unchanged): the sample array
+# becomes splits × shards, task k = split index × n + shard i (0 train, 1 valid, 2 test),
+# writing shards/<split>-queries-<i>-of-<n>.arrow, and a merge array over the three splits
+# (afterok on sample; task = split index) joins each split's n shards with `sample merge`
+# into <split>-queries.arrow, byte for byte the unsharded file; train, embed and rank wait
+# for merge as they would for sample. A shard does about 1/n of the work plus a margin
+# (--shard-margin, docs/cluster.md), so it pays for large splits; when merge says a shard
+# stopped short, add the --shard-margin it names to the split's flags and delete the shards
+# it names. The shard files are kept, and cached like any artifact (a missing shard
+# resamples that shard alone, then merges its split).
 #
 # Output: one line per submitted job on stdout, "STAGE JOBID ARRAY" (ARRAY is "-" for a
 # single job); nothing when every artifact is up to date. -n prints the sbatch commands and
@@ -50,9 +60,11 @@
 #                before submitting (make bin/STAGE, or make build-cuda), unless BUILD=0
 #   PARTITION ACCOUNT QOS              --partition, --account, --qos of every job (empty: the
 #                                      cluster's default)
-#   TIME_<STAGE> MEM_<STAGE> CPUS_<STAGE>   per stage (SAMPLE TRAIN EMBED RANK METRICS):
+#   TIME_<STAGE> MEM_<STAGE> CPUS_<STAGE>   per stage (SAMPLE MERGE TRAIN EMBED RANK METRICS):
 #                --time, --mem and --cpus-per-task; empty leaves the cluster's default
 #   SHARDS       embed and rank each seed in this many shards (default 1: unsharded)
+#   SAMPLE_SHARDS  sample each split in this many shards, then merge them (default 1:
+#                each split sampled in one job, no merge stage)
 #   GPU_GRES     the GPU request of train, embed and rank when DEVICE=cuda (default gpu:1)
 #   SBATCH_FLAGS extra sbatch flags for every job (e.g. --constraint=avx512)
 set -euo pipefail
@@ -86,6 +98,7 @@ TRAIN_FLAGS=${TRAIN_FLAGS:-}
 DEVICE=${DEVICE:-cpu}
 METRICS_FLAGS=${METRICS_FLAGS---compare}
 SHARDS=${SHARDS:-1}
+SAMPLE_SHARDS=${SAMPLE_SHARDS:-1}
 if [ "$DEVICE" = cuda ]; then BIN=${BIN:-bin/cuda}; else BIN=${BIN:-bin}; fi
 BUILD=${BUILD:-1}
 PARTITION=${PARTITION:-}
@@ -96,6 +109,7 @@ SBATCH_FLAGS=${SBATCH_FLAGS:-}
 # Defaults sized for FB15k-237 at the paper's settings (README: sampling peaks under
 # 200 MiB, training at d=800 under 2 GiB, NELL-995 under 3 GiB); raise them for larger graphs.
 TIME_SAMPLE=${TIME_SAMPLE-1:00:00};   MEM_SAMPLE=${MEM_SAMPLE-4G};   CPUS_SAMPLE=${CPUS_SAMPLE-4}
+TIME_MERGE=${TIME_MERGE-1:00:00};     MEM_MERGE=${MEM_MERGE-4G};     CPUS_MERGE=${CPUS_MERGE-1}
 TIME_TRAIN=${TIME_TRAIN-2-00:00:00};  MEM_TRAIN=${MEM_TRAIN-8G};     CPUS_TRAIN=${CPUS_TRAIN-8}
 TIME_EMBED=${TIME_EMBED-1:00:00};     MEM_EMBED=${MEM_EMBED-4G};     CPUS_EMBED=${CPUS_EMBED-4}
 TIME_RANK=${TIME_RANK-2:00:00};       MEM_RANK=${MEM_RANK-4G};       CPUS_RANK=${CPUS_RANK-8}
@@ -122,20 +136,23 @@ for s in "${SEED_LIST[@]}"; do
 done
 case $DEVICE in cpu | cuda) ;; *) die "DEVICE=$DEVICE: cpu or cuda" ;; esac
 [[ $SHARDS =~ ^[1-9][0-9]*$ ]] || die "SHARDS=$SHARDS: want a positive number of shards (1: unsharded)"
+[[ $SAMPLE_SHARDS =~ ^[1-9][0-9]*$ ]] || die "SAMPLE_SHARDS=$SAMPLE_SHARDS: want a positive number of sample shards (1: unsharded)"
 [ $DRY -eq 1 ] || command -v sbatch >/dev/null 2>&1 || die "sbatch not found: run this on a Slurm login node"
 
 # --- binaries ------------------------------------------------------------------------------
-STAGES=(sample train embed rank metrics)
+# The stages in submission order; merge (only with SAMPLE_SHARDS > 1) runs bin/sample.
+STAGES=(sample merge train embed rank metrics)
+BINARIES=(sample train embed rank metrics)
 if [ "$BUILD" = 1 ] && [ $DRY -eq 0 ]; then
 	if [ "$BIN" = bin ]; then
-		make --no-print-directory -s "${STAGES[@]/#/bin/}" >&2 || die "building the stage binaries failed"
+		make --no-print-directory -s "${BINARIES[@]/#/bin/}" >&2 || die "building the stage binaries failed"
 	elif [ "$BIN" = bin/cuda ]; then
 		make --no-print-directory -s build-cuda >&2 || die "building the CUDA stage binaries failed"
 	else
 		die "BIN=$BIN is not built here: give BUILD=0 with binaries already there"
 	fi
 fi
-for s in "${STAGES[@]}"; do
+for s in "${BINARIES[@]}"; do
 	[ $DRY -eq 1 ] || [ -x "$BIN/$s" ] || die "$BIN/$s is missing or not executable"
 done
 
@@ -179,8 +196,20 @@ SPLITS=(train valid test)
 SPLIT_FLAGS=("$TRAIN_QUERY_FLAGS" "$VALID_FLAGS" "$TEST_FLAGS")
 for i in 0 1 2; do
 	t=$OUT/${SPLITS[$i]}-queries.arrow
-	add_task sample $i "$t" "$BIN/sample generate --data $(q "$DATA") --split ${SPLITS[$i]} --seed $(q "$SAMPLE_SEED") ${SPLIT_FLAGS[$i]} -o $(q "$t")" \
-		"${DATA_FILES[@]}"
+	gen="$BIN/sample generate --data $(q "$DATA") --split ${SPLITS[$i]} --seed $(q "$SAMPLE_SEED") ${SPLIT_FLAGS[$i]}"
+	if [ "$SAMPLE_SHARDS" = 1 ]; then
+		add_task sample $i "$t" "$gen -o $(q "$t")" "${DATA_FILES[@]}"
+		continue
+	fi
+	parts=()
+	for ((k = 0; k < SAMPLE_SHARDS; k++)); do
+		p=$OUT/shards/${SPLITS[$i]}-queries-$k-of-$SAMPLE_SHARDS.arrow
+		parts+=("$p")
+		add_task sample $((i * SAMPLE_SHARDS + k)) "$p" "$gen --shard $k/$SAMPLE_SHARDS -o $(q "$p")" "${DATA_FILES[@]}"
+	done
+	parts_q=""
+	for p in "${parts[@]}"; do parts_q+=" $(q "$p")"; done
+	add_task merge $i "$t" "$BIN/sample merge -q -o $(q "$t")$parts_q" "${parts[@]}"
 done
 TQ=$OUT/train-queries.arrow VQ=$OUT/valid-queries.arrow XQ=$OUT/test-queries.arrow
 for i in "${!SEED_LIST[@]}"; do

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +12,9 @@ import (
 
 // TestMakeCaching runs the pipeline DAG on the tiny KG with two seeds, then checks Make's
 // caching: a second run does nothing; touching cones reruns only that seed's rank and the
-// metrics; touching the train queries retrains both seeds but samples nothing.
+// metrics; touching the train queries retrains both seeds but samples nothing. Then
+// SAMPLE_SHARDS=2 into another OUT: each split is sampled as 2 shards and merged, the merged
+// queries are the unsharded run's byte for byte, and a second run does nothing.
 func TestMakeCaching(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole pipeline")
@@ -64,5 +67,34 @@ func TestMakeCaching(t *testing.T) {
 	touch("train-queries.arrow")
 	if got := stages(make("-n", "metrics")); got["train"] != 2 || got["embed"] != 2 || got["rank"] != 2 || got["sample"] != 0 {
 		t.Errorf("after touching the train queries: %v", got)
+	}
+
+	// The last OUT= on make's command line wins.
+	sharded := t.TempDir()
+	ran := make("OUT="+sharded, "SAMPLE_SHARDS=2", "queries")
+	if gen, merge := strings.Count(ran, "bin/sample generate "), strings.Count(ran, "bin/sample merge -q -o "); gen != 6 || merge != 3 ||
+		strings.Count(ran, " --shard 0/2 -o ") != 3 || strings.Count(ran, " --shard 1/2 -o ") != 3 {
+		t.Fatalf("SAMPLE_SHARDS=2 ran %d generate and %d merge commands, want 6 shards and 3 merges:\n%s", gen, merge, ran)
+	}
+	for _, split := range []string{"train", "valid", "test"} {
+		for _, i := range []string{"0", "1"} {
+			if _, err := os.Stat(filepath.Join(sharded, "shards", split+"-queries-"+i+"-of-2.arrow")); err != nil {
+				t.Errorf("SAMPLE_SHARDS=2: %v", err)
+			}
+		}
+		want, err := os.ReadFile(filepath.Join(out, split+"-queries.arrow"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(sharded, split+"-queries.arrow"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: the merged sample shards differ from the unsharded queries", split)
+		}
+	}
+	if again := make("-n", "OUT="+sharded, "SAMPLE_SHARDS=2", "queries"); strings.Contains(again, "bin/") {
+		t.Fatalf("a second SAMPLE_SHARDS=2 make would run:\n%s", again)
 	}
 }

@@ -4,9 +4,12 @@
 #  1. starts a private cluster (scripts/slurm/start.sh: installs slurm-wlm and munge if
 #     missing) in a temporary folder; a trap stops exactly its daemons, also on failure;
 #  2. submits the whole pipeline (pipelines/slurm/submit.sh) on testdata/tiny with 2 seeds,
-#     embed and rank in 3 shards each (SHARDS=3) and small flags, waits for it (pipelines/slurm/wait.sh; a failed job fails the test with
-#     its log printed) and checks every stage ran as the array it should;
-#  3. caching: a second submit submits nothing; after deleting seed 1's ranks shard 1/3, a
+#     each split sampled in 2 shards and merged (SAMPLE_SHARDS=2), embed and rank in 3 shards
+#     each (SHARDS=3) and small flags, waits for it (pipelines/slurm/wait.sh; a failed job
+#     fails the test with its log printed) and checks every stage ran as the array it should;
+#  3. caching: a second submit submits nothing; deleting the test split's sample shard 0/2
+#     would resample it alone (sample task 4), merge the test split, then embed, rank and
+#     metrics (a dry run); after deleting seed 1's ranks shard 1/3, a
 #     submit holds rank task 4 alone, with no dependency, then metrics, and metrics comes out
 #     the same;
 #     after touching the train queries, train, embed and rank of both seeds and metrics;
@@ -15,7 +18,8 @@
 #  5. job.sh's clean-up, without Slurm: a command that changes its target and fails leaves it
 #     at TARGET.failed-ID, one that succeeds without writing its target fails;
 #  6. runs pipelines/Makefile on the same inputs into the same OUT path (the Slurm run moved
-#     aside) and compares: queries, metrics.arrow, metrics.md and the plots byte for byte;
+#     aside), sampling unsharded, and compares: queries (so the merged sample shards are the
+#     unsharded files), metrics.arrow, metrics.md and the plots byte for byte;
 #     models, cones and ranks differ only in recorded wall-clock timings and the model file's
 #     hash that cones and ranks carry, so they are compared through metrics (every per-type
 #     MRR and Hits figure with its bootstrap interval);
@@ -49,8 +53,9 @@ COUNTS="--count 1p=20,2p=8,3p=8,2i=8,3i=8,ip=8,pi=8,2u=8,up=8,2in=6,3in=6,inp=6,
 VARS=(DATA=testdata/tiny DATASET=tiny "OUT=$OUT" "SEEDS=0 1" "VALID_FLAGS=$COUNTS" "TEST_FLAGS=$COUNTS"
 	"TRAIN_FLAGS=--dim 8 --steps 4 --batch 16 --negatives 4 --eval-every 2 -q" "METRICS_FLAGS=--resamples 50" SHARDS=3)
 # Light jobs for a 2-core node: every limit given (so the flags are exercised) but small.
-SLURM_VARS=(BUILD=0)
-for s in SAMPLE TRAIN EMBED RANK METRICS; do SLURM_VARS+=("TIME_$s=0:10:00" "MEM_$s=1G" "CPUS_$s=1"); done
+# Sampling is sharded on Slurm alone: the Makefile run of step 6 samples unsharded.
+SLURM_VARS=(BUILD=0 SAMPLE_SHARDS=2)
+for s in SAMPLE MERGE TRAIN EMBED RANK METRICS; do SLURM_VARS+=("TIME_$s=0:10:00" "MEM_$s=1G" "CPUS_$s=1"); done
 submit() { pipelines/slurm/submit.sh "${VARS[@]}" "${SLURM_VARS[@]}" "$@"; }
 # waitfor FILE SECONDS: wait.sh on the jobs a submit printed to FILE.
 waitfor() {
@@ -63,16 +68,20 @@ waitfor() {
 step "submitting the pipeline"
 submit >"$T/jobs1"
 cat "$T/jobs1" >&2
-[ "$(awk '{ print $1 ":" $3 }' "$T/jobs1" | tr '\n' ' ')" = "sample:0,1,2 train:0,1 embed:0,1,2,3,4,5 rank:0,1,2,3,4,5 metrics:- " ] ||
-	fail "the first submit should hold sample 0,1,2, train 0,1, embed/rank 0-5 (2 seeds × 3 shards) and metrics:"$'\n'"$(cat "$T/jobs1")"
+[ "$(awk '{ print $1 ":" $3 }' "$T/jobs1" | tr '\n' ' ')" = "sample:0,1,2,3,4,5 merge:0,1,2 train:0,1 embed:0,1,2,3,4,5 rank:0,1,2,3,4,5 metrics:- " ] ||
+	fail "the first submit should hold sample 0-5 (3 splits × 2 shards), merge 0,1,2, train 0,1, embed/rank 0-5 (2 seeds × 3 shards) and metrics:"$'\n'"$(cat "$T/jobs1")"
 waitfor "$T/jobs1" 300 || fail "the pipeline's jobs did not all complete (logs above)"
-for f in train-queries valid-queries test-queries rocone/seed{0,1}/model rocone/seed{0,1}/cones-{0,1,2}-of-3 \
-	rocone/seed{0,1}/ranks-{0,1,2}-of-3 rocone/metrics; do
+for f in shards/{train,valid,test}-queries-{0,1}-of-2 train-queries valid-queries test-queries rocone/seed{0,1}/model \
+	rocone/seed{0,1}/cones-{0,1,2}-of-3 rocone/seed{0,1}/ranks-{0,1,2}-of-3 rocone/metrics; do
 	[ -s "$OUT/$f.arrow" ] || fail "$OUT/$f.arrow is missing"
 done
 [ -s "$OUT/rocone/metrics.md" ] || fail "no metrics.md"
 n=$(ls "$OUT/logs" | wc -l)
-[ "$n" -eq 18 ] || fail "expected 18 job logs in $OUT/logs, found $n: $(ls "$OUT/logs")"
+[ "$n" -eq 24 ] || fail "expected 24 job logs in $OUT/logs, found $n: $(ls "$OUT/logs")"
+# Sample task k is split k/2's shard k%2; merge task i joins split i's 2 shards.
+grep -qxF -- "== bin/sample generate --data testdata/tiny --split test --seed 0 $COUNTS --shard 0/2 -o $OUT/shards/test-queries-0-of-2.arrow" "$OUT"/logs/sample-*_4.log &&
+	grep -qxF -- "== bin/sample merge -q -o $OUT/valid-queries.arrow $OUT/shards/valid-queries-0-of-2.arrow $OUT/shards/valid-queries-1-of-2.arrow" "$OUT"/logs/merge-*_1.log ||
+	fail "sample task 4 or merge task 1 ran another command:"$'\n'"$(grep -h '^== [^j]' "$OUT"/logs/sample-*_4.log "$OUT"/logs/merge-*_1.log)"
 grep -L '^== job .*: done in' "$OUT"/logs/*.log | grep . && fail "the logs above do not end in done"
 # The per-stage resources reached Slurm.
 train=$(scontrol show job -o "$(awk '$1 == "train" { print $2 }' "$T/jobs1")" | head -1)
@@ -81,7 +90,7 @@ for want in TimeLimit=00:10:00 MinMemoryNode=1G CPUs/Task=1 JobName=rocone-train
 done
 # DEVICE=cuda asks for a GPU for train, embed and rank only (checked on the sbatch lines).
 pipelines/slurm/submit.sh -n "${VARS[@]}" "${SLURM_VARS[@]}" OUT="$T/cuda" DEVICE=cuda >"$T/dry-cuda"
-[ "$(grep -c -- '--gres=gpu:1 ' "$T/dry-cuda")" -eq 3 ] && ! grep -E -- '--job-name=rocone-(sample|metrics) .*--gres' "$T/dry-cuda" &&
+[ "$(grep -c -- '--gres=gpu:1 ' "$T/dry-cuda")" -eq 3 ] && ! grep -E -- '--job-name=rocone-(sample|merge|metrics) .*--gres' "$T/dry-cuda" &&
 	grep -q -- ' --device cuda ' "$T/dry-cuda" || fail "DEVICE=cuda's sbatch lines:"$'\n'"$(cat "$T/dry-cuda")"
 
 # --- 3. caching ---------------------------------------------------------------------------------
@@ -89,6 +98,14 @@ step "caching: a second submit"
 submit >"$T/jobs2"
 [ ! -s "$T/jobs2" ] || fail "a second submit submitted:"$'\n'"$(cat "$T/jobs2")"
 cp -p "$OUT/rocone/metrics.arrow" "$T/metrics-first.arrow"
+# A missing sample shard: that shard alone, its split's merge, and what reads the test split.
+mv "$OUT/shards/test-queries-0-of-2.arrow" "$T/test-shard0.arrow"
+submit -n >"$T/dry-shard"
+mv "$T/test-shard0.arrow" "$OUT/shards/test-queries-0-of-2.arrow"
+[ "$(grep -o -- '--job-name=rocone-[a-z]* .*--array=[^ ]*' "$T/dry-shard" | sed 's/--job-name=rocone-\([a-z]*\) .*--array=/\1:/' | tr '\n' ' ')" = 'sample:4 merge:2 embed:0\,1\,2\,3\,4\,5 rank:0\,1\,2\,3\,4\,5 ' ] &&
+	grep -- '--job-name=rocone-merge ' "$T/dry-shard" | grep -q -- '--dependency=afterok:\\<sample\\> ' &&
+	grep -- '--job-name=rocone-embed ' "$T/dry-shard" | grep -q -- '--dependency=afterok:\\<merge\\> ' &&
+	[ "$(grep -c '^sbatch ' "$T/dry-shard")" -eq 5 ] || fail "after deleting the test split's sample shard 0/2:"$'\n'"$(cat "$T/dry-shard")"
 rm "$OUT/rocone/seed1/ranks-1-of-3.arrow"
 submit -n >"$T/dry3"
 grep -q -- '--job-name=rocone-rank .*--array=4 ' "$T/dry3" || fail "after deleting seed 1's ranks shard 1/3, no rank task 4 alone:"$'\n'"$(cat "$T/dry3")"
@@ -112,7 +129,7 @@ step "a failing training (the FAILED lines below are expected)"
 BAD=$T/bad
 mkdir -p "$BAD"
 cp -p "$OUT"/*-queries.arrow "$BAD/" # cached queries: only train and what follows run
-pipelines/slurm/submit.sh "${VARS[@]}" "${SLURM_VARS[@]}" "OUT=$BAD" "SEEDS=0" SHARDS=1 "TRAIN_FLAGS=--dim 8 --steps 4 --lr -1 -q" >"$T/jobs5"
+pipelines/slurm/submit.sh "${VARS[@]}" "${SLURM_VARS[@]}" "OUT=$BAD" "SEEDS=0" SHARDS=1 SAMPLE_SHARDS=1 "TRAIN_FLAGS=--dim 8 --steps 4 --lr -1 -q" >"$T/jobs5"
 [ "$(awk '{ print $1 }' "$T/jobs5" | tr '\n' ' ')" = "train embed rank metrics " ] || fail "the failing run's submit:"$'\n'"$(cat "$T/jobs5")"
 if waitfor "$T/jobs5" 120 2>"$T/wait5"; then fail "wait.sh reported success for a failing training"; fi
 cat "$T/wait5" >&2
@@ -148,7 +165,7 @@ for f in train-queries.arrow valid-queries.arrow test-queries.arrow rocone/metri
 	cmp "$OUT/$f" "$T/slurm-out/$f" || fail "$f differs between the Slurm and the Makefile pipelines"
 done
 (cd "$OUT" && find . -type f | sort) >"$T/make-files"
-(cd "$T/slurm-out" && find . -type f -not -path './logs/*' -not -path './slurm/*' | sort) >"$T/slurm-files"
+(cd "$T/slurm-out" && find . -type f -not -path './logs/*' -not -path './slurm/*' -not -path './shards/*' | sort) >"$T/slurm-files"
 diff "$T/make-files" "$T/slurm-files" >&2 || fail "the two pipelines wrote different sets of files"
 
 # --- 7. the shards are the unsharded run ----------------------------------------------------------
@@ -166,4 +183,4 @@ cmp <(tail -n +2 "$T/whole-metrics.md") <(tail -n +2 "$T/slurm-out/rocone/metric
 	fail "the metrics of 3 rank shards per seed differ from the unsharded ranks' metrics:"$'\n'"$(diff "$T/whole-metrics.md" "$T/slurm-out/rocone/metrics.md")"
 
 ok=1
-echo "test-slurm: PASS in $((SECONDS - t0)) s (cluster start, pipeline with 3 shards, caching, failure, Makefile comparison, shards = unsharded)" >&2
+echo "test-slurm: PASS in $((SECONDS - t0)) s (cluster start, pipeline with 2 sample shards and 3 embed/rank shards, caching, failure, Makefile comparison, shards = unsharded)" >&2
