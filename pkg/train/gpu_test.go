@@ -9,13 +9,17 @@ import (
 	"github.com/rocone/rocone/pkg/compute/cuda"
 )
 
-// gpuCurveTolerance bounds the relative gap between the CPU's and the GPU's loss curves
-// over 200 steps. The two sum in different orders and the GPU's tanhf and sincosf round
+// gpuCurves bounds how far the CPU's and the GPU's curves drift apart over 200 steps.
+// The two sum in different orders and the GPU's tanhf, sincosf and atan2f round
 // differently; now and then such a difference flips a discrete choice (a ReLU at 0, the
 // branch of a union max), after which the trajectories drift apart. Measured on the
-// emulator (same arithmetic as a GPU bar the math library) at lr 1e-3: rocone stays within
-// 5e-6 over 200 steps, cone within 1e-2 after one such flip.
-const gpuCurveTolerance = 2e-2
+// emulator (same arithmetic as a GPU bar the math library) at lr 1e-3: rocone's loss stays
+// within 5e-6 over 200 steps, cone's within 1e-2 after one such flip. On an H100 (session
+// 12) rocone's validation MRRs agreed within 1e-3, cone's moved by up to 0.012 on a type
+// (about a quarter of one query's reciprocal rank on tiny's ~20 validation queries per
+// type) and 0.002 on the averages, while the losses stayed within 2e-2. That the device
+// ranks exactly as the CPU for the same parameters is TestGPURankMatchesCPU's to check.
+var gpuCurves = curveTolerance{lossRel: 2e-2, mrrFlips: 1}
 
 // TestGPUTrainingMatchesCPU trains the tiny configuration for 200 steps at lr 1e-3
 // (across both lr drops and Adam resets) on the CPU and on the GPU, and compares the loss
@@ -42,7 +46,7 @@ func TestGPUTrainingMatchesCPU(t *testing.T) {
 				run(t, cfg, o)
 				logs[i] = o.Log
 			}
-			closeCurves(t, logCurves(t, cpuRun.Log), logCurves(t, logs[0]), gpuCurveTolerance)
+			closeCurves(t, logCurves(t, cpuRun.Log), logCurves(t, logs[0]), gpuCurves)
 			sameCheckpoints(t, filepath.Join(dir, "gpu1.arrow"), filepath.Join(dir, "gpu2.arrow"))
 		})
 	}

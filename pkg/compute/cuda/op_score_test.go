@@ -48,7 +48,10 @@ func testDistanceAll(h *harness) {
 			D := h.zeros(q * k)
 			h.ok(h.d.DistanceAll(D, Qt, E, q, k, dim, lambda))
 			got := h.down(D)
-			compare(t, "dist", want, got)
+			// The tables hold sines and cosines of order 1, so a GPU's sinf/cosf leave an
+			// absolute error of order 1e-7 however small the distance (an entity on the
+			// axis: 3.2e-10 on an H100 where Go's math gives 0): the scale has a floor.
+			compareScale(t, "dist", want, got, 1e-2)
 
 			saved := h.d.gridY
 			h.d.gridY = 1
