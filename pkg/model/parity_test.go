@@ -231,11 +231,7 @@ func TestParityUpdateGradients(t *testing.T) {
 	}
 	g := m.NewGrads()
 	lt.Backward(g)
-	// float32 on both sides, summed in different orders: the worst tensor (intersection.w1)
-	// is off by 1.11e-5 of its scale on a machine without AVX-512 (where vmath and the CPU
-	// kernels take their other paths), under 1e-5 on the AVX-512 machines before; a wrong
-	// gradient is off by far more.
-	checkGrads(t, g.Tensors(), f.Update.Grads, 2e-5)
+	checkGrads(t, g.Tensors(), f.Update.Grads, 1e-5)
 }
 
 // checkGrads compares every gradient tensor with QE-ConE's: the largest difference

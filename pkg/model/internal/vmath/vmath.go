@@ -8,10 +8,15 @@ import "math"
 
 // Tanh sets dst[i] = mul·tanh(src[i]/div) + add for i < len(src) (dst may be src).
 //
-// For |x| < 7 (x = src[i]/div, the float32 quotient, as the exact path computes it), tanh
-// is Eigen's rational approximation (generic_fast_tanh_float): x itself for
-// |x| < 0.0004, else x·P(x²)/Q(x²) with P of degree 6 and Q of degree 3, within 5e-7
-// relative of the exact tanh (a few float32 ulp); NaN stays NaN.
+// For |x| < 7 (x = src[i]/div, the float32 quotient, as the exact path computes it), the
+// AVX-512 loop computes Eigen's rational approximation (generic_fast_tanh_float, with FMA;
+// tanhEigen is it in Go): x itself for |x| < 0.0004, else x·P(x²)/Q(x²) with P of degree 6
+// and Q of degree 3, within 5e-7 relative of the exact tanh (a few float32 ulp). Elsewhere
+// (no AVX-512, or PureGo) tanh is float64 math.Tanh rounded to float32, the exactly
+// rounded value: the same rational evaluated without FMA drifts further from PyTorch's
+// tanh (QE-ConE's gradient of the intersection's first layer 1.11e-5 of its scale off
+// against 4.4e-6 exactly rounded, issue 11's tolerance being 1e-5) and is no faster than
+// the pure-Go distance kernels that dominate there. NaN stays NaN.
 //
 // For |x| ≥ 7 it is PyTorch's float32 tanh (Sleef's tanhf, which ConE's reference code
 // runs): ±1 beyond ±8.664339742 (where Sleef saturates, earlier than the exact rounding
@@ -45,7 +50,7 @@ func Tanh(dst, src []float32, div, mul, add float32) {
 			done += tanhAsm(dst[lo:hi], src[lo:hi], div, mul, add)
 		}
 		for i := done; i < hi; i++ {
-			dst[i] = mul*tanh32(src[i]/div) + add
+			dst[i] = mul*tanhRounded(src[i]/div) + add
 		}
 		for k := 0; k < nf; k++ {
 			dst[at[k]] = fix[k]
@@ -153,8 +158,12 @@ const (
 	beta6     = 1.19825839466702e-06
 )
 
-// tanh32 is the approximation for one value.
-func tanh32(a float32) float32 {
+// tanhRounded is the exactly rounded float32 tanh (the pure-Go loop's).
+func tanhRounded(x float32) float32 { return float32(math.Tanh(float64(x))) }
+
+// tanhEigen is the AVX-512 loop's approximation for one value, in Go without FMA (so
+// within a few ulp of the loop's), for its tests.
+func tanhEigen(a float32) float32 {
 	if a > -tanhTiny && a < tanhTiny {
 		return a
 	}
