@@ -79,8 +79,8 @@ func BenchmarkDistKernels(b *testing.B) {
 		e[i] = et[i*nb*eBlock : (i+1)*nb*eBlock]
 	}
 	kernels := []distKernels{genericDist}
-	if hasAVX512 {
-		kernels = append(kernels, avx512Dist)
+	for _, k := range asmDistKernels() {
+		kernels = append(kernels, k.k)
 	}
 	for _, k := range kernels {
 		b.Run("fwd4/"+k.name, func(b *testing.B) {

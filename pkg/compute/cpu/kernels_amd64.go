@@ -2,7 +2,7 @@ package cpu
 
 import "golang.org/x/sys/cpu"
 
-// Assembly kernels (gemm_amd64.s, distance_amd64.s). Each takes raw pointers; the Go
+// Assembly kernels (gemm_amd64.s, distance_amd64.s, distance_avx2_amd64.s). Each takes raw pointers; the Go
 // wrappers below check the slice lengths first, so the assembly never reads or writes
 // outside the slices it was given.
 
@@ -86,9 +86,24 @@ func distBwdAVX512(q, e *float32, nblk, tailMask int, c, lambda float32, dAxis, 
 
 var avx512Dist = distKernels{name: "avx512", sincos: sincosAVX512, fwd4: fwd4AVX512, bwd: bwdAVX512}
 
+//go:noescape
+func sincosHalfAVX2(x *float32, nblk int, out *float32, stride int, next *float32) (bad int)
+
+//go:noescape
+func distFwd2AVX2(q, e0, e1 *float32, nblk int, out *[4]float32)
+
+//go:noescape
+func distBwdAVX2(q, e *float32, nblk int, c, lambda float32, dAxis, dHalf, dEnt, next *float32, tail *[16]int32)
+
+// avx2Dist is avx512Dist for CPUs with AVX2 and FMA but not AVX-512, with its results.
+var avx2Dist = distKernels{name: "avx2", sincos: sincosAVX2, fwd4: fwd4AVX2, bwd: bwdAVX2}
+
 func asmDist() (distKernels, bool) {
-	if hasAVX512 {
+	switch {
+	case hasAVX512:
 		return avx512Dist, true
+	case hasAVX2FMA:
+		return avx2Dist, true
 	}
 	return distKernels{}, false
 }
@@ -136,4 +151,55 @@ func bwdAVX512(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, 
 		pf = &next[0]
 	}
 	distBwdAVX512(&q[0], &e[0], nblk, 1<<tail-1, c, lambda, &dAxis[0], &dHalf[0], &dEnt[0], pf)
+}
+
+func sincosAVX2(x []float32, nblk int, out []float32, stride int, next []float32) {
+	if nblk <= 0 {
+		return
+	}
+	_, _ = x[nblk*lanes-1], out[(nblk-1)*stride+2*lanes-1]
+	pf := &x[0]
+	if len(next) > 0 {
+		pf = &next[0]
+	}
+	if sincosHalfAVX2(&x[0], nblk, &out[0], stride, pf) != 0 {
+		sincosGo(x, nblk, out, stride, nil)
+	}
+}
+
+func fwd4AVX2(q []float32, e *[4][]float32, nblk int, out *[8]float32) {
+	if nblk <= 0 {
+		*out = [8]float32{}
+		return
+	}
+	_ = q[nblk*qBlock-1]
+	for _, r := range e {
+		_ = r[nblk*eBlock-1]
+	}
+	var o [2][4]float32
+	distFwd2AVX2(&q[0], &e[0][0], &e[1][0], nblk, &o[0])
+	distFwd2AVX2(&q[0], &e[2][0], &e[3][0], nblk, &o[1])
+	copy(out[:4], o[0][:])
+	copy(out[4:], o[1][:])
+}
+
+func bwdAVX2(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dEnt, next []float32) {
+	if nblk <= 0 {
+		return
+	}
+	if tail < 1 || tail > lanes {
+		panic("cpu: distance backward: bad tail")
+	}
+	n := (nblk-1)*lanes + tail
+	_, _ = q[nblk*qBlock-1], e[nblk*eBlock-1]
+	_, _, _ = dAxis[n-1], dHalf[n-1], dEnt[n-1]
+	pf := &dEnt[0]
+	if len(next) > 0 {
+		pf = &next[0]
+	}
+	var mask [16]int32 // the last block's lanes to read and write: −1
+	for i := range tail {
+		mask[i] = -1
+	}
+	distBwdAVX2(&q[0], &e[0], nblk, c, lambda, &dAxis[0], &dHalf[0], &dEnt[0], pf, &mask)
 }

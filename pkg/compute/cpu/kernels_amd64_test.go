@@ -12,7 +12,7 @@ func extraBackends() map[string]*Backend {
 	m := map[string]*Backend{}
 	if hasAVX512 && hasAVX2FMA {
 		be := New(Options{})
-		be.gk = avx2GEMM
+		be.gk, be.dk = avx2GEMM, avx2Dist
 		m["avx2"] = be
 	}
 	return m
@@ -74,19 +74,45 @@ func TestGEMMMicroKernels(t *testing.T) {
 	}
 }
 
-// TestDistanceKernelsAVX512 holds the AVX-512 distance kernels to the Go ones on random
-// tables: sin/cos half-angles (in range, so that the assembly path is taken), one query
-// against four entities, and the backward pass with every tail length, including exact
-// ties (h = 0, θ = a) and zeros.
-func TestDistanceKernelsAVX512(t *testing.T) {
-	if !hasAVX512 {
-		t.Skip("no AVX-512")
+// asmDistKernel is an assembly distance kernel with its raw sine/cosine loop (which
+// reports out-of-range lanes instead of falling back to Go).
+type asmDistKernel struct {
+	k      distKernels
+	sincos func(x *float32, nblk int, out *float32, stride int, next *float32) int
+}
+
+// asmDistKernels are the assembly distance kernels this CPU can run.
+func asmDistKernels() []asmDistKernel {
+	var ks []asmDistKernel
+	if hasAVX512 {
+		ks = append(ks, asmDistKernel{avx512Dist, sincosHalfAVX512})
 	}
+	if hasAVX2FMA {
+		ks = append(ks, asmDistKernel{avx2Dist, sincosHalfAVX2})
+	}
+	return ks
+}
+
+// TestDistanceKernelsAsm checks each assembly distance kernel against the Go loops on
+// the real tables: sin/cos half-angles (in range, so that the assembly path is taken),
+// one query against four entities, and the backward pass with every tail length,
+// including exact ties (h = 0, θ = a) and zeros.
+func TestDistanceKernelsAsm(t *testing.T) {
+	ks := asmDistKernels()
+	if len(ks) == 0 {
+		t.Skip("no AVX-512 and no AVX2+FMA")
+	}
+	for _, kk := range ks {
+		t.Run(kk.k.name, func(t *testing.T) { testDistanceKernel(t, kk.k, kk.sincos) })
+	}
+}
+
+func testDistanceKernel(t *testing.T, k distKernels, rawSincos func(x *float32, nblk int, out *float32, stride int, next *float32) int) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	const nblk = 5
 	xs := randF32(rng, nblk*lanes, -20, 20)
 	s1, s2 := make([]float32, nblk*48), make([]float32, nblk*48)
-	if sincosHalfAVX512(&xs[0], nblk, &s1[0], 48, &xs[0]) != 0 {
+	if rawSincos(&xs[0], nblk, &s1[0], 48, &xs[0]) != 0 {
 		t.Fatal("in-range input flagged")
 	}
 	sincosGo(xs, nblk, s2, 48, nil)
@@ -96,6 +122,19 @@ func TestDistanceKernelsAVX512(t *testing.T) {
 				t.Fatalf("sincos block %d lane %d: %g vs %g", b, i, s1[b*48+i], s2[b*48+i])
 			}
 		}
+	}
+	for i := range s1 { // the gap between blocks is not written
+		if i%48 >= 32 && s1[i] != 0 {
+			t.Fatalf("sincos wrote the gap at %d", i)
+		}
+	}
+	bad := []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 3e4}
+	if rawSincos(&bad[0], 1, &s1[0], 48, &bad[0]) == 0 {
+		t.Fatal("|x/2| = 15000 not flagged")
+	}
+	bad[15] = float32(math.NaN())
+	if rawSincos(&bad[0], 1, &s1[0], 48, &bad[0]) == 0 {
+		t.Fatal("NaN not flagged")
 	}
 
 	be := New(Options{PureGo: true})
@@ -119,7 +158,7 @@ func TestDistanceKernelsAVX512(t *testing.T) {
 			e[i] = et[i*nb*eBlock : (i+1)*nb*eBlock]
 		}
 		var o1, o2 [8]float32
-		fwd4AVX512(qt.s, &e, nb, &o1)
+		k.fwd4(qt.s, &e, nb, &o1)
 		fwd4Go(qt.s, &e, nb, &o2)
 		for i := range o1 {
 			if d := math.Abs(float64(o1[i] - o2[i])); d > 1e-5*float64(dim) {
@@ -132,7 +171,7 @@ func TestDistanceKernelsAVX512(t *testing.T) {
 			da2, dh2, de2 := slices.Clone(da1), slices.Clone(dh1), slices.Clone(de1)
 			// One past the end of each gradient: must stay untouched.
 			da1, dh1, de1 = append(da1, 7)[:dim], append(dh1, 7)[:dim], append(de1, 7)[:dim]
-			bwdAVX512(qt.s, e[i], nb, tail, 0.37, 0.02, da1, dh1, de1, nil)
+			k.bwd(qt.s, e[i], nb, tail, 0.37, 0.02, da1, dh1, de1, nil)
 			bwdGo(qt.s, e[i], nb, tail, 0.37, 0.02, da2, dh2, de2, nil)
 			for j := 0; j < dim; j++ {
 				for _, p := range [][2]float32{{da1[j], da2[j]}, {dh1[j], dh2[j]}, {de1[j], de2[j]}} {
@@ -146,6 +185,57 @@ func TestDistanceKernelsAVX512(t *testing.T) {
 			}
 		}
 		putBuf(qt)
+	}
+}
+
+// TestDistanceAVX2MatchesAVX512: the AVX2 kernels run the AVX-512 kernels' lane
+// arithmetic, so their outputs are the same bits (on a CPU with both).
+func TestDistanceAVX2MatchesAVX512(t *testing.T) {
+	if !hasAVX512 || !hasAVX2FMA {
+		t.Skip("needs AVX-512 and AVX2+FMA")
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	be := New(Options{PureGo: true})
+	for trial := 0; trial < 50; trial++ {
+		dim := 1 + rng.IntN(200)
+		nb := ceilDiv(dim, lanes)
+		xs := randF32(rng, nb*lanes, -7, 7)
+		s1, s2 := make([]float32, nb*eBlock), make([]float32, nb*eBlock)
+		avx512Dist.sincos(xs, nb, s1, eBlock, nil)
+		avx2Dist.sincos(xs, nb, s2, eBlock, nil)
+		sameBits(t, "sincos", s1, s2)
+		axis, half := randF32(rng, dim, -math.Pi, math.Pi), randF32(rng, dim, 0, math.Pi)
+		ent := randF32(rng, 4*dim, -math.Pi, math.Pi)
+		for j := 0; j < dim; j += 5 {
+			half[j], ent[j] = 0, axis[j]
+		}
+		qt := be.queryTable(axis, half, 1, dim, 0.02)
+		et := make([]float32, 4*nb*eBlock)
+		be.entityTable(et, ent, 4, dim)
+		var e [4][]float32
+		for i := range e {
+			e[i] = et[i*nb*eBlock : (i+1)*nb*eBlock]
+		}
+		var o1, o2 [8]float32
+		avx512Dist.fwd4(qt.s, &e, nb, &o1)
+		avx2Dist.fwd4(qt.s, &e, nb, &o2)
+		sameBits(t, "fwd4", o1[:], o2[:])
+		tail := dim - (nb-1)*lanes
+		g := randF32(rng, 3*dim, -1, 1)
+		g1, g2 := slices.Clone(g), slices.Clone(g)
+		avx512Dist.bwd(qt.s, e[1], nb, tail, 0.37, 0.02, g1[:dim], g1[dim:2*dim], g1[2*dim:], nil)
+		avx2Dist.bwd(qt.s, e[1], nb, tail, 0.37, 0.02, g2[:dim], g2[dim:2*dim], g2[2*dim:], nil)
+		sameBits(t, "bwd", g1, g2)
+		putBuf(qt)
+	}
+}
+
+func sameBits(t *testing.T, what string, a, b []float32) {
+	t.Helper()
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			t.Fatalf("%s[%d]: AVX-512 %g, AVX2 %g", what, i, a[i], b[i])
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package vmath holds float32 loops of the model's element-wise maths, with AVX-512
-// versions on amd64: tanh by a rational approximation (bounded error, see Tanh) and
-// ReLU. Package model uses them for float32 only; its float64 path (the gradient checks)
+// versions on amd64 (and AVX2 ones, with the same bits, where AVX-512 is missing): tanh by
+// a rational approximation (bounded error, see Tanh), sin and cos, the angle mapping's
+// backward, and ReLU (AVX-512 only: it is exact either way). Package model uses them for float32 only; its float64 path (the gradient checks)
 // keeps package math.
 package vmath
 
@@ -9,14 +10,14 @@ import "math"
 // Tanh sets dst[i] = mul·tanh(src[i]/div) + add for i < len(src) (dst may be src).
 //
 // For |x| < 7 (x = src[i]/div, the float32 quotient, as the exact path computes it), the
-// AVX-512 loop computes Eigen's rational approximation (generic_fast_tanh_float, with FMA;
-// tanhEigen is it in Go): x itself for |x| < 0.0004, else x·P(x²)/Q(x²) with P of degree 6
-// and Q of degree 3, within 5e-7 relative of the exact tanh (a few float32 ulp). Elsewhere
-// (no AVX-512, or PureGo) tanh is float64 math.Tanh rounded to float32, the exactly
-// rounded value: the same rational evaluated without FMA drifts further from PyTorch's
-// tanh (QE-ConE's gradient of the intersection's first layer 1.11e-5 of its scale off
-// against 4.4e-6 exactly rounded, issue 11's tolerance being 1e-5) and is no faster than
-// the pure-Go distance kernels that dominate there. NaN stays NaN.
+// assembly loops (AVX-512, or AVX2 and FMA, with the same bits) compute Eigen's rational
+// approximation (generic_fast_tanh_float, with FMA; tanhEigen is it in Go): x itself for
+// |x| < 0.0004, else x·P(x²)/Q(x²) with P of degree 6 and Q of degree 3, within 5e-7
+// relative of the exact tanh (a few float32 ulp). Without them (or with PureGo) tanh is
+// float64 math.Tanh rounded to float32, the exactly rounded value: the same rational
+// evaluated without FMA drifts further from PyTorch's tanh (QE-ConE's gradient of the
+// intersection's first layer 1.11e-5 of its scale off against 4.4e-6 exactly rounded,
+// issue 11's tolerance being 1e-5). NaN stays NaN.
 //
 // For |x| ≥ 7 it is PyTorch's float32 tanh (Sleef's tanhf, which ConE's reference code
 // runs): ±1 beyond ±8.664339742 (where Sleef saturates, earlier than the exact rounding
@@ -46,7 +47,7 @@ func Tanh(dst, src []float32, div, mul, add float32) {
 			}
 		}
 		done := lo
-		if hasAVX512 && !PureGo {
+		if hasAsm && !PureGo {
 			done += tanhAsm(dst[lo:hi], src[lo:hi], div, mul, add)
 		}
 		for i := done; i < hi; i++ {
@@ -193,7 +194,7 @@ func AngleBackward(dRaw, dTheta, theta []float32, R float32) {
 	dRaw, theta = dRaw[:len(dTheta)], theta[:len(dTheta)]
 	c := float32(math.Pi) / R
 	done := 0
-	if hasAVX512 && !PureGo {
+	if hasAsm && !PureGo {
 		done = angleBwdAsm(dRaw, dTheta, theta, c)
 	}
 	for i := done; i < len(dTheta); i++ {
@@ -256,7 +257,7 @@ const (
 func SinCos(s, c, x []float32) {
 	s, c = s[:len(x)], c[:len(x)]
 	done := 0
-	if hasAVX512 && !PureGo {
+	if hasAsm && !PureGo {
 		done = sinCosAsm(s, c, x)
 	}
 	for i := done; i < len(x); i++ {

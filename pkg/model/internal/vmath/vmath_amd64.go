@@ -4,6 +4,25 @@ import "golang.org/x/sys/cpu"
 
 var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
 
+// hasAVX2FMA: the AVX2 loops of tanh, sin/cos and the angle's backward, which give the
+// AVX-512 loops' bits, run where AVX-512 does not.
+var hasAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// hasAsm reports whether Tanh, SinCos and AngleBackward have an assembly loop here.
+var hasAsm = hasAVX512 || hasAVX2FMA
+
+// avx512Loops picks the AVX-512 loops over the AVX2 ones (tests clear it to compare).
+var avx512Loops = hasAVX512
+
+//go:noescape
+func tanhAVX2(dst, src *float32, nblk int, c *[16]float32)
+
+//go:noescape
+func angleBwdAVX2(dRaw, dTheta, theta *float32, nblk int, c float32)
+
+//go:noescape
+func sinCosAVX2(s, c, x *float32, nblk int) (bad int)
+
 //go:noescape
 func tanhAVX512(dst, src *float32, nblk, lastMask int, c *[16]float32)
 
@@ -41,6 +60,19 @@ func tanhAsm(dst, src []float32, div, mul, add float32) int {
 	_ = dst[n-1]
 	c := [16]float32{div, mul, add, tanhClamp, -tanhClamp, tanhTiny,
 		alpha13, alpha11, alpha9, alpha7, alpha5, alpha3, alpha1, beta6, beta4, beta2}
+	if !avx512Loops {
+		full := n / 8 * 8
+		if full > 0 {
+			tanhAVX2(&dst[0], &src[0], full/8, &c)
+		}
+		if full < n {
+			var in, out [8]float32
+			copy(in[:], src[full:])
+			tanhAVX2(&out[0], &in[0], 1, &c)
+			copy(dst[full:n], out[:])
+		}
+		return n
+	}
 	nblk, mask := blocks(n)
 	tanhAVX512(&dst[0], &src[0], nblk, mask, &c)
 	return n
@@ -72,6 +104,21 @@ func angleBwdAsm(dRaw, dTheta, theta []float32, c float32) int {
 		return 0
 	}
 	_, _ = dRaw[n-1], theta[n-1]
+	if !avx512Loops {
+		full := n / 8 * 8
+		if full > 0 {
+			angleBwdAVX2(&dRaw[0], &dTheta[0], &theta[0], full/8, c)
+		}
+		if full < n {
+			var r, d, th [8]float32
+			copy(r[:], dRaw[full:n])
+			copy(d[:], dTheta[full:])
+			copy(th[:], theta[full:n])
+			angleBwdAVX2(&r[0], &d[0], &th[0], 1, c)
+			copy(dRaw[full:n], r[:])
+		}
+		return n
+	}
 	nblk, mask := blocks(n)
 	angleBwdAVX512(&dRaw[0], &dTheta[0], &theta[0], nblk, mask, c)
 	return n
@@ -86,6 +133,22 @@ func sinCosAsm(s, c, x []float32) int {
 		return 0
 	}
 	_, _ = s[n-1], c[n-1]
+	if !avx512Loops {
+		full := n / 8 * 8
+		if full > 0 && sinCosAVX2(&s[0], &c[0], &x[0], full/8) != 0 {
+			return 0
+		}
+		if full < n {
+			var in, so, co [8]float32
+			copy(in[:], x[full:])
+			if sinCosAVX2(&so[0], &co[0], &in[0], 1) != 0 {
+				return 0
+			}
+			copy(s[full:n], so[:])
+			copy(c[full:n], co[:])
+		}
+		return n
+	}
 	nblk, mask := blocks(n)
 	if sinCosAVX512(&s[0], &c[0], &x[0], nblk, mask) != 0 {
 		return 0

@@ -2,7 +2,13 @@
 
 package vmath
 
-const hasAVX512 = false
+const (
+	hasAVX512  = false
+	hasAVX2FMA = false
+	hasAsm     = false
+)
+
+var avx512Loops = false
 
 func tanhAsm(dst, src []float32, div, mul, add float32) int { return 0 }
 func reluAsm(x []float32) int                               { return 0 }

@@ -51,8 +51,8 @@ func TestTanhErrorBound(t *testing.T) {
 }
 
 // TestTanhLengths checks every tail length, in place and not, against the scalar
-// functions: the assembly's approximation without FMA (to a few ulp) with AVX-512, the
-// exactly rounded tanh (bit for bit) without.
+// functions: the assembly's approximation without FMA (to a few ulp) where there is an
+// assembly loop (AVX-512, or AVX2 and FMA), the exactly rounded tanh (bit for bit) without.
 func TestTanhLengths(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for n := 0; n < 70; n++ {
@@ -69,11 +69,11 @@ func TestTanhLengths(t *testing.T) {
 			want := float32(42)
 			if i < n {
 				want = 2*tanhRounded(src[i]/1.5) + 0.25
-				if hasAVX512 {
+				if hasAsm {
 					want = 2*tanhEigen(src[i]/1.5) + 0.25
 				}
 			}
-			if d := math.Abs(float64(dst[i] - want)); d > 1e-6 || (!hasAVX512 && d != 0) {
+			if d := math.Abs(float64(dst[i] - want)); d > 1e-6 || (!hasAsm && d != 0) {
 				t.Fatalf("n=%d: [%d] = %v, want %v", n, i, dst[i], want)
 			}
 		}
@@ -188,5 +188,49 @@ func testSinCos(t *testing.T) {
 	SinCos(s, c, nan)
 	if !math.IsNaN(float64(s[0])) || !math.IsNaN(float64(c[0])) {
 		t.Fatalf("sincos(NaN) = %v, %v", s[0], c[0])
+	}
+}
+
+// TestAVX2MatchesAVX512: the AVX2 loops run the AVX-512 loops' lane arithmetic, so they
+// give the same bits, for every tail length (on a CPU with both).
+func TestAVX2MatchesAVX512(t *testing.T) {
+	if !hasAVX512 || !hasAVX2FMA {
+		t.Skip("needs AVX-512 and AVX2+FMA")
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	type outs struct{ tanh, sin, cos, dRaw []float32 }
+	run := func(x, dTheta, dRaw0 []float32) outs {
+		o := outs{make([]float32, len(x)), make([]float32, len(x)), make([]float32, len(x)), append([]float32(nil), dRaw0...)}
+		Tanh(o.tanh, x, 0.7, math.Pi, 0.1)
+		SinCos(o.sin, o.cos, x)
+		AngleBackward(o.dRaw, dTheta, x, 1.3)
+		return o
+	}
+	for n := 0; n < 70; n++ {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64() * 4)
+		}
+		if n > 3 {
+			x[1], x[2] = 1e-5, 0 // the tiny-argument branch
+		}
+		dTheta, dRaw := make([]float32, n), make([]float32, n)
+		for i := range dTheta {
+			dTheta[i], dRaw[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		}
+		a := run(x, dTheta, dRaw)
+		avx512Loops = false
+		b := run(x, dTheta, dRaw)
+		avx512Loops = true
+		for _, p := range []struct {
+			what string
+			a, b []float32
+		}{{"tanh", a.tanh, b.tanh}, {"sin", a.sin, b.sin}, {"cos", a.cos, b.cos}, {"angle backward", a.dRaw, b.dRaw}} {
+			for i := range p.a {
+				if math.Float32bits(p.a[i]) != math.Float32bits(p.b[i]) {
+					t.Fatalf("n=%d: %s[%d]: AVX-512 %g, AVX2 %g", n, p.what, i, p.a[i], p.b[i])
+				}
+			}
+		}
 	}
 }
