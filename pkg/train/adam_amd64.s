@@ -59,6 +59,62 @@ done:
 	VZEROUPPER
 	RET
 
+// func adamAVX2(pp, gp, mp, vp *float32, n int, c *adamScalars) (bad int)
+//
+// adamAVX512 with 8 elements per instruction (n a multiple of 8): the same operations,
+// each correctly rounded, so the same bits.
+TEXT ·adamAVX2(SB), NOSPLIT, $0-56
+	MOVQ pp+0(FP), DI
+	MOVQ gp+8(FP), SI
+	MOVQ mp+16(FP), R8
+	MOVQ vp+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ c+40(FP), AX
+	VBROADCASTSS 0(AX), Y8   // b1
+	VBROADCASTSS 4(AX), Y9   // b2
+	VBROADCASTSS 8(AX), Y10  // c1
+	VBROADCASTSS 12(AX), Y11 // c2
+	VBROADCASTSS 16(AX), Y12 // stepSize
+	VBROADCASTSS 20(AX), Y13 // bc2sqrt
+	VBROADCASTSS 24(AX), Y14 // eps
+	VXORPS Y15, Y15, Y15     // non-finite lanes so far
+	XORQ BX, BX
+	TESTQ CX, CX
+	JLE  done2
+
+loop2:
+	VMOVUPS (SI)(BX*4), Y0       // g
+	VMULPS  (R8)(BX*4), Y8, Y1   // b1·m
+	VMULPS  Y0, Y10, Y2          // c1·g
+	VADDPS  Y2, Y1, Y1           // m' = b1·m + c1·g
+	VMULPS  (R9)(BX*4), Y9, Y3   // b2·v
+	VMULPS  Y0, Y11, Y4          // c2·g
+	VMULPS  Y0, Y4, Y4           // (c2·g)·g
+	VADDPS  Y4, Y3, Y3           // v' = b2·v + c2·g·g
+	VMOVUPS Y1, (R8)(BX*4)
+	VMOVUPS Y3, (R9)(BX*4)
+	VSQRTPS Y3, Y5               // √v'
+	VDIVPS  Y13, Y5, Y5          // √v' / bc2sqrt
+	VADDPS  Y14, Y5, Y5          // + eps
+	VDIVPS  Y5, Y1, Y6           // m' / denom
+	VMULPS  Y6, Y12, Y6          // stepSize · (m'/denom)
+	VMOVUPS (DI)(BX*4), Y7
+	VSUBPS  Y6, Y7, Y7           // p − …
+	VMOVUPS Y7, (DI)(BX*4)
+	VSUBPS  Y7, Y7, Y0           // x − x: 0, or NaN for NaN and ±Inf
+	VXORPS  Y2, Y2, Y2
+	VCMPPS  $4, Y2, Y0, Y0       // NEQ_UQ: x − x ≠ 0 (NaN compares unequal)
+	VORPS   Y0, Y15, Y15
+	ADDQ    $8, BX
+	CMPQ    BX, CX
+	JLT     loop2
+
+done2:
+	VMOVMSKPS Y15, AX
+	MOVQ      AX, bad+48(FP)
+	VZEROUPPER
+	RET
+
 // func prefetchLines(p *float32, lines int)
 //
 // PREFETCHT0 of lines consecutive 64-byte cache lines from p: a hint, it never faults.

@@ -6,3 +6,10 @@ func (c *adamScalars) updateFast(p, g, m, v []float32) (done int, bad bool) { re
 
 // prefetch is a no-op where there is no assembly.
 func prefetch(x []float32) {}
+
+const (
+	hasAdamAVX512 = false
+	hasAdamAVX2   = false
+)
+
+var adamAVX512Loop = false
