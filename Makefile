@@ -51,7 +51,7 @@ test-cuda:
 	$(GO) build -tags cuda ./...
 	$(GO) vet -tags cuda ./...
 
-# The demo: the whole pipeline on the shipped FB15k-237 on the CPU, in about 4 minutes (13 without AVX-512) on
+# The demo: the whole pipeline on the shipped FB15k-237 on the CPU, in about 4 minutes on
 # 2 cores: BetaE's train queries, smaller valid/test sets, a RoConE model (d=200, 2,000
 # steps of small batches, b=128 and n=32, at a raised learning rate with γ=2, λ=1: in so
 # short a run these learn far faster than the paper's b=512, n=128, γ=30, λ=0.1; see the
