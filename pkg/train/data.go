@@ -215,6 +215,29 @@ func (p *pool) next(ts *trainSet, size, k int) *model.Batch {
 	return b
 }
 
+// ahead returns a copy of the pool one batch further on, holding that batch (in buf, a
+// buffer the pool does not hold): the loop samples a step's first batch while a device runs
+// the step before, without moving the pool itself, so that a checkpoint written in between
+// holds the pool as it was.
+func (p *pool) ahead(ts *trainSet, size, k int, buf model.Batch) *pool {
+	src := *p.src
+	a := &pool{name: p.name, index: p.index, members: p.members, seed: p.seed,
+		epoch: p.epoch, pos: p.pos, perm: p.perm, src: &src, batch: buf}
+	a.rng = rand.New(a.src)
+	a.next(ts, size, k)
+	return a
+}
+
+// catchUp moves the pool to a (its ahead) and returns a's batch, which the pool now
+// holds, and the pool's former batch buffer.
+func (p *pool) catchUp(a *pool) (b *model.Batch, spare model.Batch) {
+	spare = p.batch
+	p.epoch, p.pos, p.perm = a.epoch, a.pos, a.perm
+	*p.src = *a.src
+	p.batch = a.batch
+	return &p.batch, spare
+}
+
 // loaderState is a pool's loader in a checkpoint.
 type loaderState struct {
 	Queries int    `json:"queries"` // members, to check the train file

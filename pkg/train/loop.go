@@ -60,6 +60,14 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 				return nil, err
 			}
 		}
+		// On a device, the next step's first batch too: sampled at the next step's start,
+		// it would leave the device idle meanwhile.
+		if t.opts.Device != nil && s+1 < cfg.Steps {
+			t0 := time.Now()
+			t.ahead = order[0].ahead(t.ts, cfg.Batch, cfg.Negatives, t.spare)
+			t.spare = model.Batch{}
+			t.timings.Sampling += time.Since(t0).Seconds()
+		}
 		for i, p := range order {
 			loss, err := pending[i]()
 			if err != nil {
@@ -135,7 +143,13 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 // the function waits for it.
 func (t *trainer) update(s int, p *pool) (func() (float64, error), error) {
 	t0 := time.Now()
-	batch := p.next(t.ts, t.cfg.Batch, t.cfg.Negatives)
+	var batch *model.Batch
+	if a := t.ahead; a != nil && a.index == p.index {
+		batch, t.spare = p.catchUp(a)
+		t.ahead = nil
+	} else {
+		batch = p.next(t.ts, t.cfg.Batch, t.cfg.Negatives)
+	}
 	t1 := time.Now()
 	t.timings.Sampling += t1.Sub(t0).Seconds()
 	if testHookBeforeUpdate != nil {

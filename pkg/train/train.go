@@ -34,6 +34,10 @@ type trainer struct {
 
 	ts    *trainSet
 	pools [2]*pool // path, other
+	// ahead is the next step's first pool one batch on (pool.ahead), sampled while a device
+	// runs the step before; spare is the batch buffer it takes next.
+	ahead *pool
+	spare model.Batch
 	valid []eval.RankQuery
 
 	log        []artifact.TrainLogRow
