@@ -84,7 +84,7 @@ func distFwd4AVX512(q, e0, e1, e2, e3 *float32, nblk int, out *[8]float32)
 //go:noescape
 func distBwdAVX512(q, e *float32, nblk, tailMask int, c, lambda float32, dAxis, dHalf, dEnt, next *float32)
 
-var avx512Dist = distKernels{name: "avx512", sincos: sincosAVX512, fwd4: fwd4AVX512, bwd: bwdAVX512}
+var avx512Dist = distKernels{name: "avx512", sincos: sincosWith(sincosHalfAVX512), fwd4: fwd4AVX512, bwd: bwdAVX512}
 
 //go:noescape
 func sincosHalfAVX2(x *float32, nblk int, out *float32, stride int, next *float32) (bad int)
@@ -96,7 +96,7 @@ func distFwd2AVX2(q, e0, e1 *float32, nblk int, out *[4]float32)
 func distBwdAVX2(q, e *float32, nblk int, c, lambda float32, dAxis, dHalf, dEnt, next *float32, tail *[16]int32)
 
 // avx2Dist is avx512Dist for CPUs with AVX2 and FMA but not AVX-512, with its results.
-var avx2Dist = distKernels{name: "avx2", sincos: sincosAVX2, fwd4: fwd4AVX2, bwd: bwdAVX2}
+var avx2Dist = distKernels{name: "avx2", sincos: sincosWith(sincosHalfAVX2), fwd4: fwd4AVX2, bwd: bwdAVX2}
 
 func asmDist() (distKernels, bool) {
 	switch {
@@ -108,73 +108,47 @@ func asmDist() (distKernels, bool) {
 	return distKernels{}, false
 }
 
-func sincosAVX512(x []float32, nblk int, out []float32, stride int, next []float32) {
-	if nblk <= 0 {
-		return
-	}
-	_, _ = x[nblk*lanes-1], out[(nblk-1)*stride+2*lanes-1]
-	pf := &x[0] // prefetching is only a hint: it never faults, even past next's end
-	if len(next) > 0 {
-		pf = &next[0]
-	}
-	if sincosHalfAVX512(&x[0], nblk, &out[0], stride, pf) != 0 {
-		// Some |x/2| is beyond the reduction's range (never for model angles), or NaN:
-		// redo the call in Go, which uses math.Sincos there.
-		sincosGo(x, nblk, out, stride, nil)
+// sincosWith wraps an assembly sine/cosine loop with the bounds checks of its operands.
+func sincosWith(loop func(x *float32, nblk int, out *float32, stride int, next *float32) (bad int)) func(x []float32, nblk int, out []float32, stride int, next []float32) {
+	return func(x []float32, nblk int, out []float32, stride int, next []float32) {
+		if nblk <= 0 {
+			return
+		}
+		_, _ = x[nblk*lanes-1], out[(nblk-1)*stride+2*lanes-1]
+		pf := &x[0] // prefetching is only a hint: it never faults, even past next's end
+		if len(next) > 0 {
+			pf = &next[0]
+		}
+		if loop(&x[0], nblk, &out[0], stride, pf) != 0 {
+			// Some |x/2| is beyond the reduction's range (never for model angles), or NaN:
+			// redo the call in Go, which uses math.Sincos there.
+			sincosGo(x, nblk, out, stride, nil)
+		}
 	}
 }
 
-func fwd4AVX512(q []float32, e *[4][]float32, nblk int, out *[8]float32) {
+// checkFwd4 checks the operands of a forward kernel; false: no block to score.
+func checkFwd4(q []float32, e *[4][]float32, nblk int, out *[8]float32) bool {
 	if nblk <= 0 {
 		*out = [8]float32{}
-		return
+		return false
 	}
 	_ = q[nblk*qBlock-1]
 	for _, r := range e {
 		_ = r[nblk*eBlock-1]
 	}
-	distFwd4AVX512(&q[0], &e[0][0], &e[1][0], &e[2][0], &e[3][0], nblk, out)
+	return true
 }
 
-func bwdAVX512(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dEnt, next []float32) {
-	if nblk <= 0 {
-		return
-	}
-	if tail < 1 || tail > lanes {
-		panic("cpu: distance backward: bad tail")
-	}
-	n := (nblk-1)*lanes + tail
-	_, _ = q[nblk*qBlock-1], e[nblk*eBlock-1]
-	_, _, _ = dAxis[n-1], dHalf[n-1], dEnt[n-1]
-	pf := &dEnt[0] // a prefetch never faults, even past next's end
-	if len(next) > 0 {
-		pf = &next[0]
-	}
-	distBwdAVX512(&q[0], &e[0], nblk, 1<<tail-1, c, lambda, &dAxis[0], &dHalf[0], &dEnt[0], pf)
-}
-
-func sincosAVX2(x []float32, nblk int, out []float32, stride int, next []float32) {
-	if nblk <= 0 {
-		return
-	}
-	_, _ = x[nblk*lanes-1], out[(nblk-1)*stride+2*lanes-1]
-	pf := &x[0]
-	if len(next) > 0 {
-		pf = &next[0]
-	}
-	if sincosHalfAVX2(&x[0], nblk, &out[0], stride, pf) != 0 {
-		sincosGo(x, nblk, out, stride, nil)
+func fwd4AVX512(q []float32, e *[4][]float32, nblk int, out *[8]float32) {
+	if checkFwd4(q, e, nblk, out) {
+		distFwd4AVX512(&q[0], &e[0][0], &e[1][0], &e[2][0], &e[3][0], nblk, out)
 	}
 }
 
 func fwd4AVX2(q []float32, e *[4][]float32, nblk int, out *[8]float32) {
-	if nblk <= 0 {
-		*out = [8]float32{}
+	if !checkFwd4(q, e, nblk, out) {
 		return
-	}
-	_ = q[nblk*qBlock-1]
-	for _, r := range e {
-		_ = r[nblk*eBlock-1]
 	}
 	var o [2][4]float32
 	distFwd2AVX2(&q[0], &e[0][0], &e[1][0], nblk, &o[0])
@@ -183,9 +157,11 @@ func fwd4AVX2(q []float32, e *[4][]float32, nblk int, out *[8]float32) {
 	copy(out[4:], o[1][:])
 }
 
-func bwdAVX2(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dEnt, next []float32) {
+// checkBwd checks the operands of a backward kernel and returns what to prefetch; nil: no
+// block.
+func checkBwd(q, e []float32, nblk, tail int, dAxis, dHalf, dEnt, next []float32) *float32 {
 	if nblk <= 0 {
-		return
+		return nil
 	}
 	if tail < 1 || tail > lanes {
 		panic("cpu: distance backward: bad tail")
@@ -193,9 +169,22 @@ func bwdAVX2(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dE
 	n := (nblk-1)*lanes + tail
 	_, _ = q[nblk*qBlock-1], e[nblk*eBlock-1]
 	_, _, _ = dAxis[n-1], dHalf[n-1], dEnt[n-1]
-	pf := &dEnt[0]
 	if len(next) > 0 {
-		pf = &next[0]
+		return &next[0]
+	}
+	return &dEnt[0] // a prefetch never faults, even past next's end
+}
+
+func bwdAVX512(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dEnt, next []float32) {
+	if pf := checkBwd(q, e, nblk, tail, dAxis, dHalf, dEnt, next); pf != nil {
+		distBwdAVX512(&q[0], &e[0], nblk, 1<<tail-1, c, lambda, &dAxis[0], &dHalf[0], &dEnt[0], pf)
+	}
+}
+
+func bwdAVX2(q, e []float32, nblk, tail int, c, lambda float32, dAxis, dHalf, dEnt, next []float32) {
+	pf := checkBwd(q, e, nblk, tail, dAxis, dHalf, dEnt, next)
+	if pf == nil {
+		return
 	}
 	var mask [16]int32 // the last block's lanes to read and write: −1
 	for i := range tail {
