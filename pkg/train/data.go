@@ -35,6 +35,7 @@ type trainSet struct {
 	weights     []float64 // (4 + |answers|)^(−1/2)
 	numEntities int
 	fingerprint string
+	marks       answerMarks // scratch of sampleNegatives (the pools sample one at a time)
 }
 
 // IsPath reports whether a structure belongs to the path pool: a plain chain of
@@ -62,6 +63,7 @@ func newTrainSet(rows []artifact.Query, numEntities, numRelations int) (*trainSe
 		answers:     make([][]int32, len(rows)),
 		weights:     make([]float64, len(rows)),
 		numEntities: numEntities,
+		marks:       newAnswerMarks(numEntities),
 	}
 	var structures query.Cache
 	h := fnv.New64a()
@@ -127,17 +129,44 @@ func isAnswer(answers []int32, e int32) bool {
 	return found
 }
 
+// answerMarks is a bitset over the entities, set for one query's answers while its
+// negatives are drawn: a draw is tested in O(1) instead of by a binary search.
+type answerMarks []uint64
+
+func newAnswerMarks(n int) answerMarks { return make(answerMarks, (n+63)/64) }
+
 // sampleNegatives writes k negatives into dst[:k] as the reference's dataloader draws
 // them (queries.md §4): rounds of 2k entities drawn uniformly from [0, n), of which those
 // that are answers are dropped, until k are kept; the surplus of the last round is
 // discarded. A negative may repeat. It returns the number of entities drawn, always a
-// multiple of 2k. answers must be sorted and leave at least one entity out.
-func sampleNegatives(rng *rand.Rand, n int, answers []int32, k int, dst []int32) (drawn int) {
+// multiple of 2k. answers must be sorted and leave at least one entity out. marks, if not
+// nil, is a clear answerMarks of n entities, used (and left clear) to test the draws;
+// nil tests them by binary search, with the same result.
+func sampleNegatives(rng *rand.Rand, n int, answers []int32, k int, dst []int32, marks answerMarks) (drawn int) {
+	if marks != nil {
+		for _, a := range answers {
+			marks[a>>6] |= 1 << (a & 63)
+		}
+		defer func() {
+			for _, a := range answers {
+				marks[a>>6] = 0 // the words hold no other bits
+			}
+		}()
+	}
 	kept := 0
 	for kept < k {
 		for j := 0; j < 2*k; j++ {
 			e := int32(rng.IntN(n))
-			if kept < k && !isAnswer(answers, e) {
+			if kept == k {
+				continue // the round's surplus: drawn, not tested
+			}
+			var answer bool
+			if marks != nil {
+				answer = marks[e>>6]&(1<<(e&63)) != 0
+			} else {
+				answer = isAnswer(answers, e)
+			}
+			if !answer {
 				dst[kept] = e
 				kept++
 			}
@@ -209,7 +238,7 @@ func (p *pool) next(ts *trainSet, size, k int) *model.Batch {
 		b.Queries = append(b.Queries, ts.queries[q])
 		ans := ts.answers[q]
 		b.Positive[i] = positive(p.rng, ans)
-		sampleNegatives(p.rng, ts.numEntities, ans, k, b.Negative[i*k:(i+1)*k])
+		sampleNegatives(p.rng, ts.numEntities, ans, k, b.Negative[i*k:(i+1)*k], ts.marks)
 		b.Weight[i] = ts.weights[q]
 	}
 	return b

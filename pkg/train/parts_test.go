@@ -187,11 +187,19 @@ func TestNegatives(t *testing.T) {
 	}
 	for _, k := range []int{1, 4, 9} {
 		for seed := uint64(0); seed < 20; seed++ {
-			got := make([]int32, k)
-			drawn := sampleNegatives(rand.New(rand.NewPCG(seed, 1)), n, answers, k, got)
+			got, marked := make([]int32, k), make([]int32, k)
+			drawn := sampleNegatives(rand.New(rand.NewPCG(seed, 1)), n, answers, k, got, nil)
+			marks := newAnswerMarks(n)
+			drawnMarked := sampleNegatives(rand.New(rand.NewPCG(seed, 1)), n, answers, k, marked, marks)
 			want, wantDrawn := referenceNegatives(rand.New(rand.NewPCG(seed, 1)), n, set, k)
 			if !slices.Equal(got, want) || drawn != wantDrawn {
 				t.Fatalf("k=%d seed %d: %v (%d drawn), reference %v (%d drawn)", k, seed, got, drawn, want, wantDrawn)
+			}
+			if !slices.Equal(marked, want) || drawnMarked != wantDrawn {
+				t.Fatalf("k=%d seed %d, with marks: %v (%d drawn), reference %v (%d drawn)", k, seed, marked, drawnMarked, want, wantDrawn)
+			}
+			if slices.ContainsFunc(marks, func(w uint64) bool { return w != 0 }) {
+				t.Fatalf("k=%d seed %d: marks left set", k, seed)
 			}
 			if drawn%(2*k) != 0 {
 				t.Fatalf("drew %d, not whole rounds of %d", drawn, 2*k)
