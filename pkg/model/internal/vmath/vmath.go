@@ -36,10 +36,20 @@ func Tanh(dst, src []float32, div, mul, add float32) {
 	// Chunks, so that the exact values, computed from src first, survive dst == src.
 	var fix [tanhChunk]float32
 	var at [tanhChunk]int32
+	// |src[i]| < below implies |src[i]/div| < 7 after rounding (6.99·|div| leaves room for
+	// the rounding of both products), so only the others pay for the division. The test
+	// compares the bits of |src[i]| (ordered as the floats; NaN above all), without a
+	// branch: which entries are candidates is data, often half and half.
+	below := math.Float32bits(float32(6.99) * float32(math.Abs(float64(div))))
 	for lo := 0; lo < len(src); lo += tanhChunk {
 		hi := min(lo+tanhChunk, len(src))
-		nf := 0
+		nc := 0
 		for i := lo; i < hi; i++ {
+			at[nc] = int32(i)
+			nc += int((below - 1 - math.Float32bits(src[i])&^(1<<31)) >> 31)
+		}
+		nf := 0
+		for _, i := range at[:nc] {
 			x := src[i] / div
 			if x >= tanhExactFrom || x <= -tanhExactFrom { // NaN: neither
 				at[nf], fix[nf] = int32(i), float32(mul*tanhTorch(x))+add
@@ -60,7 +70,7 @@ func Tanh(dst, src []float32, div, mul, add float32) {
 }
 
 const (
-	tanhChunk     = 512
+	tanhChunk     = 128
 	tanhExactFrom = 7
 	// sleefTanhSat is where Sleef's tanhf returns ±1 (|x| > it, in float32).
 	sleefTanhSat float32 = 8.664339742
