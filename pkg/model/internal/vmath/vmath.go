@@ -70,7 +70,7 @@ func Tanh(dst, src []float32, div, mul, add float32) {
 }
 
 const (
-	tanhChunk     = 128
+	tanhChunk     = 128 // Tanh's scratch per chunk, zeroed at each call: rows are ~100s long
 	tanhExactFrom = 7
 	// sleefTanhSat is where Sleef's tanhf returns ±1 (|x| > it, in float32).
 	sleefTanhSat float32 = 8.664339742
