@@ -147,11 +147,6 @@ func sampleNegatives(rng *rand.Rand, n int, answers []int32, k int, dst []int32,
 		for _, a := range answers {
 			marks[a>>6] |= 1 << (a & 63)
 		}
-		defer func() {
-			for _, a := range answers {
-				marks[a>>6] = 0 // the words hold no other bits
-			}
-		}()
 	}
 	kept := 0
 	for kept < k {
@@ -172,6 +167,11 @@ func sampleNegatives(rng *rand.Rand, n int, answers []int32, k int, dst []int32,
 			}
 		}
 		drawn += 2 * k
+	}
+	if marks != nil {
+		for _, a := range answers {
+			marks[a>>6] = 0 // the words hold no other bits
+		}
 	}
 	return drawn
 }

@@ -150,13 +150,7 @@ func testDistanceKernel(t *testing.T, k distKernels, rawSincos func(x *float32, 
 			ent[j] = axis[j] // θ = a: st = 0
 		}
 		qt := be.queryTable(axis, half, 1, dim, 0.02)
-		nb := ceilDiv(dim, lanes)
-		et := make([]float32, 4*nb*eBlock)
-		be.entityTable(et, ent, 4, dim)
-		var e [4][]float32
-		for i := range e {
-			e[i] = et[i*nb*eBlock : (i+1)*nb*eBlock]
-		}
+		e, nb := fourEntityTables(be, ent, dim)
 		var o1, o2 [8]float32
 		k.fwd4(qt.s, &e, nb, &o1)
 		fwd4Go(qt.s, &e, nb, &o2)
@@ -210,12 +204,7 @@ func TestDistanceAVX2MatchesAVX512(t *testing.T) {
 			half[j], ent[j] = 0, axis[j]
 		}
 		qt := be.queryTable(axis, half, 1, dim, 0.02)
-		et := make([]float32, 4*nb*eBlock)
-		be.entityTable(et, ent, 4, dim)
-		var e [4][]float32
-		for i := range e {
-			e[i] = et[i*nb*eBlock : (i+1)*nb*eBlock]
-		}
+		e, _ := fourEntityTables(be, ent, dim)
 		var o1, o2 [8]float32
 		avx512Dist.fwd4(qt.s, &e, nb, &o1)
 		avx2Dist.fwd4(qt.s, &e, nb, &o2)
@@ -228,6 +217,18 @@ func TestDistanceAVX2MatchesAVX512(t *testing.T) {
 		sameBits(t, "bwd", g1, g2)
 		putBuf(qt)
 	}
+}
+
+// fourEntityTables returns the half-angle tables of the 4 entity rows in ent (dim each),
+// as fwd4 takes them, and their number of blocks.
+func fourEntityTables(be *Backend, ent []float32, dim int) (e [4][]float32, nb int) {
+	nb = ceilDiv(dim, lanes)
+	et := make([]float32, 4*nb*eBlock)
+	be.entityTable(et, ent, 4, dim)
+	for i := range e {
+		e[i] = et[i*nb*eBlock : (i+1)*nb*eBlock]
+	}
+	return e, nb
 }
 
 func sameBits(t *testing.T, what string, a, b []float32) {
