@@ -566,8 +566,11 @@ def load_train(path):
     with open(path) as f:
         d = json.load(f)
     queries, answers = collections.defaultdict(set), collections.defaultdict(set)
+    parsed = {}
     for q in d["queries"]:
-        s = ast.literal_eval(q["structure"])
+        s = parsed.get(q["structure"])
+        if s is None:
+            s = parsed[q["structure"]] = ast.literal_eval(q["structure"])
         an, rl = list(q["anchors"]), list(q["relations"])
 
         def walk(x):
@@ -635,6 +638,55 @@ def cmd_curves(a):
     print("wrote", a.out)
 
 
+def cmd_speed(a):
+    """QE-ConE's own training loop (main.py's loaders with cpu_num workers, KGReasoning's
+    train_step: path, other, path per step) on the GPU, timed: prints one JSON line with
+    the steady-state steps per second over --steps steps after --warmup steps."""
+    models, dataloader = import_reference(a.reference)
+    import time
+    import torch
+    from torch.utils.data import DataLoader
+    import util
+    util.set_global_seed(a.seed)
+    t0 = time.time()
+    ne, nr, queries, answers = load_train(a.queries)
+    names = {s: n for n, s in STRUCTURES}
+    path_q, other_q = collections.defaultdict(set), collections.defaultdict(set)
+    for s, qs in queries.items():
+        (path_q if names[s] in PATH_TYPES else other_q)[s] = qs
+    it = lambda qs: dataloader.SingledirectionalOneShotIterator(DataLoader(
+        dataloader.TrainDataset(util.flatten_query(qs), ne, nr, a.negatives, answers),
+        batch_size=a.batch, shuffle=True, num_workers=a.workers, collate_fn=dataloader.TrainDataset.collate_fn))
+    path_it, other_it = it(path_q), it(other_q)
+    m = models.KGReasoning(nentity=ne, nrelation=nr, hidden_dim=a.dim, gamma=a.gamma,
+                           query_name_dict=names, center_reg=a.center_reg, drop=a.drop)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    m = m.to(dev)
+    opt = torch.optim.Adam(filter(lambda p: p.requires_grad, m.parameters()), lr=a.lr)
+
+    class Args:
+        cuda = dev == "cuda"
+    print("qecone speed: %d queries loaded in %.1fs, device %s" % (
+        sum(len(v) for v in queries.values()), time.time() - t0, torch.cuda.get_device_name() if dev == "cuda" else dev),
+        file=sys.stderr, flush=True)
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    start = None
+    for step in range(a.warmup + a.steps):
+        if step == a.warmup:
+            sync()
+            start = time.time()
+        m.train_step(m, opt, path_it, Args, step)
+        m.train_step(m, opt, other_it, Args, step)
+        m.train_step(m, opt, path_it, Args, step)
+    sync()
+    secs = time.time() - start
+    print(json.dumps({"reference": "QE-ConE", "device": torch.cuda.get_device_name() if dev == "cuda" else dev,
+                      "torch": torch.__version__, "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+                      "dim": a.dim, "batch": a.batch, "negatives": a.negatives, "workers": a.workers,
+                      "steps": a.steps, "seconds": round(secs, 3), "ms_per_step": round(1000 * secs / a.steps, 3),
+                      "steps_per_s": round(a.steps / secs, 3)}), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -662,6 +714,20 @@ def main():
     c.add_argument("--lr", type=float, default=3e-4)
     c.add_argument("--drop", type=float, default=0.1)
     c.add_argument("--threads", type=int, default=1)
+    v = sub.add_parser("speed", help="time QE-ConE's training steps (FB15k-237 ConE configuration by default)")
+    v.add_argument("--reference", default=os.path.join(REPO, "..", "shared", "reference", "QE-ConE"))
+    v.add_argument("--queries", required=True, help="train queries JSON (scripts/reference/exportqueries)")
+    v.add_argument("--steps", type=int, default=200)
+    v.add_argument("--warmup", type=int, default=20)
+    v.add_argument("--dim", type=int, default=800)
+    v.add_argument("--batch", type=int, default=512)
+    v.add_argument("--negatives", type=int, default=128)
+    v.add_argument("--gamma", type=float, default=30.0)
+    v.add_argument("--center-reg", type=float, default=0.02)
+    v.add_argument("--lr", type=float, default=5e-5)
+    v.add_argument("--drop", type=float, default=0.1)
+    v.add_argument("--workers", type=int, default=4, help="DataLoader workers (ConE's FB15k-237 run: --cpu_num 4)")
+    v.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     if a.cmd == "fixtures":
         cmd_fixtures(a)
@@ -669,6 +735,8 @@ def main():
         cmd_checkpoint(a)
     elif a.cmd == "curves":
         cmd_curves(a)
+    elif a.cmd == "speed":
+        cmd_speed(a)
 
 
 if __name__ == "__main__":

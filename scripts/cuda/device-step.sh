@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The device step in one command, for a lent GPU host (issue 18): the device, the training
+# benchmarks (scripts/cuda/bench.sh), the side-by-side with QE-ConE (ConE's PyTorch code,
+# unmodified) at ConE's FB15k-237 configuration on the same GPU, and a kernel-by-kernel
+# profile of the training step with Nsight Compute (ncu) for rocone at d=1600 and cone at
+# d=800. Everything it measures lands under RESULTS; scripts/cuda/roofline turns the ncu
+# files into the roofline table of docs/gpu.md.
+#
+# Prepare here (a machine with Go and cuda.h; no GPU needed):
+#   scripts/cuda/device-step.sh --pack [REFERENCE]
+# which builds the cuda-tagged binaries stripped into bin/device-step.tar.xz and copies
+# QE-ConE (default ../shared/reference/QE-ConE) to bin/qecone. On the GPU host (carry both):
+#   scripts/cuda/device-step.sh bin/device-step.tar.xz
+#
+# Environment: RESULTS (default out/device-step), STEPS (bench.sh's steps per configuration,
+# default 150), QECONE_STEPS (default 150, after 20 warm-up steps), PROFILE_SKIP and
+# PROFILE_COUNT (the kernel launches ncu skips, then profiles: default 2000 and 1200,
+# several steps in and about three steps' worth), SKIP (space-separated parts to leave
+# out: bench side profile).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+if [ "${1:-}" = --pack ]; then
+	ref=${2:-../shared/reference/QE-ConE}
+	set -e
+	rm -rf bin/device-step && mkdir -p bin/device-step
+	go build -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/ ./cmd/sample ./cmd/train ./cmd/rank ./cmd/metrics
+	go build -trimpath -ldflags='-s -w' -o bin/device-step/ ./scripts/reference/exportqueries
+	go test -c -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/cuda.test ./pkg/compute/cuda
+	git describe --always --dirty --abbrev=40 >bin/device-step/COMMIT
+	tar -C bin -cJf bin/device-step.tar.xz device-step
+	rm -rf bin/qecone && mkdir -p bin/qecone && cp "$ref"/*.py bin/qecone/
+	ls -l bin/device-step.tar.xz
+	echo "carry bin/device-step.tar.xz and bin/qecone; run scripts/cuda/device-step.sh bin/device-step.tar.xz"
+	exit 0
+fi
+
+pack=${1:-bin/device-step.tar.xz}
+out=${RESULTS:-out/device-step}
+mkdir -p "$out" || exit 2
+exec > >(tee -a "$out/device-step.log") 2>&1
+t0=$SECONDS
+section() { echo; echo "== $* (+$((SECONDS - t0))s)"; }
+skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
+
+if [ -f "$pack" ]; then
+	tar -C bin -xJf "$pack" || exit 2
+	bin=bin/device-step
+else
+	bin=$pack
+fi
+section "device (commit $(cat "$bin/COMMIT" 2>/dev/null || echo unknown))"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem,power.limit --format=csv
+ncu --version 2>/dev/null | tail -1
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -1
+nproc
+
+bench=$out/bench
+if ! skip bench; then
+	section "bench.sh (STEPS=${STEPS:-150})"
+	STEPS=${STEPS:-150} OUT_DIR=$bench timeout 240 scripts/cuda/bench.sh "$bin" || echo "bench.sh: exit $?"
+fi
+mkdir -p "$bench"
+if [ ! -f "$bench/fb-train.arrow" ]; then
+	"$bin/sample" generate --data data/fb15k-237 --split train -q -o "$bench/fb-train.arrow" || exit 1
+fi
+
+# ConE's FB15k-237 run (QE-ConE's scripts.sh): d 800, b 512, n 128, γ 30, center_reg 0.02,
+# lr 5e-5, dropout 0.1, four loader workers; the MLP's width is ConE's 1600 on both sides.
+cone=(--model cone --dim 800 --batch 512 --negatives 128 --gamma 30 --lambda 0.02 --lr 5e-5 --dropout 0.1)
+if ! skip side; then
+	section "side by side: train --model cone at ConE's FB15k-237 configuration"
+	timeout 90 "$bin/train" --train "$bench/fb-train.arrow" "${cone[@]}" --steps 170 --eval-every 0 \
+		--checkpoint-every 0 --device cuda --checkpoint "$out/side-cone.arrow" --log "" --overwrite \
+		>"$out/side-cone.txt" 2>&1 || echo "train: exit $?"
+	grep -E 'total|GPU|sampling|steps/s|ms/step' "$out/side-cone.txt"
+	section "side by side: QE-ConE, same configuration, same GPU"
+	"$bin/exportqueries" "$bench/fb-train.arrow" "$out/fb-train.json" &&
+		PYTHONUNBUFFERED=1 timeout 200 python3 scripts/reference/make_fixtures.py speed --reference bin/qecone \
+			--queries "$out/fb-train.json" --steps "${QECONE_STEPS:-150}" --warmup 20 | tee "$out/qecone-speed.json" ||
+		echo "QE-ConE: exit $?"
+	rm -f "$out/fb-train.json"
+fi
+
+# profile NAME ARGS...: ncu's per-kernel counters for PROFILE_COUNT launches after
+# PROFILE_SKIP, one CSV row per launch (--page raw).
+metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum
+metrics+=,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,smsp__sass_thread_inst_executed_op_fadd_pred_on.sum
+metrics+=,smsp__sass_thread_inst_executed_op_fmul_pred_on.sum,sm__inst_executed_pipe_tensor.sum
+metrics+=,sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed
+metrics+=,launch__grid_size,launch__block_size,launch__registers_per_thread
+profile() {
+	local name=$1
+	shift
+	section "ncu profile: $name"
+	timeout 150 ncu --clock-control none --csv --page raw --metrics "$metrics" \
+		--launch-skip "${PROFILE_SKIP:-2000}" --launch-count "${PROFILE_COUNT:-1200}" \
+		--log-file "$out/ncu-$name.csv" \
+		"$bin/train" --train "$bench/fb-train.arrow" "$@" --steps 40 --eval-every 0 --checkpoint-every 0 \
+		--device cuda --checkpoint "$out/prof-$name.arrow" --log "" --overwrite -q >"$out/prof-$name.txt" 2>&1 ||
+		{ echo "ncu $name: exit $?"; tail -5 "$out/prof-$name.txt"; }
+	echo "$(($(wc -l <"$out/ncu-$name.csv" 2>/dev/null || echo 2) - 2)) launches profiled"
+}
+if ! skip profile; then
+	profile rocone-d1600 --preset fb15k-237
+	profile cone-d800 "${cone[@]}"
+fi
+rm -f "$out"/*.arrow "$bench"/*.arrow
+section "done"
