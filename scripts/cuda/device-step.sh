@@ -93,7 +93,7 @@ profile() {
 	local name=$1
 	shift
 	section "ncu profile: $name"
-	timeout 120 ncu --clock-control none --csv --page raw --metrics "$metrics" \
+	timeout 110 ncu --clock-control none --replay-mode application --csv --page raw --metrics "$metrics" \
 		--launch-skip "${PROFILE_SKIP:-2000}" --launch-count "${PROFILE_COUNT:-1200}" \
 		--log-file "$out/ncu-$name.csv" \
 		"$bin/train" --train "$bench/fb-train.arrow" "$@" --steps 40 --eval-every 0 --checkpoint-every 0 \

@@ -113,6 +113,12 @@ def import_reference(ref):
         stub = types.ModuleType("tqdm")
         stub.tqdm = lambda it, **kw: it
         sys.modules["tqdm"] = stub
+    import numpy
+    if not hasattr(numpy, "in1d"):
+        # NumPy 2.4 removed in1d, which QE-ConE's dataloader calls; isin is its documented
+        # replacement (same result for the 1-D arrays it passes).
+        numpy.in1d = lambda a, b, assume_unique=False, invert=False: numpy.isin(
+            numpy.ravel(a), b, assume_unique=assume_unique, invert=invert)
     import models
     import dataloader
     return models, dataloader
