@@ -59,6 +59,22 @@ func app() *cli.App {
 		},
 		Commands: []*cli.Command{
 			{
+				Name:      "results",
+				Usage:     "the reproduction tables from the results entries kept in the repository (nothing is re-run)",
+				ArgsUsage: "DIR... (results folders, searched for entries: folders with run.json, metrics.arrow, train-log.arrow)",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "readme", Usage: "replace the generated block of `FILE` (between its results markers) instead of printing"},
+				},
+				Action: func(c *cli.Context) error {
+					for _, a := range c.Args().Slice() {
+						if strings.HasPrefix(a, "-") {
+							return fmt.Errorf("%s: flags go before the folders (metrics results [--readme FILE] DIR...)", a)
+						}
+					}
+					return pipeline.Results(pipeline.ResultsConfig{Dirs: c.Args().Slice(), Readme: c.String("readme")}, os.Stdout)
+				},
+			},
+			{
 				Name:  "patterns",
 				Usage: "how symmetric, inverse and compositional each relation's learned rotation is",
 				Flags: []cli.Flag{

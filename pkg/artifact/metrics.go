@@ -17,6 +17,19 @@ type MetricsMeta struct {
 	Runs      []string // the ranks artifacts aggregated, one per seed
 	Resamples int      // bootstrap resamples behind lo/hi
 	Level     float64  // the interval's confidence level, e.g. 0.95
+	// The identity of the one training run behind the metrics, from its ranks file; empty
+	// when the artifact aggregates several seeds (or was written before it was recorded).
+	// `metrics results` rebuilds the seeds rule from them.
+	Queries        string // the ranked queries' content digest
+	TrainConfig    string // the checkpoint's training configuration, JSON
+	Seed           string // the training seed
+	CheckpointHash string // SHA-256 of the checkpoint
+}
+
+// singleRunKeys are the optional metadata keys of a metrics artifact made from one run.
+func (m *MetricsMeta) singleRunKeys() map[string]*string {
+	return map[string]*string{"queries_digest": &m.Queries, "train_config": &m.TrainConfig, "seed": &m.Seed,
+		"checkpoint_sha256": &m.CheckpointHash}
 }
 
 // MetricStat is one metric's summary: the mean over seeds, the standard deviation across
@@ -57,10 +70,16 @@ func (r *MetricsRow) stats() [4]*MetricStat { return [4]*MetricStat{&r.MRR, &r.H
 
 // WriteMetrics writes a metrics artifact at path ("-" for stdout).
 func WriteMetrics(path string, meta MetricsMeta, rows []MetricsRow) error {
-	t, err := createTable(path, metricsSpec(), map[string]string{
+	md := map[string]string{
 		"dataset": meta.Dataset, "model": meta.Model, "split": meta.Split, "runs": strings.Join(meta.Runs, "\n"),
 		"resamples": strconv.Itoa(meta.Resamples), "level": strconv.FormatFloat(meta.Level, 'g', -1, 64),
-	})
+	}
+	for key, v := range meta.singleRunKeys() {
+		if *v != "" {
+			md[key] = *v
+		}
+	}
+	t, err := createTable(path, metricsSpec(), md)
 	if err != nil {
 		return err
 	}
@@ -106,6 +125,9 @@ func ReadMetrics(path string) (MetricsMeta, []MetricsRow, error) {
 		}
 		if m.Resamples, err = metaCount(name, md, "resamples"); err != nil {
 			return nil, err
+		}
+		for key, dst := range m.singleRunKeys() {
+			*dst, _ = md.GetValue(key)
 		}
 		return metricsSpec(), nil
 	}

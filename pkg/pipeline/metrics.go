@@ -185,8 +185,13 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 		label = first.Model
 	}
 	if cfg.Output != "" {
-		if err := artifact.WriteMetrics(cfg.Output, artifact.MetricsMeta{Dataset: first.Dataset, Model: first.Model, Split: first.Split,
-			Runs: cfg.Ranks, Resamples: agg.Resamples, Level: agg.Level}, metricsRows(agg)); err != nil {
+		meta := artifact.MetricsMeta{Dataset: first.Dataset, Model: first.Model, Split: first.Split,
+			Runs: cfg.Ranks, Resamples: agg.Resamples, Level: agg.Level}
+		if len(all) == 1 { // one run: keep its identity, for `metrics results`
+			id := all[0].id
+			meta.Queries, meta.TrainConfig, meta.Seed, meta.CheckpointHash = id.Queries, id.Config, id.Seed, id.CheckpointHash
+		}
+		if err := artifact.WriteMetrics(cfg.Output, meta, metricsRows(agg)); err != nil {
 			return err
 		}
 	}

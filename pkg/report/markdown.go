@@ -207,7 +207,7 @@ func publishedRows(a *Aggregate, dataset string) ([][]string, string, error) {
 		return nil, "", err
 	}
 	var rows [][]string
-	note := fmt.Sprintf("Published %s rows (shared/spec/results.md; their AVG is the mean of the rounded per-type values):\n", ds)
+	note := fmt.Sprintf("Published %s rows (the papers' tables, kept in pkg/report/published.go; their AVG is the mean of the rounded per-type values):\n", ds)
 	for _, model := range compareModels {
 		p, err := LookupPublished(ds, model)
 		if err != nil {

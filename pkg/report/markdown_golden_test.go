@@ -15,7 +15,7 @@ const goldenCompare = `| model          |           1p |   2p |   3p |   2i |   
 
 MRR ×100, filtered ranks of the hard answers; ours: mean ± sample std (n−1) over 2 seeds. AVG: unweighted mean over the 9 EPFO and the 5 negation types. –: not evaluated.
 
-Published FB15k-237 rows (shared/spec/results.md; their AVG is the mean of the rounded per-type values):
+Published FB15k-237 rows (the papers' tables, kept in pkg/report/published.go; their AVG is the mean of the rounded per-type values):
 
 - RoConE [paper]: RoConE paper Table 1 (EPFO), Table 2 (negation), appendix (std over 10 seeds)
 - ConE [paper]: RoConE paper Table 1 (EPFO), Table 2 (negation)

@@ -1,0 +1,221 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rocone/rocone/pkg/compute/cpu"
+	"github.com/rocone/rocone/pkg/train"
+	"github.com/rocone/rocone/pkg/train/traintest"
+)
+
+// resultsFixture trains tiny models (rocone seeds 1 and 2, cone seed 1), ranks the test
+// queries with each and writes one results entry per run under root; it returns the
+// entries' ranks files and the entries.
+func resultsFixture(t *testing.T, root string) (ranks, entries []string) {
+	t.Helper()
+	dir := t.TempDir()
+	trainFile := traintest.Generate(t, dir, "train.arrow", "train", nil, 1)
+	testFile := traintest.Generate(t, dir, "test.arrow", "test", nil, 3)
+	kernels := cpu.New(cpu.Options{})
+	for _, run := range []struct {
+		model string
+		seed  int
+	}{{"rocone", 1}, {"rocone", 2}, {"cone", 1}} {
+		settings := []train.Setting{{Key: "model", Value: run.model}, {Key: "dim", Value: 8}, {Key: "steps", Value: 5},
+			{Key: "eval_every", Value: 0}, {Key: "batch", Value: 16}, {Key: "negatives", Value: 4}, {Key: "lr", Value: 0.01},
+			{Key: "seed", Value: run.seed}}
+		if run.model == "cone" {
+			settings = append(settings, train.Setting{Key: "cone_hidden", Value: 8})
+		}
+		cfg, err := train.NewConfig("", settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := run.model + "-seed" + string(rune('0'+run.seed))
+		entry := filepath.Join(root, "tiny", name)
+		if err := os.MkdirAll(entry, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ck := filepath.Join(dir, name+".arrow")
+		if _, err := train.Run(context.Background(), cfg, train.Options{Train: trainFile, Checkpoint: ck,
+			Log: filepath.Join(entry, ResultLogFile), Kernels: kernels}); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, name+"-ranks.arrow")
+		if err := Rank(RankConfig{Checkpoint: ck, Queries: testFile, Output: out, Kernels: kernels}); err != nil {
+			t.Fatal(err)
+		}
+		if err := Metrics(MetricsConfig{Ranks: []string{out}, Output: filepath.Join(entry, ResultMetricsFile), Resamples: 0}, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		writeRecord(t, entry, RunRecord{Dataset: "tiny", Model: run.model, Seed: int64(run.seed), Steps: 5, Commit: "0123456789abcdef",
+			Device: "test CPU", Date: "2026-11-26", WallTimeS: 1.5, Commands: []string{"train …", "rank …", "metrics -o …"}})
+		ranks, entries = append(ranks, out), append(entries, entry)
+	}
+	return ranks, entries
+}
+
+func writeRecord(t *testing.T, entry string, rec RunRecord) {
+	t.Helper()
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(entry, RunRecordFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// modelRows returns the lines of the first (MRR) table that are our models' rows.
+func modelRows(table string) []string {
+	var rows []string
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(l, "| rocone") || strings.HasPrefix(l, "| cone") {
+			rows = append(rows, l)
+		}
+	}
+	return rows
+}
+
+// TestResultsTable: the table made from the entries' per-run metrics is the table that
+// `metrics --models` makes from the same runs' ranks (the same means and standard deviations
+// over seeds, digit for digit), and the runs are listed.
+func TestResultsTable(t *testing.T) {
+	root := t.TempDir()
+	ranks, entries := resultsFixture(t, root)
+	var got bytes.Buffer
+	if err := Results(ResultsConfig{Dirs: []string{root}}, &got); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := Metrics(MetricsConfig{Ranks: ranks, Models: true, Resamples: 0}, &want); err != nil {
+		t.Fatal(err)
+	}
+	g, w := modelRows(got.String()), modelRows(want.String())
+	slices.Sort(g) // the entries come in path order, the ranks here in training order
+	slices.Sort(w)
+	if len(w) < 2 || strings.Join(g, "\n") != strings.Join(w, "\n") {
+		t.Fatalf("results rows:\n%s\nmetrics --models rows:\n%s\nwhole results output:\n%s", strings.Join(g, "\n"), strings.Join(w, "\n"), got.String())
+	}
+	if !strings.Contains(strings.Join(g, "\n"), "| rocone (2 seeds) |") {
+		t.Errorf("rocone's row should average its 2 entries:\n%s", strings.Join(g, "\n"))
+	}
+	for _, e := range entries {
+		if !strings.Contains(got.String(), "| `"+filepath.ToSlash(e)+"` |") {
+			t.Errorf("entry %s not listed:\n%s", e, got.String())
+		}
+	}
+	// One entry given on its own, beside its folder: twice.
+	err := Results(ResultsConfig{Dirs: []string{root, entries[0]}}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "given twice") {
+		t.Errorf("an entry twice: %v", err)
+	}
+	// No entries at all.
+	var empty bytes.Buffer
+	if err := Results(ResultsConfig{Dirs: []string{t.TempDir()}}, &empty); err != nil || !strings.Contains(empty.String(), "No run has been recorded yet") {
+		t.Errorf("no entries: %v, %q", err, empty.String())
+	}
+}
+
+// TestResultsRefuses: an entry whose parts do not belong together, or that does not say
+// how it was made, is refused with the file at fault.
+func TestResultsRefuses(t *testing.T) {
+	root := t.TempDir()
+	ranks, entries := resultsFixture(t, root)
+	good := RunRecord{Dataset: "tiny", Model: "rocone", Seed: 1, Steps: 5, Commit: "0123456789abcdef", Device: "test CPU",
+		Date: "2026-11-26", WallTimeS: 1.5, Commands: []string{"train …"}}
+	entry := entries[0]
+	for _, c := range []struct {
+		name string
+		edit func(t *testing.T)
+		want string
+	}{
+		{"other seed", func(t *testing.T) { r := good; r.Seed = 7; writeRecord(t, entry, r) }, "is of seed 1, but"},
+		{"other model", func(t *testing.T) { r := good; r.Model = "cone"; writeRecord(t, entry, r) }, "tiny rocone, but"},
+		{"steps not logged", func(t *testing.T) { r := good; r.Steps = 300001; writeRecord(t, entry, r) }, "logs steps up to 4, but"},
+		{"no commands", func(t *testing.T) { r := good; r.Commands = nil; writeRecord(t, entry, r) }, "no commands"},
+		{"no device", func(t *testing.T) { r := good; r.Device = " "; writeRecord(t, entry, r) }, `"device" is missing or empty`},
+		{"bad date", func(t *testing.T) { r := good; r.Date = "26/11/2026"; writeRecord(t, entry, r) }, "is not YYYY-MM-DD"},
+		{"unknown field", func(t *testing.T) {
+			os.WriteFile(filepath.Join(entry, RunRecordFile), []byte(`{"dataset":"tiny","wall_time":3}`), 0o644)
+		}, `unknown field "wall_time"`},
+		{"seeds aggregated", func(t *testing.T) {
+			writeRecord(t, entry, good)
+			if err := Metrics(MetricsConfig{Ranks: ranks[:2], Output: filepath.Join(entry, ResultMetricsFile), Resamples: 0}, &bytes.Buffer{}); err != nil {
+				t.Fatal(err)
+			}
+		}, "not the metrics of one run"},
+		{"log of another run", func(t *testing.T) {
+			writeRecord(t, entry, good)
+			if err := Metrics(MetricsConfig{Ranks: ranks[:1], Output: filepath.Join(entry, ResultMetricsFile), Resamples: 0}, &bytes.Buffer{}); err != nil {
+				t.Fatal(err)
+			}
+			b, _ := os.ReadFile(filepath.Join(entries[2], ResultLogFile))
+			os.WriteFile(filepath.Join(entry, ResultLogFile), b, 0o644)
+		}, "not one run"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.edit(t)
+			err := Results(ResultsConfig{Dirs: []string{root}}, &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), entry) {
+				t.Errorf("error %v, want one naming %s and containing %q", err, entry, c.want)
+			}
+		})
+	}
+}
+
+// TestReplaceResultsBlock: the block between the markers is replaced, the rest kept; the
+// markers must be there once each, in order.
+func TestReplaceResultsBlock(t *testing.T) {
+	doc := "# R\n\nbefore\n" + ResultsBegin + "\nold table\n" + ResultsEnd + "\nafter\n"
+	got, err := ReplaceResultsBlock([]byte(doc), []byte("new\ntable\n\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "# R\n\nbefore\n" + ResultsBegin + "\nnew\ntable\n" + ResultsEnd + "\nafter\n"; string(got) != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	again, _ := ReplaceResultsBlock(got, []byte("new\ntable\n"))
+	if !bytes.Equal(again, got) {
+		t.Errorf("not idempotent: %q", again)
+	}
+	for _, bad := range []string{"no markers", ResultsBegin + ResultsBegin + ResultsEnd, ResultsEnd + "x" + ResultsBegin} {
+		if _, err := ReplaceResultsBlock([]byte(bad), nil); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestReadmeResultsUpToDate: the README's reproduction tables are what `metrics results`
+// makes from results/ now (regenerate: metrics results --readme README.md results/).
+func TestReadmeResultsUpToDate(t *testing.T) {
+	root := filepath.Join("..", "..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	cwd, _ := os.Getwd()
+	if err := os.Chdir(root); err != nil { // entries are listed by their path from the repository's root
+		t.Fatal(err)
+	}
+	err = Results(ResultsConfig{Dirs: []string{"results"}}, &table)
+	os.Chdir(cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ReplaceResultsBlock(readme, table.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want, readme) {
+		t.Errorf("README.md's results block is stale; run: metrics results --readme README.md results/")
+	}
+}
