@@ -61,3 +61,26 @@ func TestOutputs(t *testing.T) {
 		}
 	})
 }
+
+// TestStdoutIsAnOutput: -o - gets the checks of a path (issue 21): a stdout that a shell
+// opened on an input (>>, 1<>) is refused before any input is read; a closed one too.
+func TestStdoutIsAnOutput(t *testing.T) {
+	f := outfiletest.Make(t)
+	in := []string{"--checkpoint", f.Checkpoint, "--queries", f.Test, "-q", "-o", "-"}
+	for _, c := range []struct {
+		name, redirect string
+		code           int
+		want           string
+	}{
+		{">> --queries", ">> " + f.Test, 1, "embed: -o - (stdout) is the same file as --queries " + f.Test},
+		{"1<> --checkpoint", "1<> " + f.Checkpoint, 1, "embed: -o - (stdout) is the same file as --checkpoint " + f.Checkpoint},
+		{"closed", ">&-", 1, "embed: -o - (stdout): standard output is closed"},
+		{"a new file", "> " + filepath.Join(f.Dir, "cones.arrow"), 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := outfiletest.Take(t, f.Dir)
+			outfiletest.RunRedirected(t, time.Minute, c.redirect, in...).Expect(t, c.code, c.want)
+			before.Unchanged(t, filepath.Join(f.Dir, "cones.arrow"))
+		})
+	}
+}

@@ -55,7 +55,7 @@ func app() *cli.App {
 			return pipeline.Metrics(pipeline.MetricsConfig{
 				Ranks: c.Args().Slice(), Models: c.Bool("models"), Output: c.String("output"), Compare: c.Bool("compare"), Plot: c.String("plot"),
 				TrainLog: c.String("log"), CurvePlot: curves, Resamples: c.Int("resamples"), Seed: c.Uint64("seed"), Label: c.String("label"),
-			}, os.Stdout)
+			}, outfile.Stdout)
 		},
 		Commands: []*cli.Command{
 			{
@@ -71,7 +71,7 @@ func app() *cli.App {
 							return fmt.Errorf("%s: flags go before the folders (metrics results [--readme FILE] DIR...)", a)
 						}
 					}
-					return pipeline.Results(pipeline.ResultsConfig{Dirs: c.Args().Slice(), Readme: c.String("readme")}, os.Stdout)
+					return pipeline.Results(pipeline.ResultsConfig{Dirs: c.Args().Slice(), Readme: c.String("readme")}, outfile.Stdout)
 				},
 			},
 			{
@@ -83,7 +83,7 @@ func app() *cli.App {
 					&cli.StringFlag{Name: "data", Usage: "dataset `DIR`, for relation names"},
 				},
 				Action: func(c *cli.Context) error {
-					return pipeline.Patterns(pipeline.PatternsConfig{Checkpoint: c.String("checkpoint"), Top: c.Int("top"), Data: c.String("data"), Log: os.Stderr}, os.Stdout)
+					return pipeline.Patterns(pipeline.PatternsConfig{Checkpoint: c.String("checkpoint"), Top: c.Int("top"), Data: c.String("data"), Log: os.Stderr}, outfile.Stdout)
 				},
 			},
 		},

@@ -64,3 +64,22 @@ func TestOutputs(t *testing.T) {
 		}
 	})
 }
+
+// TestStdoutIsAnOutput: rank -o - over its own inputs by a shell redirection is refused
+// before any input is read (issue 21).
+func TestStdoutIsAnOutput(t *testing.T) {
+	f := outfiletest.Make(t)
+	in := []string{"--checkpoint", f.Checkpoint, "--queries", f.Test, "-q", "-o", "-"}
+	for _, c := range []struct {
+		name, redirect, want string
+	}{
+		{"1<> --checkpoint", "1<> " + f.Checkpoint, "rank: -o - (stdout) is the same file as --checkpoint " + f.Checkpoint},
+		{">> --queries", ">> " + f.Test, "rank: -o - (stdout) is the same file as --queries " + f.Test},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := outfiletest.Take(t, f.Dir)
+			outfiletest.RunRedirected(t, time.Minute, c.redirect, in...).Expect(t, 1, c.want)
+			before.Unchanged(t)
+		})
+	}
+}

@@ -118,7 +118,7 @@ func app() *cli.App {
 					if c.NArg() == 0 {
 						return fmt.Errorf("stats: give one or more queries files")
 					}
-					return sample.PrintStats(os.Stdout, c.Args().Slice())
+					return sample.PrintStats(outfile.Stdout, c.Args().Slice())
 				},
 			},
 			synthCommand(), // synth.go

@@ -217,3 +217,35 @@ func TestSignalLeavesNoTemp(t *testing.T) {
 		checkQueries(t, b, 30)
 	})
 }
+
+// TestStdoutIsAnOutput: standard output gets the checks of any output (issue 21): a shell
+// redirection that makes it one of the inputs is refused before any input is read, and a
+// failed or impossible write fails the stage instead of exiting 0 with the output lost.
+func TestStdoutIsAnOutput(t *testing.T) {
+	dir := t.TempDir()
+	data := copyData(t, dir)
+	queries := filepath.Join(dir, "q.arrow")
+	outfiletest.Run(t, time.Minute, generate(data, "-o", queries)...).Expect(t, 0)
+	for _, c := range []struct {
+		name     string
+		args     []string
+		redirect string
+		code     int
+		want     string
+	}{
+		{"generate -o - >> a dataset file", generate(data, "-o", "-"), ">> " + filepath.Join(data, "train.tsv"), 1,
+			"-o - (stdout) is the same file as --data " + filepath.Join(data, "train.tsv")},
+		{"stats >> its input", []string{"stats", queries}, ">> " + queries, 1, "the stats on - (stdout) is the same file as queries file " + queries},
+		{"stats 1<> its input", []string{"stats", queries}, "1<> " + queries, 1, "the stats on - (stdout) is the same file as queries file " + queries},
+		{"stats > /dev/full", []string{"stats", queries}, "> /dev/full", 1, "sample: writing standard output: write /dev/stdout: no space left on device"},
+		{"stats, stdout closed", []string{"stats", queries}, ">&-", 1, "standard output is closed"},
+		{"generate -o -, stdout closed", generate(data, "-o", "-"), ">&-", 1, "-o - (stdout): standard output is closed"},
+		{"stats > /dev/null", []string{"stats", queries}, "> /dev/null", 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := outfiletest.Take(t, dir)
+			outfiletest.RunRedirected(t, time.Minute, c.redirect, c.args...).Expect(t, c.code, c.want)
+			before.Unchanged(t)
+		})
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -37,12 +36,13 @@ func importCommand() *cli.Command {
 			case out == "":
 				return fmt.Errorf("-o is required")
 			}
-			src := from
+			inputs := []outfile.Path{{Flag: "--from", Path: from}, {Flag: "--config", Path: c.String("config")}}
 			if st, err := os.Stat(from); err == nil && st.IsDir() {
-				src = filepath.Join(from, "checkpoint")
+				// Every file of the run folder is an input: the checkpoint, and the
+				// config.json read when --config is not given.
+				inputs = append(inputs, outfile.DirFiles("--from", from)...)
 			}
-			if err := outfile.Check([]outfile.Path{{Flag: "--from", Path: src}, {Flag: "--config", Path: c.String("config")}},
-				[]outfile.Path{{Flag: "-o", Path: out}}); err != nil {
+			if err := outfile.Check(inputs, []outfile.Path{{Flag: "-o", Path: out}}); err != nil {
 				return err
 			}
 			opts := qecone.ImportOptions{Checkpoint: from, Config: c.String("config"), Dataset: c.String("dataset")}

@@ -113,6 +113,9 @@ func TestImportQEConEErrors(t *testing.T) {
 		{"no lambda", []string{"--from", filepath.Join(qeconeDir, "checkpoint"), "--config", emptyCfg, "-o", filepath.Join(dir, "d.arrow")}, "center_reg"},
 		{"lambda disagrees", []string{"--from", qeconeDir, "--lambda", "0.25", "-o", filepath.Join(dir, "e.arrow")}, "disagrees"},
 		{"overwrite input", []string{"--from", qeconeDir, "-o", filepath.Join(qeconeDir, "checkpoint")}, "same file"},
+		// config.json is read when --config is not given: an implicit input, protected too.
+		{"overwrite the implicit config", []string{"--from", qeconeDir, "-o", filepath.Join(qeconeDir, "config.json")},
+			"-o " + filepath.Join(qeconeDir, "config.json") + " is the same file as --from " + filepath.Join(qeconeDir, "config.json")},
 	} {
 		err := runApp(append([]string{"import-qecone"}, c.args...)...)
 		if err == nil || !contains(err.Error(), c.want) {

@@ -51,6 +51,11 @@ func Check(inputs, outputs []Path) error {
 			if o.File {
 				return fmt.Errorf("%s -: must be a file, not stdout: it is rewritten during the run and read back later", o.Flag)
 			}
+			t, err := stdoutTarget()
+			if err != nil {
+				return fmt.Errorf("%s - (stdout): %w", o.Flag, err)
+			}
+			outs = append(outs, checked{Path: o, t: t})
 			continue
 		}
 		t, err := locate(o.Path)
@@ -72,14 +77,14 @@ func Check(inputs, outputs []Path) error {
 		}
 		for _, in := range inputs {
 			if id, ok := inputID(in.Path); ok && id == o.t.id {
-				return fmt.Errorf("%s %s is the same file as %s %s", o.Flag, o.Path.Path, in.Flag, displayIn(in.Path))
+				return fmt.Errorf("%s %s is the same file as %s %s", o.Flag, displayOut(o.Path.Path), in.Flag, displayIn(in.Path))
 			}
 		}
 	}
 	for j := range outs {
 		for i := range j {
 			if coincide(outs[i], outs[j]) {
-				return fmt.Errorf("%s %s is the same file as %s %s", outs[j].Flag, outs[j].Path.Path, outs[i].Flag, outs[i].Path.Path)
+				return fmt.Errorf("%s %s is the same file as %s %s", outs[j].Flag, displayOut(outs[j].Path.Path), outs[i].Flag, displayOut(outs[i].Path.Path))
 			}
 		}
 	}
@@ -111,17 +116,53 @@ type checked struct {
 }
 
 // coincide reports whether two outputs would write the same file: the same existing
-// file, or the same name in the same directory.
+// file, or the same name in the same directory. Stdout and the descriptors (/dev/stdout,
+// /dev/fd/N) count by what they are open on, so `-o /dev/stdout` meets the table a stage
+// prints on stdout, whether that is a file, a pipe or a terminal; /dev/null takes any
+// number of outputs.
 func coincide(a, b checked) bool {
 	if a.t.regular && b.t.regular && a.t.id == b.t.id {
 		return true
 	}
+	if a.t.kind == kindDescriptor || b.t.kind == kindDescriptor {
+		return a.t.id != (fileID{}) && a.t.id == b.t.id && a.t.id != devNull()
+	}
 	return a.t.kind.atomic() && b.t.kind.atomic() && a.dir == b.dir && filepath.Base(a.t.path) == filepath.Base(b.t.path)
+}
+
+// stdoutTarget is standard output as an output target: descriptor 1, with the file it is
+// open on (a regular file that a shell's >> or 1<> opened counts as that file, so it is
+// compared with the inputs).
+func stdoutTarget() (*target, error) {
+	if err := stdoutClosed(); err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(1, &st); err != nil {
+		return nil, fmt.Errorf("standard output: %w", err)
+	}
+	return &target{given: "-", path: "/dev/stdout", kind: kindDescriptor, fd: 1,
+		id: fileID{uint64(st.Dev), uint64(st.Ino)}, regular: st.Mode&unix.S_IFMT == unix.S_IFREG}, nil
+}
+
+func devNull() fileID {
+	fi, err := os.Stat(os.DevNull)
+	if err != nil {
+		return fileID{}
+	}
+	return idOf(fi)
 }
 
 func displayIn(p string) string {
 	if p == "-" {
 		return "- (stdin)"
+	}
+	return p
+}
+
+func displayOut(p string) string {
+	if p == "-" {
+		return "- (stdout)"
 	}
 	return p
 }

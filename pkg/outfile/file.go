@@ -35,11 +35,19 @@ const newFileMode = 0o644
 // for what other paths mean. Nothing is at path until Commit.
 func Create(path string) (*File, error) {
 	if path == "-" {
+		if err := stdoutClosed(); err != nil {
+			return nil, fmt.Errorf("-: %w", err)
+		}
 		return &File{name: "stdout", f: os.Stdout}, nil
 	}
 	t, err := locate(path)
 	if err != nil {
 		return nil, err
+	}
+	if t.kind == kindDescriptor && t.fd == 1 {
+		if err := stdoutClosed(); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	switch t.kind {
 	case kindNew, kindRegular:

@@ -54,6 +54,9 @@ func main(stage string, graceful bool, run func(context.Context) error) {
 	}()
 	err := run(ctx)
 	signal.Stop(sigs)
+	if err == nil && Stdout.Err() != nil {
+		err = fmt.Errorf("writing standard output: %w", Stdout.Err())
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", stage, err)
 		os.Exit(1)

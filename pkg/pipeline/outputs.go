@@ -22,5 +22,17 @@ func (cfg MetricsConfig) checkOutputs() error {
 	for _, r := range cfg.Ranks {
 		inputs = append(inputs, outfile.Path{Flag: "ranks file", Path: r})
 	}
-	return outfile.Check(inputs, []outfile.Path{{Flag: "-o", Path: cfg.Output}, {Flag: "--plot", Path: cfg.Plot}, {Flag: "--curves", Path: cfg.CurvePlot}})
+	return outfile.Check(inputs, []outfile.Path{{Flag: "the table on", Path: "-"}, {Flag: "-o", Path: cfg.Output},
+		{Flag: "--plot", Path: cfg.Plot}, {Flag: "--curves", Path: cfg.CurvePlot}})
+}
+
+// StdoutOutput is the output check of a stage whose only output is what it prints on
+// stdout: stdout must not be one of its inputs (`>> input`, `1<> input`).
+func StdoutOutput(inputs []outfile.Path) error {
+	return outfile.Check(inputs, []outfile.Path{{Flag: "the report on", Path: "-"}})
+}
+
+func (cfg PatternsConfig) checkOutputs() error {
+	inputs := []outfile.Path{{Flag: "--checkpoint", Path: cfg.Checkpoint}}
+	return StdoutOutput(append(inputs, outfile.DirFiles("--data", cfg.Data)...))
 }

@@ -24,6 +24,9 @@ func Patterns(cfg PatternsConfig, w io.Writer) error {
 	if cfg.Top < 1 {
 		return fmt.Errorf("--top %d: list at least 1 relation of each pattern", cfg.Top)
 	}
+	if err := cfg.checkOutputs(); err != nil {
+		return err
+	}
 	l, err := loadModel(cfg.Checkpoint, compute.Reference[float32]{})
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package sample
 
 import (
 	"fmt"
+	"github.com/rocone/rocone/pkg/outfile"
 	"io"
 	"slices"
 	"strings"
@@ -13,6 +14,13 @@ import (
 // PrintStats prints, for each queries artifact, a table of query counts and mean easy and
 // hard answers per type.
 func PrintStats(w io.Writer, paths []string) error {
+	var inputs []outfile.Path
+	for _, p := range paths {
+		inputs = append(inputs, outfile.Path{Flag: "queries file", Path: p})
+	}
+	if err := outfile.Check(inputs, []outfile.Path{{Flag: "the stats on", Path: "-"}}); err != nil {
+		return err
+	}
 	for _, path := range paths {
 		r, err := artifact.OpenQueries(path)
 		if err != nil {

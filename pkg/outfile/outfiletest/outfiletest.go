@@ -80,6 +80,31 @@ func Run(t *testing.T, timeout time.Duration, args ...string) Result {
 	return r
 }
 
+// RunRedirected runs the command to its end as Run does, with its standard output
+// redirected by bash: redirect is what follows the command, such as ">> FILE",
+// "1<> FILE", "> /dev/full", ">&-" (closed) or "| cat" (a pipe; the exit status is the
+// command's, by pipefail). Its stdout is not captured.
+func RunRedirected(t *testing.T, timeout time.Duration, redirect string, args ...string) Result {
+	t.Helper()
+	cmd := Command(append([]string{"-c", `set -o pipefail; "$0" "$@" ` + redirect, os.Args[0]}, args...))
+	cmd.Path, cmd.Args[0] = "/bin/bash", "bash"
+	cmd.Err = nil
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(timeout, func() { cmd.Process.Kill() })
+	cmd.Wait()
+	timer.Stop()
+	r := Result{Code: cmd.ProcessState.ExitCode(), Stderr: stderr.String(), Elapsed: time.Since(start)}
+	if r.Elapsed >= timeout {
+		t.Fatalf("%v %s: still running after %v; killed\n%s", args, redirect, timeout, r.Stderr)
+	}
+	return r
+}
+
 // Expect checks a run's exit status and that its stderr holds every one of want.
 func (r Result) Expect(t *testing.T, code int, want ...string) {
 	t.Helper()
