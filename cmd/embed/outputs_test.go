@@ -44,7 +44,19 @@ func TestOutputs(t *testing.T) {
 	if fi, err := os.Lstat("/dev/null"); err != nil || fi.Mode()&fs.ModeCharDevice == 0 {
 		t.Fatalf("/dev/null is no longer a character device: %v", err)
 	}
-	t.Run("SIGTERM", func(t *testing.T) {
+	for _, sig := range []struct {
+		sig  syscall.Signal
+		name string
+		code int
+	}{{syscall.SIGTERM, "SIGTERM", 143}, {syscall.SIGHUP, "SIGHUP", 129}} {
+		t.Run(sig.name, func(t *testing.T) { signalLeavesNothing(t, in, sig.sig, sig.name, sig.code) })
+	}
+}
+
+// signalLeavesNothing signals a run that has an output in flight: it exits with code,
+// names the signal and the output not written, and leaves no temporary file.
+func signalLeavesNothing(t *testing.T, in []string, sig syscall.Signal, name string, code int) {
+	{
 		out := filepath.Join(t.TempDir(), "cones.arrow")
 		cmd := outfiletest.Command(append(in, "-o", out), "ROCONE_TEST_HOLD_OUTPUTS=1")
 		var stderr outfiletest.Buffer
@@ -53,13 +65,13 @@ func TestOutputs(t *testing.T) {
 			t.Fatal(err)
 		}
 		stderr.WaitFor(t, "holding", time.Minute)
-		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Process.Signal(sig)
 		cmd.Wait()
-		outfiletest.Result{Code: cmd.ProcessState.ExitCode(), Stderr: stderr.String()}.Expect(t, 143, "embed: stopped by SIGTERM; not written: "+out)
+		outfiletest.Result{Code: cmd.ProcessState.ExitCode(), Stderr: stderr.String()}.Expect(t, code, "embed: stopped by "+name+"; not written: "+out)
 		if es, _ := os.ReadDir(filepath.Dir(out)); len(es) != 0 {
 			t.Errorf("left %s", es[0].Name())
 		}
-	})
+	}
 }
 
 // TestStdoutIsAnOutput: -o - gets the checks of a path (issue 21): a stdout that a shell

@@ -54,6 +54,8 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		{"with and without --cones", []string{"-o", out, r1, viaCones}, []string{"rank the same checkpoint"}},
 		{"cone and rocone", []string{"-o", out, r1, c1}, []string{"ranks a cone model", "--models"}},
 		{"negative resamples", []string{"-o", out, "--resamples", "-5", r1}, []string{"--resamples -5"}},
+		{"resamples past what memory allows", []string{"-o", out, "--resamples", "1000000000", r1}, []string{"--resamples 1000000000: at most 100000"}},
+		{"resamples 1e18", []string{"-o", out, "--resamples", "1e18", r1}, []string{`invalid value "1e18" for flag -resamples`}},
 		{"models with -o", []string{"--models", "-o", out, r1, c1}, []string{"--models prints the side-by-side table only"}},
 		{"patterns --top -3", []string{"patterns", "--checkpoint", cks["rocone-1"], "--top", "-3"}, []string{"--top -3"}},
 	}

@@ -133,15 +133,24 @@ func isInt(s string) bool {
 	return err == nil
 }
 
-// findFile finds base.tsv.gz, base.tsv, base.txt.gz or base.txt in dir.
+// findFile finds base.tsv.gz, base.tsv, base.txt.gz or base.txt in dir. Two of them is
+// an error rather than a silent pick: they may well differ (an unpacked copy edited, a
+// stale archive).
 func findFile(dir, base string, required bool) (string, error) {
+	var found []string
 	for _, ext := range []string{".tsv.gz", ".tsv", ".txt.gz", ".txt"} {
 		p := filepath.Join(dir, base+ext)
 		if _, err := os.Stat(p); err == nil {
-			return p, nil
+			found = append(found, p)
 		}
 	}
-	if !required {
+	switch {
+	case len(found) > 1:
+		return "", fmt.Errorf("%s: %s are both there: which is the %s file is ambiguous; keep one", dir,
+			strings.Join(found, " and "), base)
+	case len(found) == 1:
+		return found[0], nil
+	case !required:
 		return "", nil
 	}
 	return "", fmt.Errorf("%s: no %s.tsv[.gz] (or %s.txt) in the dataset folder", dir, base, base)
@@ -256,15 +265,18 @@ func readNames(path string) ([]string, error) {
 }
 
 func (d *Dataset) fromIDs(paths map[string]string, raw map[string][]row) error {
-	var err error
-	if p, _ := findFile(d.Dir, "entities", false); p != "" {
-		if d.EntityNames, err = readNames(p); err != nil {
+	for _, names := range []struct {
+		base string
+		dst  *[]string
+	}{{"entities", &d.EntityNames}, {"relations", &d.RelationNames}} {
+		p, err := findFile(d.Dir, names.base, false)
+		if err != nil {
 			return err
 		}
-	}
-	if p, _ := findFile(d.Dir, "relations", false); p != "" {
-		if d.RelationNames, err = readNames(p); err != nil {
-			return err
+		if p != "" {
+			if *names.dst, err = readNames(p); err != nil {
+				return err
+			}
 		}
 	}
 	parsed := map[string][]Triple{}

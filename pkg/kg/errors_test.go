@@ -58,6 +58,9 @@ func TestLoadErrors(t *testing.T) {
 		{"empty train", map[string]string{"train.tsv": ""}, FormatAuto, []string{"train.tsv", "no triples"}},
 		{"name table out of order", map[string]string{"entities.tsv": "0\ta\n2\tb\n"}, FormatAuto, []string{"entities.tsv:2", `id "2", want 1`}},
 		{"bad format", nil, Format("xml"), []string{`unknown triple format "xml"`}},
+		{"train.tsv and train.txt", map[string]string{"train.txt": "0\t0\t1\n1\t1\t0\n"}, FormatAuto, []string{"train.tsv and", "train.txt are both there", "ambiguous"}},
+		{"entities.tsv and entities.tsv.gz", map[string]string{"entities.tsv": "0\ta\n1\tb\n2\tc\n", "entities.tsv.gz": gz("0\ta\n1\tb\n2\tc\n")}, FormatAuto,
+			[]string{"entities.tsv.gz and", "entities.tsv are both there"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,9 +28,9 @@ func TestInputMessages(t *testing.T) {
 		{"BOM on an ids file", map[string]string{"train.tsv": "\ufeff" + ids}, FormatAuto, nil, "train.tsv: format ids (line 1 is three integers"},
 		{"BOM on a names file", map[string]string{"train.tsv": "\ufeffa\tr\tb\n", "valid.tsv": "", "test.tsv": ""}, FormatAuto, nil, "format names (line 1 is not three integers"},
 		{"ids given", nil, FormatIDs, nil, ""},
-		{"truncated gzip", map[string]string{"train.tsv": "", "train.tsv.gz": cut}, FormatAuto, []string{"train.tsv.gz: after line", "gzip stream truncated"}, ""},
-		{"truncated gzip in valid", map[string]string{"valid.tsv": "", "valid.tsv.gz": cut}, FormatAuto, []string{"valid.tsv.gz: after line", "gzip stream truncated"}, ""},
-		{"corrupt gzip", map[string]string{"train.tsv": "", "train.tsv.gz": string(corrupt)}, FormatAuto, []string{"train.tsv.gz", "gzip stream corrupt"}, ""},
+		{"truncated gzip", map[string]string{"train.tsv": "<missing>", "train.tsv.gz": cut}, FormatAuto, []string{"train.tsv.gz: after line", "gzip stream truncated"}, ""},
+		{"truncated gzip in valid", map[string]string{"valid.tsv": "<missing>", "valid.tsv.gz": cut}, FormatAuto, []string{"valid.tsv.gz: after line", "gzip stream truncated"}, ""},
+		{"corrupt gzip", map[string]string{"train.tsv": "<missing>", "train.tsv.gz": string(corrupt)}, FormatAuto, []string{"train.tsv.gz", "gzip stream corrupt"}, ""},
 		{"wrong field count", map[string]string{"test.tsv": "2\t0\t0\n0 1\n"}, FormatAuto, []string{"test.tsv:2: want 3 tab-separated fields, got 2"}, ""},
 	}
 	for _, tc := range tests {

@@ -12,9 +12,9 @@ import (
 )
 
 // Main runs a stage's command line, run, and exits: 0 when it returns nil, 1 with
-// "stage: error" on stderr when it fails. On SIGINT or SIGTERM the temporary files in
+// "stage: error" on stderr when it fails. On SIGINT, SIGTERM or SIGHUP the temporary files in
 // flight are removed, a line says which outputs were not written, and the process exits
-// with 128 plus the signal's number (130, 143), as a shell reports a process the signal
+// with 128 plus the signal's number (130, 143, 129), as a shell reports a process the signal
 // killed. run's context is cancelled first, for what it may have started. A panic in
 // run removes the temporary files too before it ends the process.
 func Main(stage string, run func(context.Context) error) {
@@ -31,7 +31,9 @@ func MainGraceful(stage string, run func(context.Context) error) {
 func main(stage string, graceful bool, run func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal or the ssh session gone, a batch system's hang-up) is a request
+	// to stop like SIGTERM.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		sig := <-sigs
 		if graceful {
@@ -87,6 +89,8 @@ func sigName(sig os.Signal) string {
 		return "SIGINT"
 	case syscall.SIGTERM:
 		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
 	}
 	return sig.String()
 }

@@ -12,6 +12,11 @@ import (
 	"github.com/rocone/rocone/pkg/shard"
 )
 
+// MaxResamples bounds --resamples: the bootstrap keeps 4 float64 per resample and type,
+// and redraws every query of a type for each; past this, memory and time grow for nothing
+// (the percentile interval's digits settle within a few thousand).
+const MaxResamples = 100_000
+
 // MetricsConfig is what `metrics` does.
 type MetricsConfig struct {
 	// Ranks are ranks artifacts of the same queries: the seeds of one model (distinct
@@ -125,6 +130,9 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 		return fmt.Errorf("a training log (--log) and a curve plot (--curves) go together")
 	case cfg.Resamples < 0:
 		return fmt.Errorf("--resamples %d: want a number of bootstrap resamples, or 0 for no bootstrap", cfg.Resamples)
+	case cfg.Resamples > MaxResamples:
+		return fmt.Errorf("--resamples %d: at most %d (each resample redraws every query of every type: %d take about %d bytes per type and minutes of work on a full test split, and a 95%% interval is stable long before)",
+			cfg.Resamples, MaxResamples, MaxResamples, MaxResamples*32)
 	case cfg.Models && (cfg.Output != "" || cfg.Plot != "" || cfg.Label != ""):
 		return fmt.Errorf("--models prints the side-by-side table only; -o, --plot and --label describe one model: run metrics once per model for them")
 	}
