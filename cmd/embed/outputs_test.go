@@ -79,20 +79,10 @@ func signalLeavesNothing(t *testing.T, in []string, sig syscall.Signal, name str
 func TestStdoutIsAnOutput(t *testing.T) {
 	f := outfiletest.Make(t)
 	in := []string{"--checkpoint", f.Checkpoint, "--queries", f.Test, "-q", "-o", "-"}
-	for _, c := range []struct {
-		name, redirect string
-		code           int
-		want           string
-	}{
-		{">> --queries", ">> " + f.Test, 1, "embed: -o - (stdout) is the same file as --queries " + f.Test},
-		{"1<> --checkpoint", "1<> " + f.Checkpoint, 1, "embed: -o - (stdout) is the same file as --checkpoint " + f.Checkpoint},
-		{"closed", ">&-", 1, "embed: -o - (stdout): standard output is closed"},
-		{"a new file", "> " + filepath.Join(f.Dir, "cones.arrow"), 0, ""},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			before := outfiletest.Take(t, f.Dir)
-			outfiletest.RunRedirected(t, time.Minute, c.redirect, in...).Expect(t, c.code, c.want)
-			before.Unchanged(t, filepath.Join(f.Dir, "cones.arrow"))
-		})
-	}
+	outfiletest.RunRedirects(t, f.Dir, []outfiletest.Redirect{
+		outfiletest.R(">> --queries", in, ">> "+f.Test, 1, "embed: -o - (stdout) is the same file as --queries "+f.Test),
+		outfiletest.R("1<> --checkpoint", in, "1<> "+f.Checkpoint, 1, "embed: -o - (stdout) is the same file as --checkpoint "+f.Checkpoint),
+		outfiletest.R("closed", in, ">&-", 1, "embed: -o - (stdout): standard output is closed"),
+		outfiletest.R("a new file", in, "> "+filepath.Join(f.Dir, "cones.arrow"), 0, ""),
+	}, filepath.Join(f.Dir, "cones.arrow"))
 }

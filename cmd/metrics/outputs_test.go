@@ -77,29 +77,17 @@ func TestOutputs(t *testing.T) {
 func TestStdoutIsAnOutput(t *testing.T) {
 	f := outfiletest.Make(t)
 	patterns := []string{"patterns", "--checkpoint", f.Checkpoint, "--data", f.Data}
-	for _, c := range []struct {
-		name     string
-		args     []string
-		redirect string
-		code     int
-		want     string
-	}{
-		{"table >> a ranks file", []string{f.Ranks}, ">> " + f.Ranks, 1, "the table on - (stdout) is the same file as ranks file " + f.Ranks},
-		{"table 1<> the log", []string{"--log", f.TrainLog, "--plot", filepath.Join(f.Dir, "p.svg"), f.Ranks}, "1<> " + f.TrainLog, 1,
-			"the table on - (stdout) is the same file as --log " + f.TrainLog},
-		{"-o /dev/stdout into a file", []string{"-o", "/dev/stdout", f.Ranks}, "> " + filepath.Join(f.Dir, "t.txt"), 1,
-			"-o /dev/stdout is the same file as the table on - (stdout)"},
-		{"-o /dev/fd/1 into a pipe", []string{"-o", "/dev/fd/1", f.Ranks}, "| cat", 1, "-o /dev/fd/1 is the same file as the table on - (stdout)"},
-		{"table > /dev/full", []string{"--resamples", "0", f.Ranks}, "> /dev/full", 1, "metrics: write /dev/stdout: no space left on device"},
-		{"table, stdout closed", []string{f.Ranks}, ">&-", 1, "standard output is closed"},
-		{"patterns >> the checkpoint", patterns, ">> " + f.Checkpoint, 1, "the report on - (stdout) is the same file as --checkpoint " + f.Checkpoint},
-		{"patterns > /dev/full", patterns, "> /dev/full", 1, "metrics: writing standard output"},
-		{"table and -o to /dev/null", []string{"--resamples", "0", "-o", "/dev/null", f.Ranks}, "> /dev/null", 0, ""},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			before := outfiletest.Take(t, f.Dir)
-			outfiletest.RunRedirected(t, time.Minute, c.redirect, c.args...).Expect(t, c.code, c.want)
-			before.Unchanged(t, filepath.Join(f.Dir, "t.txt"))
-		})
-	}
+	outfiletest.RunRedirects(t, f.Dir, []outfiletest.Redirect{
+		outfiletest.R("table >> a ranks file", []string{f.Ranks}, ">> "+f.Ranks, 1, "the table on - (stdout) is the same file as ranks file "+f.Ranks),
+		outfiletest.R("table 1<> the log", []string{"--log", f.TrainLog, "--plot", filepath.Join(f.Dir, "p.svg"), f.Ranks}, "1<> "+f.TrainLog, 1,
+			"the table on - (stdout) is the same file as --log "+f.TrainLog),
+		outfiletest.R("-o /dev/stdout into a file", []string{"-o", "/dev/stdout", f.Ranks}, "> "+filepath.Join(f.Dir, "t.txt"), 1,
+			"-o /dev/stdout is the same file as the table on - (stdout)"),
+		outfiletest.R("-o /dev/fd/1 into a pipe", []string{"-o", "/dev/fd/1", f.Ranks}, "| cat", 1, "-o /dev/fd/1 is the same file as the table on - (stdout)"),
+		outfiletest.R("table > /dev/full", []string{"--resamples", "0", f.Ranks}, "> /dev/full", 1, "metrics: write /dev/stdout: no space left on device"),
+		outfiletest.R("table, stdout closed", []string{f.Ranks}, ">&-", 1, "standard output is closed"),
+		outfiletest.R("patterns >> the checkpoint", patterns, ">> "+f.Checkpoint, 1, "the report on - (stdout) is the same file as --checkpoint "+f.Checkpoint),
+		outfiletest.R("patterns > /dev/full", patterns, "> /dev/full", 1, "metrics: writing standard output"),
+		outfiletest.R("table and -o to /dev/null", []string{"--resamples", "0", "-o", "/dev/null", f.Ranks}, "> /dev/null", 0, ""),
+	}, filepath.Join(f.Dir, "t.txt"))
 }

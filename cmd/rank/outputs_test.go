@@ -70,16 +70,8 @@ func TestOutputs(t *testing.T) {
 func TestStdoutIsAnOutput(t *testing.T) {
 	f := outfiletest.Make(t)
 	in := []string{"--checkpoint", f.Checkpoint, "--queries", f.Test, "-q", "-o", "-"}
-	for _, c := range []struct {
-		name, redirect, want string
-	}{
-		{"1<> --checkpoint", "1<> " + f.Checkpoint, "rank: -o - (stdout) is the same file as --checkpoint " + f.Checkpoint},
-		{">> --queries", ">> " + f.Test, "rank: -o - (stdout) is the same file as --queries " + f.Test},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			before := outfiletest.Take(t, f.Dir)
-			outfiletest.RunRedirected(t, time.Minute, c.redirect, in...).Expect(t, 1, c.want)
-			before.Unchanged(t)
-		})
-	}
+	outfiletest.RunRedirects(t, f.Dir, []outfiletest.Redirect{
+		outfiletest.R("1<> --checkpoint", in, "1<> "+f.Checkpoint, 1, "rank: -o - (stdout) is the same file as --checkpoint "+f.Checkpoint),
+		outfiletest.R(">> --queries", in, ">> "+f.Test, 1, "rank: -o - (stdout) is the same file as --queries "+f.Test),
+	})
 }

@@ -226,26 +226,14 @@ func TestStdoutIsAnOutput(t *testing.T) {
 	data := copyData(t, dir)
 	queries := filepath.Join(dir, "q.arrow")
 	outfiletest.Run(t, time.Minute, generate(data, "-o", queries)...).Expect(t, 0)
-	for _, c := range []struct {
-		name     string
-		args     []string
-		redirect string
-		code     int
-		want     string
-	}{
-		{"generate -o - >> a dataset file", generate(data, "-o", "-"), ">> " + filepath.Join(data, "train.tsv"), 1,
-			"-o - (stdout) is the same file as --data " + filepath.Join(data, "train.tsv")},
-		{"stats >> its input", []string{"stats", queries}, ">> " + queries, 1, "the stats on - (stdout) is the same file as queries file " + queries},
-		{"stats 1<> its input", []string{"stats", queries}, "1<> " + queries, 1, "the stats on - (stdout) is the same file as queries file " + queries},
-		{"stats > /dev/full", []string{"stats", queries}, "> /dev/full", 1, "sample: writing standard output: write /dev/stdout: no space left on device"},
-		{"stats, stdout closed", []string{"stats", queries}, ">&-", 1, "standard output is closed"},
-		{"generate -o -, stdout closed", generate(data, "-o", "-"), ">&-", 1, "-o - (stdout): standard output is closed"},
-		{"stats > /dev/null", []string{"stats", queries}, "> /dev/null", 0, ""},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			before := outfiletest.Take(t, dir)
-			outfiletest.RunRedirected(t, time.Minute, c.redirect, c.args...).Expect(t, c.code, c.want)
-			before.Unchanged(t)
-		})
-	}
+	outfiletest.RunRedirects(t, dir, []outfiletest.Redirect{
+		outfiletest.R("generate -o - >> a dataset file", generate(data, "-o", "-"), ">> "+filepath.Join(data, "train.tsv"), 1,
+			"-o - (stdout) is the same file as --data "+filepath.Join(data, "train.tsv")),
+		outfiletest.R("stats >> its input", []string{"stats", queries}, ">> "+queries, 1, "the stats on - (stdout) is the same file as queries file "+queries),
+		outfiletest.R("stats 1<> its input", []string{"stats", queries}, "1<> "+queries, 1, "the stats on - (stdout) is the same file as queries file "+queries),
+		outfiletest.R("stats > /dev/full", []string{"stats", queries}, "> /dev/full", 1, "sample: writing standard output: write /dev/stdout: no space left on device"),
+		outfiletest.R("stats, stdout closed", []string{"stats", queries}, ">&-", 1, "standard output is closed"),
+		outfiletest.R("generate -o -, stdout closed", generate(data, "-o", "-"), ">&-", 1, "-o - (stdout): standard output is closed"),
+		outfiletest.R("stats > /dev/null", []string{"stats", queries}, "> /dev/null", 0, ""),
+	})
 }

@@ -273,3 +273,30 @@ func ReadOnly(t *testing.T) string {
 	}
 	return "/sys"
 }
+
+// Redirect is one run of a stage with its standard output redirected (RunRedirected).
+type Redirect struct {
+	Name     string
+	Args     []string
+	Redirect string
+	Code     int    // the exit status wanted
+	Want     string // what stderr must hold ("" for anything)
+}
+
+// RunRedirects runs each case as a subtest and checks its exit status, its stderr and that
+// nothing under dir changed, but for the paths in except (what a case may write).
+func RunRedirects(t *testing.T, dir string, cases []Redirect, except ...string) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			before := Take(t, dir)
+			RunRedirected(t, time.Minute, c.Redirect, c.Args...).Expect(t, c.Code, c.Want)
+			before.Unchanged(t, except...)
+		})
+	}
+}
+
+// R is a Redirect case.
+func R(name string, args []string, redirect string, code int, want string) Redirect {
+	return Redirect{Name: name, Args: args, Redirect: redirect, Code: code, Want: want}
+}
