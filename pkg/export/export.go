@@ -61,8 +61,8 @@ type Column struct {
 	I8    []int8
 	Str   []string
 	IsStr bool
-	// NPY is the column's file in the npy format; "" puts it in the table's TSV instead
-	// (ids and strings).
+	// NPY is the column's file in the npy format ("" for none: strings, and ids that are
+	// the row index). The table's TSV holds every column that is not a vector.
 	NPY string
 }
 
@@ -71,7 +71,7 @@ type Column struct {
 type Table struct {
 	Name    string // entities, relations, cones: the Parquet file's name
 	Rows    int
-	TSV     string // the npy format's file of the columns without NPY ("" for none)
+	TSV     string // the npy format's file of the columns that are not vectors ("" for none)
 	About   string
 	Columns []Column
 }
@@ -370,18 +370,19 @@ func (c *Column) cell(i int) string {
 	return strconv.Itoa(int(c.I8[i]))
 }
 
-// writeNPY writes each table's numeric columns as .npy files, its other columns as a TSV
-// (no header line; the manifest names the columns), and each tensor as params/NAME.npy.
+// writeNPY writes each table's numeric columns as .npy files, its columns that are not
+// vectors (ids, names, types) as a TSV (no header line; the manifest names the columns),
+// and each tensor as params/NAME.npy.
 func writeNPY(d dirWriter, tables []Table, params []Tensor) ([]FileInfo, error) {
 	var files []FileInfo
 	for _, t := range tables {
 		var tsv []*Column
 		for i := range t.Columns {
 			c := &t.Columns[i]
+			if c.Width == 0 && (!c.IsStr || c.Str != nil) {
+				tsv = append(tsv, c)
+			}
 			if c.NPY == "" {
-				if !c.IsStr || c.Str != nil {
-					tsv = append(tsv, c)
-				}
 				continue
 			}
 			shape := []int{t.Rows}

@@ -18,7 +18,8 @@ import (
 // other than through a slice of slices, and writes element by element; the format is
 // a few lines, and the tests compare these bytes with numpy.save's own.
 
-// npyAlign is the alignment numpy.save gives the data (numpy ≥ 1.? pads to 64 bytes).
+// npyAlign is where the data starts: a multiple of 64 bytes, as numpy.save pads it (the
+// format asks for 16 at least).
 const npyAlign = 64
 
 // WriteNPY writes data, a []float32, []int64, []int32 or []int8, as a C-order array of
