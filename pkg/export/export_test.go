@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -380,5 +381,168 @@ func TestWriteRefuses(t *testing.T) {
 	}
 	if _, err := ParseFormat("csv"); err == nil || !strings.Contains(err.Error(), `unknown export format "csv" (known: npy, parquet)`) {
 		t.Errorf("ParseFormat: %v", err)
+	}
+}
+
+// parquetRead is what scripts/arrow-check/parquet.mjs prints.
+type parquetRead struct {
+	Rows      int
+	RowGroups int `json:"row_groups"`
+	Columns  []string
+	Metadata map[string]string
+	Data     []map[string]any
+}
+
+// readWithHyparquet reads a Parquet file with the npm package hyparquet (not this
+// project's code, nor Arrow's). It skips without node or scripts/arrow-check's
+// node_modules, unless ARROW_CHECK_JS is set (make test-js), which makes that a failure.
+func readWithHyparquet(t *testing.T, path string) parquetRead {
+	t.Helper()
+	missing := t.Skip
+	if os.Getenv("ARROW_CHECK_JS") != "" {
+		missing = t.Fatal
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node is not on PATH")
+	}
+	dir := filepath.Join("..", "..", "scripts", "arrow-check")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "hyparquet")); err != nil {
+		missing("scripts/arrow-check/node_modules/hyparquet is missing; run npm ci --prefix scripts/arrow-check")
+	}
+	cmd := exec.Command(node, filepath.Join(dir, "parquet.mjs"), path)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("parquet.mjs %s: %v\n%s", path, err, stderr.String())
+	}
+	var r parquetRead
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("parquet.mjs printed %.200q: %v", out, err)
+	}
+	return r
+}
+
+// sameVector checks that a list value read by hyparquet holds exactly the float32 values
+// want (a float32 widened to a double, printed as the shortest decimal, parses back to it).
+func sameVector(t *testing.T, what string, got any, want []float32) {
+	t.Helper()
+	list, ok := got.([]any)
+	if !ok || len(list) != len(want) {
+		t.Fatalf("%s: read %v, want %d values", what, got, len(want))
+	}
+	for i, v := range list {
+		f, ok := v.(float64)
+		if !ok || float32(f) != want[i] || float64(float32(f)) != f {
+			t.Fatalf("%s[%d]: read %v, want %v", what, i, v, want[i])
+		}
+	}
+}
+
+// TestParquetReadByHyparquet: for every variant, hyparquet reads each table of a Parquet
+// export with the columns the manifest lists, every row's id, name and vectors equal to
+// the Go model's (angles from its angle map, raw parameters), the cones table's int64
+// ids beyond 2^32, and params.parquet's tensors; without names, the name column is null.
+func TestParquetReadByHyparquet(t *testing.T) {
+	for _, v := range model.Variants {
+		for _, named := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s names=%v", v, named), func(t *testing.T) {
+				if named { // and row groups of two or three rows
+					defer func(b int) { parquetRowGroupBytes = b }(parquetRowGroupBytes)
+					parquetRowGroupBytes = 100
+				}
+				m := testModel(t, v)
+				dir := export(t, Parquet, m, named, named)
+				var man Manifest
+				b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(b, &man); err != nil {
+					t.Fatal(err)
+				}
+				arrays := wantArrays(t, m, named)
+				names := map[string][]string{"entities": testNames("ent", testEntities), "relations": testNames("rel", testRelations)}
+				prefix := map[string]string{"entities": "entity_", "relations": "relation_", "cones": "cones_"}
+				var files []string
+				for _, f := range man.Files {
+					files = append(files, f.File)
+					r := readWithHyparquet(t, filepath.Join(dir, f.File))
+					var cols []string
+					for _, c := range f.Columns {
+						cols = append(cols, c.Name)
+					}
+					if !slices.Equal(r.Columns, cols) || r.Rows != *f.Rows || len(r.Data) != r.Rows {
+						t.Fatalf("%s: read columns %v and %d rows, the manifest %v and %d", f.File, r.Columns, r.Rows, cols, *f.Rows)
+					}
+					if named && f.File != "params.parquet" && r.RowGroups < 2 {
+						t.Errorf("%s: %d row groups, want several", f.File, r.RowGroups)
+					}
+					if f.File == "params.parquet" {
+						for i, row := range r.Data {
+							name, _ := row["name"].(string)
+							w, ok := arrays["params/"+name+".npy"]
+							if !ok || row["rows"] != strconv.Itoa(w.shape[0]) || row["cols"] != strconv.Itoa(w.shape[1]) {
+								t.Fatalf("params.parquet row %d: %v %v×%v", i, name, row["rows"], row["cols"])
+							}
+							sameVector(t, "params "+name, row["values"], w.f32)
+							delete(arrays, "params/"+name+".npy")
+						}
+						continue
+					}
+					if r.Metadata["unit.axis"] != Radians || r.Metadata["model"] != string(v) || r.Metadata["dim"] != strconv.Itoa(testDim) {
+						t.Errorf("%s: metadata %v", f.File, r.Metadata)
+					}
+					for i, row := range r.Data {
+						for _, c := range cols {
+							switch c {
+							case "id":
+								want := strconv.Itoa(i) // int32 ids: numbers
+								if f.Table == "cones" {
+									want = strconv.FormatInt(int64(i)<<36, 10) // int64: decimal strings
+									if row[c] != want {
+										t.Fatalf("%s row %d: id %v, want %s", f.File, i, row[c], want)
+									}
+								} else if fmt.Sprint(row[c]) != want {
+									t.Fatalf("%s row %d: id %v, want %s", f.File, i, row[c], want)
+								}
+							case "name":
+								if named && row[c] != names[f.Table][i] || !named && row[c] != nil {
+									t.Fatalf("%s row %d: name %v", f.File, i, row[c])
+								}
+							case "type":
+								if row[c] != []string{"1p", "2u-DM"}[i%2] {
+									t.Fatalf("%s row %d: type %v", f.File, i, row[c])
+								}
+							case "branch":
+								if row[c] != float64(i%2) {
+									t.Fatalf("%s row %d: branch %v", f.File, i, row[c])
+								}
+							default:
+								w, ok := arrays[prefix[f.Table]+c+".npy"]
+								if !ok {
+									t.Fatalf("%s: unexpected column %s", f.File, c)
+								}
+								sameVector(t, fmt.Sprintf("%s row %d %s", f.File, i, c), row[c], w.f32[i*testDim:(i+1)*testDim])
+							}
+						}
+					}
+					for _, c := range cols {
+						delete(arrays, prefix[f.Table]+c+".npy")
+					}
+				}
+				if len(arrays) != 0 {
+					t.Errorf("not in any Parquet file: %v", slices.Sorted(maps.Keys(arrays)))
+				}
+				want := []string{"entities.parquet", "relations.parquet"}
+				if named {
+					want = append(want, "cones.parquet")
+				}
+				if want = append(want, "params.parquet"); !slices.Equal(files, want) {
+					t.Errorf("files %v, want %v", files, want)
+				}
+			})
+		}
 	}
 }

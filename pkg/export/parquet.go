@@ -21,8 +21,8 @@ import (
 // unit, and the model, dim and angle map.
 
 // parquetRowGroupBytes bounds a row group's float data, so that a reader holds one row
-// group at a time in bounded memory.
-const parquetRowGroupBytes = 64 << 20
+// group at a time in bounded memory (a variable for the tests, which cut small groups).
+var parquetRowGroupBytes = 64 << 20
 
 func writeParquet(d dirWriter, man *Manifest, tables []Table, params []Tensor) ([]FileInfo, error) {
 	var files []FileInfo

@@ -6,7 +6,7 @@
 // Usage: node parquet.mjs FILE
 //
 // Output: one JSON object on stdout:
-//   {"rows": N, "columns": ["id", "name", "axis", ...],
+//   {"rows": N, "row_groups": G, "columns": ["id", "name", "axis", ...],
 //    "metadata": {"model": "rocone", ...},      (the file's key-value metadata, ARROW:schema left out)
 //    "data": [{"id": 0, "name": "ent0", "axis": [0.1, ...]}, ...]}
 // Integers are printed as numbers (int64 values as decimal strings, which JSON numbers
@@ -32,7 +32,7 @@ try {
   }
   const data = await parquetReadObjects({ file });
   const replacer = (_, v) => (typeof v === 'bigint' ? v.toString() : v);
-  process.stdout.write(JSON.stringify({ rows: Number(meta.num_rows), columns, metadata, data }, replacer) + '\n');
+  process.stdout.write(JSON.stringify({ rows: Number(meta.num_rows), row_groups: meta.row_groups.length, columns, metadata, data }, replacer) + '\n');
 } catch (err) {
   console.error(`${path}: ${err.message}`);
   process.exit(1);
