@@ -388,9 +388,9 @@ func TestWriteRefuses(t *testing.T) {
 type parquetRead struct {
 	Rows      int
 	RowGroups int `json:"row_groups"`
-	Columns  []string
-	Metadata map[string]string
-	Data     []map[string]any
+	Columns   []string
+	Metadata  map[string]string
+	Data      []map[string]any
 }
 
 // readWithHyparquet reads a Parquet file with the npm package hyparquet (not this
