@@ -86,6 +86,7 @@ func embed1p(t *testing.T, m *model.Model[float32]) model.Cones[float32] {
 
 // testCones is a cones table of real cones: the model's 1p cones, with ids up to 2^40.
 func testCones(t *testing.T, m *model.Model[float32]) (artifact.ConesMeta, []artifact.Cone) {
+	t.Helper()
 	c := embed1p(t, m)
 	meta := artifact.ConesMeta{Dim: testDim, Aperture: "half", Model: string(m.Config.Variant), Dataset: "toy", Split: "test",
 		NumEntities: testEntities, Checkpoint: "m.arrow", CheckpointHash: "ab", Queries: "q.arrow", QueriesHash: "cd"}
@@ -307,8 +308,7 @@ func TestNPYReadByNumPy(t *testing.T) {
 					}
 				}
 			}
-			meta, rows := testCones(t, m)
-			_ = meta
+			_, rows := testCones(t, m)
 			for i, l := range r.TSV["cones.tsv"] {
 				if w := []string{strconv.FormatInt(rows[i].ID, 10), rows[i].Type, strconv.Itoa(int(rows[i].Branch))}; !slices.Equal(l, w) {
 					t.Errorf("cones.tsv line %d: %q, want %q", i, l, w)
@@ -543,6 +543,40 @@ func TestParquetReadByHyparquet(t *testing.T) {
 					t.Errorf("files %v, want %v", files, want)
 				}
 			})
+		}
+	}
+}
+
+// TestEmptyCones: a cones artifact of no rows exports as arrays of shape (0, d) and (0,)
+// that NumPy loads, and as Parquet files of no rows that hyparquet reads.
+func TestEmptyCones(t *testing.T) {
+	meta := artifact.ConesMeta{Dim: testDim, Aperture: "half", Model: "rocone"}
+	for _, f := range []Format{NPY, Parquet} {
+		out := filepath.Join(t.TempDir(), "export")
+		d, err := outfile.CreateDir(out, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Write(d, f, Manifest{Cones: NewConesInfo("c.arrow", meta, 0)}, []Table{Cones(meta, nil)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if f == Parquet {
+			if r := readWithHyparquet(t, filepath.Join(out, "cones.parquet")); r.Rows != 0 || len(r.Data) != 0 || len(r.Columns) != 5 {
+				t.Errorf("cones.parquet: %+v", r)
+			}
+			continue
+		}
+		r := readWithNumPy(t, out)
+		if len(r.Errors) > 0 {
+			t.Fatal(r.Errors)
+		}
+		for name, shape := range map[string][]int{"cones_axis.npy": {0, testDim}, "cones_aperture.npy": {0, testDim}, "cones_id.npy": {0}, "cones_branch.npy": {0}} {
+			if got := r.Files[name]; !slices.Equal(got.Shape, shape) || len(got.Values) != 0 {
+				t.Errorf("%s: numpy read shape %v, %d values", name, got.Shape, len(got.Values))
+			}
 		}
 	}
 }
