@@ -18,8 +18,9 @@ build-cuda:
 	$(GO) build -tags cuda -o bin/cuda/ $(addprefix ./cmd/,$(STAGES))
 
 # The whole test suite: Go (vet, unit, integration and the CUDA kernels under the launch
-# emulator) and the check that a queries file written here reads in JavaScript with
-# apache-arrow (skipped when node is absent).
+# emulator) and the checks that a queries file written here reads in JavaScript with
+# apache-arrow and that `embed export`'s Parquet files read with hyparquet (skipped when
+# node is absent).
 test: test-go test-js
 
 test-go: check-cgo
@@ -40,7 +41,7 @@ check-cgo:
 test-js:
 	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
 		npm ci --prefix scripts/arrow-check --no-audit --no-fund --loglevel=error && \
-		out=$$(ARROW_CHECK_JS=1 $(GO) test -count=1 -run TestArrowJS ./pkg/artifact/ -v 2>&1); rc=$$?; \
+		out=$$(ARROW_CHECK_JS=1 $(GO) test -count=1 -run 'TestArrowJS|TestParquetReadByHyparquet' ./pkg/artifact/ ./pkg/export/ -v 2>&1); rc=$$?; \
 		printf '%s\n' "$$out" | grep -E '^(---|ok|FAIL|PASS|    )'; exit $$rc; \
 	else \
 		echo "test-js: node/npm not found; skipping the apache-arrow check"; \

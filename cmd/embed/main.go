@@ -1,11 +1,14 @@
 // Command embed writes the cones of a queries artifact under a trained model: one row per
-// query and DNF branch (see the README for the cones schema).
+// query and DNF branch (see the README for the cones schema). `embed export` writes a
+// model's tables and a cones artifact as .npy or Parquet files for Python and SQL.
 package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -23,6 +26,24 @@ func shardFlag(c *cli.Context) (shard.Spec, error) {
 	return shard.Parse(c.String("shard"))
 }
 
+// required refuses a command line without the flags names: they are not marked Required,
+// which urfave/cli would demand before the export subcommand too.
+func required(c *cli.Context, names ...string) error {
+	var missing []string
+	for _, n := range names {
+		if !c.IsSet(n) {
+			missing = append(missing, n)
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("Required flag %q not set", missing[0])
+	}
+	return fmt.Errorf("Required flags %q not set", strings.Join(missing, ", "))
+}
+
 func main() {
 	// SIGINT and SIGTERM end the run at once, removing unfinished outputs (package outfile).
 	outfile.Main("embed", func(ctx context.Context) error { return app().RunContext(ctx, os.Args) })
@@ -33,14 +54,18 @@ func app() *cli.App {
 		Name:  "embed",
 		Usage: "embed queries as cones (axis and half aperture per DNF branch)",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "checkpoint", Required: true, Usage: "trained model `FILE`"},
-			&cli.StringFlag{Name: "queries", Required: true, Usage: "queries artifact `FILE` (- for stdin)"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "cones artifact `FILE` (- for an IPC stream on stdout)"},
+			&cli.StringFlag{Name: "checkpoint", Usage: "trained model `FILE` (required)"},
+			&cli.StringFlag{Name: "queries", Usage: "queries artifact `FILE` (- for stdin; required)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "cones artifact `FILE` (- for an IPC stream on stdout; required)"},
 			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"},
 			&cli.StringFlag{Name: "shard", Usage: "embed only shard `i/n` of the queries (0 <= i < n; whole batches, cut as rank --shard cuts on the same --device); the n shards' cones are the unsharded cones"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 		},
+		Commands: []*cli.Command{exportCommand()},
 		Action: func(c *cli.Context) error {
+			if err := required(c, "checkpoint", "queries", "output"); err != nil {
+				return err
+			}
 			sh, err := shardFlag(c)
 			if err != nil {
 				return err
@@ -59,6 +84,35 @@ func app() *cli.App {
 			}
 			return pipeline.Embed(pipeline.EmbedConfig{Checkpoint: c.String("checkpoint"), Queries: c.String("queries"),
 				Output: c.String("output"), Kernels: kernels, Shard: sh, ShardBlock: block, Log: log})
+		},
+	}
+}
+
+func exportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "export",
+		Usage: "write a model's entity and relation tables (angles in radians and raw values) and/or a cones artifact as .npy or Parquet files",
+		Description: "The output folder gets one file per array (npy: entity_axis.npy ...) or per table (parquet: entities.parquet ...),\n" +
+			"entities.tsv and relations.tsv (id, name) with --data, and manifest.json describing every file. It appears whole or not at all.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "checkpoint", Usage: "trained model `FILE` to export"},
+			&cli.StringFlag{Name: "cones", Usage: "cones artifact `FILE` to export (- for stdin)"},
+			&cli.StringFlag{Name: "data", Usage: "dataset `DIR` the checkpoint was trained on, for entity and relation names"},
+			&cli.StringFlag{Name: "format", Required: true, Usage: "npy or parquet"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output `DIR` (new or empty)"},
+			&cli.BoolFlag{Name: "overwrite", Usage: "replace a non-empty output folder as a whole (never one holding an input)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return fmt.Errorf("unexpected argument %q", c.Args().First())
+			}
+			var log io.Writer = os.Stderr
+			if c.Bool("quiet") {
+				log = nil
+			}
+			return pipeline.Export(pipeline.ExportConfig{Checkpoint: c.String("checkpoint"), Cones: c.String("cones"), Data: c.String("data"),
+				Format: c.String("format"), Output: c.String("output"), Overwrite: c.Bool("overwrite"), Log: log})
 		},
 	}
 }

@@ -245,12 +245,12 @@ func dropTemp(tmp string) {
 	os.Remove(tmp)
 }
 
-// removeLive removes every live temporary file and returns their destinations. It is
-// called with live locked, by a process about to exit.
+// removeLive removes every live temporary file or folder (Dir) and returns their
+// destinations. It is called with live locked, by a process about to exit.
 func removeLive() []string {
 	var dests []string
 	for tmp, dest := range live.temps {
-		if os.Remove(tmp) == nil {
+		if _, err := os.Lstat(tmp); err == nil && os.RemoveAll(tmp) == nil {
 			dests = append(dests, dest)
 		}
 	}

@@ -522,6 +522,19 @@ func TestMain(m *testing.M) {
 
 func helper(mode, out string) {
 	run := func(ctx context.Context) error {
+		if mode == "dir" { // an output folder in flight (dir_test.go)
+			d, err := CreateDir(out, false)
+			if err != nil {
+				return err
+			}
+			defer d.Abort()
+			if err := d.WriteFile("sub/a.npy", func(w io.Writer) error { _, err := io.WriteString(w, "partial"); return err }); err != nil {
+				return err
+			}
+			fmt.Println("ready")
+			<-ctx.Done()
+			return errors.New("stopped cleanly")
+		}
 		f, err := Create(out)
 		if err != nil {
 			return err
@@ -538,7 +551,7 @@ func helper(mode, out string) {
 		}
 		return errors.New("stopped cleanly")
 	}
-	if mode == "main" || mode == "panic" {
+	if mode == "main" || mode == "panic" || mode == "dir" {
 		Main("helper", run)
 	} else {
 		MainGraceful("helper", run)
