@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/rocone/rocone/pkg/cliargs"
 	"io"
 	"os"
 	"strings"
@@ -46,7 +47,7 @@ func required(c *cli.Context, names ...string) error {
 
 func main() {
 	// SIGINT and SIGTERM end the run at once, removing unfinished outputs (package outfile).
-	outfile.Main("embed", func(ctx context.Context) error { return app().RunContext(ctx, os.Args) })
+	outfile.Main("embed", func(ctx context.Context) error { return cliargs.Run(ctx, app(), os.Args) })
 }
 
 func app() *cli.App {

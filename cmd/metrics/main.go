@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/rocone/rocone/pkg/cliargs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,7 @@ import (
 
 func main() {
 	// SIGINT and SIGTERM end the run at once, removing unfinished outputs (package outfile).
-	outfile.Main("metrics", func(ctx context.Context) error { return app().RunContext(ctx, os.Args) })
+	outfile.Main("metrics", func(ctx context.Context) error { return cliargs.Run(ctx, app(), os.Args) })
 }
 
 func app() *cli.App {

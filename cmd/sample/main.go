@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/rocone/rocone/pkg/cliargs"
 	"io"
 	"math"
 	"os"
@@ -19,7 +20,7 @@ import (
 
 func main() {
 	// SIGINT and SIGTERM end the run at once, removing unfinished outputs (package outfile).
-	outfile.Main("sample", func(ctx context.Context) error { return app().RunContext(ctx, os.Args) })
+	outfile.Main("sample", func(ctx context.Context) error { return cliargs.Run(ctx, app(), os.Args) })
 }
 
 var dataFlags = []cli.Flag{

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rocone/rocone/pkg/cliargs"
 	"io"
 	"os"
 	"strings"
@@ -29,7 +30,7 @@ import (
 func main() {
 	// The first SIGINT or SIGTERM ends the run at the next step, with a checkpoint; a
 	// second ends it at once, removing unfinished outputs (package outfile).
-	outfile.MainGraceful("train", func(ctx context.Context) error { return app().RunContext(ctx, os.Args) })
+	outfile.MainGraceful("train", func(ctx context.Context) error { return cliargs.Run(ctx, app(), os.Args) })
 }
 
 // configFlags are the flags that set a Config value, with its key, in the order they are

@@ -1,0 +1,130 @@
+// Package cliargs checks a stage's command line for the mistakes urfave/cli lets pass:
+// a flag given twice (the last value silently wins) and a flag after the first file name
+// (read as another file name). Both are errors here, named before any work is done.
+package cliargs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Run checks args (Check), then runs app with them.
+func Run(ctx context.Context, app *cli.App, args []string) error {
+	if err := Check(app, args); err != nil {
+		return err
+	}
+	return app.RunContext(ctx, args)
+}
+
+// Check walks args (args[0] is the program) as app parses them: the app's flags, then a
+// command's name descends to its flags, and so on. It refuses
+//
+//   - a flag given more than once, under any of its names (--output and -o), unless it
+//     takes several values (a slice flag);
+//   - a token naming a flag of the command after its first positional argument (a file
+//     name): urfave/cli stops reading flags there and would take the flag for a file.
+//
+// Unknown flags and missing values are left to app, which reports them.
+func Check(app *cli.App, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	flags, cmds := app.Flags, app.Commands
+	path := "" // the command path below the app: "generate", "export"
+	where := func() string {
+		if path == "" {
+			return ""
+		}
+		return path + ": "
+	}
+	seen := map[string]string{} // canonical name -> the token that gave it
+	positional := ""
+	for i := 1; i < len(args); i++ {
+		tok := args[i]
+		if tok == "--" {
+			return nil
+		}
+		if len(tok) > 1 && strings.HasPrefix(tok, "-") {
+			name, hasValue := strings.TrimLeft(tok, "-"), false
+			if k := strings.IndexByte(name, '='); k >= 0 {
+				name, hasValue = name[:k], true
+			}
+			f := find(flags, name)
+			if f == nil {
+				if name == "help" || name == "h" {
+					return nil
+				}
+				continue
+			}
+			canon := f.Names()[0]
+			if positional != "" {
+				return fmt.Errorf("%s%s comes after the file name %q, where it would be read as a file name: put the flags first (%s [flags] FILES...)",
+					where(), tok, positional, strings.TrimSpace(app.Name+" "+path))
+			}
+			if prev, ok := seen[canon]; ok && !isSlice(f) {
+				return fmt.Errorf("%s--%s is given twice (%s, then %s): give it once", where(), canon, prev, display(tok, args, i, takesValue(f) && !hasValue))
+			}
+			seen[canon] = display(tok, args, i, takesValue(f) && !hasValue)
+			if takesValue(f) && !hasValue {
+				i++ // its value
+			}
+			continue
+		}
+		if positional == "" {
+			if c := findCommand(cmds, tok); c != nil {
+				flags, cmds, path = c.Flags, c.Subcommands, strings.TrimSpace(path+" "+c.Name)
+				seen = map[string]string{}
+				continue
+			}
+			positional = tok
+		}
+	}
+	return nil
+}
+
+func display(tok string, args []string, i int, separate bool) string {
+	if separate && i+1 < len(args) {
+		return tok + " " + args[i+1]
+	}
+	return tok
+}
+
+func find(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.Name == name {
+			return c
+		}
+		for _, a := range c.Aliases {
+			if a == name {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+func takesValue(f cli.Flag) bool {
+	if d, ok := f.(cli.DocGenerationFlag); ok {
+		return d.TakesValue()
+	}
+	return true
+}
+
+func isSlice(f cli.Flag) bool {
+	s, ok := f.(cli.DocGenerationSliceFlag)
+	return ok && s.IsSliceFlag()
+}
