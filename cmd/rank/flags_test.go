@@ -41,19 +41,21 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 	}
 	out := filepath.Join(dir, "ranks.arrow")
 	os.WriteFile(out, []byte("an older file the failed run must leave alone"), 0o644)
-	common := []string{"--checkpoint", ck, "--queries", queries, "-q", "-o", out}
+	common := []string{"--queries", queries, "-q", "-o", out}
 	tests := []struct {
 		name string
 		args []string
 		want []string
 	}{
-		{"negative top", []string{"--top", "-1"}, []string{"--top -1"}},
-		{"data without top", []string{"--data", traintest.Dir()}, []string{"it needs --top K"}},
-		{"batch 0", []string{"--batch", "0"}, []string{"--batch 0: want a positive number"}},
-		{"negative batch", []string{"--batch", "-5"}, []string{"--batch -5"}},
-		{"negative workers", []string{"--workers", "-1"}, []string{"--workers -1"}},
-		{"names from another KG", []string{"--top", "3", "--data", other}, []string{"its entity table", "is not the one", "was trained on"}},
+		{"negative top", []string{"--checkpoint", ck, "--top", "-1"}, []string{"--top -1"}},
+		{"data without top", []string{"--checkpoint", ck, "--data", traintest.Dir()}, []string{"it needs --top K"}},
+		{"batch 0", []string{"--checkpoint", ck, "--batch", "0"}, []string{"--batch 0: want a positive number"}},
+		{"negative batch", []string{"--checkpoint", ck, "--batch", "-5"}, []string{"--batch -5"}},
+		{"negative workers", []string{"--checkpoint", ck, "--workers", "-1"}, []string{"--workers -1"}},
+		{"names from another KG", []string{"--checkpoint", ck, "--top", "3", "--data", other}, []string{"its entity table", "is not the one", "was trained on"}},
 		{"NaN checkpoint", []string{"--checkpoint", nan}, []string{"nan.arrow: parameter entity[0, 1] is NaN"}},
+		{"--checkpoint twice", []string{"--checkpoint", ck, "--checkpoint", nan}, []string{"--checkpoint is given twice"}},
+		{"a flag after the queries", []string{"--checkpoint", ck, "extra.arrow", "--top", "3"}, []string{`--top comes after the file name "extra.arrow"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

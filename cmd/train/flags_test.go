@@ -27,7 +27,9 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		t.Fatalf("first run: exit %d: %s", code, stderr)
 	}
 	otherLog := filepath.Join(dir, "o-log.arrow")
-	if code, stderr := stagetest.Run(t, bin, append(slices.Clone(base), "--dim", "16", "--checkpoint", filepath.Join(dir, "o.arrow"), "--log", otherLog)...); code != 0 {
+	other := slices.Clone(base)
+	other[slices.Index(other, "--dim")+1] = "16"
+	if code, stderr := stagetest.Run(t, bin, append(other, "--checkpoint", filepath.Join(dir, "o.arrow"), "--log", otherLog)...); code != 0 {
 		t.Fatalf("second run: exit %d: %s", code, stderr)
 	}
 	fresh := filepath.Join(dir, "fresh.arrow")
@@ -52,7 +54,7 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before, inputs := stagetest.SnapshotDir(t, dir), stagetest.SnapshotDir(t, filepath.Dir(tr))
-			args := append(slices.Clone(base), tc.args...)
+			args := withFlags(base, tc.args...)
 			code, stderr := stagetest.Run(t, bin, args...)
 			if code != 1 {
 				t.Fatalf("exit %d, want 1; stderr %q", code, stderr)
@@ -73,10 +75,31 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 	if code, stderr := stagetest.Run(t, bin, append(slices.Clone(base), "--checkpoint", ck)...); code != 0 {
 		t.Fatalf("same configuration again: exit %d: %s", code, stderr)
 	}
-	if code, stderr := stagetest.Run(t, bin, append(slices.Clone(base), "--valid", va, "--dim", "32", "--checkpoint", ck, "--overwrite")...); code != 0 {
+	if code, stderr := stagetest.Run(t, bin, withFlags(base, "--valid", va, "--dim", "32", "--checkpoint", ck, "--overwrite")...); code != 0 {
 		t.Fatalf("--overwrite: exit %d: %s", code, stderr)
 	}
 	if _, err := os.Stat(log); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// withFlags returns base with each flag of args set: a flag base already gives gets the
+// new value in its place (a flag given twice is an error), others are appended. --resume
+// and --overwrite take no value.
+func withFlags(base []string, args ...string) []string {
+	out := slices.Clone(base)
+	for i := 0; i < len(args); i++ {
+		flag := args[i]
+		if flag == "--resume" || flag == "--overwrite" {
+			out = append(out, flag)
+			continue
+		}
+		if j := slices.Index(out, flag); j >= 0 {
+			out[j+1] = args[i+1]
+		} else {
+			out = append(out, flag, args[i+1])
+		}
+		i++
+	}
+	return out
 }
