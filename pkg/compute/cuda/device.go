@@ -18,9 +18,9 @@ import (
 type Device struct {
 	drv       Driver
 	entries   map[string]kernels.Entry
-	maxBlocks int    // cap on the grid of element-wise kernels (they grid-stride)
-	gridY     int    // cap on grid.y of the row-looping kernels (they grid-stride in y)
-	arena     *Arena // where operators take temporaries from (UseArena); nil: Alloc
+	maxBlocks int                      // cap on the grid of element-wise kernels (they grid-stride)
+	gridY     int                      // cap on grid.y of the row-looping kernels (they grid-stride in y)
+	arena     *Arena                   // where operators take temporaries from (UseArena); nil: Alloc
 	prof      atomic.Pointer[Profiler] // the attached profiler (Profile); nil: none
 }
 
