@@ -15,7 +15,7 @@
 # Environment: RESULTS (default out/device-step), STEPS (bench.sh's steps per configuration,
 # default 150), QECONE_STEPS (default 150, after 20 warm-up steps), PROFILE_STEPS (the
 # steps train --profile times, default 5-14), SKIP (space-separated parts to leave out:
-# bench side profile). NCU=1 adds Nsight Compute's counters for the same two runs
+# bench side kernels profile). NCU=1 adds Nsight Compute's counters for the same two runs
 # (PROFILE_SKIP and PROFILE_COUNT: the launches ncu skips, then profiles; default 2000
 # and 1200), where ncu manages to profile them.
 set -uo pipefail
@@ -116,6 +116,12 @@ ncu_profile() {
 		--device cuda --checkpoint "$out/prof-$name.arrow" --log "" --overwrite -q >"$out/ncu-$name.txt" 2>&1 ||
 		{ echo "ncu $name: exit $?"; tail -5 "$out/ncu-$name.txt"; }
 }
+# The kernel benches (pkg/compute/cuda/kernelbench_test.go): each hot kernel's versions,
+# validated against the CPU reference, then timed at the paper's size.
+if ! skip kernels; then
+	section "kernel benches"
+	timeout 120 "$bin/cuda.test" -test.run '^$' -test.bench Kernels -test.benchtime 50x || echo "kernel benches: exit $?"
+fi
 if ! skip profile; then
 	profile rocone-d1600 --preset fb15k-237
 	profile cone-d800 "${cone[@]}"
