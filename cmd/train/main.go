@@ -71,6 +71,8 @@ func flags() []cli.Flag {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "adam", Usage: "dense (default, the paper's) or sparse: update only the table rows each batch touched (CPU only; a deviation, see the README)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "sparse-adam", Usage: "the same as --adam sparse"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "profile", Usage: "write a device profile of --profile-steps to `FILE` (a Markdown roofline table per kernel) and its CSV beside it (.csv for .md); needs --device cuda"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "profile-steps", Value: "5-14", Usage: "the steps --profile times, `FROM-TO` (both included; the steps before are the warm-up)"}),
 		// For the tests of this command: block once a checkpoint with this many steps is
 		// written, so that a test can kill a run that is certainly not finished.
 		&cli.IntFlag{Name: "test-hang-after", Hidden: true},
@@ -113,6 +115,10 @@ func action(c *cli.Context) error {
 	}
 	if c.Bool("resume") && c.Bool("overwrite") {
 		return fmt.Errorf("--resume continues the checkpoint, --overwrite replaces it: give one of them")
+	}
+	prof, err := profileOptions(c)
+	if err != nil {
+		return err
 	}
 	kernels, gpu, err := backend(c.String("device"), c.Int("workers"))
 	if err != nil {
@@ -170,6 +176,7 @@ func action(c *cli.Context) error {
 	opts := train.Options{
 		Train: c.String("train"), Valid: c.String("valid"), Checkpoint: c.String("checkpoint"), Log: logPath,
 		Resume: c.Bool("resume"), Config: c.String("config"), Overwrite: c.Bool("overwrite"), Kernels: kernels, Device: train.CUDA(gpu), Workers: c.Int("workers"), Progress: progress,
+		Profile: prof,
 	}
 	if n := c.Int("test-hang-after"); n > 0 {
 		opts.AfterCheckpoint = func(done int) {
@@ -186,6 +193,25 @@ func action(c *cli.Context) error {
 		return fmt.Errorf("interrupted: %s holds %d of %d steps; continue with --resume", opts.Checkpoint, res.StepsDone, cfg.Steps)
 	}
 	return nil
+}
+
+// profileOptions reads --profile and --profile-steps.
+func profileOptions(c *cli.Context) (train.ProfileOptions, error) {
+	path := c.String("profile")
+	if path == "" {
+		if c.IsSet("profile-steps") {
+			return train.ProfileOptions{}, fmt.Errorf("--profile-steps without --profile: give the profile's FILE")
+		}
+		return train.ProfileOptions{}, nil
+	}
+	if c.String("device") != "cuda" {
+		return train.ProfileOptions{}, fmt.Errorf("--profile %s: profiling times the device's kernels: it needs --device cuda (not %s)", path, c.String("device"))
+	}
+	from, steps, err := train.ParseProfileSteps(c.String("profile-steps"))
+	if err != nil {
+		return train.ProfileOptions{}, err
+	}
+	return train.ProfileOptions{Path: path, From: from, Steps: steps, Command: strings.Join(append([]string{"train"}, os.Args[1:]...), " ")}, nil
 }
 
 func settingGiven(settings []train.Setting, key string) bool {

@@ -29,6 +29,15 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	t.printf("training %s d=%d on %s: %d path and %d other train queries, steps %d to %d\n",
 		cfg.Model, cfg.Dim, cfg.Dataset, len(t.pools[0].members), len(t.pools[1].members), first, cfg.Steps-1)
 	lastPrint := time.Now()
+	last := cfg.Steps - 1
+	if t.opts.StopAfter > 0 {
+		last = min(last, t.opts.StopAfter-1)
+	}
+	prof, err := newProfiler(t.opts, first, last)
+	if err != nil {
+		return nil, err
+	}
+	defer prof.stop(t)
 
 	// The updates of a step: path, other, path; a single one when a pool is empty.
 	var order []*pool
@@ -45,6 +54,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		if ctx.Err() != nil {
 			res.Interrupted = true
 			break
+		}
+		if err := prof.begin(s); err != nil {
+			return nil, err
 		}
 		t.sched.beforeStep(s, cfg.Steps)
 		lr := t.sched.LR
@@ -80,6 +92,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			} else {
 				lossOther = loss
 			}
+		}
+		if err := prof.end(s, t); err != nil {
+			return nil, err
 		}
 		lossPath := math.NaN()
 		if nPath > 0 {

@@ -34,6 +34,9 @@ type Options struct {
 	Progress      io.Writer     // progress lines; nil: none
 	ProgressEvery time.Duration // between progress lines; 0: 5s
 
+	// Profile, if its Path is set, profiles a window of steps on the device (ProfileOptions).
+	Profile ProfileOptions
+
 	// StopAfter, if positive, ends the run with a checkpoint once that many steps are
 	// done, before Config.Steps: a partial run that a resumed one continues exactly.
 	StopAfter int
@@ -61,5 +64,14 @@ func checkOutputs(opts Options) error {
 	return outfile.Check(inputs, []outfile.Path{
 		{Flag: "--checkpoint", Path: opts.Checkpoint, File: true},
 		{Flag: "--log", Path: opts.Log, File: true},
+		{Flag: "--profile", Path: opts.Profile.Path, File: true},
+		{Flag: "--profile (its CSV)", Path: profileCSVPath(opts.Profile.Path), File: true},
 	})
+}
+
+func profileCSVPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	return ProfileCSV(path)
 }

@@ -2,9 +2,9 @@
 # The device step in one command, for a lent GPU host (issue 18): the device, the training
 # benchmarks (scripts/cuda/bench.sh), the side-by-side with QE-ConE (ConE's PyTorch code,
 # unmodified) at ConE's FB15k-237 configuration on the same GPU, and a kernel-by-kernel
-# profile of the training step with Nsight Compute (ncu) for rocone at d=1600 and cone at
-# d=800. Everything it measures lands under RESULTS; scripts/cuda/roofline turns the ncu
-# files into the roofline table of docs/gpu.md.
+# profile of the training step (train --profile: CUDA events around every launch, a
+# roofline table per kernel in Markdown and CSV; docs/gpu.md, "Profiling") for rocone at
+# d=1600 and cone at d=800. Everything it measures lands under RESULTS.
 #
 # Prepare here (a machine with Go and cuda.h; no GPU needed):
 #   scripts/cuda/device-step.sh --pack [REFERENCE]
@@ -13,10 +13,11 @@
 #   scripts/cuda/device-step.sh bin/device-step.tar.xz
 #
 # Environment: RESULTS (default out/device-step), STEPS (bench.sh's steps per configuration,
-# default 150), QECONE_STEPS (default 150, after 20 warm-up steps), PROFILE_SKIP and
-# PROFILE_COUNT (the kernel launches ncu skips, then profiles: default 2000 and 1200,
-# several steps in and about three steps' worth), SKIP (space-separated parts to leave
-# out: bench side profile).
+# default 150), QECONE_STEPS (default 150, after 20 warm-up steps), PROFILE_STEPS (the
+# steps train --profile times, default 5-14), SKIP (space-separated parts to leave out:
+# bench side kernels profile). NCU=1 adds Nsight Compute's counters for the same two runs
+# (PROFILE_SKIP and PROFILE_COUNT: the launches ncu skips, then profiles; default 2000
+# and 1200), where ncu manages to profile them.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
@@ -51,7 +52,7 @@ else
 fi
 section "device (commit $(cat "$bin/COMMIT" 2>/dev/null || echo unknown))"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem,power.limit --format=csv
-ncu --version 2>/dev/null | tail -1
+[ "${NCU:-0}" = 1 ] && ncu --version 2>/dev/null | tail -1
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -1
 nproc
 
@@ -82,28 +83,52 @@ if ! skip side; then
 	rm -f "$out/fb-train.json"
 fi
 
-# profile NAME ARGS...: ncu's per-kernel counters for PROFILE_COUNT launches after
-# PROFILE_SKIP, one CSV row per launch (--page raw).
+# profile NAME ARGS...: the device profile of steps PROFILE_STEPS of a short run (train
+# --profile): profile-NAME.md (the roofline table, printed here too) and profile-NAME.csv.
+profile() {
+	local name=$1
+	shift
+	section "device profile: $name"
+	if timeout 120 "$bin/train" --train "$bench/fb-train.arrow" "$@" --steps 16 --eval-every 0 --checkpoint-every 0 \
+		--device cuda --checkpoint "$out/prof-$name.arrow" --log "" --overwrite \
+		--profile "$out/profile-$name.md" --profile-steps "${PROFILE_STEPS:-5-14}" >"$out/prof-$name.txt" 2>&1; then
+		cat "$out/profile-$name.md"
+		rm -f "$out/prof-$name.txt"
+	else
+		echo "train --profile $name: exit $?"
+		tail -5 "$out/prof-$name.txt"
+	fi
+}
+
+# ncu NAME ARGS...: Nsight Compute's per-kernel counters (NCU=1 only), one CSV row per
+# launch (--page raw), PROFILE_COUNT launches after PROFILE_SKIP.
 metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum
 metrics+=,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,smsp__sass_thread_inst_executed_op_fadd_pred_on.sum
-metrics+=,smsp__sass_thread_inst_executed_op_fmul_pred_on.sum,sm__inst_executed_pipe_tensor.sum
-metrics+=,sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed
-metrics+=,launch__grid_size,launch__block_size,launch__registers_per_thread
-profile() {
+metrics+=,smsp__sass_thread_inst_executed_op_fmul_pred_on.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed
+metrics+=,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed
+ncu_profile() {
 	local name=$1
 	shift
 	section "ncu profile: $name"
 	timeout 110 ncu --clock-control none --replay-mode application --csv --page raw --metrics "$metrics" \
-		--launch-skip "${PROFILE_SKIP:-2000}" --launch-count "${PROFILE_COUNT:-1200}" \
-		--log-file "$out/ncu-$name.csv" \
+		--launch-skip "${PROFILE_SKIP:-2000}" --launch-count "${PROFILE_COUNT:-1200}" --log-file "$out/ncu-$name.csv" \
 		"$bin/train" --train "$bench/fb-train.arrow" "$@" --steps 40 --eval-every 0 --checkpoint-every 0 \
-		--device cuda --checkpoint "$out/prof-$name.arrow" --log "" --overwrite -q >"$out/prof-$name.txt" 2>&1 ||
-		{ echo "ncu $name: exit $?"; tail -5 "$out/prof-$name.txt"; }
-	echo "$(($(wc -l <"$out/ncu-$name.csv" 2>/dev/null || echo 2) - 2)) launches profiled"
+		--device cuda --checkpoint "$out/prof-$name.arrow" --log "" --overwrite -q >"$out/ncu-$name.txt" 2>&1 ||
+		{ echo "ncu $name: exit $?"; tail -5 "$out/ncu-$name.txt"; }
 }
+# The kernel benches (pkg/compute/cuda/kernelbench_test.go): each hot kernel's versions,
+# validated against the CPU reference, then timed at the paper's size.
+if ! skip kernels; then
+	section "kernel benches"
+	timeout 120 "$bin/cuda.test" -test.run '^$' -test.bench Kernels -test.benchtime 50x || echo "kernel benches: exit $?"
+fi
 if ! skip profile; then
 	profile rocone-d1600 --preset fb15k-237
 	profile cone-d800 "${cone[@]}"
+	if [ "${NCU:-0}" = 1 ]; then
+		ncu_profile rocone-d1600 --preset fb15k-237
+		ncu_profile cone-d800 "${cone[@]}"
+	fi
 fi
 rm -f "$out"/*.arrow "$bench"/*.arrow
 section "done"

@@ -32,7 +32,7 @@ func (d *Device) AdamStep(p, g, m, v *F32, step int, cfg AdamConfig, zeroGrad bo
 		return c.err
 	}
 	stepSize, bc2Sqrt := adamScalars(step, cfg)
-	return d.each("adam_step", n, ptr(p), ptr(g), ptr(m), ptr(v), i32(n), f32(float32(cfg.Beta2)),
+	return d.each("adam_step", n, adamWork(n, zeroGrad), ptr(p), ptr(g), ptr(m), ptr(v), i32(n), f32(float32(cfg.Beta2)),
 		f32(float32(1-cfg.Beta1)), f32(float32(1-cfg.Beta2)), f32(float32(cfg.Eps)), f32(stepSize),
 		f32(bc2Sqrt), boolArg(zeroGrad))
 }
@@ -205,7 +205,19 @@ func (a *Adam) Step(zeroGrad bool) error {
 		args = append(args, f32(stepSize), f32(bc2Sqrt))
 	}
 	args = append(args, i32(active), boolArg(zeroGrad))
-	return a.dev.each("adam_multi", a.total, args...)
+	// The tables, then per tensor Adam's work, or only the gradient's clear when its
+	// class takes no step.
+	T := len(a.slots)
+	w := Work{Bytes: words(8*T, T+1, T)}
+	for i, s := range a.slots {
+		switch {
+		case active>>a.clsHost[i]&1 == 1:
+			w = w.Add(adamWork(s.p.Len(), zeroGrad))
+		case zeroGrad:
+			w.Bytes += words(s.p.Len())
+		}
+	}
+	return a.dev.each("adam_multi", a.total, w, args...)
 }
 
 // stepEach is Step as one adam_step launch per tensor (and a clear of the gradient of a
@@ -297,4 +309,15 @@ func (a *Adam) SetState(step int, m, v [][]float32) error {
 	}
 	a.step = step
 	return nil
+}
+
+// adamWork is Adam's work on n elements: the parameter and both moments read and
+// written, the gradient read (and cleared with zeroGrad); 13 FLOPs each (the two moment
+// updates, a square root, the bias correction, the division and the step).
+func adamWork(n int, zeroGrad bool) Work {
+	w := Work{Bytes: words(7 * n), FLOPs: flops(n, 13)}
+	if zeroGrad {
+		w.Bytes += words(n)
+	}
+	return w
 }

@@ -46,7 +46,7 @@ func Alloc[T Elem](d *Device, n int) (*Buffer[T], error) {
 		return nil, err
 	}
 	b.ptr = p
-	if err := d.drv.Zero(p, n*sizeOf[T]()); err != nil {
+	if err := d.zero(p, n*sizeOf[T]()); err != nil {
 		d.drv.Free(p)
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (b *Buffer[T]) Zero() error {
 	if b.Len() == 0 {
 		return nil
 	}
-	return b.dev.drv.Zero(b.ptr, b.n*sizeOf[T]())
+	return b.dev.zero(b.ptr, b.n*sizeOf[T]())
 }
 
 // CopyFrom copies src (same length) into b on the device.
@@ -144,7 +144,7 @@ func (b *Buffer[T]) CopyFrom(src *Buffer[T]) error {
 	if b.n == 0 {
 		return nil
 	}
-	return b.dev.drv.Copy(b.ptr, src.ptr, b.n*sizeOf[T]())
+	return b.dev.copy(b.ptr, src.ptr, b.n*sizeOf[T]())
 }
 
 // FreeAll frees the given buffers, ignoring nils; it returns the first error.
@@ -231,7 +231,7 @@ func Take[T Elem](a *Arena, n int) (*Buffer[T], error) {
 	v := &Buffer[T]{dev: a.d, ptr: a.buf.ptr + uint64(a.used), n: n}
 	a.used += size
 	if bytes > 0 {
-		if err := a.d.drv.Zero(v.ptr, bytes); err != nil {
+		if err := a.d.zero(v.ptr, bytes); err != nil {
 			return nil, err
 		}
 	}

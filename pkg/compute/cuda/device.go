@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/rocone/rocone/pkg/compute/cuda/kernels"
 )
@@ -17,9 +18,10 @@ import (
 type Device struct {
 	drv       Driver
 	entries   map[string]kernels.Entry
-	maxBlocks int    // cap on the grid of element-wise kernels (they grid-stride)
-	gridY     int    // cap on grid.y of the row-looping kernels (they grid-stride in y)
-	arena     *Arena // where operators take temporaries from (UseArena); nil: Alloc
+	maxBlocks int                      // cap on the grid of element-wise kernels (they grid-stride)
+	gridY     int                      // cap on grid.y of the row-looping kernels (they grid-stride in y)
+	arena     *Arena                   // where operators take temporaries from (UseArena); nil: Alloc
+	prof      atomic.Pointer[Profiler] // the attached profiler (Profile); nil: none
 }
 
 // NewDevice wraps a driver: the real one from Open, or package emu's emulator.
@@ -73,8 +75,9 @@ func f32(x float32) arg { return arg{v: uint64(math.Float32bits(x)), kind: kerne
 
 func f64(x float64) arg { return arg{v: math.Float64bits(x), kind: kernels.ParamF64} }
 
-// launch checks the arguments against the kernel's PTX signature and launches it.
-func (d *Device) launch(name string, grid, block [3]int, args ...arg) error {
+// launch checks the arguments against the kernel's PTX signature and launches it. w is
+// the least work the launch does (Work), which an attached Profiler records.
+func (d *Device) launch(name string, w Work, grid, block [3]int, args ...arg) error {
 	e, ok := d.entries[name]
 	if !ok {
 		return fmt.Errorf("cuda: no kernel %q in the PTX", name)
@@ -92,7 +95,26 @@ func (d *Device) launch(name string, grid, block [3]int, args ...arg) error {
 		}
 		packed[i] = a.v
 	}
+	if p := d.prof.Load(); p != nil {
+		return p.around(name, w, func() error { return d.drv.Launch(name, grid, block, packed) })
+	}
 	return d.drv.Launch(name, grid, block, packed)
+}
+
+// zero clears bytes of device memory at p (recorded as "memset" when profiled).
+func (d *Device) zero(p uint64, bytes int) error {
+	if pr := d.prof.Load(); pr != nil && bytes > 0 {
+		return pr.around("memset", Work{Bytes: int64(bytes)}, func() error { return d.drv.Zero(p, bytes) })
+	}
+	return d.drv.Zero(p, bytes)
+}
+
+// copy copies bytes between device buffers (recorded as "memcpy" when profiled).
+func (d *Device) copy(dst, src uint64, bytes int) error {
+	if pr := d.prof.Load(); pr != nil && bytes > 0 {
+		return pr.around("memcpy", Work{Bytes: 2 * int64(bytes)}, func() error { return d.drv.Copy(dst, src, bytes) })
+	}
+	return d.drv.Copy(dst, src, bytes)
 }
 
 const (
@@ -110,13 +132,14 @@ const (
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// each launches an element-wise (grid-stride) kernel over n elements; nothing when n = 0.
-func (d *Device) each(name string, n int, args ...arg) error {
+// each launches an element-wise (grid-stride) kernel over n elements, doing work w;
+// nothing when n = 0.
+func (d *Device) each(name string, n int, w Work, args ...arg) error {
 	if n <= 0 {
 		return nil
 	}
 	g := min(ceilDiv(n, elemThreads), d.maxBlocks)
-	return d.launch(name, [3]int{g, 1, 1}, [3]int{elemThreads, 1, 1}, args...)
+	return d.launch(name, w, [3]int{g, 1, 1}, [3]int{elemThreads, 1, 1}, args...)
 }
 
 // check collects length errors of an operation's buffers.

@@ -98,6 +98,8 @@ type cuDriver struct {
 	funcs  map[string]cu.Function
 	info   Info
 	closed bool
+	events []cu.Event // the pool of Mark's events (Timer), created as needed
+	marks  int        // events in use since the last ResetMarks
 }
 
 func openDriver(ordinal int) (drv *cuDriver, err error) {
@@ -181,6 +183,10 @@ func (d *cuDriver) release() error {
 			first = err
 		}
 	}
+	for i := range d.events {
+		keep(cu.DestroyEvent(&d.events[i]))
+	}
+	d.events, d.marks = nil, 0
 	if d.stream != (cu.Stream{}) {
 		keep(d.stream.Destroy())
 	}
@@ -283,6 +289,68 @@ func (d *cuDriver) Launch(kernel string, grid, block [3]int, args []uint64) erro
 		err := f.Launch(grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, d.stream, params)
 		return wrap(fmt.Sprintf("launching %s (grid %v, block %v)", kernel, grid, block), err)
 	})
+}
+
+// Mark records an event on the stream (cuda.Timer), taken from the pool (a new one when
+// every pooled event is in use). It does not wait.
+func (d *cuDriver) Mark() (int, error) {
+	var m int
+	err := d.do(func() error {
+		if d.marks == len(d.events) {
+			e, err := cu.MakeEvent(cu.DefaultEvent)
+			if err != nil {
+				return wrap("cuEventCreate", err)
+			}
+			d.events = append(d.events, e)
+		}
+		if err := d.events[d.marks].Record(d.stream); err != nil {
+			return wrap("cuEventRecord", err)
+		}
+		m = d.marks
+		d.marks++
+		return nil
+	})
+	return m, err
+}
+
+// Elapsed waits for the stream, then returns the seconds between the events from[i]
+// and to[i] (cuEventElapsedTime: about half a microsecond's resolution).
+func (d *cuDriver) Elapsed(from, to []int) ([]float64, error) {
+	if len(from) != len(to) {
+		return nil, fmt.Errorf("cuda: Elapsed: %d start marks, %d end marks", len(from), len(to))
+	}
+	out := make([]float64, len(from))
+	err := d.do(func() error {
+		if err := d.syncLocked(); err != nil {
+			return err
+		}
+		for i := range from {
+			a, b := from[i], to[i]
+			if a < 0 || b < 0 || a >= d.marks || b >= d.marks {
+				return fmt.Errorf("cuda: Elapsed: marks %d, %d: %d marks taken", a, b, d.marks)
+			}
+			ms, err := d.events[a].Elapsed(d.events[b])
+			if err != nil {
+				return wrap("cuEventElapsedTime", err)
+			}
+			out[i] = ms / 1e3
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ResetMarks returns every event to the pool.
+func (d *cuDriver) ResetMarks() error {
+	return d.do(func() error {
+		d.marks = 0
+		return nil
+	})
+}
+
+// Peaks are the device's peak memory bandwidth and FP32 rate (cuda.Peaker).
+func (d *cuDriver) Peaks() (bytesPerSecond, flopsPerSecond float64) {
+	return d.info.Bandwidth(), d.info.FP32()
 }
 
 func (d *cuDriver) syncLocked() error {

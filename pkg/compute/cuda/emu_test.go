@@ -11,9 +11,13 @@ import (
 	"github.com/rocone/rocone/pkg/compute/cuda/emu"
 )
 
+var _ Timer = (*emu.Device)(nil)
+
 // emuDevice is a device over the launch emulator, wrapped by wrap (nil: none), closed
 // when the test ends. (Package cudatest has the same for the packages above this one,
-// which this package's tests cannot import.)
+// which this package's tests cannot import.) Every launch of the test is profiled
+// (untimed): when the test ends, one that states no work (Work) fails it, so every test
+// on the emulator checks that its kernels' launch sites state their work.
 func emuDevice(t *testing.T, wrap func(Driver) Driver) *Device {
 	t.Helper()
 	e, err := emu.New()
@@ -25,7 +29,18 @@ func emuDevice(t *testing.T, wrap func(Driver) Driver) *Device {
 		drv = wrap(e)
 	}
 	d := NewDevice(drv)
-	t.Cleanup(func() { d.Close() })
+	p := NewProfiler(d, false)
+	d.Profile(p)
+	t.Cleanup(func() {
+		d.Close()
+		recs, err := p.Records()
+		if err == nil {
+			err = CheckWork(recs)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	})
 	return d
 }
 

@@ -59,7 +59,7 @@ func TestGPUErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.Free()
-	err = d.launch("fill_f32", [3]int{1, 1, 1}, [3]int{4096, 1, 1}, ptr(x), f32(1), i32(10))
+	err = d.launch("fill_f32", Work{Bytes: 40}, [3]int{1, 1, 1}, [3]int{4096, 1, 1}, ptr(x), f32(1), i32(10))
 	if err == nil || !strings.Contains(err.Error(), "launching fill_f32") {
 		t.Errorf("oversized block: %v", err)
 	} else {

@@ -22,8 +22,16 @@ func (d *Device) DistanceForward(dist, axis, half, ent *F32, cand *I32, queries,
 	if c.err != nil || queries == 0 || cands == 0 {
 		return c.err
 	}
+	// Reads the cones, the candidates' entity rows (gathered through cand, or the first
+	// cands rows) and cand itself; writes dist. dim_distance per (query, candidate, dim).
+	w := Work{Bytes: words(2*queries*dim, queries*cands), FLOPs: flops(queries*cands*dim, distFwdFlops)}
+	if cand != nil {
+		w.Bytes += words(queries*cands, gathered(queries*cands, tableRows(ent, dim))*dim)
+	} else {
+		w.Bytes += words(cands * dim)
+	}
 	grid := [3]int{ceilDiv(cands, distCands), min(ceilDiv(queries, distQB), d.gridY), 1}
-	return d.launch("distance_fwd", grid, [3]int{distThreads, 1, 1},
+	return d.launch("distance_fwd", w, grid, [3]int{distThreads, 1, 1},
 		ptr(dist), ptr(axis), ptr(half), ptr(ent), ptr(cand), i32(queries), i32(cands), i32(dim), f32(lambda))
 }
 
@@ -53,7 +61,27 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 	gx := ceilDiv(dim, distBwdThreads)
 	atomic := dEnt != nil && cand != nil && index == nil
 	if dAxis != nil || dHalf != nil || atomic {
-		if err := d.launch("distance_bwd_q", [3]int{gx, min(queries, d.gridY), 1}, block,
+		// Reads the cones, dDist, cand and the candidates' rows; reads and writes dAxis,
+		// dHalf (and, atomic, the touched rows of dEnt). The gradient of dim_distance
+		// and two accumulations (and the atomic add) per (query, candidate, dim).
+		rows := cands
+		if cand != nil {
+			rows = gathered(queries*cands, tableRows(ent, dim))
+		}
+		w := Work{Bytes: words(2*queries*dim, queries*cands, rows*dim), FLOPs: flops(queries*cands*dim, distGradFlops+4)}
+		if cand != nil {
+			w.Bytes += words(queries * cands)
+		}
+		for _, g := range []*F32{dAxis, dHalf} {
+			if g != nil {
+				w.Bytes += words(2 * queries * dim)
+			}
+		}
+		if atomic {
+			w.Bytes += words(2 * rows * dim)
+			w.FLOPs += flops(queries*cands*dim, 2)
+		}
+		if err := d.launch("distance_bwd_q", w, [3]int{gx, min(queries, d.gridY), 1}, block,
 			ptr(dAxis), ptr(dHalf), ptr(dEnt), ptr(dDist), ptr(axis), ptr(half), ptr(ent), ptr(cand),
 			i32(queries), i32(cands), i32(dim), f32(lambda), boolArg(atomic)); err != nil {
 			return err
@@ -63,7 +91,10 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 	case dEnt == nil || atomic:
 		return nil
 	case cand == nil:
-		return d.launch("distance_bwd_ent_all", [3]int{gx, min(cands, d.gridY), 1}, block,
+		// Reads dDist, the cones and the cands rows of ent; reads and writes those of dEnt.
+		w := Work{Bytes: words(queries*cands, 2*queries*dim, cands*dim, 2*cands*dim),
+			FLOPs: flops(queries*cands*dim, distGradFlops+2)}
+		return d.launch("distance_bwd_ent_all", w, [3]int{gx, min(cands, d.gridY), 1}, block,
 			ptr(dEnt), ptr(dDist), ptr(axis), ptr(half), ptr(ent), i32(queries), i32(cands), i32(dim), f32(lambda))
 	default:
 		if index.N == 0 {
@@ -72,8 +103,21 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 		if index.Pairs.Len() != queries*cands {
 			return fmt.Errorf("cuda: DistanceBackward: the index has %d pairs, the candidates %d", index.Pairs.Len(), queries*cands)
 		}
-		return d.launch("distance_bwd_ent_csr", [3]int{gx, min(index.N, d.gridY), 1}, block,
+		// Reads the index, dDist, the cones and the index's rows of ent; reads and writes
+		// those of dEnt. One gradient and accumulation per (pair, dim).
+		np := index.Pairs.Len()
+		w := Work{Bytes: words(index.N, index.N+1, np, np, 2*queries*dim, index.N*dim, 2*index.N*dim),
+			FLOPs: flops(np*dim, distGradFlops+2)}
+		return d.launch("distance_bwd_ent_csr", w, [3]int{gx, min(index.N, d.gridY), 1}, block,
 			ptr(dEnt), ptr(dDist), ptr(axis), ptr(half), ptr(ent), ptr(index.Rows), ptr(index.Start), ptr(index.Pairs),
 			i32(index.N), i32(cands), i32(dim), f32(lambda))
 	}
 }
+
+// FLOPs of distance.cu's per-dimension functions (Work): dim_distance, two sincosf (one
+// each) and 19 adds, multiplies, absolute values, minima and comparisons on the outside
+// path; dim_distance_grad, two sincosf and 48 more on the outside path.
+const (
+	distFwdFlops  = 21
+	distGradFlops = 50
+)

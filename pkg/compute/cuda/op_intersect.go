@@ -165,25 +165,40 @@ func (d *Device) IntersectForwardRagged(w IntersectWeights, out, in Cones, br Br
 	J, counts := len(br.Counts), ptr(br.Dev)
 	steps := []func() error{
 		func() error {
-			return d.each("intersect_features", rows*dim, ptr(st.z), ptr(in.Axis), ptr(in.Half), i32(rows), i32(dim))
+			// Reads the cones, writes z; a subtraction and an add each.
+			w := Work{Bytes: words(4 * rows * dim), FLOPs: flops(rows*dim, 2)}
+			return d.each("intersect_features", rows*dim, w, ptr(st.z), ptr(in.Axis), ptr(in.Half), i32(rows), i32(dim))
 		},
 		// SemanticAverage.
 		func() error { return d.LinearForward(st.att, st.z, w.W1, w.B1, rows, 2*dim, dim) },
-		func() error { return d.each("relu_fwd", rows*dim, ptr(st.att), i32(rows*dim)) },
+		func() error { return d.ReLUForward(st.att) },
 		func() error { return d.LinearForward(st.alpha, st.att, w.W2, w.B2, rows, dim, dim) },
 		func() error {
-			return d.each("intersect_attention_fwd", nd, ptr(out.Axis), ptr(st.alpha), ptr(st.x), ptr(st.y), ptr(in.Axis),
+			// Reads the logits alpha and the input axes, writes alpha's softmax, x, y and the
+			// output axes; per input element the max, exp, sum, normalisation, sincosf and
+			// two multiply-adds (10), per output the guard, atanf and quadrant (5).
+			w := Work{Bytes: words(3*rows*dim, 3*nd, J), FLOPs: flops(rows*dim, 10) + flops(nd, 5)}
+			return d.each("intersect_attention_fwd", nd, w, ptr(out.Axis), ptr(st.alpha), ptr(st.x), ptr(st.y), ptr(in.Axis),
 				counts, i32(J), i32(n), i32(dim))
 		},
 		// CardMin.
 		func() error { return d.LinearForward(st.set, st.z, w.W3, w.B3, rows, 2*dim, dim) },
-		func() error { return d.each("relu_fwd", rows*dim, ptr(st.set), i32(rows*dim)) },
+		func() error { return d.ReLUForward(st.set) },
 		func() error {
-			return d.each("branch_mean", nd, ptr(st.mean), ptr(st.set), counts, i32(J), i32(n), i32(dim))
+			// Reads set, writes the means; an add per input, a division per output.
+			w := Work{Bytes: words(rows*dim, nd, J), FLOPs: flops(rows*dim, 1) + flops(nd, 1)}
+			return d.each("branch_mean", nd, w, ptr(st.mean), ptr(st.set), counts, i32(J), i32(n), i32(dim))
 		},
 		func() error { return d.LinearForward(st.gate, st.mean, w.W4, w.B4, n, dim, dim) },
 		func() error {
-			return d.each("cardmin_fwd", nd, ptr(out.Half), ptr(st.gate), ptr(st.hmin), ptr(st.argmin), ptr(in.Half), ptr(mask),
+			// Reads the gate logits, the input apertures (and mask), writes the gate, hmin,
+			// argmin and the output apertures; a sigmoid (4) and a multiply per output, a
+			// masking multiply and a comparison per input.
+			w := Work{Bytes: words(rows*dim, 5*nd, J), FLOPs: flops(nd, 5) + flops(rows*dim, 2)}
+			if mask != nil {
+				w.Bytes += words(rows * dim)
+			}
+			return d.each("cardmin_fwd", nd, w, ptr(out.Half), ptr(st.gate), ptr(st.hmin), ptr(st.argmin), ptr(in.Half), ptr(mask),
 				counts, i32(J), i32(n), i32(dim))
 		},
 	}
@@ -264,25 +279,50 @@ func (d *Device) IntersectBackward(w, gw IntersectWeights, st *IntersectState, d
 	steps := []func() error{
 		// SemanticAverage: the arctangent and the softmax, then the two attention layers.
 		func() error {
-			return d.each("intersect_attention_bwd", nd, ptr(dg), ptr(dIn.Axis), ptr(dOut.Axis), ptr(st.alpha), ptr(st.x),
+			// Reads x, y, dOut.Axis, alpha and the input axes, writes dg (and reads and writes
+			// dIn.Axis); per output 8 FLOPs, per input a sincosf and 13 more.
+			w := Work{Bytes: words(3*nd, 3*rows*dim, J), FLOPs: flops(nd, 8) + flops(rows*dim, 14)}
+			if dIn.Axis != nil {
+				w.Bytes += words(2 * rows * dim)
+			}
+			return d.each("intersect_attention_bwd", nd, w, ptr(dg), ptr(dIn.Axis), ptr(dOut.Axis), ptr(st.alpha), ptr(st.x),
 				ptr(st.y), ptr(in.Axis), counts, i32(J), i32(n), i32(dim))
 		},
 		func() error { return d.LinearBackward(dAtt, gw.W2, gw.B2, dg, st.att, w.W2, rows, dim, dim) },
-		func() error { return d.each("relu_bwd", rows*dim, ptr(dAtt), ptr(st.att), i32(rows*dim)) },
+		func() error { return d.ReLUBackward(dAtt, st.att) },
 		func() error { return d.LinearBackward(dz, gw.W1, gw.B1, dAtt, st.z, w.W1, rows, 2*dim, dim) },
 		// CardMin: the min and the gate, then the DeepSets layers.
 		func() error {
-			return d.each("cardmin_bwd", nd, ptr(dIn.Half), ptr(dPre), ptr(dOut.Half), ptr(st.gate), ptr(st.hmin), ptr(st.argmin),
+			// Reads dOut.Half, the gate, hmin and argmin, writes dPre, reads and writes the
+			// chosen element of dIn.Half (and reads the mask's); 7 FLOPs each.
+			w := Work{Bytes: words(5*nd, J), FLOPs: flops(nd, 7)}
+			if dIn.Half != nil {
+				w.Bytes += words(2 * nd)
+			}
+			if st.mask != nil {
+				w.Bytes += words(nd)
+			}
+			return d.each("cardmin_bwd", nd, w, ptr(dIn.Half), ptr(dPre), ptr(dOut.Half), ptr(st.gate), ptr(st.hmin), ptr(st.argmin),
 				ptr(st.mask), counts, i32(n), i32(dim))
 		},
 		func() error { return d.LinearBackward(dMean, gw.W4, gw.B4, dPre, st.mean, w.W4, n, dim, dim) },
 		func() error {
-			return d.each("branch_mean_bwd", nd, ptr(dSet), ptr(dMean), ptr(st.set), counts, i32(J), i32(n), i32(dim))
+			// Reads dMean and set, writes dSet; a division per output, a comparison per input.
+			w := Work{Bytes: words(nd, 2*rows*dim, J), FLOPs: flops(nd, 1) + flops(rows*dim, 1)}
+			return d.each("branch_mean_bwd", nd, w, ptr(dSet), ptr(dMean), ptr(st.set), counts, i32(J), i32(n), i32(dim))
 		},
 		func() error { return d.LinearBackward(dz, gw.W3, gw.B3, dSet, st.z, w.W3, rows, 2*dim, dim) },
 		// The boundary features.
 		func() error {
-			return d.each("intersect_features_bwd", rows*dim, ptr(dIn.Axis), ptr(dIn.Half), ptr(dz), i32(rows), i32(dim))
+			// Reads dz, reads and writes each of dIn's members given; an add each.
+			w := Work{Bytes: words(2 * rows * dim)}
+			for _, g := range []*F32{dIn.Axis, dIn.Half} {
+				if g != nil {
+					w.Bytes += words(2 * rows * dim)
+					w.FLOPs += flops(rows*dim, 2)
+				}
+			}
+			return d.each("intersect_features_bwd", rows*dim, w, ptr(dIn.Axis), ptr(dIn.Half), ptr(dz), i32(rows), i32(dim))
 		},
 	}
 	for _, s := range steps {
@@ -296,7 +336,8 @@ func (d *Device) IntersectBackward(w, gw IntersectWeights, st *IntersectState, d
 // DropoutMask fills mask with the inverted-dropout mask of this seed (model.DropoutKeep):
 // keep where kept, else 0.
 func (d *Device) DropoutMask(mask *F32, seed uint64, threshold uint32, keep float32) error {
-	return d.each("dropout_mask", mask.Len(), ptr(mask), i32(mask.Len()), u32(uint32(seed)), u32(uint32(seed>>32)),
+	// Writes the mask; the hash is integer arithmetic (no FLOPs).
+	return d.each("dropout_mask", mask.Len(), Work{Bytes: words(mask.Len())}, ptr(mask), i32(mask.Len()), u32(uint32(seed)), u32(uint32(seed>>32)),
 		u32(threshold), f32(keep))
 }
 
@@ -329,6 +370,8 @@ func (d *Device) DropoutMaskRagged(mask *F32, br Branches, segOff, seeds *I32, d
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("dropout_mask_ragged", rows*dim, ptr(mask), ptr(br.Dev), i32(len(br.Counts)), ptr(segOff), i32(S), ptr(seeds),
+	// Reads the layout (counts, segOff, seeds), writes the mask; integer arithmetic.
+	w := Work{Bytes: words(len(br.Counts), S+1, 2*S, rows*dim)}
+	return d.each("dropout_mask_ragged", rows*dim, w, ptr(mask), ptr(br.Dev), i32(len(br.Counts)), ptr(segOff), i32(S), ptr(seeds),
 		i32(rows), i32(dim), u32(threshold), f32(keep))
 }

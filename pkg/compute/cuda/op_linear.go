@@ -44,21 +44,27 @@ func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) er
 		}
 	}
 	if db != nil {
-		return d.launch("col_sum", [3]int{ceilDiv(out, colSumColumns), 1, 1}, [3]int{tileThreads, 1, 1},
+		// Reads dy, reads and writes db; one add per element of dy.
+		w := Work{Bytes: words(rows*out, 2*out), FLOPs: flops(rows*out, 1)}
+		return d.launch("col_sum", w, [3]int{ceilDiv(out, colSumColumns), 1, 1}, [3]int{tileThreads, 1, 1},
 			ptr(db), ptr(dy), i32(rows), i32(out))
 	}
 	return nil
 }
 
-// gemm launches one of the tiled GEMM kernels for C [M][N].
+// gemm launches one of the tiled GEMM kernels for C [M][N] = A [M][K] · B [K][N] (each
+// operand possibly transposed), plus bias [N] or, with acc, plus C.
 func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, ldc int, bias *F32, acc bool) error {
 	grid := [3]int{ceilDiv(N, tileN), min(ceilDiv(M, tileM), d.gridY), 1}
-	return d.launch(name, grid, [3]int{tileThreads, 1, 1},
+	return d.launch(name, gemmWork(M, N, K, bias != nil, acc), grid, [3]int{tileThreads, 1, 1},
 		i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(ldc), ptr(bias), boolArg(acc))
 }
 
 // ReLUForward applies x ← max(x, 0) in place.
-func (d *Device) ReLUForward(x *F32) error { return d.each("relu_fwd", x.Len(), ptr(x), i32(x.Len())) }
+func (d *Device) ReLUForward(x *F32) error {
+	n := x.Len()
+	return d.each("relu_fwd", n, Work{Bytes: words(2 * n), FLOPs: flops(n, 1)}, ptr(x), i32(n))
+}
 
 // ReLUBackward zeroes dx where the ReLU's output out is not positive (in place).
 func (d *Device) ReLUBackward(dx, out *F32) error {
@@ -67,5 +73,20 @@ func (d *Device) ReLUBackward(dx, out *F32) error {
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("relu_bwd", dx.Len(), ptr(dx), ptr(out), i32(dx.Len()))
+	// Reads out, reads and writes dx; one comparison each.
+	return d.each("relu_bwd", dx.Len(), Work{Bytes: words(3 * dx.Len()), FLOPs: flops(dx.Len(), 1)}, ptr(dx), ptr(out), i32(dx.Len()))
+}
+
+// gemmWork is a GEMM's least work: A, B (and the bias) read once, C written once (read
+// too when accumulating); 2·M·N·K FLOPs (a multiply and an add per term; the bias and
+// accumulation adds, M·N, are not counted).
+func gemmWork(M, N, K int, bias, acc bool) Work {
+	b := words(M*K, K*N, M*N)
+	if bias {
+		b += words(N)
+	}
+	if acc {
+		b += words(M * N)
+	}
+	return Work{Bytes: b, FLOPs: 2 * int64(M) * int64(N) * int64(K)}
 }

@@ -13,7 +13,8 @@ func (d *Device) LogitForward(logit, dist, modulus *F32, gamma float32) error {
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("logit_fwd", n, ptr(logit), ptr(dist), ptr(modulus), f32(gamma), i32(n))
+	// Reads dist and m, writes logit; one multiply-add each.
+	return d.each("logit_fwd", n, Work{Bytes: words(2*n, 1), FLOPs: flops(n, 2)}, ptr(logit), ptr(dist), ptr(modulus), f32(gamma), i32(n))
 }
 
 // LogitBackward adds −m·dLogit into dDist (if not nil) and −Σ dLogit·dist into
@@ -29,12 +30,15 @@ func (d *Device) LogitBackward(dDist, dModulus, dLogit, dist, modulus *F32) erro
 		return c.err
 	}
 	if dDist != nil {
-		if err := d.each("logit_bwd", n, ptr(dDist), ptr(dLogit), ptr(modulus), i32(n)); err != nil {
+		// Reads dLogit and m, reads and writes dDist; one multiply-add each.
+		if err := d.each("logit_bwd", n, Work{Bytes: words(3*n, 1), FLOPs: flops(n, 2)}, ptr(dDist), ptr(dLogit), ptr(modulus), i32(n)); err != nil {
 			return err
 		}
 	}
 	if dModulus != nil && n > 0 {
-		return d.launch("logit_bwd_modulus", [3]int{1, 1, 1}, [3]int{reduceThreads, 1, 1}, ptr(dModulus), ptr(dLogit), ptr(dist), i32(n))
+		// Reads dLogit and dist, reads and writes dModulus; one multiply-add each.
+		w := Work{Bytes: words(2*n, 2), FLOPs: flops(n, 2)}
+		return d.launch("logit_bwd_modulus", w, [3]int{1, 1, 1}, [3]int{reduceThreads, 1, 1}, ptr(dModulus), ptr(dLogit), ptr(dist), i32(n))
 	}
 	return nil
 }
@@ -49,7 +53,9 @@ func (d *Device) UnionMaxForward(score *F32, arg *I32, branches *F32, nb int) er
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("union_max_fwd", n, ptr(score), ptr(arg), ptr(branches), i32(nb), i32(n))
+	// Reads the branches, writes score and arg; nb−1 comparisons each.
+	w := Work{Bytes: words(nb*n, 2*n), FLOPs: flops(n, max(nb-1, 0))}
+	return d.each("union_max_fwd", n, w, ptr(score), ptr(arg), ptr(branches), i32(nb), i32(n))
 }
 
 // UnionMaxBackward adds dScore[i] into dBranches[arg[i]][i].
@@ -60,7 +66,8 @@ func (d *Device) UnionMaxBackward(dBranches, dScore *F32, arg *I32) error {
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("union_max_bwd", n, ptr(dBranches), ptr(dScore), ptr(arg), i32(n))
+	// Reads dScore and arg, reads and writes the one chosen branch element; one add each.
+	return d.each("union_max_bwd", n, Work{Bytes: words(4 * n), FLOPs: flops(n, 1)}, ptr(dBranches), ptr(dScore), ptr(arg), i32(n))
 }
 
 // LossForward computes model.LossForward on the device for logits pos [Q], neg [Q][k] and
@@ -78,7 +85,10 @@ func (d *Device) LossForward(stats *F64, pos, neg, w *F32, Q, k int) error {
 	if c.err != nil {
 		return c.err
 	}
-	return d.launch("loss_fwd", [3]int{1, 1, 1}, [3]int{reduceThreads, 1, 1}, ptr(stats), ptr(pos), ptr(neg), ptr(w), i32(Q), i32(k))
+	// Reads pos, neg and w, writes 4 doubles; a log-sigmoid (exp, log1p and 4 more) and
+	// an add per logit (and a negation per negative), 6 more per query.
+	w4 := Work{Bytes: words(2*Q, Q*k, 8), FLOPs: flops(Q*k, 8) + flops(Q, 12)}
+	return d.launch("loss_fwd", w4, [3]int{1, 1, 1}, [3]int{reduceThreads, 1, 1}, ptr(stats), ptr(pos), ptr(neg), ptr(w), i32(Q), i32(k))
 }
 
 // ReadLoss downloads LossForward's result: L, L_pos, L_neg.
@@ -103,7 +113,11 @@ func (d *Device) LossBackward(dPos, dNeg, pos, neg, w *F32, stats *F64, Q, k int
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("loss_bwd", Q*(k+1), ptr(dPos), ptr(dNeg), ptr(pos), ptr(neg), ptr(w), ptr(stats), i32(Q), i32(k), f64(dLoss))
+	// Reads pos, neg, w and Σw; reads and writes dPos and dNeg; per logit the weight
+	// factor (3), a sigmoid (exp and 3 more) and the scaled add (4).
+	n := Q * (k + 1)
+	w5 := Work{Bytes: words(3*n, Q, 2), FLOPs: flops(n, 11)}
+	return d.each("loss_bwd", n, w5, ptr(dPos), ptr(dNeg), ptr(pos), ptr(neg), ptr(w), ptr(stats), i32(Q), i32(k), f64(dLoss))
 }
 
 // SplitScores splits score [n][K] (positive first) into pos [n] and neg [n][K−1].
@@ -115,7 +129,7 @@ func (d *Device) SplitScores(pos, neg, score *F32, n, K int) error {
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("split_scores", n*K, ptr(pos), ptr(neg), ptr(score), i32(n), i32(K))
+	return d.each("split_scores", n*K, Work{Bytes: words(2 * n * K)}, ptr(pos), ptr(neg), ptr(score), i32(n), i32(K))
 }
 
 // SplitScoresBackward writes dScore [n][K] from dPos [n] and dNeg [n][K−1].
@@ -127,5 +141,5 @@ func (d *Device) SplitScoresBackward(dScore, dPos, dNeg *F32, n, K int) error {
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("split_scores_bwd", n*K, ptr(dScore), ptr(dPos), ptr(dNeg), i32(n), i32(K))
+	return d.each("split_scores_bwd", n*K, Work{Bytes: words(2 * n * K)}, ptr(dScore), ptr(dPos), ptr(dNeg), i32(n), i32(K))
 }

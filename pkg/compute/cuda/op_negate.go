@@ -11,7 +11,8 @@ func (d *Device) NegateForward(out, in Cones) error {
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("negate_fwd", n, ptr(out.Axis), ptr(out.Half), ptr(in.Axis), ptr(in.Half), i32(n))
+	// Reads in, writes out; a comparison and an add (axis), a subtraction (aperture).
+	return d.each("negate_fwd", n, Work{Bytes: words(4 * n), FLOPs: flops(n, 3)}, ptr(out.Axis), ptr(out.Half), ptr(in.Axis), ptr(in.Half), i32(n))
 }
 
 // NegateBackward adds the gradient of NegateForward given dOut into dIn.
@@ -25,5 +26,13 @@ func (d *Device) NegateBackward(dIn, dOut Cones) error {
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("negate_bwd", n, ptr(dIn.Axis), ptr(dIn.Half), ptr(dOut.Axis), ptr(dOut.Half), i32(n))
+	// Reads dOut, reads and writes each of dIn's members given; an add each.
+	w := Work{Bytes: words(2 * n)}
+	for _, g := range []*F32{dIn.Axis, dIn.Half} {
+		if g != nil {
+			w.Bytes += words(2 * n)
+			w.FLOPs += flops(n, 1)
+		}
+	}
+	return d.each("negate_bwd", n, w, ptr(dIn.Axis), ptr(dIn.Half), ptr(dOut.Axis), ptr(dOut.Half), i32(n))
 }

@@ -28,7 +28,13 @@ func (d *Device) RotateForward(v Rotation, out, in Cones, relAxis, relAperture, 
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("rotate_fwd", n, i32(int(v)), ptr(out.Axis), ptr(out.Half), ptr(in.Axis), ptr(in.Half),
+	// Reads the cones and two relation tensors, writes out; the axis's add and wrap (4),
+	// the aperture's rule (5; rocone-se: a logit and a sigmoid, 12).
+	w := Work{Bytes: words(6 * n), FLOPs: flops(n, 9)}
+	if v == RotateSE {
+		w.FLOPs = flops(n, 16)
+	}
+	return d.each("rotate_fwd", n, w, i32(int(v)), ptr(out.Axis), ptr(out.Half), ptr(in.Axis), ptr(in.Half),
 		ptr(relAxis), ptr(relAperture), ptr(relShift), i32(n))
 }
 
@@ -53,6 +59,18 @@ func (d *Device) RotateBackward(v Rotation, dIn Cones, dRelAxis, dRelAperture, d
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("rotate_bwd", n, i32(int(v)), ptr(dIn.Axis), ptr(dIn.Half), ptr(dRelAxis), ptr(dRelAperture), ptr(dRelShift),
+	// Reads dOut, in.Half and relAperture (rocone-se: out.Half), reads and writes each
+	// gradient given (an add each); the aperture's rule: 4 FLOPs (rocone-se: 10).
+	w := Work{Bytes: words(4 * n), FLOPs: flops(n, 4)}
+	if v == RotateSE {
+		w.FLOPs = flops(n, 10)
+	}
+	for _, g := range []*F32{dIn.Axis, dIn.Half, dRelAxis, dRelAperture, dRelShift} {
+		if g != nil {
+			w.Bytes += words(2 * n)
+			w.FLOPs += flops(n, 1)
+		}
+	}
+	return d.each("rotate_bwd", n, w, i32(int(v)), ptr(dIn.Axis), ptr(dIn.Half), ptr(dRelAxis), ptr(dRelAperture), ptr(dRelShift),
 		ptr(dOut.Axis), ptr(dOut.Half), ptr(in.Half), ptr(out.Half), ptr(relAperture), i32(n))
 }

@@ -22,7 +22,8 @@ func (d *Device) EntityHalfAngles(tab, ent *F32) error {
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("ent_halfangles", ent.Len(), ptr(tab), ptr(ent), i32(ent.Len()))
+	// Reads ent, writes two floats each; a multiply and a sincosf.
+	return d.each("ent_halfangles", ent.Len(), Work{Bytes: words(3 * ent.Len()), FLOPs: flops(ent.Len(), 2)}, ptr(tab), ptr(ent), i32(ent.Len()))
 }
 
 // QueryHalfAngles writes tab [len(axis)][QueryTableWidth], the query table of DistanceAll
@@ -36,7 +37,9 @@ func (d *Device) QueryHalfAngles(tab, axis, half *F32) error {
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("query_halfangles", n, ptr(tab), ptr(axis), ptr(half), i32(n))
+	// Reads the cones, writes QueryTableWidth floats each; 4 sincosf and 8 more.
+	w := Work{Bytes: words(2*n, QueryTableWidth*n), FLOPs: flops(n, 12)}
+	return d.each("query_halfangles", n, w, ptr(tab), ptr(axis), ptr(half), i32(n))
 }
 
 // DistanceAll computes dist [queries][cands], the distance of each query against entity
@@ -53,8 +56,11 @@ func (d *Device) DistanceAll(dist, qtab, etab *F32, queries, cands, dim int, lam
 	if c.err != nil || queries == 0 || cands == 0 {
 		return c.err
 	}
+	// Reads both tables once, writes dist; per (query, entity, dim) three rotations by
+	// the half angles (a multiply and a multiply-add each: 9), then 9 more.
+	w := Work{Bytes: words(queries*dim*QueryTableWidth, cands*dim*2, queries*cands), FLOPs: flops(queries*cands*dim, 18)}
 	grid := [3]int{ceilDiv(cands, scoreTE), min(ceilDiv(queries, scoreTQ), d.gridY), 1}
-	return d.launch("score_all", grid, [3]int{scoreThreads, 1, 1},
+	return d.launch("score_all", w, grid, [3]int{scoreThreads, 1, 1},
 		ptr(dist), ptr(qtab), ptr(etab), i32(queries), i32(cands), i32(dim), f32(lambda))
 }
 
@@ -77,6 +83,9 @@ func (d *Device) FilteredRanks(ranks *I32, scores *F32, hardStart, hard, ansStar
 	if c.err != nil || queries == 0 || hard.Len() == 0 {
 		return c.err
 	}
-	return d.launch("filtered_ranks", [3]int{min(queries, d.maxBlocks), 1, 1}, [3]int{ranksThreads, 1, 1},
+	// Reads every score and the answer lists, writes a rank per hard answer; a
+	// comparison per (hard answer, entity) at most: counted once per score (the least).
+	w := Work{Bytes: words(queries*cands, 2*(queries+1), hard.Len(), ans.Len(), hard.Len()), FLOPs: flops(queries*cands, 1)}
+	return d.launch("filtered_ranks", w, [3]int{min(queries, d.maxBlocks), 1, 1}, [3]int{ranksThreads, 1, 1},
 		ptr(ranks), ptr(scores), ptr(hardStart), ptr(hard), ptr(ansStart), ptr(ans), i32(queries), i32(cands))
 }

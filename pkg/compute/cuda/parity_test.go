@@ -124,9 +124,9 @@ var geometries = []geometry{{"default", 8192, maxGridY}, {"tiny-grid", 2, 2}}
 func runParity(t *testing.T, dev *Device) {
 	for _, g := range geometries {
 		t.Run(g.name, func(t *testing.T) {
-			saved := *dev
+			savedBlocks, savedY := dev.maxBlocks, dev.gridY
 			dev.maxBlocks, dev.gridY = g.maxBlocks, g.gridY
-			defer func() { *dev = saved }()
+			defer func() { dev.maxBlocks, dev.gridY = savedBlocks, savedY }()
 			for _, c := range parityCases {
 				t.Run(c.name, func(t *testing.T) {
 					c.fn(&harness{t: t, d: dev, rng: rand.New(rand.NewPCG(7, uint64(len(c.name))))})
@@ -179,10 +179,10 @@ func testErrors(h *harness) {
 			_, err := h.d.IntersectForward(IntersectWeights{}, Cones{N: 2, Dim: 3}, Cones{N: 5, Dim: 3}, 2, nil)
 			return err
 		}(), "input cones"},
-		{"unknown kernel", h.d.launch("nope", [3]int{1, 1, 1}, [3]int{1, 1, 1}), "no kernel"},
-		{"argument kind", h.d.launch("fill_f32", [3]int{1, 1, 1}, [3]int{1, 1, 1}, ptr(big), i32(1), i32(1)), "passing i for a f parameter"},
-		{"argument count", h.d.launch("fill_f32", [3]int{1, 1, 1}, [3]int{1, 1, 1}, ptr(big)), "takes 3 arguments"},
-		{"int range", h.d.launch("fill_f32", [3]int{1, 1, 1}, [3]int{1, 1, 1}, ptr(big), f32(0), i32(1<<40)), "does not fit"},
+		{"unknown kernel", h.d.launch("nope", Work{Bytes: 4}, [3]int{1, 1, 1}, [3]int{1, 1, 1}), "no kernel"},
+		{"argument kind", h.d.launch("fill_f32", Work{Bytes: 4}, [3]int{1, 1, 1}, [3]int{1, 1, 1}, ptr(big), i32(1), i32(1)), "passing i for a f parameter"},
+		{"argument count", h.d.launch("fill_f32", Work{Bytes: 4}, [3]int{1, 1, 1}, [3]int{1, 1, 1}, ptr(big)), "takes 3 arguments"},
+		{"int range", h.d.launch("fill_f32", Work{Bytes: 4}, [3]int{1, 1, 1}, [3]int{1, 1, 1}, ptr(big), f32(0), i32(1<<40)), "does not fit"},
 		{"upload", small.Upload(make([]float32, 4)), "upload of 4 elements"},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {

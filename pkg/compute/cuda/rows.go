@@ -12,7 +12,9 @@ func (d *Device) GatherRows(out, table *F32, idx *I32, dim int) error {
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("gather_rows", rows*dim, ptr(out), ptr(table), ptr(idx), i32(rows), i32(dim))
+	// Reads the index and the gathered rows, writes out.
+	w := Work{Bytes: words(rows, gathered(rows, tableRows(table, dim))*dim, rows*dim)}
+	return d.each("gather_rows", rows*dim, w, ptr(out), ptr(table), ptr(idx), i32(rows), i32(dim))
 }
 
 // ScatterAddRows adds src[r] into table[idx[r]] (atomically).
@@ -23,12 +25,14 @@ func (d *Device) ScatterAddRows(table, src *F32, idx *I32, dim int) error {
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("scatter_add_rows", rows*dim, ptr(table), ptr(src), ptr(idx), i32(rows), i32(dim))
+	// Reads the index and src, reads and writes the touched table rows; one add each.
+	w := Work{Bytes: words(rows, rows*dim, 2*gathered(rows, tableRows(table, dim))*dim), FLOPs: flops(rows*dim, 1)}
+	return d.each("scatter_add_rows", rows*dim, w, ptr(table), ptr(src), ptr(idx), i32(rows), i32(dim))
 }
 
 // Fill sets every element of x to v.
 func (d *Device) Fill(x *F32, v float32) error {
-	return d.each("fill_f32", x.Len(), ptr(x), f32(v), i32(x.Len()))
+	return d.each("fill_f32", x.Len(), Work{Bytes: words(x.Len())}, ptr(x), f32(v), i32(x.Len()))
 }
 
 // RowIndex is a CSR grouping of the positions of an id list by id, built on the host
@@ -116,7 +120,11 @@ func (d *Device) RowsSum(dst, src *F32, ix DeviceRowIndex, dim int) error {
 	if dst == nil {
 		return fmt.Errorf("cuda: RowsSum: dst is nil")
 	}
-	return d.launch("rows_sum_csr", [3]int{ceilDiv(dim, rowsThreads), min(ix.N, d.gridY), 1}, [3]int{rowsThreads, 1, 1},
+	// Reads the index (rows, start, pairs) and src's rows, reads and writes dst's rows;
+	// one add per source element.
+	np := ix.Pairs.Len()
+	w := Work{Bytes: words(ix.N, ix.N+1, np, np*dim, 2*ix.N*dim), FLOPs: flops(np*dim, 1)}
+	return d.launch("rows_sum_csr", w, [3]int{ceilDiv(dim, rowsThreads), min(ix.N, d.gridY), 1}, [3]int{rowsThreads, 1, 1},
 		ptr(dst), ptr(src), ptr(ix.Rows), ptr(ix.Start), ptr(ix.Pairs), i32(ix.N), i32(dim))
 }
 
@@ -129,5 +137,5 @@ func (d *Device) Add(dst, src *F32) error {
 	if c.err != nil {
 		return c.err
 	}
-	return d.each("add_f32", src.Len(), ptr(dst), ptr(src), i32(src.Len()))
+	return d.each("add_f32", src.Len(), Work{Bytes: words(3 * src.Len()), FLOPs: flops(src.Len(), 1)}, ptr(dst), ptr(src), i32(src.Len()))
 }

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/rocone/rocone/pkg/compute/cuda/kernels"
@@ -63,6 +64,9 @@ type Device struct {
 	allocs  map[uint64]alloc // user pointer → allocation
 	workers int
 	closed  bool
+
+	markMu sync.Mutex
+	marks  []time.Time // Mark's timestamps, since the last ResetMarks
 }
 
 // New returns an emulated device. Blocks run on min(GOMAXPROCS, 4) OS threads, or
@@ -282,5 +286,41 @@ func (d *Device) Close() error {
 		delete(d.allocs, p)
 	}
 	d.closed = true
+	return nil
+}
+
+// Mark takes a timestamp on the host clock: launches are synchronous here, so marks
+// around a launch time it (cuda.Timer, for profiling).
+func (d *Device) Mark() (int, error) {
+	t := time.Now()
+	d.markMu.Lock()
+	defer d.markMu.Unlock()
+	d.marks = append(d.marks, t)
+	return len(d.marks) - 1, nil
+}
+
+// Elapsed returns the seconds from mark from[i] to mark to[i].
+func (d *Device) Elapsed(from, to []int) ([]float64, error) {
+	if len(from) != len(to) {
+		return nil, fmt.Errorf("emu: Elapsed: %d start marks, %d end marks", len(from), len(to))
+	}
+	d.markMu.Lock()
+	defer d.markMu.Unlock()
+	out := make([]float64, len(from))
+	for i := range from {
+		a, b := from[i], to[i]
+		if a < 0 || b < 0 || a >= len(d.marks) || b >= len(d.marks) {
+			return nil, fmt.Errorf("emu: Elapsed: marks %d, %d: %d marks taken", a, b, len(d.marks))
+		}
+		out[i] = d.marks[b].Sub(d.marks[a]).Seconds()
+	}
+	return out, nil
+}
+
+// ResetMarks forgets the marks.
+func (d *Device) ResetMarks() error {
+	d.markMu.Lock()
+	defer d.markMu.Unlock()
+	d.marks = d.marks[:0]
 	return nil
 }
