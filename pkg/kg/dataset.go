@@ -62,7 +62,7 @@ type Dataset struct {
 	// an entity the table leaves out); nil without the file. They are for people (rank
 	// --ask finds entities by them and prints them), not part of the KG's identity.
 	EntityLabels []string
-	Warnings      []string
+	Warnings     []string
 	// FormatNote says which triple format auto-detection chose and why, in one line
 	// naming the file ("data/x/train.tsv: format ids (first line is three integers)");
 	// empty when the format was given. Stages print it on stderr.
