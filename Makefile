@@ -110,11 +110,11 @@ FUZZPAR  ?= 1
 # for the artifact readers (kilobyte inputs, milliseconds a run) go's default of 60s would
 # take most of a short run.
 FUZZMINTIME ?= 50x
-FUZZ_TARGETS := ./pkg/query:FuzzParse ./pkg/query:FuzzParseGrounded \
+FUZZ_TARGETS := ./pkg/query:FuzzParse ./pkg/query:FuzzParseGrounded ./pkg/query:FuzzParseAsk \
 	./pkg/sample:FuzzParseCounts ./pkg/sample:FuzzBetaEPickle \
 	./pkg/kg:FuzzLoadIDs ./pkg/kg:FuzzLoadNames ./pkg/kg:FuzzLoadAuto \
 	./pkg/artifact:FuzzQueries ./pkg/artifact:FuzzCheckpoint ./pkg/artifact:FuzzCones \
-	./pkg/artifact:FuzzRanks ./pkg/artifact:FuzzTrainLog ./pkg/artifact:FuzzMetrics \
+	./pkg/artifact:FuzzRanks ./pkg/artifact:FuzzTrainLog ./pkg/artifact:FuzzMetrics ./pkg/artifact:FuzzAnswers \
 	./cmd/train:FuzzConfigYAML ./cmd/train:FuzzConfigTOML \
 	./pkg/qecone:FuzzImport ./pkg/shard:FuzzParse
 # Go 1.26's fuzz coordinator can end a duration-limited run with a bare "context deadline

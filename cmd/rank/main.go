@@ -1,5 +1,6 @@
 // Command rank scores every entity for each query and writes the filtered rank of each
-// hard answer (see the README for the ranks schema).
+// hard answer (see the README for the ranks schema); with --ask it answers queries
+// written by names and prints their top K, known answers told from predictions.
 package main
 
 import (
@@ -8,6 +9,7 @@ import (
 	"github.com/rocone/rocone/pkg/cliargs"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -28,18 +30,26 @@ func app() *cli.App {
 		Usage: "filtered ranks of every hard answer (one row per query and hard answer)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "checkpoint", Required: true, Usage: "trained model `FILE` (its entity table)"},
-			&cli.StringFlag{Name: "queries", Required: true, Usage: "queries artifact `FILE`, for the easy/hard answers (- for stdin)"},
+			&cli.StringFlag{Name: "queries", Usage: "queries artifact `FILE`, for the easy/hard answers (- for stdin); required unless --ask or --ask-file"},
 			&cli.StringFlag{Name: "cones", Usage: "cones artifact `FILE` from embed (- for stdin); default: embed the queries here"},
-			&cli.IntFlag{Name: "top", Usage: "also write each query's `K` best entities and their scores (K ≥ 1)"},
-			&cli.StringFlag{Name: "data", Usage: "dataset `DIR`, to name the top-K entities (needs --top; must be the checkpoint's KG)"},
+			&cli.IntFlag{Name: "top", Usage: "also write each query's `K` best entities and their scores (K ≥ 1); with --ask, how many to list (default 10)"},
+			&cli.StringFlag{Name: "data", Usage: "dataset `DIR`, to name the top-K entities (needs --top; must be the checkpoint's KG); with --ask, required: names, labels and known answers"},
+			&cli.StringFlag{Name: "ask", Usage: "a `QUERY` by names or ids, e.g. \"(Dominican_Republic,(/location/country/form_of_government,))\": print its top K, known answers marked (see the README)"},
+			&cli.StringFlag{Name: "ask-file", Usage: "a `FILE` of such queries, one a line (# comments; - for stdin)"},
+			&cli.StringFlag{Name: "known", Value: pipeline.KnownTrain, Usage: "with --ask: the graph whose answers are known, `train` or train+valid"},
+			&cli.BoolFlag{Name: "exclude-known", Usage: "with --ask: list predictions only (the top K of the entities that are not known answers)"},
 			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda (cuda: embedding, scoring and ranking on the GPU; with --cones or --top, the queries' cones or scores pass through the host)"},
 			&cli.IntFlag{Name: "workers", Usage: "goroutines ranking queries (default: every core)"},
 			&cli.IntFlag{Name: "batch", Usage: "queries scored together, at least 1, at most the number of queries (default: 16 on the CPU, where the entity table stays in cache, and 512 on CUDA, where each call to the device costs a round trip)"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "ranks artifact `FILE` (- for an IPC stream on stdout)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "ranks artifact `FILE` (- for an IPC stream on stdout); required unless --ask, where it is the answers artifact"},
 			&cli.StringFlag{Name: "shard", Usage: "rank only shard `i/n` of the queries (0 <= i < n; whole batches; rows keep the queries' ids); metrics takes the n shards as one run"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 		},
 		Action: func(c *cli.Context) error {
+			asking := c.IsSet("ask") || c.IsSet("ask-file")
+			if err := checkMode(c, asking); err != nil {
+				return err
+			}
 			var sh shard.Spec
 			if c.IsSet("shard") {
 				s, err := shard.Parse(c.String("shard"))
@@ -63,9 +73,53 @@ func app() *cli.App {
 			if c.Bool("quiet") {
 				log = nil
 			}
+			if asking {
+				return pipeline.Ask(pipeline.AskConfig{Checkpoint: c.String("checkpoint"), Data: c.String("data"), Ask: c.String("ask"),
+					AskFile: c.String("ask-file"), TopK: topOr(c, 10), Known: c.String("known"), ExcludeKnown: c.Bool("exclude-known"),
+					Output: c.String("output"), Stdout: os.Stdout, Kernels: kernels, Workers: c.Int("workers"), Batch: batch, Log: log})
+			}
 			return pipeline.Rank(pipeline.RankConfig{Checkpoint: c.String("checkpoint"), Queries: c.String("queries"),
 				Cones: c.String("cones"), Output: c.String("output"), TopK: c.Int("top"), Data: c.String("data"),
 				Kernels: kernels, Device: device.RankDevice(dev), Workers: c.Int("workers"), Batch: batch, Shard: sh, Log: log})
 		},
 	}
+}
+
+// checkMode refuses flags of the other mode: --ask and --ask-file list a top K of their
+// own queries; without them rank ranks a queries artifact into a ranks artifact.
+func checkMode(c *cli.Context, asking bool) error {
+	if asking {
+		for _, f := range []string{"queries", "cones", "shard"} {
+			if c.IsSet(f) {
+				return fmt.Errorf("--%s is not used with --ask or --ask-file, which rank the queries they give", f)
+			}
+		}
+		if c.IsSet("ask") && c.String("ask") == "" {
+			return fmt.Errorf("--ask \"\": an empty query")
+		}
+		return nil
+	}
+	for _, f := range []string{"known", "exclude-known"} {
+		if c.IsSet(f) {
+			return fmt.Errorf("--%s needs --ask or --ask-file", f)
+		}
+	}
+	var missing []string
+	for _, f := range [][2]string{{"queries", "--queries"}, {"output", "-o"}} {
+		if !c.IsSet(f[0]) {
+			missing = append(missing, f[1])
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s required: rank ranks a queries artifact into a ranks artifact (or asks a question: --ask QUERY --data DIR)", strings.Join(missing, " and "))
+	}
+	return nil
+}
+
+// topOr is --top, or def when it is not given.
+func topOr(c *cli.Context, def int) int {
+	if c.IsSet("top") {
+		return c.Int("top")
+	}
+	return def
 }

@@ -33,3 +33,4 @@ func FuzzCones(f *testing.F)      { fuzzArtifact(f, "cones") }
 func FuzzRanks(f *testing.F)      { fuzzArtifact(f, "ranks") }
 func FuzzTrainLog(f *testing.F)   { fuzzArtifact(f, "trainlog") }
 func FuzzMetrics(f *testing.F)    { fuzzArtifact(f, "metrics") }
+func FuzzAnswers(f *testing.F)    { fuzzArtifact(f, "answers") }

@@ -30,6 +30,7 @@ var artifactKinds = []struct {
 	{"ranks", func(p string) error { _, _, err := ReadRanks(p); return err }},
 	{"trainlog", func(p string) error { _, _, err := ReadTrainLog(p); return err }},
 	{"metrics", func(p string) error { _, _, err := ReadMetrics(p); return err }},
+	{"answers", func(p string) error { _, _, err := ReadAnswers(p); return err }},
 }
 
 // writeSamples writes one small artifact of each kind into dir, in the file format.
@@ -62,6 +63,13 @@ func writeSamples(t testing.TB, dir string) {
 	check(WriteTrainLog(path("trainlog"), TrainLogMeta{Dataset: "tiny", Model: "rocone", Config: `{"dim":8}`, Timings: `{"total":1.5}`}, tlogTestRows(3)))
 	check(WriteMetrics(path("metrics"), MetricsMeta{Dataset: "tiny", Model: "rocone", Split: "test", Runs: []string{"a.arrow"}, Resamples: 10, Level: 0.95},
 		[]MetricsRow{{Kind: "type", Name: "1p", Queries: 10, Seeds: 1, MRR: MetricStat{0.4, 0.01, 0.38, 0.42}, H1: MetricStat{0.2, 0, math.NaN(), math.NaN()}}}))
+
+	aw, err := CreateAnswers(path("answers"), testAnswersMeta)
+	check(err)
+	for _, a := range testAnswers {
+		check(aw.Write(&a))
+	}
+	check(aw.Close())
 }
 
 // toStream rewrites an artifact in the IPC file format as the same records in the

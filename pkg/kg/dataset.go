@@ -2,7 +2,9 @@
 //
 // A dataset folder has the layout of BetaE's data: train, valid and test triples
 // (train.tsv, valid.tsv, test.tsv, each optionally gzipped; BetaE's train.txt works too)
-// and optional name tables entities.tsv and relations.tsv ("id<TAB>name"). Triples come in
+// and optional name tables entities.tsv and relations.tsv ("id<TAB>name") and
+// entity_labels.tsv (human-readable labels: "id<TAB>label", or "name<TAB>label" for a
+// dataset of names; FB15k-237's entity names are Freebase ids, its labels words). Triples come in
 // one of two formats:
 //
 //   - ids: "head<TAB>relation<TAB>tail" integers in BetaE's ids, where relation 2k is a
@@ -56,7 +58,11 @@ type Dataset struct {
 	Test          []Triple
 	EntityNames   []string // nil when unknown
 	RelationNames []string // nil when unknown
-	Warnings      []string
+	// EntityLabels are human-readable names from entity_labels.tsv, by entity id ("" for
+	// an entity the table leaves out); nil without the file. They are for people (rank
+	// --ask finds entities by them and prints them), not part of the KG's identity.
+	EntityLabels []string
+	Warnings     []string
 	// FormatNote says which triple format auto-detection chose and why, in one line
 	// naming the file ("data/x/train.tsv: format ids (first line is three integers)");
 	// empty when the format was given. Stages print it on stderr.
@@ -123,6 +129,9 @@ func Load(dir string, format Format) (*Dataset, error) {
 		err = fmt.Errorf("unknown triple format %q (want auto, ids or names)", format)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := d.readLabels(format); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -425,5 +434,69 @@ func (d *Dataset) fromNames(paths map[string]string, raw map[string][]row) error
 			d.Test = ts
 		}
 	}
+	return nil
+}
+
+// readLabels reads entity_labels.tsv[.gz], if the folder has one: "id<TAB>label" rows with
+// ids in increasing order (a dataset of ids), or "name<TAB>label" rows keyed by the
+// entity's name in the triples (a dataset of names, whose ids are assigned at load; names
+// that are not train entities are skipped and counted in a warning). Entities it leaves
+// out have the label "".
+func (d *Dataset) readLabels(format Format) error {
+	p, _ := findFile(d.Dir, "entity_labels", false)
+	if p == "" {
+		return nil
+	}
+	rows, err := readTSV(p, 2)
+	if err != nil {
+		return err
+	}
+	labels := make([]string, d.NumEntities)
+	label := func(r row) string {
+		if len(r.fields) == 2 {
+			return r.fields[1]
+		}
+		return ""
+	}
+	if format == FormatNames {
+		id := make(map[string]int32, len(d.EntityNames))
+		for i, n := range d.EntityNames {
+			id[n] = int32(i)
+		}
+		seen := make([]bool, d.NumEntities)
+		skipped := 0
+		for _, r := range rows {
+			e, ok := id[r.fields[0]]
+			if !ok {
+				skipped++
+				continue
+			}
+			if seen[e] {
+				return fmt.Errorf("%s:%d: a second label for entity %q", p, r.line, r.fields[0])
+			}
+			seen[e] = true
+			labels[e] = label(r)
+		}
+		if skipped > 0 {
+			d.Warnings = append(d.Warnings, fmt.Sprintf("%s: skipped %d labels of names that are not train entities", p, skipped))
+		}
+		d.EntityLabels = labels
+		return nil
+	}
+	last := -1
+	for _, r := range rows {
+		id, err := strconv.Atoi(r.fields[0])
+		switch {
+		case err != nil || id < 0:
+			return fmt.Errorf("%s:%d: id %q is not a non-negative integer (rows are id<TAB>label)", p, r.line, r.fields[0])
+		case id >= d.NumEntities:
+			return fmt.Errorf("%s:%d: entity id %d out of range [0,%d)", p, r.line, id, d.NumEntities)
+		case id <= last:
+			return fmt.Errorf("%s:%d: id %d after id %d (ids must increase)", p, r.line, id, last)
+		}
+		last = id
+		labels[id] = label(r)
+	}
+	d.EntityLabels = labels
 	return nil
 }

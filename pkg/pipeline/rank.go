@@ -159,7 +159,7 @@ func Rank(cfg RankConfig) error {
 	tops := make([]topK, len(rq))
 	if cfg.TopK > 0 {
 		opts.Scores = func(i int, scores []float32) {
-			tops[i].ids, tops[i].scores = topEntities(scores, cfg.TopK)
+			tops[i].ids, tops[i].scores = eval.TopEntities(scores, cfg.TopK, nil)
 		}
 	}
 	if cfg.Device != nil && opts.Cones == nil && opts.Scores == nil {
@@ -211,36 +211,6 @@ func Rank(cfg RankConfig) error {
 type topK struct {
 	ids    []int32
 	scores []float32
-}
-
-// topEntities returns the k highest-scoring entities, ties by lower id (raw, not filtered).
-func topEntities(scores []float32, k int) ([]int32, []float32) {
-	k = min(k, len(scores))
-	top := make([]int32, 0, k+1)
-	better := func(a, b int32) bool {
-		return scores[a] > scores[b] || (scores[a] == scores[b] && a < b)
-	}
-	for e := range scores {
-		id := int32(e)
-		if len(top) == k && !better(id, top[k-1]) {
-			continue
-		}
-		i := len(top)
-		top = append(top, id)
-		for i > 0 && better(id, top[i-1]) {
-			top[i] = top[i-1]
-			i--
-		}
-		top[i] = id
-		if len(top) > k {
-			top = top[:k]
-		}
-	}
-	vals := make([]float32, len(top))
-	for i, e := range top {
-		vals[i] = scores[e]
-	}
-	return top, vals
 }
 
 // checkCones checks that cones were computed by this checkpoint from these queries and

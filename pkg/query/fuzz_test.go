@@ -72,3 +72,49 @@ func FuzzParseGrounded(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseAsk: any text is an asked query that prints to a form reading back as itself
+// and resolves to a valid grounded query (or fails to resolve at a reference's offset),
+// or a syntax error of bounded length; never a panic.
+func FuzzParseAsk(f *testing.F) {
+	for _, s := range []string{"(Dominican_Republic,(+/location/country/form_of_government,))", "(17,(5,))",
+		`("Peter_O'Toole",('-/film/actor/film', "a \"b\" \\ c"))`, "(((a,(r,)),(b,(s,)),(u,)),(t,))",
+		"((1,(2,)),(3,(4,-2)),(-1,))", "(n,(u,r))", "(12_Angry_Men,(-/x,n))", "((a,(r,)),('zz',(s,n)))", "(a,(r,-5))",
+		"('a\\", strings.Repeat("((", 60)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		a, err := ParseAsk(in)
+		if err != nil {
+			se, ok := err.(*SyntaxError)
+			if !ok {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			if se.Offset < 0 || se.Offset > len(in) {
+				t.Fatalf("%q: offset %d outside the input", in, se.Offset)
+			}
+			if len(err.Error()) > 4*maxQuoted+4*40+400 {
+				t.Fatalf("error of %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if len(a.Anchors) != a.Structure.NumAnchors || len(a.Relations) != a.Structure.NumRelations {
+			t.Fatalf("%q: %d anchors and %d relations for %s", in, len(a.Anchors), len(a.Relations), a.Structure)
+		}
+		again, err := ParseAsk(a.String())
+		if err != nil || again.String() != a.String() || again.Structure.String() != a.Structure.String() {
+			t.Fatalf("%q parsed as %s, which reads back as %v (%v)", in, a, again, err)
+		}
+		g, err := a.Resolve(testResolver)
+		if err != nil {
+			se, ok := err.(*SyntaxError)
+			if !ok || se.Err == nil || se.Offset < 0 || se.Offset >= len(in) {
+				t.Fatalf("%q: resolve error %T %v", in, err, err)
+			}
+			return
+		}
+		if err := g.Validate(int(testResolver.n), int(testResolver.r)); err != nil {
+			t.Fatalf("%q resolved to an invalid query %s: %v", in, g, err)
+		}
+	})
+}

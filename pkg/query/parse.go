@@ -11,7 +11,13 @@ type SyntaxError struct {
 	Input  string
 	Offset int
 	Msg    string
+	// Err, when not nil, is the error the message comes from: a name that
+	// Ask.Resolve could not resolve (its candidates, for one).
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *SyntaxError) Unwrap() error { return e.Err }
 
 func (e *SyntaxError) Error() string {
 	in := e.Input
@@ -44,14 +50,18 @@ type value struct {
 	offset int
 	tuple  []value
 	isTup  bool
-	sym    string // 'e', 'r', 'n', 'u' (quotes removed)
+	sym    string // 'e', 'r', 'n', 'u' (quotes removed); in an asked query, any name
 	num    int64
 	isNum  bool
+	isName bool // an asked query's quoted string or bare word (sym holds its text)
 }
 
 type parser struct {
 	in  string
 	pos int
+	// names is the asked-query notation (ParseAsk): quoted strings may hold any text,
+	// with backslash escapes, and bare words stand for names.
+	names bool
 }
 
 func (p *parser) errf(off int, format string, args ...any) *SyntaxError {
@@ -106,9 +116,16 @@ func (p *parser) parseValue(depth int) (value, error) {
 				}
 				return v, nil
 			default:
+				if p.names {
+					return value{}, p.errf(p.pos, "expected ',' or ')', found %q (a name holding spaces, quotes, commas or parentheses is written in quotes)", p.in[p.pos])
+				}
 				return value{}, p.errf(p.pos, "expected ',' or ')', found %q", p.in[p.pos])
 			}
 		}
+	case p.names && (c == '\'' || c == '"'):
+		return p.quoted(c)
+	case p.names && !isNumber(p.in[p.pos:]):
+		return p.word()
 	case c == '\'' || c == '"':
 		end := strings.IndexByte(p.in[p.pos+1:], c)
 		if end < 0 {
@@ -127,6 +144,10 @@ func (p *parser) parseValue(depth int) (value, error) {
 		for p.pos < len(p.in) && p.in[p.pos] >= '0' && p.in[p.pos] <= '9' {
 			p.pos++
 		}
+		if p.names && p.pos < len(p.in) && !isDelimiter(p.in[p.pos]) {
+			p.pos = start // a name that starts like a number: 12_Angry_Men, -/film/x
+			return p.word()
+		}
 		n, err := strconv.ParseInt(p.in[start:p.pos], 10, 32)
 		if err != nil {
 			return value{}, p.errf(start, "bad integer %q", clip(p.in[start:p.pos]))
@@ -137,8 +158,9 @@ func (p *parser) parseValue(depth int) (value, error) {
 	}
 }
 
-func parseTop(in string) (value, error) {
-	p := &parser{in: in}
+func parseTop(in string) (value, error) { return (&parser{in: in}).top() }
+
+func (p *parser) top() (value, error) {
 	v, err := p.parseValue(0)
 	if err != nil {
 		return value{}, err
@@ -160,7 +182,7 @@ func Parse(notation string) (*Structure, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{in: notation}
+	b := &builder{in: notation, mode: structureMode}
 	root, err := b.node(v)
 	if err != nil {
 		return nil, err
@@ -192,7 +214,7 @@ func ParseGrounded(text string) (*Grounded, error) {
 }
 
 func groundedFromValue(text string, v value) (*Grounded, error) {
-	b := &builder{in: text, grounded: true}
+	b := &builder{in: text, mode: groundedMode}
 	root, err := b.node(v)
 	if err != nil {
 		return nil, err
@@ -204,13 +226,24 @@ func groundedFromValue(text string, v value) (*Grounded, error) {
 	return &Grounded{Structure: s, Anchors: b.anchors, Relations: b.relations}, nil
 }
 
-// builder turns a parsed value into a tree. In grounded mode it also collects the ids in
-// depth-first order, which is the order New assigns slots in.
+// mode is the notation a builder reads.
+type mode uint8
+
+const (
+	structureMode mode = iota // 'e', 'r', 'n', ('u',)
+	groundedMode              // ids, -2, (-1,)
+	askMode                   // names or ids, n or -2, (u,) or (-1,)
+)
+
+// builder turns a parsed value into a tree. In grounded and ask modes it also collects
+// the ids (references) in depth-first order, which is the order New assigns slots in.
 type builder struct {
-	in        string
-	grounded  bool
-	anchors   []int32
-	relations []int32
+	in           string
+	mode         mode
+	anchors      []int32
+	relations    []int32
+	anchorRefs   []Ref
+	relationRefs []Ref
 }
 
 func (b *builder) errf(v value, format string, args ...any) error {
@@ -218,18 +251,34 @@ func (b *builder) errf(v value, format string, args ...any) error {
 }
 
 func (b *builder) isOp(v value) bool {
-	if b.grounded {
+	switch b.mode {
+	case groundedMode:
 		return v.isNum && (v.num >= 0 || v.num == -2)
+	case askMode:
+		return askNegation(v) || askRef(v)
 	}
 	return v.sym == "r" || v.sym == "n"
+}
+
+func (b *builder) isNegation(v value) bool {
+	switch b.mode {
+	case groundedMode:
+		return v.isNum && v.num == -2
+	case askMode:
+		return askNegation(v)
+	}
+	return v.sym == "n"
 }
 
 func (b *builder) isUnionMarker(v value) bool {
 	if !v.isTup || len(v.tuple) != 1 {
 		return false
 	}
-	if b.grounded {
+	switch b.mode {
+	case groundedMode:
 		return v.tuple[0].isNum && v.tuple[0].num == -1
+	case askMode:
+		return askUnion(v.tuple[0])
 	}
 	return v.tuple[0].sym == "u"
 }
@@ -254,23 +303,37 @@ func (b *builder) node(v value) (*Node, error) {
 		}
 		n := &Node{Kind: Chain, Base: base}
 		for _, op := range v.tuple[1].tuple {
-			if (b.grounded && op.num == -2) || op.sym == "n" {
+			if b.isNegation(op) {
 				n.Ops = append(n.Ops, Op{Kind: Negate})
 				continue
 			}
 			n.Ops = append(n.Ops, Op{Kind: Project})
-			if b.grounded {
+			switch b.mode {
+			case groundedMode:
 				b.relations = append(b.relations, int32(op.num))
+			case askMode:
+				b.relationRefs = append(b.relationRefs, refOf(op))
 			}
 		}
 		return n, nil
+	}
+	if b.mode == askMode && len(v.tuple) == 2 && v.tuple[1].isTup && !b.isUnionMarker(v.tuple[1]) {
+		// A tuple of atoms after the base is meant as operations: name the bad one.
+		for _, op := range v.tuple[1].tuple {
+			if op.isTup {
+				break
+			}
+			if !b.isOp(op) {
+				return nil, b.errf(op, "%s", errNegativeID(op))
+			}
+		}
 	}
 	kind, branches := And, v.tuple
 	if last := v.tuple[len(v.tuple)-1]; b.isUnionMarker(last) {
 		kind, branches = Or, v.tuple[:len(v.tuple)-1]
 	}
 	if len(branches) < 2 {
-		return nil, b.errf(v, "a chain needs an operation tuple of 'r'/'n' as its second element, and a conjunction or union needs at least 2 branches")
+		return nil, b.errf(v, "a chain needs an operation tuple of %s as its second element, and a conjunction or union needs at least 2 branches", b.opWords())
 	}
 	n := &Node{Kind: kind}
 	for _, br := range branches {
@@ -289,18 +352,35 @@ func (b *builder) node(v value) (*Node, error) {
 	return n, nil
 }
 
+// opWords names what an operation tuple holds, for errors.
+func (b *builder) opWords() string {
+	switch b.mode {
+	case groundedMode:
+		return "relation ids and -2"
+	case askMode:
+		return "relations and n"
+	}
+	return "'r'/'n'"
+}
+
 func (b *builder) base(v value) (*Node, error) {
 	switch {
 	case v.isTup:
 		return b.node(v)
-	case b.grounded && v.isNum && v.num >= 0:
+	case b.mode == groundedMode && v.isNum && v.num >= 0:
 		b.anchors = append(b.anchors, int32(v.num))
 		return &Node{Kind: Anchor}, nil
-	case !b.grounded && v.sym == "e":
+	case b.mode == askMode && askRef(v):
+		b.anchorRefs = append(b.anchorRefs, refOf(v))
+		return &Node{Kind: Anchor}, nil
+	case b.mode == structureMode && v.sym == "e":
 		return &Node{Kind: Anchor}, nil
 	}
-	if b.grounded {
+	switch b.mode {
+	case groundedMode:
 		return nil, b.errf(v, "a chain's base must be an entity id (>= 0) or a tuple")
+	case askMode:
+		return nil, b.errf(v, "a chain's base must be an entity (a name or an id >= 0) or a tuple, found %d", v.num)
 	}
 	return nil, b.errf(v, "a chain's base must be 'e' or a tuple, found '%s'", v.sym)
 }
