@@ -73,5 +73,7 @@ func TestStdoutIsAnOutput(t *testing.T) {
 	outfiletest.RunRedirects(t, f.Dir, []outfiletest.Redirect{
 		outfiletest.R("1<> --checkpoint", in, "1<> "+f.Checkpoint, 1, "rank: -o - (stdout) is the same file as --checkpoint "+f.Checkpoint),
 		outfiletest.R(">> --queries", in, ">> "+f.Test, 1, "rank: -o - (stdout) is the same file as --queries "+f.Test),
+		outfiletest.R("--ask's answers >> --checkpoint", []string{"--checkpoint", f.Checkpoint, "--data", f.Data, "--ask", "(0,(0,))", "-q"},
+			">> "+f.Checkpoint, 1, "rank: the answers on - (stdout) is the same file as --checkpoint "+f.Checkpoint),
 	})
 }

@@ -66,7 +66,11 @@ func (cfg *AskConfig) check() error {
 	}
 	inputs := []outfile.Path{{Flag: "--checkpoint", Path: cfg.Checkpoint}, {Flag: "--ask-file", Path: cfg.AskFile}}
 	inputs = append(inputs, outfile.DirFiles("--data", cfg.Data)...)
-	return outfile.Check(inputs, []outfile.Path{{Flag: "-o", Path: cfg.Output}})
+	outputs := []outfile.Path{{Flag: "-o", Path: cfg.Output}}
+	if cfg.Output != "-" { // the tables go to stdout: an output too
+		outputs = append(outputs, outfile.Path{Flag: "the answers on", Path: "-"})
+	}
+	return outfile.Check(inputs, outputs)
 }
 
 // question is one asked query: where it was written, as written, parsed and resolved.
