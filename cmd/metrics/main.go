@@ -60,6 +60,20 @@ func app() *cli.App {
 		},
 		Commands: []*cli.Command{
 			{
+				Name:      "curves",
+				Usage:     "a run's training curves from its train logs alone (also while it runs): the loss in windows, the valid MRR at each validation",
+				ArgsUsage: "LOG... (train-log artifacts)",
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "points", Value: 20, Usage: "average the loss over `N` windows of steps in the printed table (the CSV has every step)"},
+					&cli.StringFlag{Name: "csv", Usage: "every row of every log as CSV, `FILE`"},
+					&cli.StringFlag{Name: "plot", Usage: "the loss and valid-MRR curves of the one LOG, `FILE`.png or .svg"},
+				},
+				Action: func(c *cli.Context) error {
+					return pipeline.Curves(pipeline.CurvesConfig{Logs: c.Args().Slice(), Points: c.Int("points"), CSV: c.String("csv"),
+						Plot: c.String("plot")}, outfile.Stdout)
+				},
+			},
+			{
 				Name:      "results",
 				Usage:     "the reproduction tables from the results entries kept in the repository (nothing is re-run)",
 				ArgsUsage: "DIR... (results folders, searched for entries: folders with run.json, metrics.arrow, train-log.arrow)",

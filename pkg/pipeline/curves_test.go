@@ -1,0 +1,134 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/compute/cpu"
+	"github.com/rocone/rocone/pkg/train"
+	"github.com/rocone/rocone/pkg/train/traintest"
+)
+
+// curvesLog trains a tiny model for 12 steps with validation every 4 and returns its log.
+func curvesLog(t *testing.T, dir string) string {
+	t.Helper()
+	trainFile := traintest.Generate(t, dir, "train.arrow", "train", nil, 1)
+	validFile := traintest.Generate(t, dir, "valid.arrow", "valid", nil, 2)
+	cfg, err := train.NewConfig("", []train.Setting{{Key: "dim", Value: 8}, {Key: "steps", Value: 12}, {Key: "eval_every", Value: 4},
+		{Key: "batch", Value: 16}, {Key: "negatives", Value: 4}, {Key: "lr", Value: 0.01}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "log.arrow")
+	if _, err := train.Run(context.Background(), cfg, train.Options{Train: trainFile, Valid: validFile,
+		Checkpoint: filepath.Join(dir, "m.arrow"), Log: log, Kernels: cpu.New(cpu.Options{})}); err != nil {
+		t.Fatal(err)
+	}
+	return log
+}
+
+// TestCurves: the windows are the means of the logged losses, every validation is a row
+// of the MRR table, and the CSV holds every row of the log with its values.
+func TestCurves(t *testing.T) {
+	dir := t.TempDir()
+	log := curvesLog(t, dir)
+	_, rows, err := artifact.ReadTrainLog(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	csvPath := filepath.Join(dir, "curves.csv")
+	if err := Curves(CurvesConfig{Logs: []string{log}, Points: 3, CSV: csvPath}, &out); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	// 12 train steps in 3 windows of 4: each window's loss is the mean of its 4 rows.
+	var train []artifact.TrainLogRow
+	valid := map[int64]float64{}
+	for _, r := range rows {
+		switch {
+		case r.Kind == artifact.LogTrain:
+			train = append(train, r)
+		case r.Type == "AVG-EPFO":
+			valid[r.Step] = r.MRR
+		}
+	}
+	if len(train) != 12 || len(valid) < 2 {
+		t.Fatalf("%d train rows, %d validations", len(train), len(valid))
+	}
+	for k := range 3 {
+		var sum float64
+		for _, r := range train[4*k : 4*k+4] {
+			sum += r.Loss
+		}
+		want := fmt.Sprintf("| %d–%d | %.4f |", train[4*k].Step, train[4*k+3].Step, sum/4)
+		if !strings.Contains(text, want) {
+			t.Errorf("no window row %q in:\n%s", want, text)
+		}
+	}
+	for step, m := range valid {
+		if want := fmt.Sprintf("| %d | %.2f |", step, 100*m); !strings.Contains(text, want) {
+			t.Errorf("no validation row %q in:\n%s", want, text)
+		}
+	}
+	f, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(rows)+1 || recs[0][3] != "step" || recs[0][7] != "loss" {
+		t.Fatalf("%d CSV records for %d rows; header %v", len(recs), len(rows), recs[0])
+	}
+	for i, r := range rows {
+		rec := recs[i+1]
+		step, _ := strconv.ParseInt(rec[3], 10, 64)
+		if step != r.Step || rec[4] != r.Kind || rec[5] != r.Type {
+			t.Fatalf("row %d: %v, want step %d %s %s", i, rec, r.Step, r.Kind, r.Type)
+		}
+		for col, v := range map[int]float64{7: r.Loss, 10: r.MRR} {
+			if math.IsNaN(v) {
+				if rec[col] != "" {
+					t.Errorf("row %d col %d: %q for NaN", i, col, rec[col])
+				}
+				continue
+			}
+			if got, err := strconv.ParseFloat(rec[col], 64); err != nil || got != v {
+				t.Errorf("row %d col %d: %q, want %v", i, col, rec[col], v)
+			}
+		}
+	}
+}
+
+func TestCurvesRefuses(t *testing.T) {
+	dir := t.TempDir()
+	log := curvesLog(t, dir)
+	for _, c := range []struct {
+		name string
+		cfg  CurvesConfig
+		want string
+	}{
+		{"no log", CurvesConfig{Points: 5}, "no train log given"},
+		{"points 0", CurvesConfig{Logs: []string{log}}, "--points 0"},
+		{"plot of two logs", CurvesConfig{Logs: []string{log, log}, Points: 5, Plot: filepath.Join(dir, "p.svg")}, "give one train log (2 given)"},
+		{"csv over the log", CurvesConfig{Logs: []string{log}, Points: 5, CSV: log}, "--csv " + log + " is the same file as train log " + log},
+		{"not a log", CurvesConfig{Logs: []string{filepath.Join(dir, "m.arrow")}, Points: 5}, `artifact is "checkpoint", want "train-log"`},
+	} {
+		err := Curves(c.cfg, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
