@@ -84,7 +84,7 @@ func Curves(cfg CurvesConfig, w io.Writer) error {
 
 // lossWindow is the mean of the losses of the train rows of steps [From, To].
 type lossWindow struct {
-	From, To             int64
+	From, To              int64
 	Loss, Path, Other, LR float64
 }
 
