@@ -42,9 +42,11 @@ func importCommand() *cli.Command {
 				// config.json read when --config is not given.
 				inputs = append(inputs, outfile.DirFiles("--from", from)...)
 			}
-			if err := outfile.Check(inputs, []outfile.Path{{Flag: "-o", Path: out}}); err != nil {
+			release, err := outfile.Claim(inputs, []outfile.Path{{Flag: "-o", Path: out}})
+			if err != nil {
 				return err
 			}
+			defer release()
 			opts := qecone.ImportOptions{Checkpoint: from, Config: c.String("config"), Dataset: c.String("dataset")}
 			if c.IsSet("lambda") {
 				l := c.Float64("lambda")

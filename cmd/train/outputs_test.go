@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -147,4 +148,37 @@ func waitCheckpoint(t *testing.T, ck string, steps int64) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestOneRunPerOutput: while a run holds its checkpoint, a second run naming the same
+// checkpoint, or its log, fails at once naming the first run's pid and changes nothing;
+// once the first has ended (here by a signal), the checkpoint is free again.
+func TestOneRunPerOutput(t *testing.T) {
+	tr, _ := data(t)
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "m.arrow")
+	args := append([]string{"--train", tr, "--checkpoint", ck, "--eval-every", "0", "--checkpoint-every", "1", "--workers", "1"}, tiny...)
+	first := outfiletest.Command(append(append([]string{}, args...), "--steps", "100", "--test-hang-after", "2"))
+	var stderr outfiletest.Buffer
+	first.Stderr = &stderr
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Process.Kill()
+	waitCheckpoint(t, ck, 2)
+	held := "another run is writing it (process " + strconv.Itoa(first.Process.Pid) + " holds"
+	outfiletest.RunRedirects(t, dir, []outfiletest.Redirect{
+		outfiletest.R("the same checkpoint", append(append([]string{}, args...), "--steps", "5", "--overwrite"), "", 1, "train: --checkpoint "+ck+": "+held),
+		outfiletest.R("resuming it", append(append([]string{}, args...), "--steps", "5", "--resume"), "", 1, held),
+		outfiletest.R("its log", append(append([]string{"--train", tr, "--checkpoint", filepath.Join(dir, "other.arrow")}, tiny...), "--log", filepath.Join(dir, "m-log.arrow"), "--steps", "5"),
+			"", 1, "train: --log "+filepath.Join(dir, "m-log.arrow")+": "+held),
+	})
+	first.Process.Signal(syscall.SIGINT)
+	stderr.WaitFor(t, "stopping at the next step", time.Minute)
+	first.Process.Signal(syscall.SIGTERM)
+	first.Wait()
+	if _, err := os.Stat(filepath.Join(dir, ".m.arrow.lock")); !os.IsNotExist(err) {
+		t.Errorf("the lock file outlived its run: %v", err)
+	}
+	outfiletest.Run(t, time.Minute, append(append([]string{}, args...), "--steps", "3", "--resume")...).Expect(t, 0)
 }

@@ -51,6 +51,7 @@ func main(stage string, graceful bool, run func(context.Context) error) {
 			live.Lock()
 			removeLive()
 			live.Unlock()
+			releaseClaims()
 			panic(r)
 		}
 	}()
@@ -70,6 +71,7 @@ func main(stage string, graceful bool, run func(context.Context) error) {
 func die(stage string, sig os.Signal) {
 	live.Lock()
 	dests := removeLive()
+	releaseClaims()
 	sort.Strings(dests)
 	msg := fmt.Sprintf("%s: stopped by %s", stage, sigName(sig))
 	if len(dests) > 0 {

@@ -41,6 +41,8 @@ type AskConfig struct {
 	Workers      int
 	Batch        int
 	Log          io.Writer
+
+	inputs, outputs []outfile.Path // set by check
 }
 
 // Known graphs.
@@ -70,7 +72,8 @@ func (cfg *AskConfig) check() error {
 	if cfg.Output != "-" { // the tables go to stdout: an output too
 		outputs = append(outputs, outfile.Path{Flag: "the answers on", Path: "-"})
 	}
-	return outfile.Check(inputs, outputs)
+	cfg.inputs, cfg.outputs = inputs, outputs
+	return nil
 }
 
 // question is one asked query: where it was written, as written, parsed and resolved.
@@ -166,6 +169,11 @@ func Ask(cfg AskConfig) error {
 	if err := cfg.check(); err != nil {
 		return err
 	}
+	release, err := outfile.Claim(cfg.inputs, cfg.outputs)
+	if err != nil {
+		return err
+	}
+	defer release()
 	qs, err := readQuestions(&cfg)
 	if err != nil {
 		return err

@@ -50,10 +50,12 @@ func Curves(cfg CurvesConfig, w io.Writer) error {
 	for _, l := range cfg.Logs {
 		inputs = append(inputs, outfile.Path{Flag: "train log", Path: l})
 	}
-	if err := outfile.Check(inputs, []outfile.Path{{Flag: "the curves on", Path: "-"}, {Flag: "--csv", Path: cfg.CSV},
-		{Flag: "--plot", Path: cfg.Plot}}); err != nil {
+	release, err := outfile.Claim(inputs, []outfile.Path{{Flag: "the curves on", Path: "-"}, {Flag: "--csv", Path: cfg.CSV},
+		{Flag: "--plot", Path: cfg.Plot}})
+	if err != nil {
 		return err
 	}
+	defer release()
 	logs := make([]curveLog, len(cfg.Logs))
 	for i, p := range cfg.Logs {
 		meta, rows, err := artifact.ReadTrainLog(p)

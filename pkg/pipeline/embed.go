@@ -33,9 +33,11 @@ type EmbedConfig struct {
 // consecutive queries, grouped by structure), so that `rank --cones` reproduces the ranks
 // of `rank` without cones bit for bit.
 func Embed(cfg EmbedConfig) error {
-	if err := cfg.checkOutputs(); err != nil {
+	release, err := cfg.checkOutputs()
+	if err != nil {
 		return err
 	}
+	defer release()
 	l, err := loadModel(cfg.Checkpoint, cfg.Kernels)
 	if err != nil {
 		return err

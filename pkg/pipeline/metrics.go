@@ -136,9 +136,11 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 	case cfg.Models && (cfg.Output != "" || cfg.Plot != "" || cfg.Label != ""):
 		return fmt.Errorf("--models prints the side-by-side table only; -o, --plot and --label describe one model: run metrics once per model for them")
 	}
-	if err := cfg.checkOutputs(); err != nil {
+	release, err := cfg.checkOutputs()
+	if err != nil {
 		return err
 	}
+	defer release()
 	all, err := readRanksRuns(cfg.Ranks)
 	if err != nil {
 		return err

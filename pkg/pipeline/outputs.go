@@ -3,26 +3,27 @@ package pipeline
 import "github.com/rocone/rocone/pkg/outfile"
 
 // The outputs of each stage are checked before any work and before any input is read
-// (outfile.Check): writable, and neither one of the stage's inputs nor each other.
+// (outfile.Check): writable, and neither one of the stage's inputs nor each other; the
+// stages that write files claim them for the run (outfile.Claim: release when done).
 
-func (cfg EmbedConfig) checkOutputs() error {
-	return outfile.Check(
+func (cfg EmbedConfig) checkOutputs() (release func(), err error) {
+	return outfile.Claim(
 		[]outfile.Path{{Flag: "--checkpoint", Path: cfg.Checkpoint}, {Flag: "--queries", Path: cfg.Queries}},
 		[]outfile.Path{{Flag: "-o", Path: cfg.Output}})
 }
 
-func (cfg RankConfig) checkOutputs() error {
+func (cfg RankConfig) checkOutputs() (release func(), err error) {
 	inputs := []outfile.Path{{Flag: "--checkpoint", Path: cfg.Checkpoint}, {Flag: "--queries", Path: cfg.Queries}, {Flag: "--cones", Path: cfg.Cones}}
 	inputs = append(inputs, outfile.DirFiles("--data", cfg.Data)...)
-	return outfile.Check(inputs, []outfile.Path{{Flag: "-o", Path: cfg.Output}})
+	return outfile.Claim(inputs, []outfile.Path{{Flag: "-o", Path: cfg.Output}})
 }
 
-func (cfg MetricsConfig) checkOutputs() error {
+func (cfg MetricsConfig) checkOutputs() (release func(), err error) {
 	inputs := []outfile.Path{{Flag: "--log", Path: cfg.TrainLog}}
 	for _, r := range cfg.Ranks {
 		inputs = append(inputs, outfile.Path{Flag: "ranks file", Path: r})
 	}
-	return outfile.Check(inputs, []outfile.Path{{Flag: "the table on", Path: "-"}, {Flag: "-o", Path: cfg.Output},
+	return outfile.Claim(inputs, []outfile.Path{{Flag: "the table on", Path: "-"}, {Flag: "-o", Path: cfg.Output},
 		{Flag: "--plot", Path: cfg.Plot}, {Flag: "--curves", Path: cfg.CurvePlot}})
 }
 

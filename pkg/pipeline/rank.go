@@ -99,9 +99,11 @@ func Rank(cfg RankConfig) error {
 	if cfg.Queries == "-" && cfg.Cones == "-" {
 		return fmt.Errorf("--queries and --cones cannot both read stdin")
 	}
-	if err := cfg.checkOutputs(); err != nil {
+	release, err := cfg.checkOutputs()
+	if err != nil {
 		return err
 	}
+	defer release()
 	l, err := loadModel(cfg.Checkpoint, cfg.Kernels)
 	if err != nil {
 		return err

@@ -43,9 +43,11 @@ func MergeShards(paths []string, out string, log io.Writer) error {
 	for _, p := range paths {
 		inputs = append(inputs, outfile.Path{Flag: "SHARD", Path: p})
 	}
-	if err := outfile.Check(inputs, []outfile.Path{{Flag: "-o", Path: out}}); err != nil {
+	release, err := outfile.Claim(inputs, []outfile.Path{{Flag: "-o", Path: out}})
+	if err != nil {
 		return err
 	}
+	defer release()
 	readers := make([]*peekReader, len(paths))
 	defer func() {
 		for _, r := range readers {

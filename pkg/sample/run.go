@@ -49,9 +49,11 @@ func GenerateToFile(ctx context.Context, src Source, split string, opts Options,
 	if m := opts.ShardMargin; m < 0 || math.IsNaN(m) || math.IsInf(m, 0) {
 		return fmt.Errorf("--shard-margin %v: want a fraction of at least 0 (0.5: sample 50%% more than the shard's share)", m)
 	}
-	if err := checkOutput(src, "", out); err != nil {
+	release, err := checkOutput(src, "", out)
+	if err != nil {
 		return err
 	}
+	defer release()
 	d, g, log, err := src.graphs(split, log)
 	if err != nil {
 		return err
@@ -126,9 +128,11 @@ func samplingRun(opts Options) string {
 
 // ImportToFile imports a BetaE query pickle for split of src and writes a queries artifact.
 func ImportToFile(src Source, split, pickle, out string, log io.Writer) error {
-	if err := checkOutput(src, pickle, out); err != nil {
+	release, err := checkOutput(src, pickle, out)
+	if err != nil {
 		return err
 	}
+	defer release()
 	d, g, log, err := src.graphs(split, log)
 	if err != nil {
 		return err

@@ -59,9 +59,9 @@ type Result struct {
 // rewritten at every checkpoint and read back by --resume), so that a mistake is found
 // at once, not at the first checkpoint hours later. With Resume, the checkpoint and log
 // are inputs too by design, and are not compared with themselves.
-func checkOutputs(opts Options) error {
+func checkOutputs(opts Options) (release func(), err error) {
 	inputs := []outfile.Path{{Flag: "--train", Path: opts.Train}, {Flag: "--valid", Path: opts.Valid}, {Flag: "--config", Path: opts.Config}}
-	return outfile.Check(inputs, []outfile.Path{
+	return outfile.Claim(inputs, []outfile.Path{
 		{Flag: "--checkpoint", Path: opts.Checkpoint, File: true},
 		{Flag: "--log", Path: opts.Log, File: true},
 		{Flag: "--profile", Path: opts.Profile.Path, File: true},

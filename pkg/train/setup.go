@@ -15,7 +15,7 @@ import (
 	"github.com/rocone/rocone/pkg/model"
 )
 
-func setup(cfg Config, opts Options) (*trainer, error) {
+func setup(cfg Config, opts Options) (_ *trainer, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -25,10 +25,16 @@ func setup(cfg Config, opts Options) (*trainer, error) {
 	if cfg.SparseAdam && opts.Device != nil {
 		return nil, errors.New("sparse Adam (--adam sparse) runs on the CPU only: the CUDA backend's optimiser is dense; use --device cpu or --adam dense")
 	}
-	if err := checkOutputs(opts); err != nil {
+	release, err := checkOutputs(opts)
+	if err != nil {
 		return nil, err
 	}
-	t := &trainer{cfg: cfg, opts: opts, workers: opts.Workers, savedSteps: -1}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	t := &trainer{cfg: cfg, opts: opts, workers: opts.Workers, savedSteps: -1, release: release}
 	if t.workers <= 0 {
 		t.workers = runtime.GOMAXPROCS(0)
 	}

@@ -20,6 +20,7 @@ type trainer struct {
 	cfg     Config
 	opts    Options
 	workers int
+	release func() // ends the claim on the outputs (outfile.Claim)
 
 	model         *model.Model[float32] // trains, on the timed kernels
 	evalModel     *model.Model[float32] // the same parameters on the bare backend, for validation
@@ -60,6 +61,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer t.release() // the claim on the checkpoint and log (outfile.Claim), after the last write
 	defer t.upd.Close()
 	return t.run(ctx)
 }

@@ -1,0 +1,57 @@
+package outfile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestClaim: a claimed output cannot be claimed again until released (flock is per open
+// file, so this holds within one process too); the error names the holder's pid; release
+// removes the lock file; a stale lock file (a killed run's) is taken over.
+func TestClaim(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "a.arrow")
+	outs := []Path{{Flag: "-o", Path: out}, {Flag: "--plot", Path: filepath.Join(dir, "p.svg")}, {Flag: "stdout", Path: "-"}}
+	release, err := Claim(nil, outs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, ".a.arrow.lock")
+	if b, err := os.ReadFile(lock); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
+		t.Fatalf("lock file %q, %v: want this pid", b, err)
+	}
+	_, err = Claim(nil, []Path{{Flag: "--log", Path: out}})
+	if !errors.Is(err, errClaimed) || !strings.Contains(err.Error(), "--log "+out+": another run is writing it (process "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second claim: %v", err)
+	}
+	// A failed claim of several outputs releases what it took: p.svg is claimed, so q.txt
+	// must be free again afterwards.
+	q := filepath.Join(dir, "q.txt")
+	if _, err := Claim(nil, []Path{{Flag: "-o", Path: q}, {Flag: "--plot", Path: filepath.Join(dir, "p.svg")}}); !errors.Is(err, errClaimed) {
+		t.Fatalf("claim of a held plot: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".q.txt.lock")); !os.IsNotExist(err) {
+		t.Errorf("a failed claim left q.txt's lock: %v", err)
+	}
+	release()
+	release() // twice is harmless
+	for _, p := range []string{lock, filepath.Join(dir, ".p.svg.lock")} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left after release: %v", p, err)
+		}
+	}
+	// A killed run's lock file: present, unlocked.
+	os.WriteFile(lock, []byte("999999\n"), 0o644)
+	release, err = Claim(nil, outs[:1])
+	if err != nil {
+		t.Fatalf("a stale lock file was not taken over: %v", err)
+	}
+	release()
+	if es, _ := os.ReadDir(dir); len(es) != 0 {
+		t.Errorf("left %s", es[0].Name())
+	}
+}
