@@ -15,7 +15,7 @@ build: $(BINS)
 # these binaries run on GPU hosts only.
 build-cuda:
 	@mkdir -p bin/cuda
-	$(GO) build -tags cuda -o bin/cuda/ $(addprefix ./cmd/,$(STAGES))
+	$(GO) build -buildvcs=auto -tags cuda -o bin/cuda/ $(addprefix ./cmd/,$(STAGES))
 
 # The whole test suite: Go (vet, unit, integration and the CUDA kernels under the launch
 # emulator) and the checks that a queries file written here reads in JavaScript with

@@ -4,6 +4,8 @@
 GO      ?= go
 GO_SRC  := $(shell find cmd pkg -name '*.go' -not -name '*_test.go') go.mod go.sum
 
+# -buildvcs=auto: the commit goes into the binary (STAGE --version) when this is a git
+# checkout, whatever GOFLAGS says.
 bin/%: $(GO_SRC)
 	@mkdir -p bin
-	$(GO) build -o $@ ./cmd/$*
+	$(GO) build -buildvcs=auto -o $@ ./cmd/$*

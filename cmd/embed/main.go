@@ -52,8 +52,9 @@ func main() {
 
 func app() *cli.App {
 	return &cli.App{
-		Name:  "embed",
-		Usage: "embed queries as cones (axis and half aperture per DNF branch)",
+		Name:    "embed",
+		Version: cliargs.Version(),
+		Usage:   "embed queries as cones (axis and half aperture per DNF branch)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "checkpoint", Usage: "trained model `FILE` (required)"},
 			&cli.StringFlag{Name: "queries", Usage: "queries artifact `FILE` (- for stdin; required)"},

@@ -24,6 +24,7 @@ func main() {
 func app() *cli.App {
 	return &cli.App{
 		Name:      "metrics",
+		Version:   cliargs.Version(),
 		Usage:     "per-type MRR and Hits@1/3/10 over seeds (mean ± std, bootstrap 95% interval)",
 		ArgsUsage: "RANKS... (the seeds' ranks files; the n files of a rank --shard run count as one seed)",
 		Description: "The RANKS files are the seeds of one model: distinct checkpoints of one model and training configuration\n" +

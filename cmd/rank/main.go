@@ -26,8 +26,9 @@ func main() {
 
 func app() *cli.App {
 	return &cli.App{
-		Name:  "rank",
-		Usage: "filtered ranks of every hard answer (one row per query and hard answer)",
+		Name:    "rank",
+		Version: cliargs.Version(),
+		Usage:   "filtered ranks of every hard answer (one row per query and hard answer)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "checkpoint", Required: true, Usage: "trained model `FILE` (its entity table)"},
 			&cli.StringFlag{Name: "queries", Usage: "queries artifact `FILE`, for the easy/hard answers (- for stdin); required unless --ask or --ask-file"},

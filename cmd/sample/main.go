@@ -45,8 +45,9 @@ func logWriter(c *cli.Context) io.Writer {
 
 func app() *cli.App {
 	return &cli.App{
-		Name:  "sample",
-		Usage: "make BetaE-style query files (queries artifacts) from a KG",
+		Name:    "sample",
+		Version: cliargs.Version(),
+		Usage:   "make BetaE-style query files (queries artifacts) from a KG",
 		Commands: []*cli.Command{
 			{
 				Name:  "generate",

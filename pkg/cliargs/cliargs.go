@@ -1,11 +1,13 @@
-// Package cliargs checks a stage's command line for the mistakes urfave/cli lets pass:
-// a flag given twice (the last value silently wins) and a flag after the first file name
-// (read as another file name). Both are errors here, named before any work is done.
+// Package cliargs is what every stage's command line shares beyond urfave/cli: it refuses
+// the mistakes urfave/cli lets pass, a flag given twice (the last value silently wins) and
+// a flag after the first file name (read as another file name), before any work is done;
+// and it gives the --version every stage prints.
 package cliargs
 
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -127,4 +129,37 @@ func takesValue(f cli.Flag) bool {
 func isSlice(f cli.Flag) bool {
 	s, ok := f.(cli.DocGenerationSliceFlag)
 	return ok && s.IsSliceFlag()
+}
+
+// Version is what `STAGE --version` prints: the commit the binary was built from (with
+// "+ uncommitted changes" when the tree was dirty), its date and the Go version, read from
+// the build information Go records; a binary built outside a git checkout says so.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown (no build information)"
+	}
+	var rev, at, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = " + uncommitted changes"
+			}
+		}
+	}
+	if rev == "" {
+		return "unknown commit (built without version control information), " + bi.GoVersion
+	}
+	return fmt.Sprintf("commit %s%s (%s), %s", rev, dirty, at, bi.GoVersion)
+}
+
+func init() {
+	// --version only: urfave/cli's default also takes -v, which a stage may want.
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the commit this binary was built from"}
+	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintf(c.App.Writer, "%s %s\n", c.App.Name, c.App.Version) }
 }

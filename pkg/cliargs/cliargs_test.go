@@ -1,6 +1,8 @@
 package cliargs
 
 import (
+	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -55,5 +57,27 @@ func TestCheck(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%q: error %v, want one containing %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestVersion: --version (and not -v) prints the stage's name and Version(), which names
+// the Go version and either the commit or why there is none.
+func TestVersion(t *testing.T) {
+	v := Version()
+	if !strings.Contains(v, runtime.Version()) || !(strings.HasPrefix(v, "commit ") || strings.HasPrefix(v, "unknown")) {
+		t.Errorf("Version() = %q", v)
+	}
+	app := testApp()
+	app.Version = v
+	var out bytes.Buffer
+	app.Writer = &out
+	if err := app.Run([]string{"stage", "--version"}); err != nil || out.String() != "stage "+v+"\n" {
+		t.Errorf("--version: %q, %v", out.String(), err)
+	}
+	app.Flags = append(app.Flags, &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}})
+	app.Action = func(*cli.Context) error { return nil }
+	out.Reset()
+	if err := app.Run([]string{"stage", "-v"}); err != nil || strings.Contains(out.String(), v) {
+		t.Errorf("-v is the stage's own flag, not --version: %q, %v", out.String(), err)
 	}
 }

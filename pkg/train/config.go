@@ -60,6 +60,18 @@ var Presets = map[string]map[string]any{
 		"lambda": 0.02, "dropout": 0.2, "steps": 300001, "eval_every": 60000},
 }
 
+// presetAliases are other names of the presets: the dataset folders' names.
+var presetAliases = map[string]string{"nell-995": "nell995"}
+
+// PresetName returns the preset a name means: a preset's own name, or an alias (the
+// dataset folder's name, nell-995 for nell995).
+func PresetName(name string) string {
+	if p, ok := presetAliases[name]; ok {
+		return p
+	}
+	return name
+}
+
 // PresetNames lists the presets, sorted.
 func PresetNames() []string {
 	names := make([]string, 0, len(Presets))
@@ -182,7 +194,7 @@ func (c *Config) Set(key string, value any) error {
 func NewConfig(preset string, settings []Setting) (Config, error) {
 	c := Default()
 	if preset != "" {
-		p, ok := Presets[preset]
+		p, ok := Presets[PresetName(preset)]
 		if !ok {
 			return c, fmt.Errorf("unknown preset %q (known: %s)", preset, strings.Join(PresetNames(), ", "))
 		}

@@ -310,6 +310,9 @@ func TestConfig(t *testing.T) {
 	if c.Dim != 16 || c.LR != 0.5 || c.Gamma != 20 || c.Lambda != 0.02 || c.Dropout != 0.2 || c.Steps != 300001 || c.EvalEvery != 60000 || c.Model != "rocone" {
 		t.Errorf("nell995 with --dim 16 --lr 0.5: %+v", c)
 	}
+	if alias, err := NewConfig("nell-995", []Setting{{Key: "dim", Value: 16, Source: "--dim"}, {Key: "lr", Value: 0.5, Source: "--lr"}}); err != nil || alias != c {
+		t.Errorf("--preset nell-995 (the dataset folder's name): %+v, %v; want nell995's %+v", alias, err, c)
+	}
 	if _, err := NewConfig("wn18", nil); err == nil || !strings.Contains(err.Error(), "fb15k-237") {
 		t.Errorf("unknown preset: %v", err)
 	}
