@@ -237,3 +237,16 @@ func TestStdoutIsAnOutput(t *testing.T) {
 		outfiletest.R("stats > /dev/null", []string{"stats", queries}, "> /dev/null", 0, ""),
 	})
 }
+
+// TestStatsSaysShard: sample stats says when a file is one shard of a sampling run.
+func TestStatsSaysShard(t *testing.T) {
+	dir := t.TempDir()
+	data := copyData(t, dir)
+	part, whole := filepath.Join(dir, "part.arrow"), filepath.Join(dir, "whole.arrow")
+	outfiletest.Run(t, time.Minute, generate(data, "--shard", "0/2", "-o", part)...).Expect(t, 0)
+	outfiletest.Run(t, time.Minute, generate(data, "-o", whole)...).Expect(t, 0)
+	if r := outfiletest.Run(t, time.Minute, "stats", part, whole); r.Code != 0 ||
+		strings.Count(r.Stdout, "shard 0/2 of a sampling run") != 1 || !strings.Contains(r.Stdout, "join the 2 shards with sample merge") {
+		t.Errorf("exit %d; stdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+}

@@ -32,6 +32,10 @@ type RanksMeta struct {
 	// absent, the whole, in an unsharded file). NumQueries and QueriesHash stay those of
 	// the whole queries file.
 	Shard shard.Spec
+	// ShardRange is the queries [First, End) of the file's Total that a shard ranks
+	// (metadata key shard_range): metrics checks that a run's shards tile the file.
+	// Unknown in unsharded files and in shards written before it was recorded.
+	ShardRange shard.Span
 }
 
 // Rank is one row: the filtered rank of one hard answer of one query (1-based, as in
@@ -72,6 +76,9 @@ func (m RanksMeta) values() map[string]string {
 		"train_config": m.TrainConfig,
 	}
 	maps.Copy(v, m.Shard.Meta())
+	if m.ShardRange.Known() {
+		v[shard.RangeKey] = m.ShardRange.String()
+	}
 	return v
 }
 
@@ -149,6 +156,11 @@ func ReadRanks(path string) (RanksMeta, []Rank, error) {
 		m.TrainConfig, _ = md.GetValue("train_config") // optional: absent in older files
 		if m.Shard, err = metaShard(name, md); err != nil {
 			return nil, err
+		}
+		if v, ok := md.GetValue(shard.RangeKey); ok {
+			if m.ShardRange, err = shard.ParseSpan(name, v); err != nil {
+				return nil, err
+			}
 		}
 		return ranksSpec(m.TopK > 0), nil
 	}

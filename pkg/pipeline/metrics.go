@@ -85,6 +85,9 @@ func readRanksRuns(paths []string) ([]ranksRun, error) {
 	}
 	runs := make([]ranksRun, len(groups))
 	for g, group := range groups {
+		if err := checkTiling(files, group); err != nil {
+			return nil, err
+		}
 		first := files[group[0]]
 		name := first.id.Path
 		if len(group) > 1 {
@@ -117,6 +120,23 @@ func readRanksRuns(paths []string) ([]ranksRun, error) {
 		runs[g] = ranksRun{meta: first.meta, run: run, id: id}
 	}
 	return runs, nil
+}
+
+// checkTiling checks that the shards of one run (group, in shard order) rank every query
+// of the file once, where they record their ranges (shard files of older versions do not).
+func checkTiling(files []ranksFile, group []int) error {
+	if len(group) < 2 {
+		return nil
+	}
+	names := make([]string, len(group))
+	spans := make([]shard.Span, len(group))
+	for k, i := range group {
+		names[k], spans[k] = files[i].id.Path, files[i].meta.ShardRange
+		if !spans[k].Known() {
+			return nil
+		}
+	}
+	return shard.CheckTiling(fmt.Sprintf("ranks shards of checkpoint sha256 %.12s", files[group[0]].id.CheckpointHash), names, spans)
 }
 
 // Metrics aggregates ranks over seeds and writes the table to w. The ranks files must be

@@ -126,6 +126,10 @@ func Rank(cfg RankConfig) error {
 	batch := cmp.Or(cfg.Batch, eval.DefaultRankBatch)
 	opts := eval.RankOptions{Workers: cfg.Workers, Batch: min(batch, len(rq))}
 	first, end, err := shardRange(cfg.Shard, cfg.Queries, len(rq), shardBlock(opts.Batch, len(rq)))
+	var span shard.Span // recorded in a shard, so that metrics checks the shards tile the file
+	if !cfg.Shard.Whole() {
+		span = shard.Span{First: first, End: end, Total: len(rq)}
+	}
 	if err != nil {
 		return err
 	}
@@ -182,7 +186,7 @@ func Rank(cfg RankConfig) error {
 	w, err := artifact.CreateRanks(cfg.Output, artifact.RanksMeta{
 		Model: string(mc.Variant), Dataset: qmeta.Dataset, Split: qmeta.Split, NumEntities: mc.NumEntities,
 		NumQueries: len(all), Queries: displayPath(cfg.Queries), QueriesHash: digest, Checkpoint: cfg.Checkpoint, CheckpointHash: l.hash,
-		Seed: l.seed(), TopK: cfg.TopK, TrainConfig: l.meta.Config, Shard: cfg.Shard,
+		Seed: l.seed(), TopK: cfg.TopK, TrainConfig: l.meta.Config, Shard: cfg.Shard, ShardRange: span,
 	})
 	if err != nil {
 		return err

@@ -215,11 +215,32 @@ func TestMetricsShards(t *testing.T) {
 	if mixed, _, err := metrics([]string{s1[0], s1[1], s1[2], whole[1]}); err != nil || !reflect.DeepEqual(mixed, want) {
 		t.Errorf("seed 1 in shards and seed 2 whole: %v (rows equal: %v)", err, reflect.DeepEqual(mixed, want))
 	}
+	// Shards cut with other batch sizes (blocks of 16 by default, of lcm(40, 16) = 80 with
+	// --batch 40) do not tile the file: a gap or an overlap, named.
+	ck1 := filepath.Join(dir, "m1.arrow")
+	halves := map[string]string{}
+	for _, h := range []struct {
+		name  string
+		index int
+		batch int
+	}{{"0-default", 0, 0}, {"1-default", 1, 0}, {"0-batch40", 0, 40}, {"1-batch40", 1, 40}} {
+		out := filepath.Join(dir, "half-"+h.name+".arrow")
+		if err := Rank(RankConfig{Checkpoint: ck1, Queries: queries, Output: out, Kernels: compute.Reference[float32]{},
+			Batch: h.batch, Shard: shard.Spec{Index: h.index, Count: 2}}); err != nil {
+			t.Fatal(err)
+		}
+		halves[h.name] = out
+	}
+	if _, _, err := metrics([]string{halves["0-default"], halves["1-default"]}); err != nil {
+		t.Errorf("two halves cut alike: %v", err)
+	}
 	for _, tc := range []struct {
 		name  string
 		ranks []string
 		err   string
 	}{
+		{"gap between shards of other batches", []string{halves["0-batch40"], halves["1-default"]}, "items 80-112 are in no shard (" + halves["0-batch40"] + " ends at 80, " + halves["1-default"] + " begins at 112)"},
+		{"overlap of shards of other batches", []string{halves["0-default"], halves["1-batch40"]}, "items 80-112 are in two shards"},
 		{"missing", []string{s1[0], s1[2], s2[0], s2[1], s2[2]}, "shard 1/3 missing (given 2 of 3: " + s1[0] + " " + s1[2] + ")"},
 		{"repeated", []string{s1[0], s1[1], s1[1], s1[2]}, s1[1] + " and " + s1[1] + " are both shard 1/3"},
 		{"mixed runs", []string{s1[0], s1[1], s2[2]}, "shard 2/3 missing"},

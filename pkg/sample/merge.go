@@ -64,8 +64,8 @@ func MergeShards(paths []string, out string, log io.Writer) error {
 		}
 		readers[k] = &peekReader{QueriesReader: r, name: p}
 		m := r.Meta()
-		if m.Shard.Whole() && len(paths) > 1 {
-			return fmt.Errorf("%s has no shard metadata: not a file of sample generate --shard i/n with n > 1", p)
+		if m.Shard.Whole() {
+			return fmt.Errorf("%s has no shard metadata: not a file of sample generate --shard i/n with n > 1 (a whole split has nothing to merge: use it as it is)", p)
 		}
 		specs[k] = m.Shard
 		if err := sameRun(paths[0], readers[0].Meta(), p, m); err != nil {
@@ -79,10 +79,6 @@ func MergeShards(paths []string, out string, log io.Writer) error {
 	order := make([]*peekReader, len(readers)) // by shard index
 	for k, r := range readers {
 		order[specs[k].Index] = r
-	}
-	if meta.Shard.Whole() {
-		// One shard of one (--shard 0/1, or no --shard): the file is the run's; copy it.
-		return copyQueries(readers[0], meta, out)
 	}
 	types, err := runTypes(paths[0], meta)
 	if err != nil {
@@ -412,27 +408,6 @@ func (m *merger) badAttempt(i, t int, attempt int64) error {
 	r := m.order[i]
 	return fmt.Errorf("%s (shard %s): %s query %d is attempt %d, not the next in the shard's blocks (those b with b mod %d = %d, %d of them): not a shard of this run",
 		r.name, r.Meta().Shard, m.covs[i].Types[t].Type, r.q.ID, attempt, m.n, i, m.covs[i].Types[t].Blocks)
-}
-
-// copyQueries writes r's queries to out, ids renumbered in order.
-func copyQueries(r *peekReader, meta artifact.QueriesMeta, out string) error {
-	w, err := artifact.CreateQueries(out, meta)
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	var id int64
-	for r.peek() {
-		q := r.take()
-		q.ID, id = id, id+1
-		if err := w.Write(&q); err != nil {
-			return err
-		}
-	}
-	if err := r.Err(); err != nil {
-		return err
-	}
-	return w.Close()
 }
 
 // sameRun reports how the shard b differs from the shard a in what makes a run: the KG,

@@ -72,6 +72,12 @@ func TestShardUnion(t *testing.T) {
 					rev[len(paths)-1-i] = p
 				}
 				merged := filepath.Join(dir, fmt.Sprintf("%s-merged-%d.arrow", split, n))
+				if n == 1 { // --shard 0/1 is the whole split: nothing to merge, and merge says so
+					if err := MergeShards(rev, merged, nil); err == nil || !strings.Contains(err.Error(), "has no shard metadata") {
+						t.Fatalf("merging the one file of --shard 0/1: %v", err)
+					}
+					return
+				}
 				if err := MergeShards(rev, merged, nil); err != nil {
 					t.Fatal(err)
 				}
@@ -120,6 +126,7 @@ func TestMergeRefuses(t *testing.T) {
 		{"other split", []string{three[0], trainShard[1], three[2]}, "", "shards of different runs (split test vs train)"},
 		{"other n", []string{three[0], two[1], three[2]}, "", "is shard 0/3 but"},
 		{"unsharded among shards", []string{three[0], whole, three[2]}, "", "whole.arrow has no shard metadata"},
+		{"one unsharded file", []string{whole}, "", "whole.arrow has no shard metadata"},
 		{"short shard", []string{three[0], short, three[2]}, "", "short.arrow (shard 1/3) holds"},
 		{"rows of another shard", []string{three[0], foreign, three[2]}, "", "foreign.arrow (shard 1/3): 1p query 0 is the run's query"},
 		{"output is a shard", three, three[0], "-o"},

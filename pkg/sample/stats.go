@@ -58,7 +58,12 @@ func PrintStats(w io.Writer, paths []string) error {
 			}
 			return 1
 		})
-		fmt.Fprintf(w, "%s: %s %s (%d entities, %d relations)\n\n", path, meta.Dataset, meta.Split, meta.NumEntities, meta.NumRelations)
+		fmt.Fprintf(w, "%s: %s %s (%d entities, %d relations)\n", path, meta.Dataset, meta.Split, meta.NumEntities, meta.NumRelations)
+		if !meta.Shard.Whole() {
+			fmt.Fprintf(w, "shard %s of a sampling run: a part of the split, not a queries file to train or rank on (join the %d shards with sample merge)\n",
+				meta.Shard, meta.Shard.Count)
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintf(w, "| %-6s | %8s | %9s | %9s |\n", "type", "queries", "mean easy", "mean hard")
 		fmt.Fprintf(w, "|%s|%s:|%s:|%s:|\n", strings.Repeat("-", 8), strings.Repeat("-", 9), strings.Repeat("-", 10), strings.Repeat("-", 10))
 		total := 0

@@ -137,3 +137,58 @@ func CheckSet(what string, names []string, specs []Spec) error {
 	}
 	return nil
 }
+
+// RangeKey is the schema-metadata key under which a shard's artifact records the items it
+// holds (Span), so that the joining stage checks the shards tile the whole exactly: shards
+// cut with different block sizes (rank --batch) would otherwise leave a gap or an overlap
+// that nothing notices.
+const RangeKey = "shard_range"
+
+// Span is the items [First, End) of Total that a shard holds. The zero value is unknown
+// (an artifact written before spans were recorded).
+type Span struct{ First, End, Total int }
+
+// Known reports whether the span was recorded.
+func (s Span) Known() bool { return s.Total > 0 }
+
+func (s Span) String() string { return fmt.Sprintf("%d-%d/%d", s.First, s.End, s.Total) }
+
+// ParseSpan reads what Span.String writes; name is the file, for the message.
+func ParseSpan(name, v string) (Span, error) {
+	var s Span
+	if _, err := fmt.Sscanf(v, "%d-%d/%d", &s.First, &s.End, &s.Total); err != nil || s.String() != v ||
+		s.First < 0 || s.First >= s.End || s.End > s.Total {
+		return Span{}, fmt.Errorf("%s: schema metadata %s=%q is not a range first-end/total of items", name, RangeKey, v)
+	}
+	return s, nil
+}
+
+// CheckTiling checks that spans, the shards of one run in shard order (names[k] names
+// spans[k]), hold every item of the whole exactly once: the first begins at 0, each
+// begins where the one before ends, the last ends at the total. It names the gap or the
+// overlap and the two files around it.
+func CheckTiling(what string, names []string, spans []Span) error {
+	for k, s := range spans {
+		if s.Total != spans[0].Total {
+			return fmt.Errorf("%s: %s holds items of %d, %s of %d: not shards of one file", what, names[0], spans[0].Total, names[k], s.Total)
+		}
+		prev := 0
+		if k > 0 {
+			prev = spans[k-1].End
+		}
+		switch {
+		case s.First > prev && k == 0:
+			return fmt.Errorf("%s: items 0-%d are in no shard (%s begins at %d)", what, s.First, names[k], s.First)
+		case s.First > prev:
+			return fmt.Errorf("%s: items %d-%d are in no shard (%s ends at %d, %s begins at %d): shards cut with different batch sizes? cut them all with the same --batch",
+				what, prev, s.First, names[k-1], prev, names[k], s.First)
+		case s.First < prev:
+			return fmt.Errorf("%s: items %d-%d are in two shards (%s ends at %d, %s begins at %d): shards cut with different batch sizes? cut them all with the same --batch",
+				what, s.First, prev, names[k-1], prev, names[k], s.First)
+		}
+	}
+	if last := spans[len(spans)-1]; last.End != last.Total {
+		return fmt.Errorf("%s: items %d-%d are in no shard (%s, the last, ends at %d)", what, last.End, last.Total, names[len(names)-1], last.End)
+	}
+	return nil
+}

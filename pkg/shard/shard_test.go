@@ -137,3 +137,31 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckTiling(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	for _, c := range []struct {
+		spans []Span
+		want  string
+	}{
+		{[]Span{{0, 4, 10}, {4, 8, 10}, {8, 10, 10}}, ""},
+		{[]Span{{1, 4, 10}, {4, 8, 10}, {8, 10, 10}}, "items 0-1 are in no shard (a begins at 1)"},
+		{[]Span{{0, 4, 10}, {5, 8, 10}, {8, 10, 10}}, "items 4-5 are in no shard (a ends at 4, b begins at 5)"},
+		{[]Span{{0, 4, 10}, {3, 8, 10}, {8, 10, 10}}, "items 3-4 are in two shards (a ends at 4, b begins at 3)"},
+		{[]Span{{0, 4, 10}, {4, 8, 10}, {8, 9, 10}}, "items 9-10 are in no shard (c, the last, ends at 9)"},
+		{[]Span{{0, 4, 10}, {4, 8, 11}, {8, 10, 10}}, "a holds items of 10, b of 11"},
+	} {
+		err := CheckTiling("run", names, c.spans)
+		if (c.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.spans, err, c.want)
+		}
+	}
+	for _, bad := range []string{"", "3-2/10", "0-11/10", "0-3", "-1-3/10", "0-3/10 ", "a-b/c"} {
+		if _, err := ParseSpan("f", bad); err == nil {
+			t.Errorf("ParseSpan(%q): no error", bad)
+		}
+	}
+	if s, err := ParseSpan("f", "16-32/40"); err != nil || s != (Span{16, 32, 40}) {
+		t.Errorf("ParseSpan: %v %v", s, err)
+	}
+}
