@@ -139,11 +139,17 @@ func ImportToFile(src Source, split, pickle, out string, log io.Writer) error {
 	}
 	return writeArtifact(queriesMeta(d, split), out, func(emit func(*Query) error) error {
 		stats, err := ImportBetaE(pickle, g, emit)
+		written := 0
 		for _, st := range stats {
 			fmt.Fprintf(log, "%s %s\n", split, st)
+			written += st.Queries
 			if st.Rejected[rejectNoHard] > 0 {
 				fmt.Fprintf(log, "warning: %s: %d %s queries have no hard answer\n", pickle, st.Rejected[rejectNoHard], st.Type)
 			}
+		}
+		if err == nil && written == 0 {
+			// An empty queries file would train on nothing or rank nothing, silently.
+			return fmt.Errorf("%s: the pickle holds no queries (of any structure): nothing to import", pickle)
 		}
 		return err
 	})

@@ -3,6 +3,8 @@ package sample
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -296,5 +298,24 @@ func TestImportBadInput(t *testing.T) {
 	train, _ := NewGraphs(d, "train")
 	if _, err := ImportBetaE("../../testdata/tiny-queries.pkl", train, func(*Query) error { return nil }); err == nil {
 		t.Error("import into train accepted")
+	}
+}
+
+// TestImportEmptyPickle: a pickle without queries is an error naming it, and nothing is
+// written (an empty queries file would train or rank on nothing without a word).
+func TestImportEmptyPickle(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty-queries.pkl")
+	// pickle.dumps({}, protocol=2): an empty dict.
+	if err := os.WriteFile(empty, []byte("\x80\x02}q\x00."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "q.arrow")
+	err := ImportToFile(Source{Dir: "../../testdata/tiny"}, "test", empty, out, nil)
+	if err == nil || !strings.Contains(err.Error(), empty+": the pickle holds no queries") {
+		t.Fatalf("error %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused import left %s", out)
 	}
 }
