@@ -3,6 +3,7 @@ package artifact
 import (
 	"fmt"
 	"maps"
+	"math"
 	"strconv"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -93,6 +94,9 @@ func (w *ConesWriter) Write(c *Cone) error {
 	if len(c.Axis) != w.dim || len(c.Aperture) != w.dim {
 		return fmt.Errorf("%s: query %d branch %d: axis/aperture of length %d/%d, want %d", w.t.name, c.ID, c.Branch, len(c.Axis), len(c.Aperture), w.dim)
 	}
+	if err := checkCone(c.Axis, c.Aperture); err != nil {
+		return fmt.Errorf("%s: query %d branch %d: %w", w.t.name, c.ID, c.Branch, err)
+	}
 	w.t.field(0).(*array.Int64Builder).Append(c.ID)
 	w.t.field(1).(*array.StringBuilder).Append(c.Type)
 	w.t.field(2).(*array.Int8Builder).Append(c.Branch)
@@ -147,6 +151,9 @@ func ReadCones(path string) (ConesMeta, []Cone, error) {
 			return fmt.Errorf("rows %d to %d: corrupt axis/aperture values", first, first+int64(len(ids))-1)
 		}
 		for i := range ids {
+			if err := checkCone(axis[off3+i*dim:off3+(i+1)*dim], ap[off4+i*dim:off4+(i+1)*dim]); err != nil {
+				return fmt.Errorf("row %d (query %d branch %d): %w", first+int64(i), ids[i], branches[i], err)
+			}
 			cones = append(cones, Cone{ID: ids[i], Type: types.Value(i), Branch: branches[i],
 				Axis:     append([]float32(nil), axis[off3+i*dim:off3+(i+1)*dim]...),
 				Aperture: append([]float32(nil), ap[off4+i*dim:off4+(i+1)*dim]...)})
@@ -157,4 +164,20 @@ func ReadCones(path string) (ConesMeta, []Cone, error) {
 		return ConesMeta{}, nil, err
 	}
 	return m, cones, nil
+}
+
+// checkCone checks what a cone promises: finite axes and half apertures in [0, π] (π as
+// float32 rounds it up). A value outside would be scored as if it meant something.
+func checkCone(axis, half []float32) error {
+	for d, a := range axis {
+		if math.IsNaN(float64(a)) || math.IsInf(float64(a), 0) {
+			return fmt.Errorf("axis[%d] = %v is not finite", d, a)
+		}
+	}
+	for d, h := range half {
+		if !(h >= 0 && h <= float32(math.Pi)) {
+			return fmt.Errorf("half aperture[%d] = %v is outside [0, π]", d, h)
+		}
+	}
+	return nil
 }

@@ -180,5 +180,30 @@ func ReadRanks(path string) (RanksMeta, []Rank, error) {
 	if err != nil {
 		return RanksMeta{}, nil, err
 	}
+	if err := checkRankedQueries(path, m, rows); err != nil {
+		return RanksMeta{}, nil, err
+	}
 	return m, rows, nil
+}
+
+// checkRankedQueries checks the rows against the metadata's count of queries: every
+// query has at least one hard answer, so a ranks file holds rows of exactly num_queries
+// queries (a shard: of its range's). A row dropped or added would otherwise move the
+// metrics without a word.
+func checkRankedQueries(path string, m RanksMeta, rows []Rank) error {
+	want := m.NumQueries
+	switch {
+	case m.ShardRange.Known():
+		want = m.ShardRange.End - m.ShardRange.First
+	case !m.Shard.Whole():
+		return nil // a shard of an older version: its range is not recorded
+	}
+	seen := make(map[int64]struct{}, want)
+	for _, r := range rows {
+		seen[r.ID] = struct{}{}
+	}
+	if len(seen) != want {
+		return fmt.Errorf("%s: rows of %d queries, but its metadata says %d: rows were dropped or added", displayName(path, "stdin"), len(seen), want)
+	}
+	return nil
 }

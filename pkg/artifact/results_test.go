@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"path/filepath"
@@ -133,5 +134,63 @@ func TestQueriesDigest(t *testing.T) {
 	b := []Query{{ID: 1, Type: "1p", Structure: "('e',('r',))", Anchors: []int32{1}, Relations: []int32{2}, Easy: []int32{3}, Hard: []int32{}}}
 	if QueriesDigest(a) == QueriesDigest(b) || QueriesDigest(a) != QueriesDigest(append([]Query(nil), a...)) {
 		t.Fatal("digest does not tell easy from hard, or is not stable")
+	}
+}
+
+// TestReadersCheckPromises: a reader checks what the format promises, beyond its bytes
+// being readable: a ranks file holds rows of exactly num_queries queries (a dropped query
+// is named, not averaged away), a cone's half apertures lie in [0, π]; the cones writer
+// refuses such a cone too.
+func TestReadersCheckPromises(t *testing.T) {
+	dir := t.TempDir()
+	meta := RanksMeta{Model: "rocone", Dataset: "tiny", Split: "test", NumEntities: 82, NumQueries: 3, Queries: "q",
+		QueriesHash: "x", Checkpoint: "c", CheckpointHash: "y", Seed: "3"}
+	dropped := filepath.Join(dir, "dropped.arrow")
+	w, err := CreateRanks(dropped, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []Rank{{ID: 0, Type: "1p", Answer: 5, Rank: 1}, {ID: 0, Type: "1p", Answer: 6, Rank: 3}, {ID: 2, Type: "2p", Answer: 7, Rank: 9}} {
+		if err := w.Write(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadRanks(dropped); err == nil || !strings.Contains(err.Error(), dropped+": rows of 2 queries, but its metadata says 3") {
+		t.Errorf("a ranks file missing a query: %v", err)
+	}
+
+	cmeta := ConesMeta{Dim: 4, Aperture: "half", Model: "rocone", Dataset: "tiny", Split: "test", Queries: "q", QueriesHash: "x"}
+	path := filepath.Join(dir, "cones.arrow")
+	cw, err := CreateCones(path, cmeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.Write(&Cone{ID: 0, Type: "1p", Axis: []float32{0.5, 0.5, 0.5, 0.5}, Aperture: []float32{0.75, 0.75, 4, 0.75}}); err == nil ||
+		!strings.Contains(err.Error(), "half aperture[2] = 4 is outside [0, π]") {
+		t.Errorf("the writer took an aperture of 4: %v", err)
+	}
+	if err := cw.Write(&Cone{ID: 0, Type: "1p", Axis: []float32{0.5, 0.5, 0.5, 0.5}, Aperture: []float32{0.25, 0.25, 0.75, 0.25}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadCones(path); err != nil {
+		t.Fatal(err)
+	}
+	// 0.75 (0x3f400000) appears once, as aperture[2]: make it -1 (0xbf800000).
+	b, _ := os.ReadFile(path)
+	at := bytes.Index(b, []byte{0, 0, 0x40, 0x3f})
+	if at < 0 || bytes.Count(b, []byte{0, 0, 0x40, 0x3f}) != 1 {
+		t.Fatalf("0.75 found %d times", bytes.Count(b, []byte{0, 0, 0x40, 0x3f}))
+	}
+	copy(b[at:], []byte{0, 0, 0x80, 0xbf})
+	bad := filepath.Join(dir, "bad-cones.arrow")
+	os.WriteFile(bad, b, 0o644)
+	if _, _, err := ReadCones(bad); err == nil || !strings.Contains(err.Error(), "half aperture[2] = -1 is outside [0, π]") {
+		t.Errorf("an aperture of -1: %v", err)
 	}
 }
