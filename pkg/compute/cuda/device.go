@@ -20,6 +20,7 @@ type Device struct {
 	maxBlocks int    // cap on the grid of element-wise kernels (they grid-stride)
 	gridY     int    // cap on grid.y of the row-looping kernels (they grid-stride in y)
 	arena     *Arena // where operators take temporaries from (UseArena); nil: Alloc
+	tf32      bool   // the linear layers' products on the tensor cores in TF32 (SetMatmul)
 }
 
 // NewDevice wraps a driver: the real one from Open, or package emu's emulator.
