@@ -48,6 +48,10 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		{"negative workers", []string{"--workers", "-2", "--checkpoint", fresh}, []string{"--workers -2"}},
 		{"train file as valid", []string{"--valid", tr, "--checkpoint", fresh}, []string{"--valid needs held-out queries"}},
 		{"another run's checkpoint", []string{"--dim", "32", "--checkpoint", ck}, []string{"holds the checkpoint of another run (dim 8 vs 32)", "--overwrite"}},
+		{"unknown matmul", []string{"--matmul", "fp16", "--checkpoint", fresh}, []string{"--matmul", `matmul "fp16": want fp32 or tf32`}},
+		{"resume with another matmul", []string{"--checkpoint", ck, "--resume", "--steps", "3", "--matmul", "tf32"},
+			[]string{"--matmul conflicts with the checkpoint: it sets matmul tf32, the checkpoint was trained with matmul fp32"}},
+		{"another run's checkpoint: matmul", []string{"--matmul", "tf32", "--checkpoint", ck}, []string{"holds the checkpoint of another run (matmul fp32 vs tf32)", "--overwrite"}},
 		{"resume and overwrite", []string{"--checkpoint", ck, "--resume", "--overwrite"}, []string{"give one of them"}},
 		{"resume into another run's log", []string{"--checkpoint", ck, "--resume", "--steps", "3", "--log", otherLog}, []string{"is the log of another run (dim 16 vs 8)"}},
 	}

@@ -39,7 +39,7 @@ var configFlags = [][2]string{
 	{"model", "model"}, {"dim", "dim"}, {"batch", "batch"}, {"negatives", "negatives"},
 	{"gamma", "gamma"}, {"lr", "lr"}, {"lambda", "lambda"}, {"dropout", "dropout"},
 	{"steps", "steps"}, {"eval-every", "eval_every"}, {"checkpoint-every", "checkpoint_every"},
-	{"seed", "seed"}, {"cone-hidden", "cone_hidden"},
+	{"seed", "seed"}, {"cone-hidden", "cone_hidden"}, {"matmul", "matmul"},
 }
 
 func flags() []cli.Flag {
@@ -66,6 +66,7 @@ func flags() []cli.Flag {
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "checkpoint-every", Value: d.CheckpointEvery, Usage: "write the checkpoint and log every N steps (and at the end); 0: only at the end"}),
 		altsrc.NewUint64Flag(&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "random seed (initialisation, sampling, dropout)"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "cone-hidden", Value: d.ConeHidden, Usage: "hidden width of ConE's projection MLP; 0: 1600 (cone only)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "matmul", Value: "fp32", Usage: "precision of the linear layers' matrix products (ConE's projection MLP, the intersection): fp32, or tf32 (factors rounded to TF32: tensor cores on CUDA, PyTorch's allow_tf32); stored in the checkpoint"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "workers", Usage: "goroutines for the optimiser, the kernels and validation (default: every core); does not change results"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "adam", Usage: "dense (default, the paper's) or sparse: update only the table rows each batch touched (CPU only; a deviation, see the README)"}),
@@ -227,7 +228,7 @@ func settingGiven(settings []train.Setting, key string) bool {
 // flagValue returns a flag's value in its own type.
 func flagValue(c *cli.Context, name string) any {
 	switch name {
-	case "model":
+	case "model", "matmul":
 		return c.String(name)
 	case "gamma", "lr", "lambda", "dropout":
 		return c.Float64(name)

@@ -72,6 +72,10 @@ func NewEval(dev *cuda.Device, host *model.Model[float32]) (*Model, error) {
 
 func newModel(dev *cuda.Device, host *model.Model[float32], training bool, lr float64) (m *Model, err error) {
 	m = &Model{dev: dev, host: host, cfg: host.Config}
+	// The model's matrix-product precision becomes the device's (tf32.cu's GEMMs for TF32).
+	if err := dev.SetMatmul(host.Config.Matmul); err != nil {
+		return nil, err
+	}
 	if m.proj, err = m.cfg.Variant.Projection(); err != nil {
 		return nil, err
 	}

@@ -98,6 +98,13 @@ type Config struct {
 	ConeHidden int
 	// Seed makes the initialisation deterministic.
 	Seed uint64
+	// Matmul is the precision of the linear layers' matrix products (the projection MLP,
+	// the attention intersection): "" or compute.MatmulFP32, or compute.MatmulTF32 (train
+	// --matmul tf32). New applies it to the model's kernels (compute.WithMatmul) and
+	// package cudamodel to the device (cuda.Device.SetMatmul), so a checkpoint is scored in
+	// the precision it was trained in. Left out of the JSON when empty, so FP32 models'
+	// configurations read as before.
+	Matmul compute.Matmul `json:",omitempty"`
 }
 
 // EmbeddingRange is R = (γ + 2)/d: tables are initialised U(−R, R) and a raw value x
@@ -130,6 +137,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model: Drop must be in [0, 1), got %g", c.Drop)
 	case c.ConeHidden < 0:
 		return fmt.Errorf("model: ConeHidden must not be negative, got %d", c.ConeHidden)
+	}
+	if _, err := compute.ParseMatmul(string(c.Matmul)); err != nil {
+		return fmt.Errorf("model: %w", err)
 	}
 	return nil
 }

@@ -23,7 +23,8 @@ type Model[T Float] struct {
 }
 
 // New builds a model with parameters initialised from cfg.Seed. A nil kernels means
-// compute.Reference.
+// compute.Reference. With cfg.Matmul TF32 the model's Kernels are kernels wrapped by
+// compute.WithMatmul (the linear layers' factors rounded to TF32).
 func New[T Float](cfg Config, kernels compute.Kernels[T]) (*Model[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -31,6 +32,7 @@ func New[T Float](cfg Config, kernels compute.Kernels[T]) (*Model[T], error) {
 	if kernels == nil {
 		kernels = compute.Reference[T]{}
 	}
+	kernels = compute.WithMatmul(kernels, cfg.Matmul) // TF32 products: the factors rounded first
 	p := NewParams[T](cfg)
 	p.Init(cfg, cfg.Seed)
 	return &Model[T]{Config: cfg, Params: p, Kernels: kernels, plans: map[string]*Plan{}}, nil

@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/rocone/rocone/pkg/compute"
@@ -347,5 +348,65 @@ func TestEmbedRejectsBadInput(t *testing.T) {
 	}
 	if _, err := New[float64](Config{Variant: "x", NumEntities: 1, NumRelations: 1, Dim: 1}, nil); err == nil {
 		t.Fatal("unknown variant accepted")
+	}
+}
+
+// TestMatmulTF32: a model configured with TF32 products runs its linear layers on
+// compute.TF32Kernels, and its loss and gradients move from the FP32 model's by about
+// TF32's rounding (not at all would mean the setting is ignored; much more, a bug). An
+// unknown precision is refused.
+func TestMatmulTF32(t *testing.T) {
+	var ss []*query.Structure
+	for _, name := range query.TrainTypes {
+		s, _ := query.ByName(name)
+		ss = append(ss, s)
+	}
+	for _, v := range []Variant{ConE, RoConE} {
+		cfg := Config{Variant: v, NumEntities: 40, NumRelations: 6, Dim: 16, Gamma: 12, CenterReg: 0.02,
+			Drop: 0.1, ConeHidden: 24, Seed: 9}
+		fp, err := New[float32](cfg, compute.Reference[float32]{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Matmul = compute.MatmulTF32
+		tf, err := New[float32](cfg, compute.Reference[float32]{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := tf.Kernels.(compute.TF32Kernels[float32]); !ok {
+			t.Fatalf("%s: tf32 model's kernels are %T", v, tf.Kernels)
+		}
+		b := RandomBatch(rand.New(rand.NewPCG(7, 8)), cfg, ss, 4, 8)
+		lf, err := fp.Loss(b, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lt, err := tf.Loss(b, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := math.Abs(lt.Loss - lf.Loss); d == 0 || d > 1e-2*math.Abs(lf.Loss) {
+			t.Fatalf("%s: loss tf32 %.9g, fp32 %.9g", v, lt.Loss, lf.Loss)
+		}
+		gf, gt := fp.NewGrads(), tf.NewGrads()
+		lf.Backward(gf)
+		lt.Backward(gt)
+		var diff, norm float64
+		tt := gt.Tensors()
+		for i, tf32 := range gf.Tensors() {
+			for j, x := range tf32.Data {
+				d := float64(tt[i].Data[j] - x)
+				diff += d * d
+				norm += float64(x) * float64(x)
+			}
+		}
+		if diff == 0 || math.Sqrt(diff) > 2e-2*math.Sqrt(norm) {
+			t.Fatalf("%s: |g_tf32 − g_fp32| = %g, |g_fp32| = %g", v, math.Sqrt(diff), math.Sqrt(norm))
+		}
+		t.Logf("%s: loss %.3g relative, gradients %.3g relative", v, math.Abs(lt.Loss-lf.Loss)/math.Abs(lf.Loss), math.Sqrt(diff/norm))
+	}
+	cfg := Config{Variant: ConE, NumEntities: 4, NumRelations: 2, Dim: 4, Matmul: "bf16"}
+	if _, err := New[float32](cfg, nil); err == nil || !strings.Contains(err.Error(), `"bf16"`) {
+		t.Fatalf("Matmul bf16: %v", err)
 	}
 }

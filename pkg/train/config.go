@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/model"
 )
 
@@ -33,6 +34,12 @@ type Config struct {
 	// adam_sparse.go): a deviation from the paper's dense Adam, off by default. Left out of
 	// the JSON when false, so dense runs' configurations read as before.
 	SparseAdam bool `json:"sparse_adam,omitempty"`
+	// Matmul is the precision of the linear layers' matrix products (train --matmul):
+	// "tf32" rounds their factors to TF32 (compute.MatmulTF32; tensor cores on CUDA, the
+	// rounding reference on the CPU), as PyTorch 1.7–1.11 did on A100s by default; FP32,
+	// the default, is stored as "" and left out of the JSON (Set maps "fp32" to it), so
+	// FP32 runs' configurations read as before.
+	Matmul string `json:"matmul,omitempty"`
 
 	// The knowledge graph, taken from the train file.
 	Dataset      string `json:"dataset"`
@@ -125,6 +132,18 @@ func (c *Config) Set(key string, value any) error {
 		return fmt.Errorf("unknown configuration key %q", key)
 	}
 	v := reflect.ValueOf(value)
+	if key == "matmul" {
+		str, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("%s: want fp32 or tf32, got %v", key, value)
+		}
+		m, err := compute.ParseMatmul(str)
+		if err != nil {
+			return err
+		}
+		f.SetString(canonicalMatmul(m))
+		return nil
+	}
 	switch f.Kind() {
 	case reflect.String:
 		if v.Kind() != reflect.String {
@@ -189,6 +208,22 @@ func (c *Config) Set(key string, value any) error {
 	return nil
 }
 
+// canonicalMatmul is how Config stores a precision: "" for FP32, "tf32".
+func canonicalMatmul(m compute.Matmul) string {
+	if m.TF32() {
+		return string(m)
+	}
+	return ""
+}
+
+// shown is a configuration value as a message shows it: FP32 by its name.
+func shown(key string, v any) any {
+	if key == "matmul" && v == "" {
+		return compute.MatmulFP32
+	}
+	return v
+}
+
 // NewConfig builds a fresh run's configuration: the defaults, overlaid by the preset (if
 // not empty), overlaid by the settings, in that order of precedence (settings win).
 func NewConfig(preset string, settings []Setting) (Config, error) {
@@ -240,7 +275,7 @@ func ResumeConfig(saved Config, stepsDone int, settings []Setting) (Config, erro
 		if want != got {
 			return c, fmt.Errorf("%s conflicts with the checkpoint: it sets %s %v, the checkpoint was trained with %s %v "+
 				"(a resumed run keeps its configuration; only %s may change)",
-				s.Source, s.Key, got, s.Key, want, strings.Join(ResumableKeys, ", "))
+				s.Source, s.Key, shown(s.Key, got), s.Key, shown(s.Key, want), strings.Join(ResumableKeys, ", "))
 		}
 	}
 	if c.Steps < stepsDone {
@@ -280,6 +315,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cone-hidden must not be negative, got %d", c.ConeHidden)
 	case c.ConeHidden != 0 && c.Model != string(model.ConE):
 		return fmt.Errorf("cone-hidden %d: the hidden width of ConE's projection MLP applies to --model cone only, not %s", c.ConeHidden, c.Model)
+	case c.Matmul != "" && c.Matmul != string(compute.MatmulTF32):
+		return fmt.Errorf("matmul %q: want fp32 (stored as no value) or tf32", c.Matmul)
 	}
 	return nil
 }
@@ -296,6 +333,7 @@ func (c Config) ModelConfig() model.Config {
 		Drop:         c.Dropout,
 		ConeHidden:   c.ConeHidden,
 		Seed:         c.Seed,
+		Matmul:       compute.Matmul(c.Matmul),
 	}
 }
 

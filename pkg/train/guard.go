@@ -25,7 +25,7 @@ func Diff(a, b Config, except ...string) []string {
 		}
 		x, y := va.Field(i).Interface(), vb.Field(i).Interface()
 		if x != y {
-			out = append(out, fmt.Sprintf("%s %v vs %v", key, x, y))
+			out = append(out, fmt.Sprintf("%s %v vs %v", key, shown(key, x), shown(key, y)))
 		}
 	}
 	return out

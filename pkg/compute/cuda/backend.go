@@ -235,7 +235,7 @@ func (b *Backend) LinearForward(y, x, w, bias []float32, rows, in, out int) {
 			return err
 		}
 		return Y.Download(y)
-	}, func() { compute.Reference[float32]{}.LinearForward(y, x, w, bias, rows, in, out) })
+	}, func() { b.cpuLinear().LinearForward(y, x, w, bias, rows, in, out) })
 }
 
 // LinearBackward implements compute.Kernels.LinearBackward on the device.
@@ -279,7 +279,14 @@ func (b *Backend) LinearBackward(dx, dw, db, dy, x, w []float32, rows, in, out i
 			return err
 		}
 		return b.addOut(outPair{dx, DX}, outPair{dw, DW}, outPair{db, DB})
-	}, func() { compute.Reference[float32]{}.LinearBackward(dx, dw, db, dy, x, w, rows, in, out) })
+	}, func() { b.cpuLinear().LinearBackward(dx, dw, db, dy, x, w, rows, in, out) })
+}
+
+// cpuLinear is the reference the linear layers fall back to after a device error: in the
+// device's matrix-product precision (Device.SetMatmul), so that a fallback computes what
+// the device would have.
+func (b *Backend) cpuLinear() compute.Kernels[float32] {
+	return compute.WithMatmul[float32](compute.Reference[float32]{}, b.dev.Matmul())
 }
 
 // entRows checks the candidate rows against ent and returns how many rows to upload.

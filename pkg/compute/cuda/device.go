@@ -22,6 +22,7 @@ type Device struct {
 	gridY     int                      // cap on grid.y of the row-looping kernels (they grid-stride in y)
 	arena     *Arena                   // where operators take temporaries from (UseArena); nil: Alloc
 	prof      atomic.Pointer[Profiler] // the attached profiler (Profile); nil: none
+	tf32      bool                     // the linear layers' products on the tensor cores in TF32 (SetMatmul)
 }
 
 // NewDevice wraps a driver: the real one from Open, or package emu's emulator.

@@ -4,10 +4,12 @@ package cuda
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/compute/computetest"
 	"github.com/rocone/rocone/pkg/compute/cuda/emu"
 )
 
@@ -86,5 +88,22 @@ func TestBackendFallback(t *testing.T) {
 	}
 	if b.Fallbacks() == 0 {
 		t.Fatal("no fallbacks counted")
+	}
+}
+
+// TestEmulatorTF32RoundNaN: under the emulator tf32_round is the C twin of
+// compute.RoundTF32, equal bit for bit on every hand-picked pattern, NaNs included (the
+// parity case TF32Round, which also runs on the device, compares NaNs by kind only).
+func TestEmulatorTF32RoundNaN(t *testing.T) {
+	h := &harness{t: t, d: emuDevice(t, nil)}
+	var in []uint32
+	for _, c := range computetest.TF32Cases {
+		in = append(in, c.In)
+	}
+	got := roundOnDevice(h, in)
+	for i, c := range computetest.TF32Cases {
+		if g := math.Float32bits(got[i]); g != c.Out {
+			t.Errorf("%s: tf32_round(%#08x) = %#08x, want %#08x", c.Name, c.In, g, c.Out)
+		}
 	}
 }

@@ -4,10 +4,13 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocone/rocone/pkg/compute"
 )
 
 // The GPU tests (go test -tags cuda, on a machine with an NVIDIA GPU; see
@@ -100,6 +103,34 @@ func TestGPUDeterministic(t *testing.T) {
 		for i := range got {
 			if got[i] != first[i] {
 				t.Fatalf("run %d: dEnt[%d] = %g, first run %g", run, i, got[i], first[i])
+			}
+		}
+	}
+}
+
+// TestGPUTF32Deterministic: the TF32 GEMMs (tensor cores) give the same bits run after run,
+// forward and backward, at a ConE projection layer's shape.
+func TestGPUTF32Deterministic(t *testing.T) {
+	d := gpuDevice(t)
+	h := &harness{t: t, d: d, rng: rand.New(rand.NewPCG(3, 4))}
+	h.ok(d.SetMatmul(compute.MatmulTF32))
+	const rows, in, out = 1000, 3200, 1600
+	X, W, B, DY := h.up(h.uniform(rows*in, -1, 1)), h.up(h.uniform(out*in, -0.02, 0.02)), h.up(h.uniform(out, -1, 1)), h.up(h.uniform(rows*out, -1, 1))
+	var first [3][]float32
+	for run := 0; run < 3; run++ {
+		Y, DX, DW := h.zeros(rows*out), h.zeros(rows*in), h.zeros(out*in)
+		h.ok(d.LinearForward(Y, X, W, B, rows, in, out))
+		h.ok(d.LinearBackward(DX, DW, nil, DY, X, W, rows, in, out))
+		got := [3][]float32{h.down(Y), h.down(DX), h.down(DW)}
+		if run == 0 {
+			first = got
+			continue
+		}
+		for k, name := range []string{"y", "dx", "dw"} {
+			for i := range got[k] {
+				if math.Float32bits(got[k][i]) != math.Float32bits(first[k][i]) {
+					t.Fatalf("run %d: %s[%d] = %g, first run %g", run, name, i, got[k][i], first[k][i])
+				}
 			}
 		}
 	}

@@ -1,5 +1,36 @@
 package cuda
 
+import (
+	"fmt"
+
+	"github.com/rocone/rocone/pkg/compute"
+)
+
+// SetMatmul sets the precision of the matrix products of LinearForward and LinearBackward
+// (and so of every operator built on them: ConE's projection MLP, the attention
+// intersection) from then on: compute.MatmulFP32 (the default) runs linear.cu's FP32
+// GEMMs, compute.MatmulTF32 tf32.cu's tensor-core GEMMs, which round both factors to TF32
+// and accumulate in float32. It is the device's setting, not a buffer's or a model's: the
+// stages set it once from the checkpoint's configuration before they compute (package
+// cudamodel does, for the model it puts on the device). Call it while no operation is
+// being enqueued from another goroutine.
+func (d *Device) SetMatmul(m compute.Matmul) error {
+	m, err := compute.ParseMatmul(string(m))
+	if err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	d.tf32 = m.TF32()
+	return nil
+}
+
+// Matmul returns the precision SetMatmul set.
+func (d *Device) Matmul() compute.Matmul {
+	if d.tf32 {
+		return compute.MatmulTF32
+	}
+	return compute.MatmulFP32
+}
+
 // LinearForward computes y = x·Wᵀ + b with x [rows][in], w [out][in], b [out] (nil: no
 // bias), y [rows][out].
 func (d *Device) LinearForward(y, x, w, b *F32, rows, in, out int) error {
@@ -52,9 +83,14 @@ func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) er
 	return nil
 }
 
-// gemm launches one of the tiled GEMM kernels for C [M][N] = A [M][K] · B [K][N] (each
-// operand possibly transposed), plus bias [N] or, with acc, plus C.
+// gemm launches one of the tiled GEMM kernels for C [M][N]: linear.cu's gemm_nt, gemm_nn
+// or gemm_tn, or with TF32 products (SetMatmul) tf32.cu's gemm_tf32_* of the same shape,
+// arguments and launch geometry.
+// Either way, the work stated to a profiler is 2·M·N·K FLOPs (gemmWork).
 func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, ldc int, bias *F32, acc bool) error {
+	if d.tf32 {
+		name = "gemm_tf32_" + name[len("gemm_"):]
+	}
 	grid := [3]int{ceilDiv(N, tileN), min(ceilDiv(M, tileM), d.gridY), 1}
 	return d.launch(name, gemmWork(M, N, K, bias != nil, acc), grid, [3]int{tileThreads, 1, 1},
 		i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(ldc), ptr(bias), boolArg(acc))

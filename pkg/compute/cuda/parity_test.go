@@ -144,6 +144,8 @@ var parityCases = []struct {
 	{"BackendDeterministic", testBackendDeterministic},
 	{"Prepared", testPrepared},
 	{"Linear", testLinear},
+	{"LinearTF32", testLinearTF32},
+	{"TF32Round", testTF32Round},
 	{"Distance", testDistance},
 	{"DistanceAll", testDistanceAll},
 	{"FilteredRanks", testFilteredRanks},

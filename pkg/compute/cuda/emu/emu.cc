@@ -31,6 +31,7 @@ thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 #include "../kernels/rotate.cu"
 #include "../kernels/rows.cu"
 #include "../kernels/score.cu"
+#include "../kernels/tf32.cu"
 
 // ---------------------------------------------------------------------------------------
 // Atomics.
@@ -334,6 +335,10 @@ const KernelInfo table[] = {
     K(query_halfangles),
     K(score_all),
     K(filtered_ranks),
+    K(gemm_tf32_nt),
+    K(gemm_tf32_nn),
+    K(gemm_tf32_tn),
+    K(tf32_round_f32),
 };
 
 const int kNumKernels = (int)(sizeof table / sizeof table[0]);

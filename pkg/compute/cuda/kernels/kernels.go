@@ -35,6 +35,7 @@ const NVCCFlags = "-ptx -arch=compute_80"
 //go:generate nvcc -ptx -arch=compute_80 -o rotate.ptx rotate.cu
 //go:generate nvcc -ptx -arch=compute_80 -o rows.ptx rows.cu
 //go:generate nvcc -ptx -arch=compute_80 -o score.ptx score.cu
+//go:generate nvcc -ptx -arch=compute_80 -o tf32.ptx tf32.cu
 //go:generate go run gensum.go
 
 // The sources are embedded too: it keeps them in the build cache key of every package
