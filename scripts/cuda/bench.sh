@@ -47,6 +47,10 @@ train_rate fb15k-237-rocone-d1600 --train "$out/fb-train.arrow" --preset fb15k-2
 train_rate nell995-rocone-d800 --train "$out/nell-train.arrow" --preset nell995
 train_rate fb15k-237-cone-d800 --train "$out/fb-train.arrow" --preset fb15k-237 --model cone --dim 800
 train_rate nell995-cone-d800 --train "$out/nell-train.arrow" --preset nell995 --model cone
+# The same with TF32 matrix products (train --matmul tf32): the targets' second column.
+train_rate fb15k-237-rocone-d1600-tf32 --train "$out/fb-train.arrow" --preset fb15k-237 --matmul tf32
+train_rate nell995-rocone-d800-tf32 --train "$out/nell-train.arrow" --preset nell995 --matmul tf32
+train_rate fb15k-237-cone-d800-tf32 --train "$out/fb-train.arrow" --preset fb15k-237 --model cone --dim 800 --matmul tf32
 
 echo "== rank (FB15k-237 test, every entity, d=1600)"
 "$bin/rank" --checkpoint "$out/fb15k-237-rocone-d1600.arrow" --queries "$out/fb-test.arrow" --device cuda \
