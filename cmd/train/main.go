@@ -52,7 +52,7 @@ func flags() []cli.Flag {
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "resume", Usage: "continue the run in --checkpoint, with its configuration, up to --steps"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "overwrite", Usage: "replace a checkpoint or log of another run (another configuration) at --checkpoint/--log; without it that is an error"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log", Usage: "train-log `FILE` (default: the checkpoint's name with -log.arrow; \"\" for none)"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "preset", Usage: "the papers' reproduction hyper-parameters: " + strings.Join(train.PresetNames(), " or ") + " (nell-995 too)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "preset", Usage: "the papers' reproduction configurations (docs/training.md §5.3): " + strings.Join(train.PresetNames(), " or ") + " (nell-995 too)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "model", Value: d.Model, Usage: "the model variant: " + model.VariantNames(", ")}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "dim", Value: d.Dim, Usage: "embedding dimension d"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "batch", Value: d.Batch, Usage: "queries per batch (each of the three updates of a step)"}),

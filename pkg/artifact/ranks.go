@@ -39,7 +39,7 @@ type RanksMeta struct {
 }
 
 // Rank is one row: the filtered rank of one hard answer of one query (1-based, as in
-// ../shared/spec/queries.md section 5). With TopK > 0, Top and TopScores hold the query's
+// docs/queries.md §5). With TopK > 0, Top and TopScores hold the query's
 // K best entities and their scores (the same for every row of a query), and TopNames
 // their names when the KG has them.
 type Rank struct {

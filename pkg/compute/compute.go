@@ -2,7 +2,7 @@
 // its two hot kernels:
 //
 //   - the linear layer y = x·Wᵀ + b (a GEMM), forward and backward;
-//   - the cone distance over (query, candidate, dimension) (model.md §7), forward and
+//   - the cone distance over (query, candidate, dimension) (docs/model.md §7), forward and
 //     backward.
 //
 // Everything else in the model is element-wise or small and stays in pkg/model.
@@ -35,7 +35,7 @@ type Kernels[T Float] interface {
 	//   db += Σ_r dy   [out]       (skipped when db is nil)
 	LinearBackward(dx, dw, db, dy, x, w []T, rows, in, out int)
 
-	// DistanceForward computes the cone distance of model.md §7,
+	// DistanceForward computes the cone distance of docs/model.md §7,
 	//   dist[q][k] = Σ_j d_o(θ, a_qj, h_qj) + λ·Σ_j d_i(θ, a_qj, h_qj),  θ = ent[c][j],
 	// for q < queries, k < cands, j < dim, where the candidate row is c = cand[q·cands+k],
 	// or c = k when cand is nil (every query against the first cands rows of ent, as in

@@ -85,7 +85,7 @@ func TestDistanceGrad(t *testing.T) {
 	}
 }
 
-// TestDistanceValue checks one dimension against model.md §7 by hand.
+// TestDistanceValue checks one dimension against docs/model.md §7 by hand.
 func TestDistanceValue(t *testing.T) {
 	s := func(x float64) float64 { return math.Abs(math.Sin(x / 2)) }
 	const a, h, lambda = 0.5, 0.3, 0.1

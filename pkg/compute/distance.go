@@ -2,7 +2,7 @@ package compute
 
 import "math"
 
-// The cone distance of model.md §7, per dimension, for an entity angle θ and a query cone
+// The cone distance of docs/model.md §7, per dimension, for an entity angle θ and a query cone
 // with axis a and HALF-aperture h:
 //
 //	t   = |sin((θ − a)/2)|                       distance to the axis

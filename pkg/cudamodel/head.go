@@ -7,7 +7,7 @@ import (
 
 // lossHead is the training head's layout: every query's DNF branch roots scored against
 // its candidates (positive first) in one batch, the max over branches, and the loss
-// (model.md §6, §9), as pkg/model's LossTape computes it group by group.
+// (docs/model.md §6, §9), as pkg/model's LossTape computes it group by group.
 //
 // The queries are ordered by class (the groups with the same number of DNF branches),
 // and a class's root cones as [nb][q], so that all branches of all queries are scored in

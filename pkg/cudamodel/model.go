@@ -179,7 +179,7 @@ func (m *Model) Close() error {
 	return err
 }
 
-// ResetAdam makes the optimiser brand-new with learning rate lr (training.md §1).
+// ResetAdam makes the optimiser brand-new with learning rate lr (docs/training.md §1).
 func (m *Model) ResetAdam(lr float64) error {
 	m.adam.Config.LR = lr
 	return m.adam.Reset()

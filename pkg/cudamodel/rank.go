@@ -7,7 +7,7 @@ import (
 	"github.com/rocone/rocone/pkg/query"
 )
 
-// RankBatch computes the filtered rank of every hard answer of every query (queries.md
+// RankBatch computes the filtered rank of every hard answer of every query (docs/queries.md
 // §5), the whole evaluation on the device: the queries are embedded by the same forward
 // pass as training's (without dropout), scored against every entity from half-angle
 // tables (cuda.DistanceAll), turned into logits γ − m·dist with the maximum over DNF

@@ -2,7 +2,7 @@
 // filtered ranking of hard answers and the MRR / Hits@K metrics, aggregated per query type
 // and averaged over the EPFO and negation type groups as in the papers' tables.
 //
-// The protocol is the one of shared/spec/queries.md, section 5 (KGReasoning's test_step):
+// The protocol is the one of docs/queries.md §5 (KGReasoning's test_step):
 //
 //  1. Every entity gets the model's score for the query (higher is better).
 //  2. The filtered rank of an answer is 1 + the number of non-answers ranked above it; all

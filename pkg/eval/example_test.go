@@ -7,7 +7,7 @@ import (
 	"github.com/rocone/rocone/pkg/eval"
 )
 
-// Rank two queries and summarise them by type, as in queries.md section 5.
+// Rank two queries and summarise them by type, as in docs/queries.md §5.
 func Example() {
 	var ranker eval.Ranker // reuse one per worker: ranking then does not allocate
 	var acc eval.Accumulator

@@ -11,11 +11,11 @@ import (
 	"github.com/rocone/rocone/pkg/query"
 )
 
-// hitsK are the cut-offs of the Hits@K metrics (queries.md section 5, step 4).
+// hitsK are the cut-offs of the Hits@K metrics (docs/queries.md §5, step 4).
 var hitsK = [3]int32{1, 3, 10}
 
 // Metrics are MRR and Hits@1/3/10 as raw fractions in [0, 1]. For one query they are the
-// per-query values of queries.md section 5 step 4; for a type they are means over its queries
+// per-query values of docs/queries.md §5 step 4; for a type they are means over its queries
 // (step 5); for a group they are unweighted means over its types.
 type Metrics struct {
 	MRR, H1, H3, H10 float64
@@ -30,7 +30,7 @@ func (m Metrics) Percent() Metrics {
 func Percent(x float64) float64 { return 100 * x }
 
 // QueryMetrics returns one query's metrics from the filtered ranks of its hard answers
-// (queries.md section 5, step 4): MRR_q = mean of 1/rank, Hits@K_q = fraction of ranks ≤ K.
+// (docs/queries.md §5, step 4): MRR_q = mean of 1/rank, Hits@K_q = fraction of ranks ≤ K.
 // It is an error if ranks is empty (the metrics of a query without hard answers are
 // undefined) or holds a rank below 1. The result does not depend on the order of ranks: the
 // reciprocal ranks are summed from the largest rank to the smallest.
@@ -152,7 +152,7 @@ type TypeResult struct {
 }
 
 // GroupAverage is a paper average: the unweighted mean of the per-type metrics over a fixed
-// group of types (queries.md section 5, step 5). It is only computed when every type of the
+// group of types (docs/queries.md §5, step 5). It is only computed when every type of the
 // group has at least one query; otherwise Complete is false, Metrics is zero and Missing
 // lists the absent types in the group's order.
 type GroupAverage struct {

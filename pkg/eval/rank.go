@@ -28,7 +28,7 @@ type hardKey struct {
 
 func (k hardKey) id() int32 { return int32(uint32(k.key)) }
 
-// Ranker computes filtered ranks (queries.md section 5, steps 1–3). It keeps scratch space
+// Ranker computes filtered ranks (docs/queries.md §5, steps 1–3). It keeps scratch space
 // between calls, so after the first few queries ranking does not allocate. The zero value is
 // ready to use. A Ranker must not be used by several goroutines at once; give each worker its
 // own.
@@ -47,7 +47,7 @@ func FilteredRanks(scores []float32, easy, hard []int32, out []int32) ([]int32, 
 }
 
 // FilteredRanks returns the filtered 1-based rank of each hard answer, in the order of hard,
-// following queries.md section 5: scores[v] is the model's score of entity v (higher is
+// following docs/queries.md §5: scores[v] is the model's score of entity v (higher is
 // better), easy and hard are the query's easy and hard answer sets, and the rank of a hard
 // answer h is
 //

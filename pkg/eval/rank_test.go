@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// referenceRanks is the protocol of queries.md section 5 steps 1–3, written the obvious way:
+// referenceRanks is the protocol of docs/queries.md §5 steps 1–3, written the obvious way:
 // sort every entity by (score desc, id asc), take the 0-based raw ranks of all answers, sort
 // them, and give the j-th answer (0-based) the filtered rank ρ_j − j + 1. Only hard answers'
 // ranks are returned, in the order of hard.

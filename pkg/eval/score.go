@@ -179,7 +179,7 @@ func checkAnswers(easy, hard []int32, seen []uint8) error {
 
 // RankQueries scores every entity for every query with the model's Scorer (the logit
 // γ − m·dist, the max over DNF branches, no dropout) and returns the filtered ranks of
-// each query's hard answers (queries.md §5), in the order of q.Hard, indexed like qs.
+// each query's hard answers (docs/queries.md §5), in the order of q.Hard, indexed like qs.
 // This is the one function that turns a model and queries into ranks: training's
 // validation and the rank stage both call it, so that they agree bit for bit.
 //

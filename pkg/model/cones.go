@@ -3,7 +3,7 @@ package model
 // Cones is a batch of N cones in d dimensions, stored row-major: cone n, dimension j is
 // Axis[n·Dim+j], Half[n·Dim+j].
 //
-// Half is the HALF-aperture h ∈ [0, π] as in ConE's code (model.md §1.2): the cone's
+// Half is the HALF-aperture h ∈ [0, π] as in ConE's code (docs/model.md §1.2): the cone's
 // boundaries are a − h and a + h, its full aperture is 2h.
 type Cones[T Float] struct {
 	Axis []T

@@ -11,20 +11,20 @@ import (
 // gradient checks of the same code.
 type Float = compute.Float
 
-// Variant selects the projection operator (model.md §2, §3).
+// Variant selects the projection operator (docs/model.md §2, §3).
 type Variant string
 
 const (
 	// RoConE rotates the axis and the half-aperture and folds the aperture back into
-	// [0, π]: h' = |wrap(h + φ_r)| (model.md §3.2, the recommended default reading).
+	// [0, π]: h' = |wrap(h + φ_r)| (docs/model.md §3.2, the recommended default reading).
 	RoConE Variant = "rocone"
-	// RoConETrunc rotates and clamps: h' = clamp(h + φ_r, 0, π) (model.md §3.2, Trunc,
+	// RoConETrunc rotates and clamps: h' = clamp(h + φ_r, 0, π) (docs/model.md §3.2, Trunc,
 	// read on the code's half-aperture, so the full aperture is at most 2π).
 	RoConETrunc Variant = "rocone-trunc"
 	// RoConESE rotates the axis only and shrinks or expands the aperture with a learned
-	// per-relation shift: h' = π·σ(logit(clip(h/π)) + s_r) (model.md §3.2, S.E.).
+	// per-relation shift: h' = π·σ(logit(clip(h/π)) + s_r) (docs/model.md §3.2, S.E.).
 	RoConESE Variant = "rocone-se"
-	// ConE is the baseline: ConE's MLP projection (model.md §2).
+	// ConE is the baseline: ConE's MLP projection (docs/model.md §2).
 	ConE Variant = "cone"
 )
 
@@ -51,7 +51,7 @@ func VariantNames(sep string) string {
 }
 
 // Projection is a variant's projection operator: the one place a variant is mapped to
-// what its projection computes (model.md §2, §3.2). The CPU (RotateForward, mlpForward)
+// what its projection computes (docs/model.md §2, §3.2). The CPU (RotateForward, mlpForward)
 // and the device (package cudamodel) dispatch on it.
 type Projection uint8
 
@@ -81,7 +81,7 @@ func (v Variant) Projection() (Projection, error) {
 // DefaultConeHidden is the hidden width of ConE's projection MLP, hard-coded in ConE.
 const DefaultConeHidden = 1600
 
-// epsilon is ConE's ε in the embedding range R = (γ + ε)/d (model.md §1.3).
+// epsilon is ConE's ε in the embedding range R = (γ + ε)/d (docs/model.md §1.3).
 const epsilon = 2.0
 
 // Config is everything that fixes the model's shapes and its constants.
@@ -91,8 +91,8 @@ type Config struct {
 	NumRelations int // including inverse relations
 	Dim          int // d
 	Gamma        float64
-	CenterReg    float64 // λ, the weight of the inside distance (model.md §7)
-	Drop         float64 // intersection dropout rate on input apertures (model.md §4)
+	CenterReg    float64 // λ, the weight of the inside distance (docs/model.md §7)
+	Drop         float64 // intersection dropout rate on input apertures (docs/model.md §4)
 	// ConeHidden is the hidden width of ConE's projection MLP; 0 means DefaultConeHidden.
 	// Only the cone variant uses it.
 	ConeHidden int
@@ -108,7 +108,7 @@ type Config struct {
 }
 
 // EmbeddingRange is R = (γ + 2)/d: tables are initialised U(−R, R) and a raw value x
-// becomes the angle π·tanh(x/R) (model.md §1.3).
+// becomes the angle π·tanh(x/R) (docs/model.md §1.3).
 func (c Config) EmbeddingRange() float64 { return (c.Gamma + epsilon) / float64(c.Dim) }
 
 // Hidden is the hidden width of ConE's projection MLP.

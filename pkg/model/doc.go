@@ -1,4 +1,4 @@
-// Package model is ConE and RoConE (model.md): parameters, operators with hand-written
+// Package model is ConE and RoConE (docs/model.md): parameters, operators with hand-written
 // backward passes, the walker that embeds queries of any structure, the training loss and
 // evaluation scoring. There is no autodiff: every operator's forward sits beside its
 // backward, in the style of llm.c.
@@ -28,7 +28,7 @@
 //
 // # Conventions
 //
-// Cone batches are row-major [N][d] slices of axes and HALF-apertures (model.md §1.2).
+// Cone batches are row-major [N][d] slices of axes and HALF-apertures (docs/model.md §1.2).
 // Every operator is generic over Float, so the float64 gradient checks exercise the
 // exact code that trains in float32. Backward functions ADD into their gradient outputs.
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/rocone/rocone/pkg/query"
 )
 
-// Batch is one training batch (model.md §9): queries of any structures, each with one
+// Batch is one training batch (docs/model.md §9): queries of any structures, each with one
 // positive and NumNegative negative entities and a subsampling weight
 // w = (4 + |answers|)^(−1/2).
 type Batch struct {

@@ -32,7 +32,7 @@ func embed1(t *testing.T, m *Model[float64], notation string, anchors, relations
 func angleDiff(x, y float64) float64 { return math.Abs(wrap(x - y)) }
 
 // TestRotationComposes: a 2p query through r0 then r1 equals a 1p query through a
-// relation r2 whose angles are the sums (model.md §3.1). The axis composes always
+// relation r2 whose angles are the sums (docs/model.md §3.1). The axis composes always
 // (mod 2π). The aperture composes exactly while the intermediate h + φ stays in [0, π],
 // where neither fold nor clamp acts; here φ0, φ1 ∈ [0.2, 1.4].
 func TestRotationComposes(t *testing.T) {
@@ -96,7 +96,7 @@ func TestNegateTwice(t *testing.T) {
 }
 
 // TestUnionIsMaxOverBranches: a 2u score is the max of its two 1p scores, an up score
-// the max of its two 2p scores (DNF, model.md §6).
+// the max of its two 2p scores (DNF, docs/model.md §6).
 func TestUnionIsMaxOverBranches(t *testing.T) {
 	for _, v := range Variants {
 		m := newTestModel(t, testConfig(v))

@@ -26,7 +26,7 @@ func sign[T Float](x T) T {
 }
 
 // ---------------------------------------------------------------------------------------
-// Angle mapping (model.md §1.3): a raw table value x becomes the angle θ = π·tanh(x/R).
+// Angle mapping (docs/model.md §1.3): a raw table value x becomes the angle θ = π·tanh(x/R).
 
 // AngleForward sets theta[i] = π·tanh(raw[i]/R). In float32 tanh is vmath.Tanh's
 // approximation (within 5e-7 relative); in float64, math.Tanh.
@@ -54,7 +54,7 @@ func AngleBackward[T Float](dRaw, dTheta, theta []T, R T) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Wrap and fold (model.md §3.2).
+// Wrap and fold (docs/model.md §3.2).
 
 // wrap maps an angle into [−π, π): wrap(x) = ((x + π) mod 2π) − π, with a floored mod.
 // Its derivative is 1 everywhere (the jumps at odd multiples of π are not differentiated,

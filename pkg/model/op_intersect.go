@@ -7,7 +7,7 @@ import (
 	"github.com/rocone/rocone/pkg/model/internal/vmath"
 )
 
-// Intersection (model.md §4), the same in ConE and RoConE. For n ≥ 2 input cones
+// Intersection (docs/model.md §4), the same in ConE and RoConE. For n ≥ 2 input cones
 // (a_j, h_j), per row and dimension:
 //
 //	z_j   = [a_j − h_j ; a_j + h_j]                     boundaries, 2d

@@ -2,12 +2,12 @@ package model
 
 import "math"
 
-// The distance itself (model.md §7) is a hot kernel and lives behind the compute seam:
+// The distance itself (docs/model.md §7) is a hot kernel and lives behind the compute seam:
 // see compute.Kernels.DistanceForward / DistanceBackward. What follows turns distances
 // into logits, takes the DNF union and computes the loss.
 
 // ---------------------------------------------------------------------------------------
-// Logit (model.md §7): logit = γ − m·dist, m the trainable modulus.
+// Logit (docs/model.md §7): logit = γ − m·dist, m the trainable modulus.
 
 // LogitForward sets logit[i] = γ − m·dist[i].
 func LogitForward[T Float](logit, dist []T, gamma, modulus T) {
@@ -27,7 +27,7 @@ func LogitBackward[T Float](dDist, dLogit, dist []T, modulus T) (dModulus float6
 }
 
 // ---------------------------------------------------------------------------------------
-// Union (model.md §6): the score of a DNF query is the max over its branches' logits.
+// Union (docs/model.md §6): the score of a DNF query is the max over its branches' logits.
 // Subgradient: the whole gradient goes to the first maximal branch (PyTorch's max(dim)).
 
 // UnionMaxForward sets score[i] = max_b branches[b][i] and arg[i] = the first b attaining it.
@@ -51,7 +51,7 @@ func UnionMaxBackward[T Float](dBranches [][]T, dScore []T, arg []int32) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Loss (model.md §9). For Q queries with weights w, one positive logit pos[q] and k
+// Loss (docs/model.md §9). For Q queries with weights w, one positive logit pos[q] and k
 // negative logits neg[q][j]:
 //
 //	L_pos = −Σ_q w_q·log σ(pos_q) / Σ_q w_q

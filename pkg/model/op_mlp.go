@@ -5,7 +5,7 @@ import (
 	"github.com/rocone/rocone/pkg/model/internal/vmath"
 )
 
-// ConE's projection (model.md §2), shared by all relations. Per cone, with the relation
+// ConE's projection (docs/model.md §2), shared by all relations. Per cone, with the relation
 // angles θax = π·tanh(A_r/R) and θap = π·tanh(P_r/R):
 //
 //	x  = [a + θax ; h + θap]                  (2d)

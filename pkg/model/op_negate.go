@@ -1,6 +1,6 @@
 package model
 
-// Negation (model.md §5), ConE's rule, equal to RoConE's boundary swap:
+// Negation (docs/model.md §5), ConE's rule, equal to RoConE's boundary swap:
 //
 //	a' = a − π if a ≥ 0, else a + π
 //	h' = π − h

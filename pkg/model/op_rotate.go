@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// RoConE's rotation projection (model.md §3). Per dimension, with the relation's axis
+// RoConE's rotation projection (docs/model.md §3). Per dimension, with the relation's axis
 // angle θax = π·tanh(A_r/R) and aperture offset φ = π·tanh(P_r/R):
 //
 //	a' = wrap(a + θax)

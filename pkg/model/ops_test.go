@@ -157,7 +157,7 @@ func TestIntersectGrad(t *testing.T) {
 	}
 }
 
-// TestDistanceGrad checks the distance kernel (model.md §7) as the model uses it: with a
+// TestDistanceGrad checks the distance kernel (docs/model.md §7) as the model uses it: with a
 // candidate list that repeats rows (scatter-add), and with cand = nil (all rows).
 func TestDistanceGrad(t *testing.T) {
 	for _, shared := range []bool{false, true} {
@@ -257,7 +257,7 @@ func TestLossGrad(t *testing.T) {
 	})
 }
 
-// TestLossValue checks the loss against a direct transcription of model.md §9.
+// TestLossValue checks the loss against a direct transcription of docs/model.md §9.
 func TestLossValue(t *testing.T) {
 	pos := []float64{1.5, -0.5}
 	neg := []float64{0.2, -1, 3, 0}

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 )
 
-// IntersectionWeights are the four linear layers of the intersection (model.md §4), each
+// IntersectionWeights are the four linear layers of the intersection (docs/model.md §4), each
 // W [out][in] with bias [out]:
 //
 //	W1, B1: 2d → d   attention, first layer  (ConE's layer_axis1)
@@ -16,7 +16,7 @@ type IntersectionWeights[T Float] struct {
 	W1, B1, W2, B2, W3, B3, W4, B4 []T
 }
 
-// ProjectionMLP is ConE's projection MLP (model.md §2), each W [out][in] with bias [out]:
+// ProjectionMLP is ConE's projection MLP (docs/model.md §2), each W [out][in] with bias [out]:
 //
 //	W1, B1: 2d → H   (ConE's layer1), ReLU
 //	W2, B2:  H → H   (layer2), ReLU
@@ -26,7 +26,7 @@ type ProjectionMLP[T Float] struct {
 }
 
 // Params are the trainable parameters. Raw table values become angles only when used,
-// through θ = π·tanh(x/R) (model.md §1.3). A table a variant does not use is nil.
+// through θ = π·tanh(x/R) (docs/model.md §1.3). A table a variant does not use is nil.
 type Params[T Float] struct {
 	Dim    int // d
 	Hidden int // ConE MLP hidden width (cone variant only)
@@ -113,7 +113,7 @@ func (p *Params[T]) Tensors() []Tensor[T] {
 	return out
 }
 
-// Init fills the parameters as ConE does (model.md §1.3, §2, §4), deterministically from
+// Init fills the parameters as ConE does (docs/model.md §1.3, §2, §4), deterministically from
 // seed (PCG): tables U(−R, R), the S.E. shift 0, the modulus 0.5·R, linear weights
 // Xavier-uniform U(±√(6/(fan_in+fan_out))) and biases PyTorch's default
 // U(±1/√fan_in). Values are drawn in float64, so float32 and float64 parameters from the

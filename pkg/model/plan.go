@@ -7,7 +7,7 @@ import (
 )
 
 // A Plan is a query structure compiled into a straight-line program over cone batches
-// (model.md §8): its DNF branches (model.md §6) are walked depth first, each node becoming
+// (docs/model.md §8): its DNF branches (docs/model.md §6) are walked depth first, each node becoming
 // one step that writes one cone batch. Nodes shared between DNF branches (the DNF of an
 // intersection of unions reuses sub-trees) are computed once.
 //

@@ -10,7 +10,7 @@
 // them, are grouped into such lists by [GroupRanks]. [Summarize] checks that every run covers
 // exactly the same queries (same ids, same types) and computes, per type and for the two
 // paper averages (EPFO: the 9 types of query.EPFOTypes, negation: the 5 of
-// query.NegationTypes), following shared/spec/queries.md section 5:
+// query.NegationTypes), following docs/queries.md §5:
 //
 //   - per seed, the type's metrics: the mean over its queries; a group average: the
 //     unweighted mean of its types' metrics, computed only when every type of the group
@@ -37,7 +37,7 @@
 //
 // # Published results
 //
-// [PublishedResults] and [LookupPublished] give the rows of shared/spec/results.md: the
+// [PublishedResults] and [LookupPublished] give the rows of docs/results.md §1 and §4: the
 // RoConE paper's Tables 1–3 and seed standard deviations (marked [Paper]), and the FB15k
 // rows recalled from the ConE and BetaE papers (marked [Memory]; to be verified).
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/rocone/rocone/pkg/query"
 )
 
-// Source says how trustworthy a published row is (shared/spec/results.md).
+// Source says how trustworthy a published row is (docs/results.md §1, §4).
 type Source string
 
 const (
@@ -43,7 +43,7 @@ func (p *Published) Value(typ string) (float64, bool) {
 }
 
 // Average returns the unweighted mean of the published values of types, e.g.
-// query.EPFOTypes. Like the AVG columns of results.md it is the mean of the rounded
+// query.EPFOTypes. As docs/results.md §2 says, it is the mean of the rounded
 // per-type values, which can differ by ±0.1 from an AVG printed in a paper. ok is false if
 // a type is missing.
 func (p *Published) Average(types []string) (avg float64, ok bool) {
@@ -64,7 +64,7 @@ func (p *Published) Average(types []string) (avg float64, ok bool) {
 // Label is the row label used in tables and legends, e.g. "RoConE [paper]".
 func (p *Published) Label() string { return fmt.Sprintf("%s [%s]", p.Model, p.Source) }
 
-// pubTable is one table of results.md: rows of values in the order of cols.
+// pubTable is one table of docs/results.md: rows of values in the order of cols.
 type pubTable struct {
 	dataset string
 	src     Source
@@ -86,7 +86,7 @@ const (
 	refFB    = "ConE (NeurIPS'21) / BetaE (NeurIPS'20) FB15k tables, recalled from memory (verify)"
 )
 
-// publishedTables is shared/spec/results.md sections 1, 2, 3 and 5, row for row. Table 3's
+// publishedTables is the tables of docs/results.md §1 and §4, row for row. Table 3's
 // "RoConE" row is the same as Table 1's NELL995 row and is not repeated.
 var publishedTables = []pubTable{
 	{"FB15k-237", Paper, refT1, query.EPFOTypes, []pubRow{
@@ -130,7 +130,7 @@ var publishedTables = []pubTable{
 	}},
 }
 
-// publishedStd is results.md section 4: RoConE's standard deviations over 10 seeds, in MRR
+// publishedStd is docs/results.md §3: RoConE's standard deviations over 10 seeds, in MRR
 // percentage points, in the column order of query.EvalTypes.
 var publishedStd = map[string][]float64{
 	"FB15k-237": {0.054, 0.108, 0.142, 0.075, 0.172, 0.105, 0.183, 0.096, 0.193,
@@ -231,7 +231,7 @@ func CanonicalDataset(name string) (string, error) {
 	return "", fmt.Errorf("report: no published results for dataset %q (known: %s)", name, strings.Join(datasetOrder, ", "))
 }
 
-// PublishedResults returns the published rows of a dataset, in the order of results.md
+// PublishedResults returns the published rows of a dataset, in the order of the tables of docs/results.md
 // (baselines, ConE, RoConE, then the ablation variants). The rows are copies.
 func PublishedResults(dataset string) ([]Published, error) {
 	ds, err := CanonicalDataset(dataset)

@@ -88,9 +88,10 @@ func TestLookupPublished(t *testing.T) {
 	}
 }
 
-// TestPublishedAverages checks the data entry against the AVG columns of results.md: means
-// of the rounded per-type values ("AVG (computed)"), except in the FB15k tables, whose AVG
-// is the papers' own and may differ by ±0.1.
+// TestPublishedAverages checks the data entry against averages worked out by hand from the
+// papers' tables: means of the rounded per-type values (docs/results.md §2), except for
+// FB15k, where the expected values are the papers' own printed averages, which may differ
+// by ±0.1.
 func TestPublishedAverages(t *testing.T) {
 	type avg struct {
 		model      string

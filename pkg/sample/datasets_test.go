@@ -59,7 +59,7 @@ func TestFB15k237Counts(t *testing.T) {
 }
 
 // TestNELLImport imports BetaE's published NELL-995 test queries and checks the counts and
-// the mean easy/hard answers read off the file in ../shared/spec/queries.md section 6.
+// the mean easy/hard answers read off the file in docs/queries.md §6.
 func TestNELLImport(t *testing.T) {
 	d, err := kg.Load("../../data/nell-995", kg.FormatAuto)
 	if err != nil {

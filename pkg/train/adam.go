@@ -8,7 +8,7 @@ import (
 	"github.com/rocone/rocone/pkg/model"
 )
 
-// Adam is PyTorch's Adam with its defaults (training.md §1): β = (0.9, 0.999), eps = 1e-8,
+// Adam is PyTorch's Adam with its defaults (docs/training.md §1): β = (0.9, 0.999), eps = 1e-8,
 // no weight decay, no amsgrad, and dense: every element of every parameter tensor, the
 // modulus included, is updated at every update, whether or not the batch touched it. At
 // update t (1-based since the optimiser was created):

@@ -58,7 +58,7 @@ func Default() Config {
 	}
 }
 
-// Presets are training.md §5.3's RoConE reproduction configurations. Keys a preset does
+// Presets are docs/training.md §5.3's RoConE reproduction configurations. Keys a preset does
 // not give (model, seed, checkpoint_every) keep their defaults.
 var Presets = map[string]map[string]any{
 	"fb15k-237": {"dim": 1600, "batch": 512, "negatives": 128, "gamma": 30.0, "lr": 5e-5,

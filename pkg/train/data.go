@@ -28,7 +28,7 @@ const (
 )
 
 // trainSet is the training queries: grounded queries, sorted answer sets and subsampling
-// weights (queries.md §4).
+// weights (docs/queries.md §4).
 type trainSet struct {
 	queries     []query.Grounded
 	answers     [][]int32 // sorted, distinct
@@ -118,7 +118,7 @@ func newTrainSet(rows []artifact.Query, numEntities, numRelations int) (*trainSe
 	return ts, pools, nil
 }
 
-// positive draws one answer uniformly (queries.md §4: redrawn at every visit).
+// positive draws one answer uniformly (docs/queries.md §4: redrawn at every visit).
 func positive(rng *rand.Rand, answers []int32) int32 {
 	return answers[rng.IntN(len(answers))]
 }
@@ -136,7 +136,7 @@ type answerMarks []uint64
 func newAnswerMarks(n int) answerMarks { return make(answerMarks, (n+63)/64) }
 
 // sampleNegatives writes k negatives into dst[:k] as the reference's dataloader draws
-// them (queries.md §4): rounds of 2k entities drawn uniformly from [0, n), of which those
+// them (docs/queries.md §4): rounds of 2k entities drawn uniformly from [0, n), of which those
 // that are answers are dropped, until k are kept; the surplus of the last round is
 // discarded. A negative may repeat. It returns the number of entities drawn, always a
 // multiple of 2k. answers must be sorted and leave at least one entity out. marks, if not

@@ -1,11 +1,11 @@
 // Package train trains ConE and RoConE models on a train queries file: the data loaders,
 // negative sampling, dense Adam with the reference's learning-rate schedule, the step
-// loop, validation, checkpoints and the train log (shared/spec/training.md, queries.md
+// loop, validation, checkpoints and the train log (docs/training.md, docs/queries.md
 // §4).
 //
 // # The loop
 //
-// The train queries are split into two pools (training.md §2): path (a plain chain of
+// The train queries are split into two pools (docs/training.md §2): path (a plain chain of
 // projections from one anchor: 1p, 2p, 3p, and any custom structure of that shape) and
 // other (everything with an intersection, a negation or a union). Each pool has a loader
 // that visits its queries in a shuffled order, reshuffled every epoch, cycling forever;

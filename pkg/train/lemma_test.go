@@ -23,7 +23,7 @@ import (
 )
 
 // The paper's lemmas as tests. A relation r of RoConE rotates a cone's axis by
-// θ_r = π·tanh(A_r/R) (model.md §3), so on a KG whose relations are rotations a trained
+// θ_r = π·tanh(A_r/R) (docs/model.md §3), so on a KG whose relations are rotations a trained
 // model should learn
 //
 //	symmetry     r∘r = 1       2θ_s ≡ 0

@@ -11,7 +11,7 @@ import (
 	"github.com/rocone/rocone/pkg/query"
 )
 
-// run is the step loop (training.md §1–§3).
+// run is the step loop (docs/training.md §1–§3).
 func (t *trainer) run(ctx context.Context) (*Result, error) {
 	cfg := t.cfg
 	res := &Result{Config: cfg}

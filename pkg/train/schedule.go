@@ -1,6 +1,6 @@
 package train
 
-// schedule is the reference's learning-rate and validation bookkeeping (training.md §1,
+// schedule is the reference's learning-rate and validation bookkeeping (docs/training.md §1,
 // §3), kept in checkpoints:
 //
 //   - lr starts at Config.LR; warm_up_steps starts at Steps//2. At the end of step s, if

@@ -7,9 +7,10 @@
 # d=1600 and cone at d=800. Everything it measures lands under RESULTS.
 #
 # Prepare here (a machine with Go and cuda.h; no GPU needed):
-#   scripts/cuda/device-step.sh --pack [REFERENCE]
+#   scripts/cuda/device-step.sh --pack [QECONE_DIR]
 # which builds the cuda-tagged binaries stripped into bin/device-step.tar.xz and copies
-# QE-ConE (default ../shared/reference/QE-ConE) to bin/qecone. On the GPU host (carry both):
+# QE-ConE's Python files (QECONE_DIR, default $QECONE: a checkout of
+# github.com/MIRALab-USTC/QE-ConE, MIT) to bin/qecone. On the GPU host (carry both):
 #   scripts/cuda/device-step.sh bin/device-step.tar.xz
 #
 # Environment: RESULTS (default out/device-step), STEPS (bench.sh's steps per configuration,
@@ -22,7 +23,11 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
 if [ "${1:-}" = --pack ]; then
-	ref=${2:-../shared/reference/QE-ConE}
+	ref=${2:-${QECONE:-}}
+	if [ -z "$ref" ] || [ ! -f "$ref/models.py" ]; then
+		echo "device-step --pack: no QE-ConE at '$ref': pass the folder of a checkout of github.com/MIRALab-USTC/QE-ConE, or set QECONE" >&2
+		exit 2
+	fi
 	set -e
 	rm -rf bin/device-step && mkdir -p bin/device-step
 	go build -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/ ./cmd/sample ./cmd/train ./cmd/rank ./cmd/metrics

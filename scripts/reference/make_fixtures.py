@@ -2,10 +2,12 @@
 """Golden fixtures for the `cone` model, made by ConE's own code (QE-ConE, MIT).
 
 How to run it (from the repository root; needs PyTorch 1.x and numpy, e.g. Debian's
-python3-torch, and QE-ConE's source, unmodified):
+python3-torch, and QE-ConE's source, unmodified: a checkout of
+github.com/MIRALab-USTC/QE-ConE, the fixtures were made at commit cc45b90; pass its folder as
+--reference or set QECONE to it):
 
     /usr/bin/python3 scripts/reference/make_fixtures.py fixtures \
-        [--reference ../shared/reference/QE-ConE] [--out testdata/reference]
+        --reference QECONE_DIR [--out testdata/reference]
     /usr/bin/python3 scripts/reference/make_fixtures.py checkpoint \
         [--out testdata/reference/qecone-checkpoint]
     go run ./scripts/reference/exportqueries TRAIN.arrow train.json
@@ -101,6 +103,9 @@ OTHER_TYPES = {"2i", "3i", "2in", "3in", "inp", "pin", "pni"}
 
 
 def import_reference(ref):
+    if not ref:
+        sys.exit("make_fixtures: no QE-ConE: pass --reference DIR, or set QECONE, to a checkout of "
+                 "github.com/MIRALab-USTC/QE-ConE (MIT)")
     ref = os.path.abspath(ref)
     if not os.path.isfile(os.path.join(ref, "models.py")):
         sys.exit("make_fixtures: %s has no models.py (pass --reference QE-ConE's folder)" % ref)
@@ -695,18 +700,20 @@ def cmd_speed(a):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ref = dict(default=os.environ.get("QECONE"),
+               help="a checkout of QE-ConE, github.com/MIRALab-USTC/QE-ConE (MIT); default: $QECONE")
     sub = ap.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fixtures")
-    f.add_argument("--reference", default=os.path.join(REPO, "..", "shared", "reference", "QE-ConE"))
+    f.add_argument("--reference", **ref)
     f.add_argument("--out", default=os.path.join(REPO, "testdata", "reference"))
     k = sub.add_parser("checkpoint")
-    k.add_argument("--reference", default=os.path.join(REPO, "..", "shared", "reference", "QE-ConE"))
+    k.add_argument("--reference", **ref)
     k.add_argument("--out", default=os.path.join(REPO, "testdata", "reference", "qecone-checkpoint"))
     k.add_argument("--steps", type=int, default=150)
     k.add_argument("--queries", type=int, default=5, help="test queries per structure, with their scores")
     k.add_argument("--rank-only", type=int, default=20, help="more test queries per structure, ranks only")
     c = sub.add_parser("curves")
-    c.add_argument("--reference", default=os.path.join(REPO, "..", "shared", "reference", "QE-ConE"))
+    c.add_argument("--reference", **ref)
     c.add_argument("--queries", required=True, help="train queries JSON (scripts/reference/exportqueries)")
     c.add_argument("--out", required=True)
     c.add_argument("--seeds", default="0,1,2")
@@ -721,7 +728,7 @@ def main():
     c.add_argument("--drop", type=float, default=0.1)
     c.add_argument("--threads", type=int, default=1)
     v = sub.add_parser("speed", help="time QE-ConE's training steps (FB15k-237 ConE configuration by default)")
-    v.add_argument("--reference", default=os.path.join(REPO, "..", "shared", "reference", "QE-ConE"))
+    v.add_argument("--reference", **ref)
     v.add_argument("--queries", required=True, help="train queries JSON (scripts/reference/exportqueries)")
     v.add_argument("--steps", type=int, default=200)
     v.add_argument("--warmup", type=int, default=20)

@@ -11,8 +11,9 @@
 # 128 (HIDDEN=128 make parity, about 1.5 minutes). Each width has its committed QE-ConE
 # curves: testdata/reference/curves-1600.json (1600), curves.json (128).
 #
-# With PyTorch and QE-ConE's source at hand (REFERENCE=path, default
-# ../shared/reference/QE-ConE) and RERUN_REFERENCE=1, QE-ConE's curves are made again first,
+# With PyTorch and QE-ConE's source at hand (QECONE=path of a checkout of
+# github.com/MIRALab-USTC/QE-ConE, MIT; REFERENCE= is read too) and RERUN_REFERENCE=1,
+# QE-ConE's curves are made again first,
 # one thread. Debian's python3-torch takes its BLAS from the libblas.so.3 alternative: with
 # only the reference BLAS (libblas3) a step at width 1600 takes about 2.6 s on one core;
 # with OpenBLAS (apt-get install libopenblas0-pthread, which takes over the alternative)
@@ -21,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out/parity}
 PY=${PY:-/usr/bin/python3}
-REFERENCE=${REFERENCE:-../shared/reference/QE-ConE}
+REFERENCE=${REFERENCE:-${QECONE:-}}
 HIDDEN=${HIDDEN:-1600}
 case "$HIDDEN" in
 128) CURVES=testdata/reference/curves.json ;;
@@ -47,7 +48,7 @@ if [ "${RERUN_REFERENCE:-0}" = 1 ]; then
 			--queries "$OUT/train-queries.json" --out "$CURVES" --seeds 0,1,2 --steps 300 \
 			--hidden "$HIDDEN" --threads 1
 	else
-		echo "parity: no PyTorch ($PY) or no QE-ConE at $REFERENCE: using the committed $CURVES" >&2
+		echo "parity: no PyTorch ($PY) or no QE-ConE at '$REFERENCE' (set QECONE to a checkout): using the committed $CURVES" >&2
 		[ -s "$CURVES" ] || exit 1
 	fi
 fi

@@ -9,7 +9,7 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 )
 
-// Benchmarks at the model's shapes (spec/training.md: d = 800, b = 512, n = 128; the
+// Benchmarks at the model's shapes (docs/training.md: d = 800, b = 512, n = 128; the
 // projection MLP 2d→1600→1600→2d; FB15k-237's 14,505 entities). Each compares the fast
 // backend (assembly), its pure-Go fallback and the reference in the same run.
 //

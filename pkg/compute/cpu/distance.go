@@ -7,7 +7,7 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 )
 
-// The cone distance (model.md §7; compute/distance.go) without transcendental calls in
+// The cone distance (docs/model.md §7; compute/distance.go) without transcendental calls in
 // the inner loop.
 //
 // Per dimension, with u = θ/2 for the entity angle θ and the query's half-angles

@@ -11,7 +11,7 @@ type AdamConfig struct {
 	LR, Beta1, Beta2, Eps float64
 }
 
-// DefaultAdam is PyTorch's default Adam with learning rate lr (training.md §1).
+// DefaultAdam is PyTorch's default Adam with learning rate lr (docs/training.md §1).
 func DefaultAdam(lr float64) AdamConfig {
 	return AdamConfig{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 }
@@ -37,7 +37,7 @@ func (d *Device) AdamStep(p, g, m, v *F32, step int, cfg AdamConfig, zeroGrad bo
 		f32(bc2Sqrt), boolArg(zeroGrad))
 }
 
-// Adam is a dense Adam optimiser over device-resident parameters (training.md §1): each
+// Adam is a dense Adam optimiser over device-resident parameters (docs/training.md §1): each
 // parameter tensor P has its gradient G (same length) and the optimiser's moments, all on
 // the device; Step updates every element of every tensor, with no host round trip, in
 // one launch (kernel adam_multi).
@@ -245,7 +245,7 @@ func (a *Adam) stepEach(zeroGrad bool) error {
 }
 
 // Reset zeroes the moments and the step count: the "brand-new Adam optimiser" ConE's
-// schedule creates at each learning-rate decay (training.md §1). Set Config.LR as well.
+// schedule creates at each learning-rate decay (docs/training.md §1). Set Config.LR as well.
 func (a *Adam) Reset() error {
 	a.step = 0
 	for _, s := range a.slots {

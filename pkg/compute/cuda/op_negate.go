@@ -1,6 +1,6 @@
 package cuda
 
-// NegateForward writes the complement of each cone of in to out (model.md §5).
+// NegateForward writes the complement of each cone of in to out (docs/model.md §5).
 func (d *Device) NegateForward(out, in Cones) error {
 	n := in.size()
 	c := check{op: "NegateForward"}

@@ -1,6 +1,6 @@
 package cuda
 
-// Rotation selects RoConE's aperture rule (model.md §3.2).
+// Rotation selects RoConE's aperture rule (docs/model.md §3.2).
 type Rotation int
 
 const (

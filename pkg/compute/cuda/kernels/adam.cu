@@ -6,7 +6,7 @@
 //	p ← p − stepSize · m / (sqrt(v)/bc2Sqrt + eps)
 //
 // with stepSize = lr/(1 − β1^t), bc2Sqrt = sqrt(1 − β2^t), 1 − β1 and 1 − β2 computed by
-// the host in double and rounded to float, as PyTorch passes its Python-float scalars. Every element is updated, gradient zero or not (training.md §1). When
+// the host in double and rounded to float, as PyTorch passes its Python-float scalars. Every element is updated, gradient zero or not (docs/training.md §1). When
 // zeroGrad ≠ 0 the gradient is cleared after it is read, ready for the next step.
 #include "common.h"
 

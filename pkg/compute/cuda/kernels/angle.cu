@@ -1,4 +1,4 @@
-// Angle mapping (model.md §1.3): a raw table value x becomes θ = π·tanh(x/R), alone or
+// Angle mapping (docs/model.md §1.3): a raw table value x becomes θ = π·tanh(x/R), alone or
 // fused with the gather of embedding rows by id (and the scatter of its gradient).
 #include "common.h"
 

@@ -1,4 +1,4 @@
-// The cone distance of model.md §7 (compute.Kernels.DistanceForward / Backward), per
+// The cone distance of docs/model.md §7 (compute.Kernels.DistanceForward / Backward), per
 // dimension, for an entity angle θ and a query cone (axis a, HALF-aperture h):
 //
 //	t  = |sin((θ − a)/2)|,  β = |sin(h/2)|

@@ -1,4 +1,4 @@
-// Intersection pieces (model.md §4), over a ragged batch: N output cones whose branch
+// Intersection pieces (docs/model.md §4), over a ragged batch: N output cones whose branch
 // counts may differ (a 2-branch and a 3-branch intersection in one call). The outputs are
 // sorted by non-increasing branch count and the inputs stored branch by branch: counts[j]
 // (j < J, J the largest branch count) is the number of outputs with more than j

@@ -1,4 +1,4 @@
-// Scores and the loss (model.md §7, §6, §9): logits γ − m·dist, the DNF union (max over
+// Scores and the loss (docs/model.md §7, §6, §9): logits γ − m·dist, the DNF union (max over
 // branches), and the weighted logsigmoid loss
 //
 //	L_pos = −Σ_q w_q·log σ(pos_q) / Σ_q w_q

@@ -1,4 +1,4 @@
-// The element-wise ends of ConE's projection MLP (model.md §2; pkg/model/op_mlp.go): its
+// The element-wise ends of ConE's projection MLP (docs/model.md §2; pkg/model/op_mlp.go): its
 // input rows x = [a + θax ; h + θap] and its output squashing a' = π·tanh(u),
 // h' = (π/2)·tanh(2v) + π/2 from y = [u ; v]. The three linear layers run on the GEMM
 // kernels and the ReLUs on intersect.cu's.

@@ -1,4 +1,4 @@
-// Negation (model.md §5): a' = a − π if a ≥ 0 else a + π; h' = π − h.
+// Negation (docs/model.md §5): a' = a − π if a ≥ 0 else a + π; h' = π − h.
 #include "common.h"
 
 KERNEL negate_fwd(float* outAxis, float* outHalf, const float* inAxis, const float* inHalf, int n) {

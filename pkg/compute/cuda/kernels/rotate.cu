@@ -1,4 +1,4 @@
-// RoConE's rotation projection (model.md §3), per element of an [N][d] batch whose
+// RoConE's rotation projection (docs/model.md §3), per element of an [N][d] batch whose
 // relation angles are already gathered and mapped per row:
 //
 //	a' = wrap(a + θax)

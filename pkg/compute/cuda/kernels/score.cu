@@ -115,7 +115,7 @@ KERNEL score_all(float* dist, const float* qtab, const float* etab, int queries,
 	}
 }
 
-// Filtered ranks (queries.md §5; pkg/eval.Ranker, whose semantics these are): for query
+// Filtered ranks (docs/queries.md §5; pkg/eval.Ranker, whose semantics these are): for query
 // q with scores row s = scores[q][0 … cands−1], hard answers hard[hardStart[q] …
 // hardStart[q+1]−1] and all its answers (easy and hard) ans[ansStart[q] …
 // ansStart[q+1]−1], the rank of hard answer h is

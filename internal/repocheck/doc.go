@@ -1,0 +1,5 @@
+// Package repocheck holds checks over the repository's own files rather than any package's
+// behaviour: that nothing a user reads points outside the repository, and that the
+// section citations of the specifications in docs/ (docs/model.md §3.2 and the like) name
+// sections that exist. Its tests are the whole of it.
+package repocheck
