@@ -240,7 +240,12 @@ var processStart = time.Now()
 // writer, which holds a lock on its temporary files while it lives (a concurrent run
 // writing the same output keeps its file). Errors are ignored: a file that cannot be
 // removed is left as it was.
-func removeStale(dir, base string) {
+func removeStale(dir, base string) { sweepStale(dir, base, false) }
+
+// sweepStale removes dir's temporary entries of base (.base.tmp-NNNN): regular files, or
+// with dirs folders, last modified before this process started and not flock'ed by a
+// live writer. Errors are ignored: an entry that cannot be removed is left as it was.
+func sweepStale(dir, base string, dirs bool) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -251,7 +256,7 @@ func removeStale(dir, base string) {
 		}
 		p := filepath.Join(dir, e.Name())
 		fi, err := os.Lstat(p)
-		if err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Before(processStart) {
+		if err != nil || fi.IsDir() != dirs || !dirs && !fi.Mode().IsRegular() || !fi.ModTime().Before(processStart) {
 			continue
 		}
 		f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
@@ -259,7 +264,11 @@ func removeStale(dir, base string) {
 			continue
 		}
 		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
-			os.Remove(p)
+			if dirs {
+				os.RemoveAll(p)
+			} else {
+				os.Remove(p)
+			}
 		}
 		f.Close()
 	}

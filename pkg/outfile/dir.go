@@ -325,32 +325,8 @@ func createTempDir(dir, base string) (string, *os.File, error) {
 }
 
 // removeStaleDirs removes the temporary folders that killed runs writing the output
-// folder base in dir left behind: folders named .base.tmp-NNNN, last modified before this
-// process started and not locked by a live writer. Errors are ignored.
-func removeStaleDirs(dir, base string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if !isTemp(e.Name(), base) {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
-		fi, err := os.Lstat(p)
-		if err != nil || !fi.IsDir() || !fi.ModTime().Before(processStart) {
-			continue
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			continue
-		}
-		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
-			os.RemoveAll(p)
-		}
-		f.Close()
-	}
-}
+// folder base in dir left behind (removeStale's rule, for folders).
+func removeStaleDirs(dir, base string) { sweepStale(dir, base, true) }
 
 // syncDir flushes a folder's entries to stable storage.
 func syncDir(dir string) error {

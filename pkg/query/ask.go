@@ -74,14 +74,9 @@ func ParseAsk(text string) (*Ask, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{in: text, mode: askMode}
-	root, err := b.node(v)
+	s, b, err := build(text, v, askMode)
 	if err != nil {
 		return nil, err
-	}
-	s, err := New(root)
-	if err != nil {
-		return nil, &SyntaxError{Input: text, Offset: 0, Msg: err.Error()}
 	}
 	return &Ask{Text: text, Structure: s, Anchors: b.anchorRefs, Relations: b.relationRefs}, nil
 }
@@ -95,40 +90,11 @@ func (a *Ask) String() string {
 }
 
 func (a *Ask) write(b *strings.Builder, n *Node) {
-	switch n.Kind {
-	case Anchor:
-		b.WriteString(a.Anchors[n.Slot].String())
-	case Chain:
-		b.WriteByte('(')
-		a.write(b, n.Base)
-		b.WriteString(",(")
-		for i, op := range n.Ops {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if op.Kind == Project {
-				b.WriteString(a.Relations[op.Slot].String())
-			} else {
-				b.WriteString("'n'")
-			}
-		}
-		if len(n.Ops) == 1 {
-			b.WriteByte(',')
-		}
-		b.WriteString("))")
-	case And, Or:
-		b.WriteByte('(')
-		for i, br := range n.Branches {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			a.write(b, br)
-		}
-		if n.Kind == Or {
-			b.WriteString(",('u',)")
-		}
-		b.WriteByte(')')
-	}
+	writeTuple(b, n, tupleSpelling{
+		anchor:   func(slot int) string { return a.Anchors[slot].String() },
+		relation: func(slot int) string { return a.Relations[slot].String() },
+		negation: "'n'", union: "('u',)",
+	})
 }
 
 // A Resolver finds the id of an entity or relation reference, or says why it cannot.

@@ -182,16 +182,23 @@ func Parse(notation string) (*Structure, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{in: notation, mode: structureMode}
+	s, _, err := build(notation, v, structureMode)
+	return s, err
+}
+
+// build turns a parsed value of text into a structure in mode m, and returns the builder
+// with the references it collected.
+func build(text string, v value, m mode) (*Structure, *builder, error) {
+	b := &builder{in: text, mode: m}
 	root, err := b.node(v)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s, err := New(root)
 	if err != nil {
-		return nil, &SyntaxError{Input: notation, Offset: 0, Msg: err.Error()}
+		return nil, nil, &SyntaxError{Input: text, Offset: 0, Msg: err.Error()}
 	}
-	return s, nil
+	return s, b, nil
 }
 
 // MustParse is Parse for notations known to be valid; it panics otherwise.
@@ -214,14 +221,9 @@ func ParseGrounded(text string) (*Grounded, error) {
 }
 
 func groundedFromValue(text string, v value) (*Grounded, error) {
-	b := &builder{in: text, mode: groundedMode}
-	root, err := b.node(v)
+	s, b, err := build(text, v, groundedMode)
 	if err != nil {
 		return nil, err
-	}
-	s, err := New(root)
-	if err != nil {
-		return nil, &SyntaxError{Input: text, Offset: 0, Msg: err.Error()}
 	}
 	return &Grounded{Structure: s, Anchors: b.anchors, Relations: b.relations}, nil
 }

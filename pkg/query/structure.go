@@ -188,21 +188,38 @@ func NodeString(n *Node) string {
 }
 
 func writeNode(b *strings.Builder, n *Node) {
+	writeTuple(b, n, tupleSpelling{
+		anchor:   func(int) string { return "'e'" },
+		relation: func(int) string { return "'r'" },
+		negation: "'n'", union: "('u',)",
+	})
+}
+
+// tupleSpelling is how a printer of BetaE's tuple notation writes the leaves: the
+// structure notation writes 'e', 'r', 'n' and ('u',), a grounded query ids, -2 and (-1,), an
+// asked query names. The tree around them is written by writeTuple alone.
+type tupleSpelling struct {
+	anchor, relation func(slot int) string
+	negation, union  string
+}
+
+// writeTuple writes n in BetaE's nested-tuple notation with the leaves spelled by sp.
+func writeTuple(b *strings.Builder, n *Node, sp tupleSpelling) {
 	switch n.Kind {
 	case Anchor:
-		b.WriteString("'e'")
+		b.WriteString(sp.anchor(n.Slot))
 	case Chain:
 		b.WriteByte('(')
-		writeNode(b, n.Base)
+		writeTuple(b, n.Base, sp)
 		b.WriteString(",(")
 		for i, op := range n.Ops {
 			if i > 0 {
 				b.WriteByte(',')
 			}
 			if op.Kind == Project {
-				b.WriteString("'r'")
+				b.WriteString(sp.relation(op.Slot))
 			} else {
-				b.WriteString("'n'")
+				b.WriteString(sp.negation)
 			}
 		}
 		if len(n.Ops) == 1 {
@@ -215,10 +232,10 @@ func writeNode(b *strings.Builder, n *Node) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			writeNode(b, br)
+			writeTuple(b, br, sp)
 		}
 		if n.Kind == Or {
-			b.WriteString(",('u',)")
+			b.WriteString("," + sp.union)
 		}
 		b.WriteByte(')')
 	}

@@ -133,38 +133,9 @@ func (g *Grounded) NodeString(n *Node) string {
 func (g *Grounded) Key() string { return g.String() }
 
 func (g *Grounded) write(b *strings.Builder, n *Node) {
-	switch n.Kind {
-	case Anchor:
-		b.WriteString(strconv.Itoa(int(g.Anchors[n.Slot])))
-	case Chain:
-		b.WriteByte('(')
-		g.write(b, n.Base)
-		b.WriteString(",(")
-		for i, op := range n.Ops {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if op.Kind == Project {
-				b.WriteString(strconv.Itoa(int(g.Relations[op.Slot])))
-			} else {
-				b.WriteString("-2")
-			}
-		}
-		if len(n.Ops) == 1 {
-			b.WriteByte(',')
-		}
-		b.WriteString("))")
-	case And, Or:
-		b.WriteByte('(')
-		for i, br := range n.Branches {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			g.write(b, br)
-		}
-		if n.Kind == Or {
-			b.WriteString(",(-1,)")
-		}
-		b.WriteByte(')')
-	}
+	writeTuple(b, n, tupleSpelling{
+		anchor:   func(slot int) string { return strconv.Itoa(int(g.Anchors[slot])) },
+		relation: func(slot int) string { return strconv.Itoa(int(g.Relations[slot])) },
+		negation: "-2", union: "(-1,)",
+	})
 }
