@@ -81,3 +81,19 @@ func TestVersion(t *testing.T) {
 		t.Errorf("-v is the stage's own flag, not --version: %q, %v", out.String(), err)
 	}
 }
+
+// FuzzCheck: any command line is checked without a panic, and one that begins with a flag
+// given twice is refused for it whatever follows.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{"-o x --dim 8 a", "--dim 8 --dim 9", "a -o x", "generate --split a --split b", "-- -o", "-o", "--dim=", "gen -o", "-h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		rest := strings.Fields(line)
+		Check(testApp(), append([]string{"stage"}, rest...))
+		err := Check(testApp(), append([]string{"stage", "--dim", "1", "--dim=2"}, rest...))
+		if err == nil || !strings.Contains(err.Error(), "--dim is given twice (--dim 1, then --dim=2)") {
+			t.Fatalf("%q after --dim 1 --dim=2: %v", line, err)
+		}
+	})
+}

@@ -219,3 +219,29 @@ func TestReadmeResultsUpToDate(t *testing.T) {
 		t.Errorf("README.md's results block is stale; run: metrics results --readme README.md results/")
 	}
 }
+
+// FuzzRunRecord: any run.json is read into a record that says how its run was made (the
+// fields readEntry relies on set), or refused with an error naming the file; never a panic.
+func FuzzRunRecord(f *testing.F) {
+	good, _ := json.Marshal(RunRecord{Dataset: "tiny", Model: "rocone", Seed: 1, Steps: 5, Commit: "c", Device: "d",
+		Date: "2026-11-26", WallTimeS: 1, Commands: []string{"train"}})
+	for _, s := range []string{string(good), "{}", `{"dataset":"x"}`, "[]", "", `{"steps":-1}`, string(good) + "{}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		path := filepath.Join(t.TempDir(), RunRecordFile)
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := readRunRecord(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if strings.TrimSpace(rec.Dataset) == "" || strings.TrimSpace(rec.Model) == "" || rec.Steps < 1 || !(rec.WallTimeS > 0) || len(rec.Commands) == 0 {
+			t.Fatalf("%q read as %+v", doc, rec)
+		}
+	})
+}

@@ -165,3 +165,20 @@ func TestCheckTiling(t *testing.T) {
 		t.Errorf("ParseSpan: %v %v", s, err)
 	}
 }
+
+// FuzzParseSpan: any shard_range value is a Span that prints back to it, or an error;
+// never a panic, never an empty or out-of-bounds range.
+func FuzzParseSpan(f *testing.F) {
+	for _, s := range []string{"0-16/40", "16-40/40", "3-2/10", "0-11/10", "-1-3/10", "", "1-2/3/4", "99999999999999999999-1/2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		s, err := ParseSpan("f", v)
+		if err != nil {
+			return
+		}
+		if s.String() != v || s.First < 0 || s.First >= s.End || s.End > s.Total {
+			t.Fatalf("%q parsed as %+v", v, s)
+		}
+	})
+}
