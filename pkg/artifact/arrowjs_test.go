@@ -2,7 +2,7 @@ package artifact
 
 import (
 	"encoding/json"
-	"os"
+	"github.com/rocone/rocone/internal/arrowcheck"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -16,18 +16,7 @@ import (
 // ci --prefix scripts/arrow-check): without them it is skipped, unless ARROW_CHECK_JS is
 // set, as make test-js does, and then it fails.
 func TestArrowJS(t *testing.T) {
-	missing := t.Skip
-	if os.Getenv("ARROW_CHECK_JS") != "" {
-		missing = t.Fatal
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not on PATH")
-	}
-	dir := filepath.Join("..", "..", "scripts", "arrow-check")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
-		missing("scripts/arrow-check/node_modules is missing; run npm ci --prefix scripts/arrow-check")
-	}
+	node, script := arrowcheck.Script(t, "check.mjs", "apache-arrow")
 
 	qs := testQueries(maxBatchRows + 7) // two batches
 	const head = 6                      // rows to compare value by value
@@ -36,7 +25,7 @@ func TestArrowJS(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{file, streamFile(t, qs)} {
-		cmd := exec.Command(node, filepath.Join(dir, "check.mjs"), "--head", strconv.Itoa(head), path)
+		cmd := exec.Command(node, script, "--head", strconv.Itoa(head), path)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()

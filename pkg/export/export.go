@@ -120,12 +120,11 @@ func Model(m *model.Model[float32], entityNames, relationNames []string) ([]Tabl
 		{Name: "id", I32: ids(cfg.NumRelations), About: "relation id (the row): 2k is a relation, 2k+1 its inverse"},
 		{Name: "name", IsStr: true, Str: relationNames, About: "relation name (--data's relations.tsv)"},
 	}
-	axisAbout := map[model.Projection]string{
-		model.ProjectFold:  "axis rotation θax = π·tanh(raw/R): projecting a cone by the relation maps its axis a to wrap(a + θax) into [−π, π)",
-		model.ProjectTrunc: "axis rotation θax = π·tanh(raw/R): projecting a cone by the relation maps its axis a to wrap(a + θax) into [−π, π)",
-		model.ProjectShift: "axis rotation θax = π·tanh(raw/R): projecting a cone by the relation maps its axis a to wrap(a + θax) into [−π, π)",
-		model.ProjectMLP:   "axis angle θax = π·tanh(raw/R): ConE's projection MLP (params projection.*) takes the cone's axis a as a + θax",
-	}[proj]
+	// Every rotation rule (fold, trunc, shift) rotates the axis alike; ConE's MLP takes it in.
+	axisAbout := "axis rotation θax = π·tanh(raw/R): projecting a cone by the relation maps its axis a to wrap(a + θax) into [−π, π)"
+	if proj == model.ProjectMLP {
+		axisAbout = "axis angle θax = π·tanh(raw/R): ConE's projection MLP (params projection.*) takes the cone's axis a as a + θax"
+	}
 	rel = append(rel,
 		Column{Name: "axis", Unit: Radians, Width: d, F32: m.Angles(p.RelAxis), NPY: "relation_axis.npy", About: axisAbout},
 		Column{Name: "axis_raw", Unit: Raw, Width: d, F32: p.RelAxis, NPY: "relation_axis_raw.npy", About: "the stored parameter (checkpoint tensor relation.axis)"})

@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rocone/rocone/internal/arrowcheck"
 	"maps"
 	"math"
 	"os"
@@ -398,19 +399,8 @@ type parquetRead struct {
 // node_modules, unless ARROW_CHECK_JS is set (make test-js), which makes that a failure.
 func readWithHyparquet(t *testing.T, path string) parquetRead {
 	t.Helper()
-	missing := t.Skip
-	if os.Getenv("ARROW_CHECK_JS") != "" {
-		missing = t.Fatal
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not on PATH")
-	}
-	dir := filepath.Join("..", "..", "scripts", "arrow-check")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "hyparquet")); err != nil {
-		missing("scripts/arrow-check/node_modules/hyparquet is missing; run npm ci --prefix scripts/arrow-check")
-	}
-	cmd := exec.Command(node, filepath.Join(dir, "parquet.mjs"), path)
+	node, script := arrowcheck.Script(t, "parquet.mjs", "hyparquet")
+	cmd := exec.Command(node, script, path)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
