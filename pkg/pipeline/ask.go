@@ -41,8 +41,6 @@ type AskConfig struct {
 	Workers      int
 	Batch        int
 	Log          io.Writer
-
-	inputs, outputs []outfile.Path // set by check
 }
 
 // Known graphs.
@@ -66,14 +64,19 @@ func (cfg *AskConfig) check() error {
 	case cfg.Workers < 0:
 		return fmt.Errorf("--workers %d: want a positive number of goroutines (leave it out for every core)", cfg.Workers)
 	}
+	return nil
+}
+
+// claimOutputs checks the outputs against the inputs and claims them for the run
+// (outfile.Claim). The tables go to stdout unless the artifact does: an output too.
+func (cfg *AskConfig) claimOutputs() (release func(), err error) {
 	inputs := []outfile.Path{{Flag: "--checkpoint", Path: cfg.Checkpoint}, {Flag: "--ask-file", Path: cfg.AskFile}}
 	inputs = append(inputs, outfile.DirFiles("--data", cfg.Data)...)
 	outputs := []outfile.Path{{Flag: "-o", Path: cfg.Output}}
-	if cfg.Output != "-" { // the tables go to stdout: an output too
+	if cfg.Output != "-" {
 		outputs = append(outputs, outfile.Path{Flag: "the answers on", Path: "-"})
 	}
-	cfg.inputs, cfg.outputs = inputs, outputs
-	return nil
+	return outfile.Claim(inputs, outputs)
 }
 
 // question is one asked query: where it was written, as written, parsed and resolved.
@@ -169,7 +172,7 @@ func Ask(cfg AskConfig) error {
 	if err := cfg.check(); err != nil {
 		return err
 	}
-	release, err := outfile.Claim(cfg.inputs, cfg.outputs)
+	release, err := cfg.claimOutputs()
 	if err != nil {
 		return err
 	}
