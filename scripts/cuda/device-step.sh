@@ -64,7 +64,7 @@ nproc
 bench=$out/bench
 if ! skip bench; then
 	section "bench.sh (STEPS=${STEPS:-150})"
-	STEPS=${STEPS:-150} OUT_DIR=$bench timeout 240 scripts/cuda/bench.sh "$bin" || echo "bench.sh: exit $?"
+	STEPS=${STEPS:-150} OUT_DIR=$bench timeout 300 scripts/cuda/bench.sh "$bin" || echo "bench.sh: exit $?"
 fi
 mkdir -p "$bench"
 if [ ! -f "$bench/fb-train.arrow" ]; then
