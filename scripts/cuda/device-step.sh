@@ -16,7 +16,7 @@
 # Environment: RESULTS (default out/device-step), STEPS (bench.sh's steps per configuration,
 # default 150), QECONE_STEPS (default 150, after 20 warm-up steps), PROFILE_STEPS (the
 # steps train --profile times, default 5-14), SKIP (space-separated parts to leave out:
-# bench side kernels profile). NCU=1 adds Nsight Compute's counters for the same two runs
+# tests bench side kernels profile). NCU=1 adds Nsight Compute's counters for the same two runs
 # (PROFILE_SKIP and PROFILE_COUNT: the launches ncu skips, then profiles; default 2000
 # and 1200), where ncu manages to profile them.
 set -uo pipefail
@@ -60,6 +60,14 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max
 [ "${NCU:-0}" = 1 ] && ncu --version 2>/dev/null | tail -1
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -1
 nproc
+
+# The GPU's tests (cuda.test): parity of every kernel with the CPU reference, FP32 and
+# TF32, bit-identical repeated runs, error reporting.
+if ! skip tests; then
+	section "GPU tests (parity, TF32, determinism)"
+	timeout 150 "$bin/cuda.test" -test.run '^TestGPU(Info|Parity|Errors|Deterministic|TF32Deterministic)$' -test.count=1 -test.v 2>&1 |
+		grep -E '^(--- |=== RUN.*/|ok|FAIL|PASS|GPU:)|mismatch|differ' | grep -v '^=== RUN' || echo "GPU tests: exit $?"
+fi
 
 bench=$out/bench
 if ! skip bench; then
