@@ -30,8 +30,8 @@ if [ "${1:-}" = --pack ]; then
 	fi
 	set -e
 	rm -rf bin/device-step && mkdir -p bin/device-step
-	go build -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/ ./cmd/sample ./cmd/train ./cmd/rank ./cmd/metrics
-	go build -trimpath -ldflags='-s -w' -o bin/device-step/ ./scripts/reference/exportqueries
+	go build -buildvcs=auto -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/ ./cmd/sample ./cmd/train ./cmd/rank ./cmd/metrics
+	go build -buildvcs=auto -trimpath -ldflags='-s -w' -o bin/device-step/ ./scripts/reference/exportqueries
 	go test -c -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/cuda.test ./pkg/compute/cuda
 	git describe --always --dirty --abbrev=40 >bin/device-step/COMMIT
 	tar -C bin -cJf bin/device-step.tar.xz device-step

@@ -46,25 +46,27 @@
 // tf32_round rounds x to TF32, round to nearest with ties away from zero: on the device the
 // hardware's cvt.rna.tf32.f32; in the emulator its definition in bits, which is Go's
 // compute.RoundTF32 (same bit patterns tested on both): add half of the last kept place
-// (bit 12) to the magnitude and clear the 13 low mantissa bits; ±Inf kept, NaN kept a
-// (quiet) NaN.
+// (bit 12) to the magnitude and clear the 13 low mantissa bits. ±Inf and NaN are handled
+// before the conversion on both: the H200's cvt.rna turns a NaN whose payload lies only in
+// the 13 dropped bits (0x7f800001) into +Inf, which would hide a diverged run; here a NaN
+// stays a (quiet) NaN.
 __device__ __forceinline__ float tf32_round(float x) {
+	unsigned u;
+	memcpy(&u, &x, 4);
+	if ((u & 0x7f800000u) == 0x7f800000u) { // Inf or NaN
+		if (u & 0x007fffffu) u |= 0x00400000u;
+		u &= 0xffffe000u;
+		memcpy(&x, &u, 4);
+		return x;
+	}
 #ifdef __CUDA_ARCH__
 	unsigned r;
 	asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
 	return __uint_as_float(r);
 #else
-	uint32_t u;
-	memcpy(&u, &x, 4);
-	if ((u & 0x7f800000u) == 0x7f800000u) { // Inf or NaN
-		if (u & 0x007fffffu) u |= 0x00400000u;
-		u &= 0xffffe000u;
-	} else {
-		u = (u + 0x1000u) & 0xffffe000u;
-	}
-	float y;
-	memcpy(&y, &u, 4);
-	return y;
+	u = (u + 0x1000u) & 0xffffe000u;
+	memcpy(&x, &u, 4);
+	return x;
 #endif
 }
 
