@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocone/rocone/internal/outfiletest"
+	"github.com/rocone/rocone/internal/stagetest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/export"
-	"github.com/rocone/rocone/pkg/outfile/outfiletest"
-	"github.com/rocone/rocone/pkg/stagetest"
 )
 
 // readManifest reads an export's manifest.json.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rocone/rocone/pkg/stagetest"
+	"github.com/rocone/rocone/internal/stagetest"
 )
 
 // TestFlagValuesEndToEnd: embed refuses the checkpoint rank refuses, with the same

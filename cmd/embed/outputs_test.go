@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocone/rocone/pkg/outfile/outfiletest"
+	"github.com/rocone/rocone/internal/outfiletest"
 )
 
 // The tests below run this test binary as the embed command (outfiletest.Hook), so that

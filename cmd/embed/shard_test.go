@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rocone/rocone/pkg/stagetest"
+	"github.com/rocone/rocone/internal/stagetest"
 
 	"github.com/rocone/rocone/pkg/artifact"
 )

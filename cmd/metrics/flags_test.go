@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rocone/rocone/pkg/stagetest"
+	"github.com/rocone/rocone/internal/stagetest"
 
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/pipeline"

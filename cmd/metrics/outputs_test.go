@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocone/rocone/pkg/outfile/outfiletest"
+	"github.com/rocone/rocone/internal/outfiletest"
 )
 
 // The tests below run this test binary as the metrics command (outfiletest.Hook), so

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocone/rocone/internal/outfiletest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/kg"
-	"github.com/rocone/rocone/pkg/outfile/outfiletest"
 	"github.com/rocone/rocone/pkg/sample"
 	"github.com/rocone/rocone/pkg/train"
 )

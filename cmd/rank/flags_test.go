@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rocone/rocone/pkg/stagetest"
+	"github.com/rocone/rocone/internal/stagetest"
 
+	"github.com/rocone/rocone/internal/traintest"
 	"github.com/rocone/rocone/pkg/artifact"
-	"github.com/rocone/rocone/pkg/train/traintest"
 )
 
 // TestFlagValuesEndToEnd runs the binary on option values that used to be ignored, panic

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/rocone/rocone/pkg/stagetest"
+	"github.com/rocone/rocone/internal/stagetest"
 )
 
 // TestCorruptInputs runs rank on checkpoints and queries files with one byte changed in

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocone/rocone/internal/outfiletest"
 	"github.com/rocone/rocone/pkg/artifact"
-	"github.com/rocone/rocone/pkg/outfile/outfiletest"
 )
 
 // The tests below run this test binary as the rank command (outfiletest.Hook), so that

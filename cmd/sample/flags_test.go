@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rocone/rocone/pkg/stagetest"
+	"github.com/rocone/rocone/internal/stagetest"
 )
 
 // TestFlagValuesEndToEnd runs `sample generate` on flag values that used to be ignored,

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocone/rocone/internal/outfiletest"
 	"github.com/rocone/rocone/pkg/artifact"
-	"github.com/rocone/rocone/pkg/outfile/outfiletest"
 )
 
 // copyTiny copies testdata/tiny into a new folder, applying edit to file contents by name.

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocone/rocone/internal/outfiletest"
+	"github.com/rocone/rocone/internal/traintest"
 	"github.com/rocone/rocone/pkg/artifact"
-	"github.com/rocone/rocone/pkg/outfile/outfiletest"
-	"github.com/rocone/rocone/pkg/train/traintest"
 )
 
 // The tests below run this test binary as the sample command (outfiletest.Hook), so

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocone/rocone/internal/outfiletest"
 	"github.com/rocone/rocone/pkg/artifact"
-	"github.com/rocone/rocone/pkg/outfile/outfiletest"
 )
 
 // The tests below run this test binary as the train command (outfiletest.Hook), so that

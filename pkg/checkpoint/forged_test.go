@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/internal/outfiletest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/checkpoint"
-	"github.com/rocone/rocone/pkg/outfile/outfiletest"
 )
 
 // TestForgedCheckpointSize: a checkpoint whose metadata and model_config agree on a

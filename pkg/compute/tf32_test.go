@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/internal/computetest"
 	"github.com/rocone/rocone/pkg/compute"
-	"github.com/rocone/rocone/pkg/compute/computetest"
 	"github.com/rocone/rocone/pkg/compute/cpu"
 )
 

@@ -2,8 +2,8 @@
 
 package device
 
-import "github.com/rocone/rocone/pkg/compute/cuda"
+import "github.com/rocone/rocone/pkg/gpu"
 
 func init() {
-	openCUDA = func() (*cuda.Device, error) { return cuda.Open(0) }
+	openCUDA = func() (*gpu.Device, error) { return gpu.Open(0) }
 }

@@ -10,14 +10,14 @@ import (
 
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cpu"
-	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/cudamodel"
 	"github.com/rocone/rocone/pkg/eval"
+	"github.com/rocone/rocone/pkg/gpu"
+	"github.com/rocone/rocone/pkg/gpu/gpumodel"
 	"github.com/rocone/rocone/pkg/model"
 )
 
 // openCUDA is set by the cuda-tagged build (cuda.go); nil in a plain build.
-var openCUDA func() (*cuda.Device, error)
+var openCUDA func() (*gpu.Device, error)
 
 // Backend returns the kernels for name: "cpu" (the fast CPU backend; workers goroutines,
 // 0 for every core; its results do not depend on workers) or "cuda".
@@ -28,7 +28,7 @@ func Backend(name string, workers int) (compute.Backend, error) {
 
 // Open is Backend that also returns, for "cuda", the device the kernels run on (nil for
 // "cpu"), for the stages that keep data resident there (training).
-func Open(name string, workers int) (compute.Backend, *cuda.Device, error) {
+func Open(name string, workers int) (compute.Backend, *gpu.Device, error) {
 	switch name {
 	case "", "cpu":
 		return cpu.New(cpu.Options{Workers: workers}), nil, nil
@@ -40,26 +40,26 @@ func Open(name string, workers int) (compute.Backend, *cuda.Device, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return cuda.NewBackend(dev), dev, nil
+		return gpu.NewBackend(dev), dev, nil
 	}
 	return nil, nil, fmt.Errorf("--device %q: want cpu or cuda", name)
 }
 
 // RankDevice returns the eval.RankDevice of d, for `rank --device cuda`: the model is
-// uploaded without gradients or optimiser (cudamodel.NewEval) and every batch is scored
-// and ranked there (cudamodel.Model.RankBatch). RankDevice(nil) is nil: rank on the host.
+// uploaded without gradients or optimiser (gpumodel.NewEval) and every batch is scored
+// and ranked there (gpumodel.Model.RankBatch). RankDevice(nil) is nil: rank on the host.
 // With it the rank stage needs no import of the device's packages.
-func RankDevice(d *cuda.Device) eval.RankDevice {
+func RankDevice(d *gpu.Device) eval.RankDevice {
 	if d == nil {
 		return nil
 	}
 	return cudaRanking{d}
 }
 
-type cudaRanking struct{ dev *cuda.Device }
+type cudaRanking struct{ dev *gpu.Device }
 
 func (r cudaRanking) Load(m *model.Model[float32]) (eval.DeviceRanker, error) {
-	dm, err := cudamodel.NewEval(r.dev, m)
+	dm, err := gpumodel.NewEval(r.dev, m)
 	if err != nil {
 		return nil, err
 	}

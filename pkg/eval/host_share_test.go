@@ -6,10 +6,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
-	"github.com/rocone/rocone/pkg/cudamodel"
+	"github.com/rocone/rocone/internal/gputest"
 	"github.com/rocone/rocone/pkg/eval"
+	"github.com/rocone/rocone/pkg/gpu"
+	"github.com/rocone/rocone/pkg/gpu/gpumodel"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/query"
 )
@@ -17,7 +17,7 @@ import (
 // BenchmarkRankHostShare is the host's work per query when rank runs on CUDA, at
 // FB15k-237 sizes (14,505 entities, d=1600, batches of 512 as `rank --device cuda`),
 // measured with a driver that executes nothing:
-//   - device: the whole ranking on the device (cudamodel.Model.RankBatch, what `rank
+//   - device: the whole ranking on the device (gpumodel.Model.RankBatch, what `rank
 //     --device cuda` does): grouping, id and answer arrays, enqueueing the launches;
 //   - backend: the per-call backend (with --cones or --top): embedding the queries on
 //     the CPU, the logits and union maximum, and the filtered ranking on the host, with
@@ -33,15 +33,15 @@ func BenchmarkRankHostShare(b *testing.B) {
 func benchmarkRankHostShare(b *testing.B, onDevice bool) {
 	const entities, answers = 14505, 20
 	cfg := model.Config{Variant: model.RoConE, NumEntities: entities, NumRelations: 474, Dim: 1600, Gamma: 30, CenterReg: 0.1}
-	dev := cuda.NewDevice(&cudatest.NullDriver{Fill: 1})
-	be := cuda.NewBackend(dev)
+	dev := gpu.NewDevice(&gputest.NullDriver{Fill: 1})
+	be := gpu.NewBackend(dev)
 	m, err := model.New[float32](cfg, be)
 	if err != nil {
 		b.Fatal(err)
 	}
 	opts := eval.RankOptions{Batch: 512}
 	if onDevice {
-		dm, err := cudamodel.NewEval(dev, m)
+		dm, err := gpumodel.NewEval(dev, m)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -76,7 +76,7 @@ type RankOptions struct {
 	// goroutines at once.
 	Cones func(group []int) ([]model.Cones[float32], error)
 	// Device, if not nil, ranks each batch itself, scores and all, so that they never
-	// reach the host (the CUDA model: cudamodel.Model.RankBatch). It is used when Scores
+	// reach the host (the CUDA model: gpumodel.Model.RankBatch). It is used when Scores
 	// and Cones are nil; batches then go to it one at a time, after their answer lists
 	// are checked here. Its ranks can differ from the CPU's where a hard answer's score is
 	// within float rounding of another entity's.

@@ -52,7 +52,7 @@ func VariantNames(sep string) string {
 
 // Projection is a variant's projection operator: the one place a variant is mapped to
 // what its projection computes (docs/model.md §2, §3.2). The CPU (RotateForward, mlpForward)
-// and the device (package cudamodel) dispatch on it.
+// and the device (package gpumodel) dispatch on it.
 type Projection uint8
 
 const (
@@ -101,7 +101,7 @@ type Config struct {
 	// Matmul is the precision of the linear layers' matrix products (the projection MLP,
 	// the attention intersection): "" or compute.MatmulFP32, or compute.MatmulTF32 (train
 	// --matmul tf32). New applies it to the model's kernels (compute.WithMatmul) and
-	// package cudamodel to the device (cuda.Device.SetMatmul), so a checkpoint is scored in
+	// package gpumodel to the device (cuda.Device.SetMatmul), so a checkpoint is scored in
 	// the precision it was trained in. Left out of the JSON when empty, so FP32 models'
 	// configurations read as before.
 	Matmul compute.Matmul `json:",omitempty"`

@@ -17,13 +17,13 @@
 //   - walk.go: Walk, the one level-batched walk of a batch's plans forward and backward
 //     over an Executor (the operators above on some backend) and a Head; the CPU's
 //     executor is embed.go (Embed records a tape; Embedding.Backward replays it, §8),
-//     the device's is package cudamodel.
+//     the device's is package gpumodel.
 //   - loss.go: the loss head of a training batch, grouped by structure.
 //   - op_score.go: the scoring head, logits of all entities, for evaluation.
 //   - rowsort.go: SortRows, the radix sort of table row ids (sparse Adam's touched rows).
 //
-// Each op_X.go has its CUDA kernels in pkg/compute/cuda/kernels/X.cu and their host side
-// in pkg/compute/cuda/op_X.go (for linear and distance: pkg/compute/X.go), so an operator
+// Each op_X.go has its CUDA kernels in pkg/gpu/kernels/X.cu and their host side
+// in pkg/gpu/op_X.go (for linear and distance: pkg/compute/X.go), so an operator
 // is found by one name in every layer.
 //
 // # Conventions

@@ -414,7 +414,7 @@ func (b *embedBatch[T]) projectWaveBackward(w *mlpWave[T]) {
 // drawn from drop per mask (DropoutSeed). Nil when dropout is off.
 //
 // A mask is a pure function of its seed, so a device can make the very same mask where it
-// is used (package cudamodel) instead of receiving it, and the stream drop advances by one
+// is used (package gpumodel) instead of receiving it, and the stream drop advances by one
 // value per mask, not per element. The keep test compares 32 bits of a hash with p·2³², so
 // p is honoured to 2⁻³² (Bernoulli per element, as torch's dropout, with another
 // generator).

@@ -8,7 +8,7 @@ package model
 // device runs each operator as a few kernel launches per level, not per group.
 //
 // This is the only walk over plans: the CPU model (Embedding) and the device model
-// (package cudamodel) implement Executor, and neither looks at a step's kind.
+// (package gpumodel) implement Executor, and neither looks at a step's kind.
 type Walk struct {
 	plans    []*Plan
 	forward  [][numOps][]Op // per level and operator: groups ascending, each group's steps ascending

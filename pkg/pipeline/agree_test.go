@@ -5,11 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rocone/rocone/internal/traintest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute/cpu"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/train"
-	"github.com/rocone/rocone/pkg/train/traintest"
 )
 
 // TestRankAgreesWithValidation trains a model on the fast CPU backend, then ranks its

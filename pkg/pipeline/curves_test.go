@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/internal/traintest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute/cpu"
 	"github.com/rocone/rocone/pkg/train"
-	"github.com/rocone/rocone/pkg/train/traintest"
 )
 
 // curvesLog trains a tiny model for 12 steps with validation every 4 and returns its log.

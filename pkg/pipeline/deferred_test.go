@@ -9,15 +9,15 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rocone/rocone/internal/gputest"
 	"github.com/rocone/rocone/pkg/compute"
-	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
+	"github.com/rocone/rocone/pkg/gpu"
 	"github.com/rocone/rocone/pkg/model"
 )
 
 var errFakeDevice = errors.New("fake device: an illegal memory access was encountered")
 
-// failingKernels computes like the reference kernels but, like cuda.Backend after a device
+// failingKernels computes like the reference kernels but, like gpu.Backend after a device
 // error, records an error once it has run `after` kernel calls and reports it through Err
 // only (compute.DeferredErrors): the results stay correct, so only a stage that checks Err
 // notices.
@@ -54,9 +54,9 @@ func (k *failingKernels) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half,
 	k.ref.DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent, cand, queries, cands, dim, lambda)
 }
 
-// failingDriver is a GPU whose every kernel launch fails: cuda.Backend over it records the
-// error and computes every call on the CPU (cuda.Backend's documented fallback).
-type failingDriver struct{ *cudatest.NullDriver }
+// failingDriver is a GPU whose every kernel launch fails: gpu.Backend over it records the
+// error and computes every call on the CPU (gpu.Backend's documented fallback).
+type failingDriver struct{ *gputest.NullDriver }
 
 func (failingDriver) Launch(string, [3]int, [3]int, []uint64) error {
 	return errors.New("CUDA_ERROR_LAUNCH_FAILED")
@@ -86,7 +86,7 @@ func TestDeviceErrorFailsStage(t *testing.T) {
 		{"fake, fails after its first kernel call", func() compute.Backend { return &failingKernels{after: 0} }, "fake device", errFakeDevice},
 		{"fake, fails after 5 kernel calls (mid-run)", func() compute.Backend { return &failingKernels{after: 5} }, "fake device", errFakeDevice},
 		{"cuda backend, failing launches", func() compute.Backend {
-			return cuda.NewBackend(cuda.NewDevice(failingDriver{&cudatest.NullDriver{}}))
+			return gpu.NewBackend(gpu.NewDevice(failingDriver{&gputest.NullDriver{}}))
 		}, "CUDA_ERROR_LAUNCH_FAILED", nil},
 		{"control: fake, no error", func() compute.Backend { return &failingKernels{after: math.MaxInt64} }, "", nil},
 	}

@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rocone/rocone/internal/gputest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute"
-	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
 	"github.com/rocone/rocone/pkg/device"
+	"github.com/rocone/rocone/pkg/gpu"
 	"github.com/rocone/rocone/pkg/model"
 )
 
@@ -24,19 +24,19 @@ func TestRankOnDevice(t *testing.T) {
 		t.Run(string(variant), func(t *testing.T) {
 			ck := filepath.Join(dir, string(variant)+".arrow")
 			writeCheckpoint(t, ck, variant, 12, 3)
-			dev := cudatest.Emulator(t)
-			cpu, gpu := filepath.Join(dir, "cpu.arrow"), filepath.Join(dir, "gpu.arrow")
+			dev := gputest.Emulator(t)
+			cpu, onGPU := filepath.Join(dir, "cpu.arrow"), filepath.Join(dir, "gpu.arrow")
 			if err := Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: cpu, Kernels: compute.Reference[float32]{}}); err != nil {
 				t.Fatal(err)
 			}
-			if err := Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: gpu, Kernels: cuda.NewBackend(dev), Device: device.RankDevice(dev), Batch: 64}); err != nil {
+			if err := Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: onGPU, Kernels: gpu.NewBackend(dev), Device: device.RankDevice(dev), Batch: 64}); err != nil {
 				t.Fatal(err)
 			}
 			_, a, err := artifact.ReadRanks(cpu)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, b, err := artifact.ReadRanks(gpu)
+			_, b, err := artifact.ReadRanks(onGPU)
 			if err != nil {
 				t.Fatal(err)
 			}

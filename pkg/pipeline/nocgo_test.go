@@ -5,7 +5,7 @@ package pipeline
 import (
 	"testing"
 
-	"github.com/rocone/rocone/pkg/compute/cuda/emu"
+	"github.com/rocone/rocone/pkg/gpu/emu"
 )
 
 // TestEmulatorNeedsCgo fails a build without cgo, which leaves out this package's tests

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/internal/traintest"
 	"github.com/rocone/rocone/pkg/compute/cpu"
 	"github.com/rocone/rocone/pkg/train"
-	"github.com/rocone/rocone/pkg/train/traintest"
 )
 
 // resultsFixture trains tiny models (rocone seeds 1 and 2, cone seed 1), ranks the test

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/rocone/rocone/pkg/artifact"
-	"github.com/rocone/rocone/pkg/compute/cuda"
+	"github.com/rocone/rocone/pkg/gpu"
 )
 
 // TestSparseAdamRun trains with sparse Adam: the checkpoint's configuration records it, a
@@ -69,7 +69,7 @@ func TestSparseAdamRun(t *testing.T) {
 		t.Fatal("sparse and dense Adam trained the same entity table")
 	}
 
-	_, err = Run(context.Background(), cfg, Options{Train: train, Checkpoint: filepath.Join(dir, "c.arrow"), Device: CUDA(&cuda.Device{})})
+	_, err = Run(context.Background(), cfg, Options{Train: train, Checkpoint: filepath.Join(dir, "c.arrow"), Device: CUDA(&gpu.Device{})})
 	if err == nil || !strings.Contains(err.Error(), "CPU only") {
 		t.Fatalf("sparse Adam on CUDA: got %v", err)
 	}

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/internal/gputest"
 	"github.com/rocone/rocone/pkg/artifact"
-	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
+	"github.com/rocone/rocone/pkg/gpu"
 )
 
 // Training with the model resident on a CUDA device (Options.Device, CUDA), here on package
@@ -67,7 +67,7 @@ func TestDeviceTrainingMatchesCPU(t *testing.T) {
 			cpuRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "cpu.arrow"), Log: filepath.Join(dir, "cpu-log.arrow")}
 			run(t, cfg, cpuRun)
 			devRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "dev.arrow"), Log: filepath.Join(dir, "dev-log.arrow"),
-				Device: CUDA(cudatest.Emulator(t))}
+				Device: CUDA(gputest.Emulator(t))}
 			run(t, cfg, devRun)
 			closeCurves(t, logCurves(t, cpuRun.Log), logCurves(t, devRun.Log), emulatorCurves)
 		})
@@ -85,7 +85,7 @@ func TestResumeAcrossDevices(t *testing.T) {
 	straight := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "a.arrow"), Log: filepath.Join(dir, "a-log.arrow")}
 	run(t, cfg, straight)
 
-	dev := cudatest.Emulator(t)
+	dev := gputest.Emulator(t)
 	for _, name := range []string{"b", "c"} {
 		parts := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, name+".arrow"), Log: filepath.Join(dir, name+"-log.arrow"),
 			StopAfter: 7}
@@ -121,7 +121,7 @@ func copyFile(t *testing.T, from, to string) {
 // failingDriver fails every launch after the first ok ones, as a device that runs out of
 // memory or faults mid-run would.
 type failingDriver struct {
-	cuda.Driver
+	gpu.Driver
 	ok int
 }
 
@@ -146,7 +146,7 @@ func TestDeviceErrorKeepsCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := cuda.NewDevice(&failingDriver{Driver: cudatest.EmulatorDriver(t), ok: 400})
+	dev := gpu.NewDevice(&failingDriver{Driver: gputest.EmulatorDriver(t), ok: 400})
 	defer dev.Close()
 	saved, done, err := ReadCheckpointConfig(opts.Checkpoint)
 	if err != nil {

@@ -44,7 +44,7 @@
 //	validate.go      validation and its log rows
 //	checkpoint.go    the checkpoint's state key, assembling and writing checkpoints and logs
 //	updater.go       the Updater and Device interfaces, the CPU updater
-//	updater_cuda.go  the CUDA updater (package cudamodel)
+//	updater_cuda.go  the CUDA updater (package gpumodel)
 //	adam*.go, schedule.go, data.go, config.go, guard.go, timing.go, prefault.go: the parts
 //	gcpace.go, hugepages_*.go: memory on large graphs (GC headroom, huge pages)
 //

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/rocone/rocone/pkg/compute/cuda"
+	"github.com/rocone/rocone/pkg/gpu"
 )
 
 // gpuCurves bounds how far the CPU's and the GPU's curves drift apart over 200 steps.
@@ -26,7 +26,7 @@ var gpuCurves = curveTolerance{lossRel: 2e-2, mrrFlips: 1}
 // curves; then checks that two GPU runs give bit-identical checkpoints. Run by
 // scripts/cuda/gpu-check.sh.
 func TestGPUTrainingMatchesCPU(t *testing.T) {
-	dev, err := cuda.Open(0)
+	dev, err := gpu.Open(0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rocone/rocone/internal/gputest"
 	"github.com/rocone/rocone/pkg/compute"
-	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
 )
 
 // TestMatmulTF32Device trains ConE with TF32 products on the (emulated) device, whose
@@ -26,7 +26,7 @@ func TestMatmulTF32Device(t *testing.T) {
 	run(t, cfg, cpuRun)
 	var ckpts []string
 	for _, name := range []string{"dev1", "dev2"} {
-		dev := cudatest.Emulator(t)
+		dev := gputest.Emulator(t)
 		o := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, name+".arrow"), Log: filepath.Join(dir, name+"-log.arrow"), Device: CUDA(dev)}
 		run(t, cfg, o)
 		if dev.Matmul() != compute.MatmulTF32 {

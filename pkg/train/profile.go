@@ -5,13 +5,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/compute/cuda/roofline"
+	"github.com/rocone/rocone/pkg/gpu"
+	"github.com/rocone/rocone/pkg/gpu/roofline"
 	"github.com/rocone/rocone/pkg/outfile"
 )
 
 // ProfileOptions ask for a device profile of a window of steps (train --profile): every
-// launch of the steps' updates timed on the device (package cuda's Profiler), written as
+// launch of the steps' updates timed on the device (package gpu's Profiler), written as
 // a roofline table per kernel (package roofline) in Markdown at Path and as CSV beside
 // it (ProfileCSV). The window's steps run as usual (results are unchanged); what a step
 // does after its updates (validation, checkpoints) is left out of the profile.
@@ -38,14 +38,14 @@ func ParseProfileSteps(s string) (from, steps int, err error) {
 	return from, to - from + 1, nil
 }
 
-// profiler runs the window: it attaches a cuda.Profiler around the updates of each of
+// profiler runs the window: it attaches a gpu.Profiler around the updates of each of
 // its steps, times the steps, and writes the table after the last one. Before the window
 // it times as many unprofiled steps (not the session's first, which pays for the
 // device's warm-up), to show what the profiling itself costs.
 type profiler struct {
 	opts       ProfileOptions
-	dev        *cuda.Device
-	p          *cuda.Profiler
+	dev        *gpu.Device
+	p          *gpu.Profiler
 	baseFrom   int // unprofiled steps baseFrom … opts.From−1
 	wall, base float64
 	start      time.Time
@@ -66,7 +66,7 @@ func newProfiler(opts Options, first, last int) (*profiler, error) {
 		return nil, fmt.Errorf("--profile-steps %d-%d: the window must lie within the steps this run trains, %d to %d",
 			po.From, po.From+po.Steps-1, first, last)
 	}
-	return &profiler{opts: po, dev: cd.dev, p: cuda.NewProfiler(cd.dev, true),
+	return &profiler{opts: po, dev: cd.dev, p: gpu.NewProfiler(cd.dev, true),
 		baseFrom: max(first+1, po.From-po.Steps)}, nil
 }
 
@@ -112,7 +112,7 @@ func (p *profiler) write(t *trainer) error {
 	if err != nil {
 		return fmt.Errorf("--profile: %w", err)
 	}
-	if err := cuda.CheckWork(recs); err != nil {
+	if err := gpu.CheckWork(recs); err != nil {
 		return fmt.Errorf("--profile: %w", err)
 	}
 	bw, fp, _ := p.dev.Peaks()

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rocone/rocone/pkg/compute/cuda/cudatest"
+	"github.com/rocone/rocone/internal/gputest"
 )
 
 // TestProfileOnEmulator runs train's device profile end to end on the launch emulator:
@@ -24,11 +24,11 @@ func TestProfileOnEmulator(t *testing.T) {
 	cfg := tinyConfig("rocone")
 	cfg.Steps = 9
 	plain := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "a.arrow"), Log: filepath.Join(dir, "a-log.arrow"),
-		Device: CUDA(cudatest.Emulator(t))}
+		Device: CUDA(gputest.Emulator(t))}
 	run(t, cfg, plain)
 	md := filepath.Join(dir, "profile.md")
 	profiled := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "b.arrow"), Log: filepath.Join(dir, "b-log.arrow"),
-		Device: CUDA(cudatest.Emulator(t)), Profile: ProfileOptions{Path: md, From: 4, Steps: 3, Command: "train --profile profile.md"}}
+		Device: CUDA(gputest.Emulator(t)), Profile: ProfileOptions{Path: md, From: 4, Steps: 3, Command: "train --profile profile.md"}}
 	run(t, cfg, profiled)
 	if !sameRows(logCurves(t, plain.Log), logCurves(t, profiled.Log)) {
 		t.Error("the profiled run's train log differs from the unprofiled run's")
@@ -118,7 +118,7 @@ func TestProfileErrors(t *testing.T) {
 			opts := Options{Train: train, Checkpoint: filepath.Join(dir, c.name+".arrow"),
 				Profile: ProfileOptions{Path: filepath.Join(dir, c.name+".md"), From: c.from, Steps: c.n}}
 			if c.dev {
-				opts.Device = CUDA(cudatest.Emulator(t))
+				opts.Device = CUDA(gputest.Emulator(t))
 			}
 			_, err := Run(context.Background(), cfg, opts)
 			if err == nil || !strings.Contains(err.Error(), c.want) {

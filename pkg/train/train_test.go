@@ -12,11 +12,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rocone/rocone/internal/traintest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/checkpoint"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
-	"github.com/rocone/rocone/pkg/train/traintest"
 )
 
 var (

@@ -5,41 +5,41 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/rocone/rocone/pkg/compute/cuda"
-	"github.com/rocone/rocone/pkg/cudamodel"
 	"github.com/rocone/rocone/pkg/eval"
+	"github.com/rocone/rocone/pkg/gpu"
+	"github.com/rocone/rocone/pkg/gpu/gpumodel"
 	"github.com/rocone/rocone/pkg/model"
 )
 
 // CUDA returns the Device that runs a run's updates on d: the parameters, gradients and
-// Adam's moments live there (package cudamodel) and the host samples batches while the
+// Adam's moments live there (package gpumodel) and the host samples batches while the
 // device computes. Checkpoints are the same artifact on either device, so a run resumes
 // across devices. CUDA(nil) is nil: the CPU.
-func CUDA(d *cuda.Device) Device {
+func CUDA(d *gpu.Device) Device {
 	if d == nil {
 		return nil
 	}
 	return cudaDevice{d}
 }
 
-type cudaDevice struct{ dev *cuda.Device }
+type cudaDevice struct{ dev *gpu.Device }
 
 func (d cudaDevice) Name() string { return d.dev.Name() }
 
 func (d cudaDevice) updater(h hostState) (Updater, error) {
-	m, err := cudamodel.New(d.dev, h.model, h.adam.LR)
+	m, err := gpumodel.New(d.dev, h.model, h.adam.LR)
 	if err != nil {
 		return nil, err
 	}
 	return &cudaUpdater{hostState: h, dev: m}, nil
 }
 
-// cudaUpdater runs the updates on a CUDA device (package cudamodel); the host's Adam
+// cudaUpdater runs the updates on a CUDA device (package gpumodel); the host's Adam
 // only counts the device's steps per tensor (its lags), and its moments are filled by
 // Download(true).
 type cudaUpdater struct {
 	hostState
-	dev   *cudamodel.Model
+	dev   *gpumodel.Model
 	stale bool // the host's parameters lag the device's
 }
 

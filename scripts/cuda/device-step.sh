@@ -32,7 +32,7 @@ if [ "${1:-}" = --pack ]; then
 	rm -rf bin/device-step && mkdir -p bin/device-step
 	go build -buildvcs=auto -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/ ./cmd/sample ./cmd/train ./cmd/rank ./cmd/metrics
 	go build -buildvcs=auto -trimpath -ldflags='-s -w' -o bin/device-step/ ./scripts/reference/exportqueries
-	go test -c -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/cuda.test ./pkg/compute/cuda
+	go test -c -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/cuda.test ./pkg/gpu
 	git describe --always --dirty --abbrev=40 >bin/device-step/COMMIT
 	tar -C bin -cJf bin/device-step.tar.xz device-step
 	rm -rf bin/qecone && mkdir -p bin/qecone && cp "$ref"/*.py bin/qecone/
@@ -129,7 +129,7 @@ ncu_profile() {
 		--device cuda --checkpoint "$out/prof-$name.arrow" --log "" --overwrite -q >"$out/ncu-$name.txt" 2>&1 ||
 		{ echo "ncu $name: exit $?"; tail -5 "$out/ncu-$name.txt"; }
 }
-# The kernel benches (pkg/compute/cuda/kernelbench_test.go): each hot kernel's versions,
+# The kernel benches (pkg/gpu/kernelbench_test.go): each hot kernel's versions,
 # validated against the CPU reference, then timed at the paper's size.
 if ! skip kernels; then
 	section "kernel benches"

@@ -10,7 +10,7 @@
 # Usage (from anywhere in the repository):
 #   scripts/cuda/gpu-check.sh                    build here and test (needs Go, cgo, cuda.h)
 #   scripts/cuda/gpu-check.sh --build-test-binary DIR
-#                                                only build DIR/cuda.test, DIR/cudamodel.test and
+#                                                only build DIR/cuda.test, DIR/gpumodel.test and
 #                                                DIR/train.test (on a machine with
 #                                                nvidia-cuda-dev, no GPU needed), to carry to
 #                                                a GPU host that lacks Go, the module cache or
@@ -104,7 +104,7 @@ run_tests() { # $1: a test binary, or empty for go test
 	if [ -n "$1" ]; then
 		"$1" -test.run '^TestGPUInfo$' -test.count=1 && ok=1
 	else
-		go test -tags cuda -count=1 -run '^TestGPUInfo$' ./pkg/compute/cuda/ && ok=1
+		go test -tags cuda -count=1 -run '^TestGPUInfo$' ./pkg/gpu/ && ok=1
 	fi
 	if [ "$ok" -eq 0 ]; then
 		echo "gpu-check: FAILED: the GPU cannot be used (see above)" >&2
@@ -116,7 +116,7 @@ run_tests() { # $1: a test binary, or empty for go test
 		dir=$(dirname "$1")
 		"$1" -test.run '^TestGPU' -test.v -test.count=1 "${short[@]}" || failed+=("GPU tests")
 		step "GPU: the device-resident training step vs the CPU model (loss and every gradient)"
-		"$dir/cudamodel.test" -test.run '^TestGPU' -test.v -test.count=1 || failed+=("GPU step tests")
+		"$dir/gpumodel.test" -test.run '^TestGPU' -test.v -test.count=1 || failed+=("GPU step tests")
 		step "GPU: 200 training steps vs the CPU (loss curves), two GPU runs bit-identical"
 		"$dir/train.test" -test.run '^TestGPU' -test.v -test.count=1 || failed+=("GPU training tests")
 		step "emulator parity (CPU) in the same binary"
@@ -124,13 +124,13 @@ run_tests() { # $1: a test binary, or empty for go test
 	else
 		local gs=()
 		[ ${#short[@]} -gt 0 ] && gs=(-short)
-		go test -tags cuda -count=1 -v -run '^TestGPU' "${gs[@]}" ./pkg/compute/cuda/ || failed+=("GPU tests")
+		go test -tags cuda -count=1 -v -run '^TestGPU' "${gs[@]}" ./pkg/gpu/ || failed+=("GPU tests")
 		step "GPU: the device-resident training step vs the CPU model (loss and every gradient)"
-		go test -tags cuda -count=1 -v -run '^TestGPU' ./pkg/cudamodel/ || failed+=("GPU step tests")
+		go test -tags cuda -count=1 -v -run '^TestGPU' ./pkg/gpu/gpumodel/ || failed+=("GPU step tests")
 		step "GPU: 200 training steps vs the CPU (loss curves), two GPU runs bit-identical"
 		go test -tags cuda -count=1 -v -run '^TestGPU' ./pkg/train/ || failed+=("GPU training tests")
 		step "emulator, PTX and host tests (-tags cuda)"
-		go test -tags cuda -count=1 ./pkg/compute/cuda/... || failed+=("package tests")
+		go test -tags cuda -count=1 ./pkg/gpu/... || failed+=("package tests")
 	fi
 }
 
@@ -138,9 +138,9 @@ case "$mode" in
 binary)
 	setup_cgo
 	mkdir -p "$arg"
-	step "building $arg/cuda.test, cudamodel.test, train.test (go test -c -tags cuda)"
-	go test -c -tags cuda -o "$arg/cuda.test" ./pkg/compute/cuda || exit 1
-	go test -c -tags cuda -o "$arg/cudamodel.test" ./pkg/cudamodel || exit 1
+	step "building $arg/cuda.test, gpumodel.test, train.test (go test -c -tags cuda)"
+	go test -c -tags cuda -o "$arg/cuda.test" ./pkg/gpu || exit 1
+	go test -c -tags cuda -o "$arg/gpumodel.test" ./pkg/gpu/gpumodel || exit 1
 	go test -c -tags cuda -o "$arg/train.test" ./pkg/train || exit 1
 	echo "run it on the GPU host: scripts/cuda/gpu-check.sh --prebuilt $arg/cuda.test"
 	exit 0
@@ -152,10 +152,10 @@ prebuilt)
 build)
 	device_info
 	setup_cgo
-	step "go vet -tags cuda ./pkg/compute/cuda/..."
-	go vet -tags cuda ./pkg/compute/cuda/... || failed+=("vet")
-	step "go build -tags cuda ./pkg/compute/cuda/..."
-	if ! go build -tags cuda ./pkg/compute/cuda/...; then
+	step "go vet -tags cuda ./pkg/gpu/..."
+	go vet -tags cuda ./pkg/gpu/... || failed+=("vet")
+	step "go build -tags cuda ./pkg/gpu/..."
+	if ! go build -tags cuda ./pkg/gpu/...; then
 		echo "gpu-check.sh: the CUDA backend does not build" >&2
 		exit 1
 	fi
@@ -166,7 +166,7 @@ build)
 		step "benchmarks (scripts/cuda/bench.sh bin/cuda)"
 		mkdir -p bin/cuda
 		if go build -tags cuda -o bin/cuda/ ./cmd/sample ./cmd/train ./cmd/rank &&
-			go test -c -tags cuda -o bin/cuda/cuda.test ./pkg/compute/cuda; then
+			go test -c -tags cuda -o bin/cuda/cuda.test ./pkg/gpu; then
 			scripts/cuda/bench.sh bin/cuda || failed+=("benchmarks")
 		else
 			failed+=("building the benchmark binaries")

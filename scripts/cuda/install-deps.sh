@@ -5,8 +5,8 @@
 #   nvidia-cuda-dev      cuda.h and the stub libcuda.so (CUDA 11.8) that cgo compiles and
 #                        links gorgonia.org/cu against. At run time the real driver's
 #                        libcuda.so.1 (installed with the NVIDIA driver) is used instead.
-#   nvidia-cuda-toolkit  nvcc, only to regenerate pkg/compute/cuda/kernels/*.ptx
-#                        (`go generate ./pkg/compute/cuda/...`) and to let the stale-PTX test
+#   nvidia-cuda-toolkit  nvcc, only to regenerate pkg/gpu/kernels/*.ptx
+#                        (`go generate ./pkg/gpu/...`) and to let the stale-PTX test
 #                        compare; optional (--nvcc).
 #
 # Both live in bookworm's contrib / non-free components, which this script adds (a

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rocone/rocone/internal/computetest"
 	"github.com/rocone/rocone/pkg/compute"
-	"github.com/rocone/rocone/pkg/compute/computetest"
 )
 
 // backends are the configurations under test: the default (assembly where supported),

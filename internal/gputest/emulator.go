@@ -1,0 +1,30 @@
+package gputest
+
+import (
+	"testing"
+
+	"github.com/rocone/rocone/pkg/gpu"
+)
+
+// Emulator is a Device over the launch emulator (EmulatorDriver), closed when the test
+// ends. Its launches are profiled (untimed) for the whole test: when the test ends, a
+// launch that states no work (gpu.Work, gpu.CheckWork) fails it. A test may attach a
+// profiler of its own meanwhile (Device.Profile); the launches it records are not
+// checked here.
+func Emulator(t testing.TB) *gpu.Device {
+	t.Helper()
+	d := gpu.NewDevice(EmulatorDriver(t))
+	p := gpu.NewProfiler(d, false)
+	d.Profile(p)
+	t.Cleanup(func() {
+		d.Close()
+		recs, err := p.Records()
+		if err == nil {
+			err = gpu.CheckWork(recs)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	return d
+}

@@ -1,8 +1,0 @@
-//go:build cuda
-
-package cuda
-
-import "testing"
-
-// benchDevice is GPU 0 at the paper's size (go test -tags cuda -bench Kernels).
-func benchDevice(b *testing.B) (*Device, benchSize) { return gpuDevice(b), paperSize }

@@ -1,0 +1,229 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+)
+
+// stepPerTensor is Step through the per-tensor launches (the reference).
+func (a *Adam) stepPerTensor(zeroGrad bool) error {
+	a.step++
+	return a.stepEach(zeroGrad)
+}
+
+// testAdamMulti: the one-launch Step against the per-tensor adam_step launches, bit for
+// bit (parameters, moments, gradients), over tensors of odd sizes (one empty) with lags
+// that change as tensors start (train.Adam.Lag), a Reset, a SetState, and more lag
+// classes than one launch takes.
+func testAdamMulti(h *harness) {
+	sizes := []int{301, 7, 0, 1, 1029, 64, 3, 5, 2, 9, 4}
+	mk := func() (P, G []*F32) {
+		for _, n := range sizes {
+			P, G = append(P, h.zeros(n)), append(G, h.zeros(n))
+		}
+		return P, G
+	}
+	P1, G1 := mk()
+	P2, G2 := mk()
+	for i, n := range sizes {
+		p := h.uniform(n, -1, 1)
+		h.ok(P1[i].Upload(p))
+		h.ok(P2[i].Upload(p))
+	}
+	cfg := DefaultAdam(3e-2)
+	one, err := NewAdam(h.d, cfg, P1, G1)
+	h.ok(err)
+	defer one.Free()
+	ref, err := NewAdam(h.d, cfg, P2, G2)
+	h.ok(err)
+	defer ref.Free()
+
+	// started[i]: the step at which tensor i is first reached (0: from the start).
+	started := []int{0, 2, 0, 3, 0, 5, 0, 2, 1, 0, 7}
+	lags := func(step int, manyClasses bool) []int64 {
+		l := make([]int64, len(sizes))
+		for i, s := range started {
+			if step <= s {
+				l[i] = int64(step) // not started: sits out every step so far, the coming one too
+			} else {
+				l[i] = int64(s)
+			}
+			if manyClasses {
+				l[i] = int64(i) // 11 distinct lags: more classes than one launch takes
+			}
+		}
+		return l
+	}
+	check := func(step int) {
+		h.t.Helper()
+		for i := range sizes {
+			m1, v1 := make([]float32, sizes[i]), make([]float32, sizes[i])
+			m2, v2 := make([]float32, sizes[i]), make([]float32, sizes[i])
+			h.ok(one.Moments(i, m1, v1))
+			h.ok(ref.Moments(i, m2, v2))
+			for _, c := range []struct {
+				what      string
+				want, got []float32
+			}{{"p", h.down(P2[i]), h.down(P1[i])}, {"g", h.down(G2[i]), h.down(G1[i])}, {"m", m2, m1}, {"v", v2, v1}} {
+				for k := range c.want {
+					if math.Float32bits(c.want[k]) != math.Float32bits(c.got[k]) {
+						h.t.Fatalf("step %d, tensor %d: %s[%d] = %g, per-tensor launches %g", step, i, c.what, k, c.got[k], c.want[k])
+					}
+				}
+			}
+		}
+	}
+	for step := 1; step <= 12; step++ {
+		switch step {
+		case 6: // a learning-rate decay: a brand-new optimiser
+			for _, a := range []*Adam{one, ref} {
+				a.Config.LR /= 5
+				h.ok(a.Reset())
+			}
+		case 9: // a resumed optimiser
+			m, v := make([][]float32, len(sizes)), make([][]float32, len(sizes))
+			for i, n := range sizes {
+				m[i], v[i] = h.uniform(n, -0.1, 0.1), h.uniform(n, 0, 0.01)
+			}
+			h.ok(one.SetState(20, m, v))
+			h.ok(ref.SetState(20, m, v))
+		}
+		lag := lags(one.Steps()+1, step == 10 || step == 11)
+		if step == 12 {
+			lag = nil
+		}
+		h.ok(one.SetLags(lag))
+		h.ok(ref.SetLags(lag))
+		if oneLaunch, many := one.classLag != nil, step == 10 || step == 11; oneLaunch == many {
+			h.t.Fatalf("step %d: one launch %v with %d lag classes", step, oneLaunch, len(one.classLag))
+		}
+		for i, n := range sizes {
+			g := h.uniform(n, -1, 1)
+			h.ok(G1[i].Upload(g))
+			h.ok(G2[i].Upload(g))
+		}
+		zero := step%3 != 0
+		h.ok(one.Step(zero))
+		h.ok(ref.stepPerTensor(zero))
+		check(step)
+	}
+}
+
+// adamReference is the textbook Adam (Kingma & Ba, as torch.optim.Adam computes it), in
+// float64: m̂ = m/(1−β1^t), v̂ = v/(1−β2^t), p −= lr·m̂/(√v̂ + ε).
+func adamReference(p, g, m, v []float64, t int, c AdamConfig) {
+	for i := range p {
+		m[i] = c.Beta1*m[i] + (1-c.Beta1)*g[i]
+		v[i] = c.Beta2*v[i] + (1-c.Beta2)*g[i]*g[i]
+		mh := m[i] / (1 - math.Pow(c.Beta1, float64(t)))
+		vh := v[i] / (1 - math.Pow(c.Beta2, float64(t)))
+		p[i] -= c.LR * mh / (math.Sqrt(vh) + c.Eps)
+	}
+}
+
+func testAdam(h *harness) {
+	const n, steps = 1234, 4
+	cfg := DefaultAdam(1e-2)
+	p32 := h.uniform(n, -1, 1)
+	P, G, M, V := h.up(p32), h.zeros(n), h.zeros(n), h.zeros(n)
+	p, m, v := make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range p {
+		p[i] = float64(p32[i])
+	}
+	prev := clone(p32)
+	for t := 1; t <= steps; t++ {
+		g32 := h.uniform(n, -1, 1)
+		for i := 0; i < n; i += 7 {
+			g32[i] = 0 // dense: rows with zero gradient still move once m ≠ 0
+		}
+		g := make([]float64, n)
+		for i := range g {
+			g[i] = float64(g32[i])
+		}
+		h.ok(G.Upload(g32))
+		adamReference(p, g, m, v, t, cfg)
+		h.ok(h.d.AdamStep(P, G, M, V, t, cfg, t%2 == 0))
+		got := h.down(P)
+		// Compare the updates (the parameters move by about lr per step).
+		wantD, gotD := make([]float32, n), make([]float32, n)
+		for i := range p {
+			wantD[i] = float32(p[i] - float64(prev[i]))
+			gotD[i] = got[i] - prev[i]
+		}
+		compare(h.t, fmt.Sprint("update ", t), wantD, gotD)
+		for i := range p {
+			p[i] = float64(got[i]) // follow the device, so errors do not compound
+		}
+		prev = got
+		gm, gv := h.down(M), h.down(V)
+		m32, v32 := make([]float32, n), make([]float32, n)
+		for i := range m {
+			m32[i], v32[i] = float32(m[i]), float32(v[i])
+		}
+		compare(h.t, fmt.Sprint("m ", t), m32, gm)
+		compare(h.t, fmt.Sprint("v ", t), v32, gv)
+		gg := h.down(G)
+		for i, x := range gg {
+			if want := map[bool]float32{true: 0, false: g32[i]}[t%2 == 0]; x != want {
+				h.t.Fatalf("step %d: g[%d] = %g after the step, want %g", t, i, x, want)
+			}
+		}
+	}
+}
+
+// testAdamOptimiser: two tensors over steps, a learning-rate decay with Reset, against
+// the float64 reference.
+func testAdamOptimiser(h *harness) {
+	sizes := []int{301, 7}
+	var P, G []*F32
+	ps, ms, vs := make([][]float64, 2), make([][]float64, 2), make([][]float64, 2)
+	for i, n := range sizes {
+		p := h.uniform(n, -1, 1)
+		P, G = append(P, h.up(p)), append(G, h.zeros(n))
+		ps[i], ms[i], vs[i] = make([]float64, n), make([]float64, n), make([]float64, n)
+		for j, x := range p {
+			ps[i][j] = float64(x)
+		}
+	}
+	cfg := DefaultAdam(5e-2)
+	opt, err := NewAdam(h.d, cfg, P, G)
+	h.ok(err)
+	defer opt.Free()
+	t := 0
+	for step := 1; step <= 5; step++ {
+		if step == 4 { // decay: lr/5 and a brand-new optimiser
+			opt.Config.LR /= 5
+			h.ok(opt.Reset())
+			for i := range ms {
+				clear(ms[i])
+				clear(vs[i])
+			}
+			t = 0
+		}
+		t++
+		for i, n := range sizes {
+			g := h.uniform(n, -1, 1)
+			h.ok(G[i].Upload(g))
+			g64 := make([]float64, n)
+			for j, x := range g {
+				g64[j] = float64(x)
+			}
+			adamReference(ps[i], g64, ms[i], vs[i], t, opt.Config)
+		}
+		h.ok(opt.Step(true))
+		if opt.Steps() != t {
+			h.t.Fatalf("Steps() = %d, want %d", opt.Steps(), t)
+		}
+		for i := range sizes {
+			got := h.down(P[i])
+			want := make([]float32, len(got))
+			for j := range want {
+				want[j] = float32(ps[i][j])
+			}
+			compare(h.t, fmt.Sprint("step ", step, " param ", i), want, got)
+			for j := range ps[i] {
+				ps[i][j] = float64(got[j])
+			}
+		}
+	}
+}

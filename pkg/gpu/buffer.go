@@ -1,0 +1,253 @@
+package gpu
+
+// Device memory: typed buffers, and the arena that hands out a batch's scratch buffers
+// without an allocation each.
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Elem is the element type of a device buffer.
+type Elem interface{ ~float32 | ~int32 | ~float64 }
+
+// Buffer is a device array of n elements of T. A nil *Buffer is a NULL pointer for the
+// kernels (an optional input or a skipped gradient).
+type Buffer[T Elem] struct {
+	dev   *Device
+	ptr   uint64
+	n     int
+	owned bool
+}
+
+// F32 and I32 are the usual buffers.
+type (
+	F32 = Buffer[float32]
+	I32 = Buffer[int32]
+	F64 = Buffer[float64]
+)
+
+func sizeOf[T Elem]() int {
+	var z T
+	return int(unsafe.Sizeof(z))
+}
+
+// Alloc allocates a zeroed buffer of n elements.
+func Alloc[T Elem](d *Device, n int) (*Buffer[T], error) {
+	if n < 0 {
+		return nil, fmt.Errorf("cuda: alloc of %d elements", n)
+	}
+	b := &Buffer[T]{dev: d, n: n, owned: true}
+	if n == 0 {
+		return b, nil
+	}
+	p, err := d.drv.Alloc(n * sizeOf[T]())
+	if err != nil {
+		return nil, err
+	}
+	b.ptr = p
+	if err := d.zero(p, n*sizeOf[T]()); err != nil {
+		d.drv.Free(p)
+		return nil, err
+	}
+	return b, nil
+}
+
+// FromHost allocates a buffer holding a copy of src.
+func FromHost[T Elem](d *Device, src []T) (*Buffer[T], error) {
+	b, err := Alloc[T](d, len(src))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Upload(src); err != nil {
+		b.Free()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Len is the number of elements.
+func (b *Buffer[T]) Len() int {
+	if b == nil {
+		return 0
+	}
+	return b.n
+}
+
+// Ptr is the device address (0 for a nil or empty buffer).
+func (b *Buffer[T]) Ptr() uint64 {
+	if b == nil {
+		return 0
+	}
+	return b.ptr
+}
+
+// Slice returns a view of elements [off, off+n) (not to be freed).
+func (b *Buffer[T]) Slice(off, n int) *Buffer[T] {
+	if off < 0 || n < 0 || off+n > b.n {
+		panic(fmt.Sprintf("cuda: slice [%d, %d) of a %d-element buffer", off, off+n, b.n))
+	}
+	return &Buffer[T]{dev: b.dev, ptr: b.ptr + uint64(off*sizeOf[T]()), n: n}
+}
+
+// Free releases the buffer's memory (a no-op for nil buffers and views).
+func (b *Buffer[T]) Free() error {
+	if b == nil || !b.owned || b.ptr == 0 {
+		return nil
+	}
+	p := b.ptr
+	b.ptr, b.n = 0, 0
+	return b.dev.drv.Free(p)
+}
+
+// Upload copies src into the first len(src) elements.
+func (b *Buffer[T]) Upload(src []T) error {
+	if len(src) > b.Len() {
+		return fmt.Errorf("cuda: upload of %d elements into a %d-element buffer", len(src), b.Len())
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	return b.dev.drv.CopyIn(b.ptr, unsafe.Pointer(&src[0]), len(src)*sizeOf[T]())
+}
+
+// Download copies the first len(dst) elements into dst, waiting for pending kernels.
+func (b *Buffer[T]) Download(dst []T) error {
+	if len(dst) > b.Len() {
+		return fmt.Errorf("cuda: download of %d elements from a %d-element buffer", len(dst), b.Len())
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	return b.dev.drv.CopyOut(unsafe.Pointer(&dst[0]), b.ptr, len(dst)*sizeOf[T]())
+}
+
+// ToHost returns a copy of the whole buffer.
+func (b *Buffer[T]) ToHost() ([]T, error) {
+	out := make([]T, b.Len())
+	return out, b.Download(out)
+}
+
+// Zero clears the buffer.
+func (b *Buffer[T]) Zero() error {
+	if b.Len() == 0 {
+		return nil
+	}
+	return b.dev.zero(b.ptr, b.n*sizeOf[T]())
+}
+
+// CopyFrom copies src (same length) into b on the device.
+func (b *Buffer[T]) CopyFrom(src *Buffer[T]) error {
+	if src.Len() != b.Len() {
+		return fmt.Errorf("cuda: copy of a %d-element buffer into a %d-element one", src.Len(), b.Len())
+	}
+	if b.n == 0 {
+		return nil
+	}
+	return b.dev.copy(b.ptr, src.ptr, b.n*sizeOf[T]())
+}
+
+// FreeAll frees the given buffers, ignoring nils; it returns the first error.
+func FreeAll(bs ...interface{ Free() error }) error {
+	var first error
+	for _, b := range bs {
+		if b == nil {
+			continue
+		}
+		if err := b.Free(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Arena hands out zeroed views of one device allocation, all released together by
+// Reset. A training step takes its temporaries from it: cuMemAlloc and cuMemFree cost
+// tens of microseconds each and cuMemFree waits for the device, which would stall the
+// host's work-ahead. When the arena runs out, further buffers are allocated separately
+// (and freed at the next Reset), and the next Reset grows the arena to the high-water
+// mark, so a steady state allocates nothing.
+type Arena struct {
+	d        *Device
+	buf      *Buffer[float64] // 8-byte elements: every view is 8-byte aligned
+	used     int              // bytes
+	peak     int              // bytes asked for since the last Reset
+	overflow []interface{ Free() error }
+}
+
+// arenaAlign is the alignment of every view, in bytes (the size of a float4 load and a
+// cache sector's half).
+const arenaAlign = 256
+
+// NewArena creates an empty arena on d; it grows on use.
+func NewArena(d *Device) *Arena { return &Arena{d: d} }
+
+// Reset releases every view (their memory is reused) and the overflow buffers, and grows
+// the arena to what the last cycle used.
+func (a *Arena) Reset() error {
+	err := FreeAll(a.overflow...)
+	a.overflow = a.overflow[:0]
+	if need := a.peak; need > a.capacity() {
+		if e := a.buf.Free(); e != nil && err == nil {
+			err = e
+		}
+		a.buf = nil
+		b, e := Alloc[float64](a.d, (need+need/4)/8+1)
+		if e != nil {
+			return e
+		}
+		a.buf = b
+	}
+	a.used, a.peak = 0, 0
+	return err
+}
+
+func (a *Arena) capacity() int { return a.buf.Len() * 8 }
+
+// Free releases the arena's memory.
+func (a *Arena) Free() error {
+	err := FreeAll(a.overflow...)
+	a.overflow = nil
+	if e := a.buf.Free(); e != nil && err == nil {
+		err = e
+	}
+	a.buf = nil
+	return err
+}
+
+// Take returns a zeroed buffer of n elements of T, valid until the next Reset.
+func Take[T Elem](a *Arena, n int) (*Buffer[T], error) {
+	bytes := n * sizeOf[T]()
+	size := (bytes + arenaAlign - 1) / arenaAlign * arenaAlign
+	a.peak += size
+	if a.used+size > a.capacity() {
+		b, err := Alloc[T](a.d, n)
+		if err != nil {
+			return nil, err
+		}
+		a.overflow = append(a.overflow, b)
+		return b.Slice(0, n), nil // a view: freeing it is a no-op, Reset frees b
+	}
+	v := &Buffer[T]{dev: a.d, ptr: a.buf.ptr + uint64(a.used), n: n}
+	a.used += size
+	if bytes > 0 {
+		if err := a.d.zero(v.ptr, bytes); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// scratch is where the operators' temporaries come from: the device's arena if one is
+// set (UseArena), otherwise separate allocations (to be freed by the caller; freeing an
+// arena view is a no-op).
+func scratch[T Elem](d *Device, n int) (*Buffer[T], error) {
+	if d.arena != nil {
+		return Take[T](d.arena, n)
+	}
+	return Alloc[T](d, n)
+}
+
+// UseArena makes the device's operators take their temporaries from a (nil: allocate
+// them separately, the default).
+func (d *Device) UseArena(a *Arena) { d.arena = a }

@@ -1,0 +1,33 @@
+package gpu
+
+import (
+	"errors"
+	"unsafe"
+)
+
+// Driver is what the host code needs from a CUDA device: memory and launches. The real
+// implementation (built with -tags cuda) wraps the CUDA driver API; package emu's
+// *Device implements it on the CPU.
+//
+// Pointers are device addresses as uint64. Kernel arguments are packed one per uint64:
+// pointers whole, int and float in the low 32 bits, double as its bits (see Device's
+// launch). Launch may be asynchronous: an execution error may only surface at a later
+// Sync or copy.
+type Driver interface {
+	Name() string
+	Alloc(bytes int) (uint64, error)
+	Free(ptr uint64) error
+	CopyIn(dst uint64, src unsafe.Pointer, bytes int) error  // host → device, synchronous
+	CopyOut(dst unsafe.Pointer, src uint64, bytes int) error // device → host, synchronous
+	Copy(dst, src uint64, bytes int) error                   // device → device
+	Zero(dst uint64, bytes int) error
+	Launch(kernel string, grid, block [3]int, args []uint64) error
+	Sync() error
+	Close() error
+}
+
+// ErrNotBuilt is returned by Open in a binary built without the cuda build tag.
+var ErrNotBuilt = errors.New("cuda: this binary was built without GPU support (rebuild with -tags cuda; see scripts/cuda/install-deps.sh)")
+
+// ErrNoDevice is returned by Open when the driver reports no CUDA device.
+var ErrNoDevice = errors.New("cuda: no CUDA device found")

@@ -1,0 +1,127 @@
+//go:build cgo
+
+package emu
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/rocone/rocone/pkg/gpu/kernels"
+)
+
+// TestKernelsMatchPTX checks that the emulator runs exactly the kernels the PTX holds,
+// with the same parameter types: the C++ signatures the emulator sees and the PTX nvcc
+// produced come from the same sources, so a mismatch means stale PTX or a kernel missing
+// from emu.cc's table.
+func TestKernelsMatchPTX(t *testing.T) {
+	emu := map[string]string{}
+	for _, k := range Kernels() {
+		emu[k.Name] = k.Params
+	}
+	for _, e := range kernels.Entries() {
+		p, ok := emu[e.Name]
+		switch {
+		case !ok:
+			t.Errorf("kernel %s (%s.ptx) is not in emu.cc's table", e.Name, e.Module)
+		case p != e.Params:
+			t.Errorf("kernel %s: emulator parameters %q, PTX %q (stale PTX? run go generate)", e.Name, p, e.Params)
+		}
+		delete(emu, e.Name)
+	}
+	for name := range emu {
+		t.Errorf("emulated kernel %s is not in the PTX (stale PTX? run go generate)", name)
+	}
+}
+
+func f32(x float32) uint64 { return uint64(math.Float32bits(x)) }
+
+func TestLaunchAndChecks(t *testing.T) {
+	d, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const n = 1000
+	p, err := d.Alloc(4 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fill_f32(x, value, n) over a grid smaller than n: the grid-stride loop covers it.
+	if err := d.Launch("fill_f32", [3]int{3, 1, 1}, [3]int{64, 1, 1}, []uint64{p, f32(2.5), n}); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, n)
+	if err := d.CopyOut(unsafe.Pointer(&out[0]), p, 4*n); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range out {
+		if v != 2.5 {
+			t.Fatalf("out[%d] = %g", i, v)
+		}
+	}
+	for _, c := range []struct {
+		name        string
+		kernel      string
+		grid, block [3]int
+		args        []uint64
+		want        string
+	}{
+		{"unknown kernel", "nope", [3]int{1, 1, 1}, [3]int{1, 1, 1}, nil, "no kernel"},
+		{"argument count", "fill_f32", [3]int{1, 1, 1}, [3]int{1, 1, 1}, []uint64{p}, "takes 3 arguments"},
+		{"block too large", "fill_f32", [3]int{1, 1, 1}, [3]int{2048, 1, 1}, []uint64{p, 0, 1}, "invalid launch"},
+		{"empty grid", "fill_f32", [3]int{0, 1, 1}, [3]int{1, 1, 1}, []uint64{p, 0, 1}, "invalid launch"},
+		{"grid y", "fill_f32", [3]int{1, 70000, 1}, [3]int{1, 1, 1}, []uint64{p, 0, 1}, "invalid launch"},
+		{"wild pointer", "fill_f32", [3]int{1, 1, 1}, [3]int{1, 1, 1}, []uint64{12345, 0, 1}, "not a device pointer"},
+		{"overflow", "fill_f32", [3]int{1, 1, 1}, [3]int{32, 1, 1}, []uint64{p, 0, n + 3}, "write past the end"},
+	} {
+		err := d.Launch(c.kernel, c.grid, c.block, c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+	if err := d.Free(p); err == nil || !strings.Contains(err.Error(), "past the end") {
+		t.Errorf("Free after an overflow: %v", err)
+	}
+	if err := d.Free(p); err == nil {
+		t.Error("double free not reported")
+	}
+	if err := d.CopyIn(p, unsafe.Pointer(&out[0]), 4); err == nil {
+		t.Error("copy into freed memory not reported")
+	}
+}
+
+// TestBarrier runs col_sum, whose block reduction needs __syncthreads between the writes
+// and the reads of shared memory, with several blocks in flight on several threads.
+func TestBarrier(t *testing.T) {
+	d, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const rows, cols = 37, 70
+	dy := make([]float32, rows*cols)
+	for i := range dy {
+		dy[i] = float32(i%13) - 6
+	}
+	pdy, _ := d.Alloc(4 * len(dy))
+	pdb, _ := d.Alloc(4 * cols)
+	if err := d.CopyIn(pdy, unsafe.Pointer(&dy[0]), 4*len(dy)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Launch("col_sum", [3]int{3, 1, 1}, [3]int{256, 1, 1}, []uint64{pdb, pdy, rows, cols}); err != nil {
+		t.Fatal(err)
+	}
+	db := make([]float32, cols)
+	d.CopyOut(unsafe.Pointer(&db[0]), pdb, 4*cols)
+	for c := 0; c < cols; c++ {
+		var s float32
+		for r := 0; r < rows; r++ {
+			s += dy[r*cols+c]
+		}
+		if db[c] != s {
+			t.Fatalf("db[%d] = %g, want %g", c, db[c], s)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package gpumodel
+
+import (
+	"github.com/rocone/rocone/pkg/gpu"
+	"github.com/rocone/rocone/pkg/model"
+)
+
+// lossHead is the training head's layout: every query's DNF branch roots scored against
+// its candidates (positive first) in one batch, the max over branches, and the loss
+// (docs/model.md §6, §9), as pkg/model's LossTape computes it group by group.
+//
+// The queries are ordered by class (the groups with the same number of DNF branches),
+// and a class's root cones as [nb][q], so that all branches of all queries are scored in
+// one launch and the max over branches is one launch per class.
+type lossHead struct {
+	classes  []headClass
+	Q, k     int
+	roots    int // root rows: Σ nb·q over the classes
+	rootIdx  int // ints part [2·roots]: the table rows of the roots (axes, then half-apertures)
+	scatter  rowIndex
+	cand     int // ints part [roots][K]: each root row's candidates
+	candIx   rowIndex
+	weight   int      // floats part [Q]: the subsampling weights, in class order
+	stats    *gpu.F64 // where the loss goes
+	rootsBuf *gpu.F32
+	dist     *gpu.F32
+	logits   *gpu.F32
+	pos, neg *gpu.F32
+}
+
+// headClass is the queries of the groups with nb DNF branches.
+type headClass struct {
+	nb, q   int // branches, queries
+	qOff    int // the first query's position in the loss order
+	rootOff int // the first root row
+	arg     *gpu.I32
+}
+
+// layoutLoss lays out the loss head of batch b into the walk's slabs; the loss will go to
+// stats.
+func (w *devWalk) layoutLoss(b *model.Batch, stats *gpu.F64) *lossHead {
+	m := w.m
+	h := &lossHead{k: b.NumNegative, stats: stats}
+	byNB := map[int][]int{}
+	var nbs []int
+	for gi, g := range w.groups {
+		nb := len(g.plan.Branches())
+		if _, ok := byNB[nb]; !ok {
+			nbs = append(nbs, nb)
+		}
+		byNB[nb] = append(byNB[nb], gi)
+	}
+	var rows, cand []int32
+	var weight []float32
+	for _, nb := range nbs {
+		c := headClass{nb: nb, qOff: h.Q, rootOff: len(rows)}
+		for _, gi := range byNB[nb] {
+			c.q += w.groups[gi].n
+			for _, q := range w.groups[gi].queries {
+				weight = append(weight, float32(b.Weight[q]))
+			}
+		}
+		for br := range nb {
+			for _, gi := range byNB[nb] {
+				g := w.groups[gi]
+				root := w.at[gi][g.plan.Branches()[br]]
+				for r := range g.n {
+					rows = append(rows, int32(root+r))
+				}
+				cand = append(cand, g.cand...)
+			}
+		}
+		h.Q += c.q
+		h.classes = append(h.classes, c)
+	}
+	h.roots = len(rows)
+	rows = append(rows, rows...)
+	for i := h.roots; i < len(rows); i++ {
+		rows[i] += int32(w.rows)
+	}
+	h.rootIdx = w.ints.add(rows)
+	h.scatter = addIndex(&w.ints, gpu.RowCSR(rows, 2*w.rows, m.counts(2*w.rows)))
+	h.cand = w.ints.add(cand)
+	h.candIx = addIndex(&w.ints, gpu.RowCSR(cand, m.cfg.NumEntities, m.counts(m.cfg.NumEntities)))
+	h.weight = w.floats.add(weight)
+	return h
+}
+
+// forward scores the roots against their candidates and enqueues the loss into h.stats.
+func (h *lossHead) forward(w *devWalk) error {
+	m, s := w.m, w.s
+	dev, d, k := m.dev, m.cfg.Dim, h.k
+	K := k + 1
+	h.rootsBuf, h.dist, h.logits = s.take(2*h.roots*d), s.take(h.roots*K), s.take(h.roots*K)
+	h.pos, h.neg = s.take(h.Q), s.take(h.Q*k)
+	if s.err != nil {
+		return s.err
+	}
+	roots := w.cones(h.rootsBuf, h.roots, 0, h.roots)
+	s.ok(dev.GatherRows(h.rootsBuf, w.table, w.iv[h.rootIdx], d))
+	s.ok(dev.DistanceForward(h.dist, roots.Axis, roots.Half, w.th.ent, w.iv[h.cand], h.roots, K, d, float32(m.cfg.CenterReg)))
+	s.ok(dev.LogitForward(h.logits, h.dist, m.p.modulus, float32(m.cfg.Gamma)))
+	for i := range h.classes {
+		c := &h.classes[i]
+		score := h.logits.Slice(c.rootOff*K, c.nb*c.q*K)
+		if c.nb > 1 {
+			logits := score
+			score, c.arg = s.take(c.q*K), s.takeI(c.q*K)
+			if s.err != nil {
+				return s.err
+			}
+			s.ok(dev.UnionMaxForward(score, c.arg, logits, c.nb))
+		}
+		s.ok(dev.SplitScores(h.pos.Slice(c.qOff, c.q), h.neg.Slice(c.qOff*k, c.q*k), score, c.q, K))
+	}
+	s.ok(dev.LossForward(h.stats, h.pos, h.neg, w.fv[h.weight], h.Q, k))
+	return s.err
+}
+
+// backward enqueues the loss's gradient down to the roots' cones, the entity angles and
+// the modulus.
+func (h *lossHead) backward(w *devWalk) error {
+	m, s := w.m, w.s
+	dev, d, k := m.dev, m.cfg.Dim, h.k
+	K := k + 1
+	dPos, dNeg, dLogits, dDist := s.take(h.Q), s.take(h.Q*k), s.take(h.roots*K), s.take(h.roots*K)
+	dRootsBuf := s.take(2 * h.roots * d)
+	if s.err != nil {
+		return s.err
+	}
+	s.ok(dev.LossBackward(dPos, dNeg, h.pos, h.neg, w.fv[h.weight], h.stats, h.Q, k, 1))
+	for i := range h.classes {
+		c := &h.classes[i]
+		dl := dLogits.Slice(c.rootOff*K, c.nb*c.q*K)
+		dScore := dl
+		if c.nb > 1 {
+			if dScore = s.take(c.q * K); s.err != nil {
+				return s.err
+			}
+		}
+		s.ok(dev.SplitScoresBackward(dScore, dPos.Slice(c.qOff, c.q), dNeg.Slice(c.qOff*k, c.q*k), c.q, K))
+		if c.nb > 1 {
+			s.ok(dev.UnionMaxBackward(dl, dScore, c.arg))
+		}
+	}
+	s.ok(dev.LogitBackward(dDist, m.g.modulus, dLogits, h.dist, m.p.modulus))
+	roots, dRoots := w.cones(h.rootsBuf, h.roots, 0, h.roots), w.cones(dRootsBuf, h.roots, 0, h.roots)
+	candIx := h.candIx.on(w.iv)
+	s.ok(dev.DistanceBackward(dRoots.Axis, dRoots.Half, w.dThEnt, dDist, roots.Axis, roots.Half, w.th.ent, w.iv[h.cand],
+		&candIx, h.roots, K, d, float32(m.cfg.CenterReg)))
+	s.ok(dev.RowsSum(w.dTable, dRootsBuf, h.scatter.on(w.iv), d))
+	return s.err
+}

@@ -1,0 +1,75 @@
+//go:build cgo
+
+package gpumodel
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/rocone/rocone/internal/gputest"
+	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/gpu"
+	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/query"
+)
+
+// BenchmarkHostShare is the host's work per update at the FB15k-237 paper configuration
+// (d=1600, b=512, n=128, dropout 0.1; a batch of the "other" pool's structures, which
+// have the intersections and so the dropout masks): grouping, index arrays, CSR indices,
+// masks, and enqueueing every launch. On a GPU it overlaps the device's previous update.
+func BenchmarkHostShare(b *testing.B) {
+	for _, drop := range []float64{0.1, 0} { // the masks are the largest part
+		b.Run(map[bool]string{true: "dropout", false: "no-dropout"}[drop > 0], func(b *testing.B) { benchmarkHostShare(b, drop) })
+	}
+}
+
+func benchmarkHostShare(b *testing.B, dropRate float64) {
+	cfg := model.Config{Variant: model.RoConE, NumEntities: 14505, NumRelations: 474, Dim: 1600, Gamma: 30, CenterReg: 0.1, Drop: dropRate}
+	host, err := model.New[float32](cfg, compute.Reference[float32]{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	null := &gputest.NullDriver{}
+	dev := gpu.NewDevice(null)
+	m, err := New(dev, host, 5e-5)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var structures []*query.Structure
+	for _, ty := range query.Types {
+		if ty.Name != "1p" && ty.Name != "2p" && ty.Name != "3p" {
+			structures = append(structures, query.MustParse(ty.Notation))
+		}
+	}
+	batch := &model.Batch{NumNegative: 128}
+	for q := 0; q < 512; q++ {
+		s := structures[q%len(structures)]
+		g := query.Grounded{Structure: s}
+		for a := 0; a < s.NumAnchors; a++ {
+			g.Anchors = append(g.Anchors, int32(rng.IntN(cfg.NumEntities)))
+		}
+		for r := 0; r < s.NumRelations; r++ {
+			g.Relations = append(g.Relations, int32(rng.IntN(cfg.NumRelations)))
+		}
+		batch.Queries = append(batch.Queries, g)
+		batch.Positive = append(batch.Positive, int32(rng.IntN(cfg.NumEntities)))
+		for j := 0; j < 128; j++ {
+			batch.Negative = append(batch.Negative, int32(rng.IntN(cfg.NumEntities)))
+		}
+		batch.Weight = append(batch.Weight, 0.2)
+	}
+	drop := rand.New(rand.NewPCG(3, 4))
+	b.ResetTimer()
+	start := null.Launches()
+	for i := 0; i < b.N; i++ {
+		p, err := m.Update(batch, drop)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, _, err := p.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(null.Launches()-start)/float64(b.N), "launches/op")
+}

@@ -1,0 +1,368 @@
+// Package gpumodel is the training step with the model resident on a CUDA device: the
+// parameters, their gradients and Adam's moments live in device memory, and each update
+// (the loss of a batch forward and backward, then Adam) is a sequence of kernel launches
+// on package gpu's operators. The host only turns a batch into index arrays, uploads
+// them and, when asked, reads the loss back.
+//
+// It computes what pkg/model's Loss, Backward and pkg/train's Adam compute on the CPU,
+// by running the same walk (model.Walk) with a device Executor (walk.go): each operator
+// once per plan level for all groups of the batch, so that the CPU code is its test
+// oracle: the tests run it on package emu's launch emulator against the CPU model, and
+// on a real GPU with -tags cuda. The differences are in summation order only:
+//   - entity and relation angles are mapped for the whole table at each update (one
+//     element-wise pass, cheaper on a GPU than a gather of the touched rows), and the
+//     angle gradient is taken once per row, after summing the row's occurrences;
+//   - repeated rows (anchors, relations, candidates) are summed through a CSR index in
+//     a fixed order (gpu.RowsSum, DistanceBackward's CSR path), never with atomics, so
+//     that an update is bit-for-bit reproducible on a given GPU.
+package gpumodel
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/rocone/rocone/pkg/gpu"
+	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/query"
+)
+
+// Model is a model's parameters, gradients and Adam state on a device.
+type Model struct {
+	dev  *gpu.Device
+	host *model.Model[float32] // configuration, plans and dropout; its Params are not kept in sync
+	cfg  model.Config
+	proj model.Projection // the variant's projection operator
+	rot  gpu.Rotation     // its device rule, for the rotations
+
+	names         []string   // parameter tensors, in model.Params.Tensors order
+	params, grads []*gpu.F32 // the same order
+	p, g          deviceParams
+	adam          *gpu.Adam
+	arena         *gpu.Arena
+	count         []int32 // RowCSR scratch, max(entities, relations) zeros
+
+	stats   []*gpu.F64 // a ring of loss results, one per pending update
+	nextRes int
+
+	keepGrads bool // tests: stop before Adam, leaving the gradients on the device
+}
+
+// deviceParams names the tensors of params (or grads); absent ones are nil.
+type deviceParams struct {
+	entity, relAxis, relAperture, relShift, modulus *gpu.F32
+	inter                                           gpu.IntersectWeights
+	proj                                            [6]*gpu.F32 // W1, B1, W2, B2, W3, B3
+}
+
+// pendingRing is how many updates may be in flight before the oldest loss must be read.
+const pendingRing = 8
+
+// New uploads host's parameters to dev and creates a fresh Adam with learning rate lr.
+// host supplies the configuration and the plans; its parameters are copied, not shared.
+func New(dev *gpu.Device, host *model.Model[float32], lr float64) (m *Model, err error) {
+	return newModel(dev, host, true, lr)
+}
+
+// NewEval uploads host's parameters to dev for evaluation only (RankBatch): no gradients,
+// no optimiser, so a third of the memory of New. Update fails on it.
+func NewEval(dev *gpu.Device, host *model.Model[float32]) (*Model, error) {
+	return newModel(dev, host, false, 0)
+}
+
+func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr float64) (m *Model, err error) {
+	m = &Model{dev: dev, host: host, cfg: host.Config}
+	// The model's matrix-product precision becomes the device's (tf32.cu's GEMMs for TF32).
+	if err := dev.SetMatmul(host.Config.Matmul); err != nil {
+		return nil, err
+	}
+	if m.proj, err = m.cfg.Variant.Projection(); err != nil {
+		return nil, err
+	}
+	if m.proj != model.ProjectMLP {
+		if m.rot, err = rotation(m.proj); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		if err != nil {
+			m.Close()
+			m = nil
+		}
+	}()
+	for _, t := range host.Params.Tensors() {
+		p, err := gpu.FromHost(dev, t.Data)
+		if err != nil {
+			return nil, fmt.Errorf("uploading %s: %w", t.Name, err)
+		}
+		m.params = append(m.params, p)
+		m.names = append(m.names, t.Name)
+		if !training {
+			continue
+		}
+		g, err := gpu.Alloc[float32](dev, len(t.Data))
+		if err != nil {
+			return nil, fmt.Errorf("allocating the gradient of %s: %w", t.Name, err)
+		}
+		m.grads = append(m.grads, g)
+	}
+	if m.p, err = m.named(m.params); err != nil {
+		return nil, err
+	}
+	m.arena = gpu.NewArena(dev)
+	m.count = make([]int32, max(m.cfg.NumEntities, m.cfg.NumRelations))
+	if !training {
+		return m, nil
+	}
+	if m.g, err = m.named(m.grads); err != nil {
+		return nil, err
+	}
+	if m.adam, err = gpu.NewAdam(dev, gpu.DefaultAdam(lr), m.params, m.grads); err != nil {
+		return nil, err
+	}
+	for range pendingRing {
+		s, err := gpu.Alloc[float64](dev, 4)
+		if err != nil {
+			return nil, err
+		}
+		m.stats = append(m.stats, s)
+	}
+	return m, nil
+}
+
+// named sorts the tensors bufs (in m.names order) into their roles; a tensor the device
+// step does not know is an error, not a silent gap.
+func (m *Model) named(bufs []*gpu.F32) (deviceParams, error) {
+	var dp deviceParams
+	slot := map[string]**gpu.F32{
+		"entity": &dp.entity, "relation.axis": &dp.relAxis, "relation.aperture": &dp.relAperture,
+		"relation.shift": &dp.relShift, "modulus": &dp.modulus,
+		"intersection.w1": &dp.inter.W1, "intersection.b1": &dp.inter.B1,
+		"intersection.w2": &dp.inter.W2, "intersection.b2": &dp.inter.B2,
+		"intersection.w3": &dp.inter.W3, "intersection.b3": &dp.inter.B3,
+		"intersection.w4": &dp.inter.W4, "intersection.b4": &dp.inter.B4,
+		"projection.w1": &dp.proj[0], "projection.b1": &dp.proj[1],
+		"projection.w2": &dp.proj[2], "projection.b2": &dp.proj[3],
+		"projection.w3": &dp.proj[4], "projection.b3": &dp.proj[5],
+	}
+	for i, name := range m.names {
+		p, ok := slot[name]
+		if !ok {
+			return dp, fmt.Errorf("gpumodel: no device role for parameter tensor %q", name)
+		}
+		*p = bufs[i]
+	}
+	return dp, nil
+}
+
+// Close releases the device memory (not the device).
+func (m *Model) Close() error {
+	var all []interface{ Free() error }
+	for _, b := range append(slices.Clone(m.params), m.grads...) {
+		all = append(all, b)
+	}
+	for _, s := range m.stats {
+		all = append(all, s)
+	}
+	err := gpu.FreeAll(all...)
+	if m.adam != nil {
+		if e := m.adam.Free(); e != nil && err == nil {
+			err = e
+		}
+	}
+	if m.arena != nil {
+		if e := m.arena.Free(); e != nil && err == nil {
+			err = e
+		}
+	}
+	m.params, m.grads, m.stats, m.adam, m.arena = nil, nil, nil, nil, nil
+	return err
+}
+
+// ResetAdam makes the optimiser brand-new with learning rate lr (docs/training.md §1).
+func (m *Model) ResetAdam(lr float64) error {
+	m.adam.Config.LR = lr
+	return m.adam.Reset()
+}
+
+// SetAdam sets the optimiser's learning rate, step count and moments (per tensor, in
+// model.Params.Tensors order): a resumed run.
+func (m *Model) SetAdam(lr float64, step int, mo, v [][]float32) error {
+	m.adam.Config.LR = lr
+	return m.adam.SetState(step, mo, v)
+}
+
+// SetAdamLags sets the parameters' Adam lags for the coming update (gpu.Adam.SetLags;
+// train.Adam.Lag after its count of that update), in model.Params.Tensors order.
+func (m *Model) SetAdamLags(lags []int64) error { return m.adam.SetLags(lags) }
+
+// AdamSteps is the optimiser's step count since it was created or reset.
+func (m *Model) AdamSteps() int { return m.adam.Steps() }
+
+// Download copies the parameters into p (same configuration) and, if mo and v are not
+// nil, Adam's moments into them (per tensor, in model.Params.Tensors order). It waits
+// for every pending update.
+func (m *Model) Download(p *model.Params[float32], mo, v [][]float32) error {
+	ts := p.Tensors()
+	if len(ts) != len(m.params) {
+		return fmt.Errorf("gpumodel: %d parameter tensors on the host, %d on the device", len(ts), len(m.params))
+	}
+	for i, t := range ts {
+		if t.Name != m.names[i] || len(t.Data) != m.params[i].Len() {
+			return fmt.Errorf("gpumodel: host tensor %s [%d] against device tensor %s [%d]", t.Name, len(t.Data), m.names[i], m.params[i].Len())
+		}
+		if err := m.params[i].Download(t.Data); err != nil {
+			return fmt.Errorf("downloading %s: %w", t.Name, err)
+		}
+		if mo != nil {
+			if err := m.adam.Moments(i, mo[i], v[i]); err != nil {
+				return fmt.Errorf("downloading Adam's moments of %s: %w", t.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Pending is an update enqueued on the device; Wait returns its loss.
+type Pending struct {
+	m     *Model
+	stats *gpu.F64
+	gen   int
+}
+
+// Wait waits for the update and returns its loss (L_pos + L_neg)/2 and the two parts. It
+// must be called before pendingRing further updates are enqueued.
+func (p Pending) Wait() (loss, lossPos, lossNeg float64, err error) {
+	if p.m.nextRes-p.gen > pendingRing {
+		return 0, 0, 0, fmt.Errorf("gpumodel: the loss of an update was read after %d more updates", p.m.nextRes-p.gen)
+	}
+	return gpu.ReadLoss(p.stats)
+}
+
+// group is the part of a batch with one structure, as the device step sees it.
+type group struct {
+	plan    *model.Plan
+	queries []int     // the group's positions in the batch, in order
+	n, off  int       // queries, and the first's position in group order
+	anchors [][]int32 // per anchor slot, [n]
+	rels    [][]int32 // per relation slot, [n]
+	cand    []int32   // [n][K] entity ids, the positive first
+	masks   []mask    // per step (intersections only)
+}
+
+// mask is an intersection's dropout mask, made on the device from its seed.
+type mask struct {
+	seed      uint64
+	threshold uint32
+	keep      float32
+	on        bool
+}
+
+// Update enqueues one optimiser update on batch b: the loss forward and backward and the
+// Adam step. drop draws the intersection dropout masks exactly as the CPU model does
+// (nil: none). The update runs asynchronously; the returned Pending gives its loss.
+//
+// Errors are of the batch (a malformed batch, an id out of range: nothing is enqueued)
+// or of the device (the state on the device is then unknown and the run must stop).
+func (m *Model) Update(b *model.Batch, drop *rand.Rand) (Pending, error) {
+	if m.adam == nil {
+		return Pending{}, fmt.Errorf("gpumodel: Update on a model made for evaluation (NewEval)")
+	}
+	groups, err := m.prepare(b, drop)
+	if err != nil {
+		return Pending{}, err
+	}
+	if err := m.arena.Reset(); err != nil {
+		return Pending{}, err
+	}
+	m.dev.UseArena(m.arena)
+	defer m.dev.UseArena(nil)
+	stats := m.stats[m.nextRes%pendingRing]
+	if err := m.step(b, groups, stats); err != nil {
+		return Pending{}, err
+	}
+	m.nextRes++
+	return Pending{m: m, stats: stats, gen: m.nextRes}, nil
+}
+
+// prepare checks the batch, groups it by structure (model.GroupByStructure, the CPU's
+// order), gathers each group's candidates and draws the dropout masks' seeds in the
+// CPU's order.
+func (m *Model) prepare(b *model.Batch, drop *rand.Rand) ([]*group, error) {
+	nq, k := len(b.Queries), b.NumNegative
+	if nq == 0 || k <= 0 || len(b.Positive) != nq || len(b.Negative) != nq*k || len(b.Weight) != nq {
+		return nil, fmt.Errorf("gpumodel: malformed batch: %d queries, %d positives, %d negatives (k=%d), %d weights",
+			nq, len(b.Positive), len(b.Negative), k, len(b.Weight))
+	}
+	groups, err := m.group(b.Queries)
+	if err != nil {
+		return nil, err
+	}
+	nE, K := int32(m.cfg.NumEntities), k+1
+	for _, g := range groups {
+		g.cand = make([]int32, 0, g.n*K)
+		for _, q := range g.queries {
+			g.cand = append(g.cand, b.Positive[q])
+			g.cand = append(g.cand, b.Negative[q*k:(q+1)*k]...)
+		}
+		for _, id := range g.cand {
+			if id < 0 || id >= nE {
+				return nil, fmt.Errorf("gpumodel: candidate entity %d out of range [0,%d)", id, nE)
+			}
+		}
+	}
+	// The masks' seeds, group by group and step by step: the CPU's order (model.embedAll).
+	for _, g := range groups {
+		for _, i := range g.plan.Intersections() {
+			mk := &g.masks[i]
+			mk.seed, mk.threshold, mk.keep, mk.on = m.host.DropoutSeed(drop)
+		}
+	}
+	return groups, nil
+}
+
+// group splits queries by structure (model.GroupByStructure, the CPU's order) and lays
+// out each group's anchor and relation ids by slot, checking them.
+func (m *Model) group(queries []query.Grounded) ([]*group, error) {
+	nE, nR := int32(m.cfg.NumEntities), int32(m.cfg.NumRelations)
+	var groups []*group
+	off := 0
+	for _, idx := range model.GroupByStructure(queries) {
+		s := queries[idx[0]].Structure
+		plan, err := m.host.Plan(s)
+		if err != nil {
+			return nil, err
+		}
+		n := len(idx)
+		g := &group{plan: plan, queries: idx, n: n, off: off, masks: make([]mask, plan.NumSteps())}
+		off += n
+		g.anchors = make([][]int32, s.NumAnchors)
+		for a := range g.anchors {
+			g.anchors[a] = make([]int32, n)
+		}
+		g.rels = make([][]int32, s.NumRelations)
+		for r := range g.rels {
+			g.rels[r] = make([]int32, n)
+		}
+		for r, q := range idx {
+			gq := &queries[q]
+			if len(gq.Anchors) != s.NumAnchors || len(gq.Relations) != s.NumRelations {
+				return nil, fmt.Errorf("gpumodel: query %d of structure %s has %d anchors and %d relations", q, s, len(gq.Anchors), len(gq.Relations))
+			}
+			for a, id := range gq.Anchors {
+				if id < 0 || id >= nE {
+					return nil, fmt.Errorf("gpumodel: anchor entity %d out of range [0,%d)", id, nE)
+				}
+				g.anchors[a][r] = id
+			}
+			for j, id := range gq.Relations {
+				if id < 0 || id >= nR {
+					return nil, fmt.Errorf("gpumodel: relation %d out of range [0,%d)", id, nR)
+				}
+				g.rels[j][r] = id
+			}
+		}
+		groups = append(groups, g)
+	}
+	return groups, nil
+}

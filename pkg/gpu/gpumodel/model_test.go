@@ -1,0 +1,146 @@
+//go:build cgo
+
+package gpumodel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/rocone/rocone/internal/gputest"
+	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/gpu"
+	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/query"
+)
+
+// The device step against the CPU model: the same batch (every named structure and two
+// custom ones, repeated ids included), the same dropout masks; the loss and every
+// parameter's gradient agree to float32 rounding. On the emulator here; gpu_test.go runs
+// the same check on a real device.
+
+func TestEmulatorMatchesCPU(t *testing.T) {
+	for _, v := range model.Variants {
+		t.Run(string(v), func(t *testing.T) { checkStepMatchesCPU(t, gputest.Emulator(t), v, 8) })
+	}
+}
+
+var customStructures = []string{
+	"(((('e',('r',)),('e',('r','n'))),('r','n')),('e',('r','r')),('e',('n','r')))",
+	"((('e',('r',)),('e',('r',)),('u',)),(('e',('r',)),('e',('r','n')),('u',)))",
+}
+
+func allStructures() []*query.Structure {
+	var out []*query.Structure
+	for _, ty := range query.Types {
+		out = append(out, query.MustParse(ty.Notation))
+	}
+	for _, n := range customStructures {
+		out = append(out, query.MustParse(n))
+	}
+	return out
+}
+
+func testConfig(v model.Variant, dim int) model.Config {
+	return model.Config{Variant: v, NumEntities: 40, NumRelations: 7, Dim: dim, Gamma: 2, CenterReg: 0.3,
+		Drop: 0.3, ConeHidden: 24, Seed: 5}
+}
+
+// spreadModel is a CPU model whose tables are spread so that angles reach ±π and
+// rotated apertures cross 0 and π.
+func spreadModel(t *testing.T, cfg model.Config, rng *rand.Rand) *model.Model[float32] {
+	t.Helper()
+	host, err := model.New[float32](cfg, compute.Reference[float32]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	R := cfg.EmbeddingRange()
+	for _, tab := range [][]float32{host.Params.Entity, host.Params.RelAxis, host.Params.RelAperture} {
+		for i := range tab {
+			tab[i] = float32((2*rng.Float64() - 1) * 2 * R)
+		}
+	}
+	for i := range host.Params.RelShift {
+		host.Params.RelShift[i] = float32(2*rng.Float64() - 1)
+	}
+	return host
+}
+
+func checkStepMatchesCPU(t *testing.T, dev *gpu.Device, v model.Variant, dim int) {
+	cfg := testConfig(v, dim)
+	rng := rand.New(rand.NewPCG(1, 2))
+	host := spreadModel(t, cfg, rng)
+	batch := randomBatch(rng, cfg, 3, 5)
+
+	// CPU.
+	tape, err := host.Loss(batch, rand.New(rand.NewPCG(9, 9)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads := host.NewGrads()
+	tape.Backward(grads)
+
+	// Device.
+	dm, err := New(dev, host, 1e-3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Close()
+	dm.keepGrads = true
+	p, err := dm.Update(batch, rand.New(rand.NewPCG(9, 9)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss, lossPos, lossNeg, err := p.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"loss", loss, tape.Loss}, {"positive loss", lossPos, tape.PositiveLoss}, {"negative loss", lossNeg, tape.NegativeLoss}} {
+		if math.Abs(c.got-c.want) > 1e-5*math.Abs(c.want) {
+			t.Errorf("%s: device %.9g, CPU %.9g", c.name, c.got, c.want)
+		}
+	}
+	for i, ten := range grads.Params.Tensors() {
+		got, err := dm.grads[i].ToHost()
+		if err != nil {
+			t.Fatal(err)
+		}
+		scale := 0.0
+		for _, x := range ten.Data {
+			scale = math.Max(scale, math.Abs(float64(x)))
+		}
+		// The attention's second bias shifts every branch's logit alike, so the softmax
+		// cancels its gradient to rounding noise; every other gradient must be exercised.
+		if scale < 1e-6 && ten.Name != "intersection.b2" {
+			t.Errorf("%s: the CPU gradient is %g; the test does not exercise it", ten.Name, scale)
+			continue
+		}
+		scale = math.Max(scale, 1e-5)
+		worst, at := 0.0, 0
+		for j, want := range ten.Data {
+			if d := math.Abs(float64(got[j] - want)); d > worst || math.IsNaN(float64(got[j])) {
+				worst, at = d, j
+			}
+		}
+		if worst > 1e-4*scale || math.IsNaN(worst) {
+			t.Errorf("%s[%d]: device %.9g, CPU %.9g (|Δ| %.3g, scale %.3g)", ten.Name, at, got[at], ten.Data[at], worst, scale)
+		}
+	}
+}
+
+// randomBatch draws rounds × one query of every structure (model.RandomBatch, round by
+// round), so that the structures interleave in the batch.
+func randomBatch(rng *rand.Rand, cfg model.Config, rounds, k int) *model.Batch {
+	b := &model.Batch{NumNegative: k}
+	for i := 0; i < rounds; i++ {
+		r := model.RandomBatch(rng, cfg, allStructures(), 1, k)
+		b.Queries = append(b.Queries, r.Queries...)
+		b.Positive = append(b.Positive, r.Positive...)
+		b.Negative = append(b.Negative, r.Negative...)
+		b.Weight = append(b.Weight, r.Weight...)
+	}
+	return b
+}

@@ -1,0 +1,158 @@
+package gpumodel
+
+import (
+	"fmt"
+
+	"github.com/rocone/rocone/pkg/gpu"
+	"github.com/rocone/rocone/pkg/model"
+)
+
+// slab packs the host arrays of an update into one upload.
+type slab[T int32 | float32] struct {
+	data []T
+	offs [][2]int // offset, length of each part
+}
+
+func (s *slab[T]) add(x []T) int {
+	s.offs = append(s.offs, [2]int{len(s.data), len(x)})
+	s.data = append(s.data, x...)
+	return len(s.offs) - 1
+}
+
+// upload copies the slab into an arena buffer and returns a view per part.
+func upload[T int32 | float32](a *gpu.Arena, s *slab[T]) ([]*gpu.Buffer[T], error) {
+	buf, err := gpu.Take[T](a, max(len(s.data), 1))
+	if err != nil {
+		return nil, err
+	}
+	if err := buf.Upload(s.data); err != nil {
+		return nil, err
+	}
+	views := make([]*gpu.Buffer[T], len(s.offs))
+	for i, o := range s.offs {
+		views[i] = buf.Slice(o[0], o[1])
+	}
+	return views, nil
+}
+
+// rowIndex is where a CSR index (gpu.RowCSR) lives in the int slab.
+type rowIndex struct{ rows, start, pairs, n int }
+
+func addIndex(s *slab[int32], ix gpu.RowIndex) rowIndex {
+	return rowIndex{rows: s.add(ix.Rows), start: s.add(ix.Start), pairs: s.add(ix.Pairs), n: len(ix.Rows)}
+}
+
+func (r rowIndex) on(v []*gpu.I32) gpu.DeviceRowIndex {
+	return gpu.DeviceRowIndex{Rows: v[r.rows], Start: v[r.start], Pairs: v[r.pairs], N: r.n}
+}
+
+// scratch hands out an update's temporaries from the arena and keeps the first error, so
+// that a sequence of enqueues reads straight and is checked once.
+type scratch struct {
+	a   *gpu.Arena
+	dim int
+	err error
+}
+
+func (s *scratch) take(n int) *gpu.F32 {
+	if s.err != nil {
+		return nil
+	}
+	buf, err := gpu.Take[float32](s.a, n)
+	s.err = err
+	return buf
+}
+
+func (s *scratch) takeI(n int) *gpu.I32 {
+	if s.err != nil {
+		return nil
+	}
+	buf, err := gpu.Take[int32](s.a, n)
+	s.err = err
+	return buf
+}
+
+func (s *scratch) ok(e error) {
+	if s.err == nil && e != nil {
+		s.err = e
+	}
+}
+
+// angleTables are the parameter tables mapped to angles (π·tanh(x/R)) for one update.
+type angleTables struct {
+	ent *gpu.F32
+	// rel is [1 or 2][relations][d]: the relation axes, then (all but rocone-se) the
+	// aperture offsets, so that one gather fetches both for a projection.
+	rel  *gpu.F32
+	nRel int // 1 or 2
+}
+
+// angles maps the entity and relation tables to angles.
+func (m *Model) angles(s *scratch) angleTables {
+	R := float32(m.cfg.EmbeddingRange())
+	nR, d := m.cfg.NumRelations, m.cfg.Dim
+	th := angleTables{ent: s.take(m.p.entity.Len()), nRel: 1}
+	if m.p.relAperture != nil {
+		th.nRel = 2
+	}
+	th.rel = s.take(th.nRel * nR * d)
+	if s.err != nil {
+		return th
+	}
+	s.ok(m.dev.AngleForward(th.ent, m.p.entity, R))
+	s.ok(m.dev.AngleForward(th.rel.Slice(0, nR*d), m.p.relAxis, R))
+	if th.nRel == 2 {
+		s.ok(m.dev.AngleForward(th.rel.Slice(nR*d, nR*d), m.p.relAperture, R))
+	}
+	return th
+}
+
+// step enqueues the update: uploads, the walk forward, the loss head, the walk backward,
+// Adam.
+func (m *Model) step(b *model.Batch, groups []*group, stats *gpu.F64) error {
+	w, err := m.newWalk(groups, true)
+	if err != nil {
+		return err
+	}
+	w.head = w.layoutLoss(b, stats)
+	if err := w.upload(); err != nil {
+		return err
+	}
+	dev, cfg, s := m.dev, m.cfg, w.s
+	R := float32(cfg.EmbeddingRange())
+	w.th = m.angles(s)
+	if err := w.allocate(); err != nil {
+		return err
+	}
+	if err := w.walk.Forward(w); err != nil {
+		return err
+	}
+	if err := w.walk.Backward(w); err != nil {
+		return err
+	}
+
+	// Through the angle maps into the raw tables, then Adam (which clears the gradients).
+	nR, d := cfg.NumRelations, cfg.Dim
+	s.ok(dev.AngleBackward(m.g.entity, w.dThEnt, w.th.ent, R))
+	s.ok(dev.AngleBackward(m.g.relAxis, w.dThRel.Slice(0, nR*d), w.th.rel.Slice(0, nR*d), R))
+	if w.th.nRel == 2 {
+		s.ok(dev.AngleBackward(m.g.relAperture, w.dThRel.Slice(nR*d, nR*d), w.th.rel.Slice(nR*d, nR*d), R))
+	}
+	if s.err != nil || m.keepGrads {
+		return s.err
+	}
+	return m.adam.Step(true)
+}
+
+// rotation is the device's aperture rule for a rotating projection.
+func rotation(p model.Projection) (gpu.Rotation, error) {
+	switch p {
+	case model.ProjectFold:
+		return gpu.RotateFold, nil
+	case model.ProjectTrunc:
+		return gpu.RotateTrunc, nil
+	case model.ProjectShift:
+		return gpu.RotateSE, nil
+	}
+	return 0, fmt.Errorf("gpumodel: projection %d is not a rotation", p)
+}

@@ -1,0 +1,345 @@
+//go:build cgo
+
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/rocone/rocone/pkg/compute"
+)
+
+// Kernel benches in the manner of llm.c's dev/cuda: for each hot kernel of the training
+// step (the profile's distance/loss head, the gathers and scatters of entity rows, Adam
+// over the entity table, the SGEMM), a CPU reference, the versions the package has, a
+// validation of each against the reference, and a timing. TestKernelBenches validates
+// them on the launch emulator (go test); BenchmarkKernels validates at a small size, then
+// times at the paper's FB15k-237 size on a GPU (go test -tags cuda -bench Kernels, see
+// benchDevice) and reports the achieved GB/s and TFLOP/s of the work model (Work).
+
+// benchSize is one problem size: queries × candidates for the distance head, dim, the
+// entity table's rows and the rows a gather or scatter moves (and the GEMM's rows).
+type benchSize struct{ queries, cands, dim, entities, rows int }
+
+var (
+	checkSize = benchSize{queries: 13, cands: 9, dim: 70, entities: 50, rows: 37}
+	// paperSize: a path update at FB15k-237 d=1600, b=512, n=128 (129 candidates per
+	// query), the intersection's input rows (2 branches × 512).
+	paperSize = benchSize{queries: 512, cands: 129, dim: 1600, entities: 14505, rows: 1024}
+)
+
+// benchVersion is one way of computing a kernel's result: run launches it on the
+// device's buffers; check compares the device's result of one run from the initial
+// buffers with the CPU reference.
+type benchVersion struct {
+	name  string
+	reset func() error // restores the output buffers before a checked run
+	run   func() error
+	check func() error
+}
+
+type benchCase struct {
+	name  string
+	setup func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error)
+}
+
+// closeTo reports the first element of got farther from want than tol times want's
+// largest magnitude (at least 1).
+func closeTo(what string, want, got []float32, tol float64) error {
+	if len(want) != len(got) {
+		return fmt.Errorf("%s: %d elements, want %d", what, len(got), len(want))
+	}
+	scale := math.Max(maxAbs(want), 1)
+	for i := range want {
+		if d := math.Abs(float64(want[i]) - float64(got[i])); !(d <= tol*scale) {
+			return fmt.Errorf("%s[%d] = %g, want %g (|Δ| %.3g > %.3g)", what, i, got[i], want[i], d, tol*scale)
+		}
+	}
+	return nil
+}
+
+func randF32(rng *rand.Rand, n int, lo, hi float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(lo + (hi-lo)*rng.Float64())
+	}
+	return x
+}
+
+func randIDs(rng *rand.Rand, n, rows int) []int32 {
+	x := make([]int32, n)
+	for i := range x {
+		x[i] = int32(rng.IntN(rows))
+	}
+	return x
+}
+
+// benchBuffers uploads host slices, remembering them for Free.
+type benchBuffers struct {
+	d    *Device
+	bufs []interface{ Free() error }
+	err  error
+}
+
+func (b *benchBuffers) f(x []float32) *F32 {
+	if b.err != nil {
+		return nil
+	}
+	buf, err := FromHost(b.d, x)
+	b.err = err
+	b.bufs = append(b.bufs, buf)
+	return buf
+}
+
+func (b *benchBuffers) i(x []int32) *I32 {
+	if b.err != nil {
+		return nil
+	}
+	buf, err := FromHost(b.d, x)
+	b.err = err
+	b.bufs = append(b.bufs, buf)
+	return buf
+}
+
+func (b *benchBuffers) free() {
+	for _, x := range b.bufs {
+		if x != nil {
+			x.Free()
+		}
+	}
+}
+
+func download(x *F32) ([]float32, error) { return x.ToHost() }
+
+var kernelBenches = []benchCase{
+	{"distance_fwd", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+		const lambda = 0.1
+		b := &benchBuffers{d: d}
+		axis, half := randF32(rng, s.queries*s.dim, -math.Pi, math.Pi), randF32(rng, s.queries*s.dim, 0, math.Pi)
+		ent, cand := randF32(rng, s.entities*s.dim, -math.Pi, math.Pi), randIDs(rng, s.queries*s.cands, s.entities)
+		A, H, E, C, D := b.f(axis), b.f(half), b.f(ent), b.i(cand), b.f(make([]float32, s.queries*s.cands))
+		return []benchVersion{{
+			name:  "cand",
+			reset: func() error { return nil },
+			run:   func() error { return d.DistanceForward(D, A, H, E, C, s.queries, s.cands, s.dim, lambda) },
+			check: func() error {
+				want := make([]float32, s.queries*s.cands)
+				compute.Reference[float32]{}.DistanceForward(want, axis, half, ent, cand, s.queries, s.cands, s.dim, lambda)
+				got, err := download(D)
+				if err != nil {
+					return err
+				}
+				return closeTo("dist", want, got, 1e-5)
+			},
+		}}, b.free, b.err
+	}},
+	{"distance_bwd_ent", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+		const lambda = 0.1
+		b := &benchBuffers{d: d}
+		axis, half := randF32(rng, s.queries*s.dim, -math.Pi, math.Pi), randF32(rng, s.queries*s.dim, 0, math.Pi)
+		ent, cand := randF32(rng, s.entities*s.dim, -math.Pi, math.Pi), randIDs(rng, s.queries*s.cands, s.entities)
+		dDist := randF32(rng, s.queries*s.cands, -1, 1)
+		A, H, E, C, DD := b.f(axis), b.f(half), b.f(ent), b.i(cand), b.f(dDist)
+		DE := b.f(make([]float32, s.entities*s.dim))
+		ix := RowCSR(cand, s.entities, nil)
+		IR, IS, IP := b.i(ix.Rows), b.i(ix.Start), b.i(ix.Pairs)
+		index := &DeviceRowIndex{Rows: IR, Start: IS, Pairs: IP, N: len(ix.Rows)}
+		check := func() error {
+			want := make([]float32, s.entities*s.dim)
+			compute.Reference[float32]{}.DistanceBackward(nil, nil, want, dDist, axis, half, ent, cand, s.queries, s.cands, s.dim, lambda)
+			got, err := download(DE)
+			if err != nil {
+				return err
+			}
+			return closeTo("dEnt", want, got, 1e-5)
+		}
+		reset := func() error { return DE.Zero() }
+		return []benchVersion{
+			{"atomic", reset, func() error {
+				return d.DistanceBackward(nil, nil, DE, DD, A, H, E, C, nil, s.queries, s.cands, s.dim, lambda)
+			}, check},
+			{"csr", reset, func() error {
+				return d.DistanceBackward(nil, nil, DE, DD, A, H, E, C, index, s.queries, s.cands, s.dim, lambda)
+			}, check},
+		}, b.free, b.err
+	}},
+	{"gather_rows", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+		b := &benchBuffers{d: d}
+		table, idx := randF32(rng, s.entities*s.dim, -1, 1), randIDs(rng, s.rows, s.entities)
+		T, I, O := b.f(table), b.i(idx), b.f(make([]float32, s.rows*s.dim))
+		return []benchVersion{{"gather_rows", func() error { return nil }, func() error { return d.GatherRows(O, T, I, s.dim) }, func() error {
+			want := make([]float32, s.rows*s.dim)
+			for r, id := range idx {
+				copy(want[r*s.dim:(r+1)*s.dim], table[int(id)*s.dim:])
+			}
+			got, err := download(O)
+			if err != nil {
+				return err
+			}
+			return closeTo("out", want, got, 0)
+		}}}, b.free, b.err
+	}},
+	{"scatter_rows", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+		b := &benchBuffers{d: d}
+		src, idx := randF32(rng, s.rows*s.dim, -1, 1), randIDs(rng, s.rows, s.entities)
+		S, I, T := b.f(src), b.i(idx), b.f(make([]float32, s.entities*s.dim))
+		ix := RowCSR(idx, s.entities, nil)
+		index := DeviceRowIndex{Rows: b.i(ix.Rows), Start: b.i(ix.Start), Pairs: b.i(ix.Pairs), N: len(ix.Rows)}
+		check := func() error {
+			want := make([]float32, s.entities*s.dim)
+			for r, id := range idx {
+				for j := 0; j < s.dim; j++ {
+					want[int(id)*s.dim+j] += src[r*s.dim+j]
+				}
+			}
+			got, err := download(T)
+			if err != nil {
+				return err
+			}
+			return closeTo("table", want, got, 1e-6)
+		}
+		reset := func() error { return T.Zero() }
+		return []benchVersion{
+			{"scatter_add_rows", reset, func() error { return d.ScatterAddRows(T, S, I, s.dim) }, check},
+			{"rows_sum_csr", reset, func() error { return d.RowsSum(T, S, index, s.dim) }, check},
+		}, b.free, b.err
+	}},
+	{"adam_step", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+		b := &benchBuffers{d: d}
+		n := s.entities * s.dim
+		p, g := randF32(rng, n, -1, 1), randF32(rng, n, -1, 1)
+		P, G, M, V := b.f(p), b.f(g), b.f(make([]float32, n)), b.f(make([]float32, n))
+		cfg := DefaultAdam(1e-3)
+		reset := func() error {
+			if err := P.Upload(p); err != nil {
+				return err
+			}
+			if err := M.Zero(); err != nil {
+				return err
+			}
+			return V.Zero()
+		}
+		return []benchVersion{{"adam_step", reset, func() error { return d.AdamStep(P, G, M, V, 1, cfg, false) }, func() error {
+			p64, g64, m64, v64 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+			for i := range p {
+				p64[i], g64[i] = float64(p[i]), float64(g[i])
+			}
+			adamReference(p64, g64, m64, v64, 1, cfg)
+			want := make([]float32, n)
+			for i := range want {
+				want[i] = float32(p64[i])
+			}
+			got, err := download(P)
+			if err != nil {
+				return err
+			}
+			return closeTo("p", want, got, 1e-6)
+		}}}, b.free, b.err
+	}},
+	{"gemm_nt", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+		// The intersection's first layer: rows × 2d inputs into d outputs.
+		b := &benchBuffers{d: d}
+		rows, in, out := s.rows, 2*s.dim, s.dim
+		x, w, bias := randF32(rng, rows*in, -1, 1), randF32(rng, out*in, -0.1, 0.1), randF32(rng, out, -1, 1)
+		X, W, B, Y := b.f(x), b.f(w), b.f(bias), b.f(make([]float32, rows*out))
+		return []benchVersion{{"tiled64", func() error { return nil }, func() error { return d.LinearForward(Y, X, W, B, rows, in, out) }, func() error {
+			want := make([]float32, rows*out)
+			compute.Reference[float32]{}.LinearForward(want, x, w, bias, rows, in, out)
+			got, err := download(Y)
+			if err != nil {
+				return err
+			}
+			return closeTo("y", want, got, 1e-5)
+		}}}, b.free, b.err
+	}},
+}
+
+// checkVersions runs every version of c once from its initial buffers at size s and
+// validates it against the CPU reference.
+func checkVersions(d *Device, c benchCase, s benchSize) error {
+	vs, free, err := c.setup(d, rand.New(rand.NewPCG(1, 2)), s)
+	defer free()
+	if err != nil {
+		return err
+	}
+	for _, v := range vs {
+		if err := v.reset(); err != nil {
+			return err
+		}
+		if err := v.run(); err != nil {
+			return fmt.Errorf("%s/%s: %w", c.name, v.name, err)
+		}
+		if err := v.check(); err != nil {
+			return fmt.Errorf("%s/%s: %w", c.name, v.name, err)
+		}
+	}
+	return nil
+}
+
+// TestKernelBenches validates every bench's versions against the CPU reference on the
+// launch emulator.
+func TestKernelBenches(t *testing.T) {
+	d := emuDevice(t, nil)
+	for _, c := range kernelBenches {
+		t.Run(c.name, func(t *testing.T) {
+			if err := checkVersions(d, c, checkSize); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// BenchmarkKernels validates each version at checkSize, then times it at the bench size
+// (benchDevice: paperSize on a GPU) and reports the achieved rates of its stated work.
+func BenchmarkKernels(b *testing.B) {
+	d, s := benchDevice(b)
+	for _, c := range kernelBenches {
+		if err := checkVersions(d, c, checkSize); err != nil {
+			b.Fatal(err)
+		}
+		vs, free, err := c.setup(d, rand.New(rand.NewPCG(3, 4)), s)
+		if err != nil {
+			free()
+			b.Fatal(err)
+		}
+		for _, v := range vs {
+			b.Run(c.name+"/"+v.name, func(b *testing.B) {
+				p := NewProfiler(d, false) // the work of one run
+				d.Profile(p)
+				err := v.run()
+				d.Profile(nil)
+				recs, rerr := p.Records()
+				if err == nil {
+					err = rerr
+				}
+				if err == nil {
+					err = d.Sync()
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				var w Work
+				for _, r := range recs {
+					w = w.Add(r.Work)
+				}
+				b.ResetTimer()
+				start := time.Now()
+				for i := 0; i < b.N; i++ {
+					if err := v.run(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := d.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				sec := time.Since(start).Seconds() / float64(b.N)
+				b.ReportMetric(float64(w.Bytes)/sec/1e9, "GB/s")
+				b.ReportMetric(float64(w.FLOPs)/sec/1e12, "TFLOP/s")
+			})
+		}
+		free()
+	}
+}

@@ -1,0 +1,328 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/model"
+)
+
+// testDropoutRagged: DropoutMaskRagged against each segment's mask drawn on the host with
+// model.DropoutKeep and placed at its rows of the ragged layout; and, for one segment of
+// a uniform layout, against DropoutMask.
+func testDropoutRagged(h *harness) {
+	const d = 11
+	threshold, keep := uint32(math.Round(0.3*(1<<32))), float32(1/0.7)
+	// Segments (branch count, outputs), by non-increasing branch count: the 3-branch and
+	// 2-branch groups are each split into steps.
+	segs := []raggedGroup{{4, 3}, {3, 3}, {3, 2}, {2, 4}, {2, 1}, {2, 2}, {1, 2}}
+	counts, first := raggedCounts(segs)
+	br, err := NewBranches(h.d, counts)
+	h.ok(err)
+	defer br.Free()
+	segOff := append([]int32(nil), 0)
+	seeds := make([]int32, 0, 2*len(segs))
+	seed64 := make([]uint64, len(segs))
+	for s, g := range segs {
+		segOff = append(segOff, int32(first[s]+g.n))
+		seed64[s] = h.rng.Uint64()
+		seeds = append(seeds, int32(uint32(seed64[s])), int32(uint32(seed64[s]>>32)))
+	}
+	want := make([]float32, br.Rows()*d)
+	for s, g := range segs {
+		for j := 0; j < g.nb; j++ {
+			for r := 0; r < g.n; r++ {
+				for k := 0; k < d; k++ {
+					if model.DropoutKeep(seed64[s], uint64((j*g.n+r)*d+k), threshold) {
+						want[(br.Base(j)+first[s]+r)*d+k] = keep
+					}
+				}
+			}
+		}
+	}
+	mask := h.up(h.uniform(br.Rows()*d, -1, 1)) // every element is written
+	h.ok(h.d.DropoutMaskRagged(mask, br, h.upI(segOff), h.upI(seeds), d, threshold, keep))
+	if got := h.down(mask); !slices.Equal(got, want) {
+		h.t.Fatalf("ragged mask differs from the segments' masks")
+	}
+
+	const nb, n = 3, 5
+	one, err := NewBranches(h.d, UniformBranches(nb, n).Counts)
+	h.ok(err)
+	defer one.Free()
+	a, b := h.zeros(nb*n*d), h.zeros(nb*n*d)
+	h.ok(h.d.DropoutMaskRagged(a, one, h.upI([]int32{0, n}), h.upI(seeds[:2]), d, threshold, keep))
+	h.ok(h.d.DropoutMask(b, seed64[0], threshold, keep))
+	if !slices.Equal(h.down(a), h.down(b)) {
+		h.t.Fatalf("one uniform segment: DropoutMaskRagged differs from DropoutMask")
+	}
+
+	for _, c := range []struct {
+		name         string
+		segOff, seed *I32
+	}{{"no segments", h.upI([]int32{0}), h.upI([]int32{1, 2})}, {"short seeds", h.upI([]int32{0, 5}), h.upI([]int32{1})}} {
+		if err := h.d.DropoutMaskRagged(a, one, c.segOff, c.seed, d, threshold, keep); err == nil {
+			h.t.Errorf("%s: no error", c.name)
+		}
+	}
+}
+
+// raggedGroup is a run of outputs with the same branch count in a ragged batch.
+type raggedGroup struct{ nb, n int }
+
+// raggedCounts is the Branches.Counts of groups listed by non-increasing branch count, and
+// each group's first output row.
+func raggedCounts(groups []raggedGroup) (counts, first []int) {
+	counts = make([]int, groups[0].nb)
+	o := 0
+	for _, g := range groups {
+		first = append(first, o)
+		o += g.n
+		for j := 0; j < g.nb; j++ {
+			counts[j] += g.n
+		}
+	}
+	return counts, first
+}
+
+// testIntersectRagged: one ragged intersection of 4-, 3-, 2- and 1-branch outputs against
+// model.IntersectForward / IntersectBackward on each group separately (outputs, dIn and
+// the weight gradients, summed over the groups), with and without a dropout mask.
+func testIntersectRagged(h *harness) {
+	groups := []raggedGroup{{4, 3}, {3, 5}, {2, 7}, {1, 2}}
+	counts, first := raggedCounts(groups)
+	for _, drop := range []bool{false, true} {
+		h.t.Run(fmt.Sprintf("mask=%v", drop), func(t *testing.T) {
+			h := &harness{t: t, d: h.d, rng: h.rng}
+			const d = 13
+			br, err := NewBranches(h.d, counts)
+			h.ok(err)
+			t.Cleanup(func() { br.Free() })
+			n, rows := br.N(), br.Rows()
+			w := randomIntersectWeights(h, d)
+			all := h.cones(rows, d)
+			var mask []float32
+			if drop {
+				mask = make([]float32, rows*d)
+				for i := range mask {
+					if h.rng.Float64() > 0.3 {
+						mask[i] = 1 / 0.7
+					}
+				}
+			}
+			dOut := h.cones(n, d)
+
+			// The reference: each group on its own, its branches gathered from the ragged rows.
+			ref := compute.Reference[float32]{}
+			out := model.NewCones[float32](n, d)
+			dIn := model.NewCones[float32](rows, d)
+			gw := zeroIntersectWeights(w)
+			for gi, g := range groups {
+				row := func(j, r int) int { return br.Base(j) + first[gi] + r }
+				in, dInG := make([]model.Cones[float32], g.nb), make([]model.Cones[float32], g.nb)
+				var maskG []float32
+				if drop {
+					maskG = make([]float32, g.nb*g.n*d)
+				}
+				for j := range in {
+					in[j], dInG[j] = model.NewCones[float32](g.n, d), model.NewCones[float32](g.n, d)
+					for r := 0; r < g.n; r++ {
+						src := row(j, r) * d
+						copy(in[j].Axis[r*d:(r+1)*d], all.Axis[src:src+d])
+						copy(in[j].Half[r*d:(r+1)*d], all.Half[src:src+d])
+						if drop {
+							copy(maskG[(j*g.n+r)*d:(j*g.n+r+1)*d], mask[src:src+d])
+						}
+					}
+				}
+				o := first[gi] * d
+				outG := model.Cones[float32]{Axis: out.Axis[o : o+g.n*d], Half: out.Half[o : o+g.n*d], N: g.n, Dim: d}
+				dOutG := model.Cones[float32]{Axis: dOut.Axis[o : o+g.n*d], Half: dOut.Half[o : o+g.n*d], N: g.n, Dim: d}
+				st := model.IntersectForward(ref, w, outG, in, maskG)
+				model.IntersectBackward(ref, w, gw, st, dInG, dOutG, in)
+				for j := range dInG {
+					for r := 0; r < g.n; r++ {
+						dst := row(j, r) * d
+						copy(dIn.Axis[dst:dst+d], dInG[j].Axis[r*d:(r+1)*d])
+						copy(dIn.Half[dst:dst+d], dInG[j].Half[r*d:(r+1)*d])
+					}
+				}
+			}
+
+			W := upIntersectWeights(h, w)
+			In, Out := h.upCones(all), h.upCones(model.NewCones[float32](n, d))
+			st, err := h.d.IntersectForwardRagged(W, Out, In, br, h.up(mask))
+			h.ok(err)
+			defer st.Free()
+			got := h.downCones(Out)
+			compare(t, "axis", out.Axis, got.Axis)
+			compare(t, "half", out.Half, got.Half)
+			GW := upIntersectWeights(h, zeroIntersectWeights(w))
+			DIn := h.upCones(model.NewCones[float32](rows, d))
+			h.ok(h.d.IntersectBackward(W, GW, st, DIn, h.upCones(dOut), In))
+			gotIn := h.downCones(DIn)
+			compare(t, "dIn.axis", dIn.Axis, gotIn.Axis)
+			compare(t, "dIn.half", dIn.Half, gotIn.Half)
+			compareIntersectGrads(h, t, gw, GW)
+		})
+	}
+
+	// The uniform layout computes the same bits with the counts spelled out on the device
+	// as without them (IntersectForward's path).
+	h.t.Run("uniform-bits", func(t *testing.T) {
+		h := &harness{t: t, d: h.d, rng: h.rng}
+		const nb, n, d = 3, 5, 7
+		w := upIntersectWeights(h, randomIntersectWeights(h, d))
+		in, dOut := h.upCones(h.cones(nb*n, d)), h.upCones(h.cones(n, d))
+		br, err := NewBranches(h.d, UniformBranches(nb, n).Counts)
+		h.ok(err)
+		defer br.Free()
+		var outs [2]model.Cones[float32]
+		var dIns [2]model.Cones[float32]
+		for i := range outs {
+			out, dIn := h.upCones(model.NewCones[float32](n, d)), h.upCones(model.NewCones[float32](nb*n, d))
+			var st *IntersectState
+			if i == 0 {
+				st, err = h.d.IntersectForward(w, out, in, nb, nil)
+			} else {
+				st, err = h.d.IntersectForwardRagged(w, out, in, br, nil)
+			}
+			h.ok(err)
+			h.ok(h.d.IntersectBackward(w, IntersectWeights{}, st, dIn, dOut, in))
+			h.ok(st.Free())
+			outs[i], dIns[i] = h.downCones(out), h.downCones(dIn)
+		}
+		for _, c := range []struct {
+			what      string
+			want, got []float32
+		}{{"axis", outs[0].Axis, outs[1].Axis}, {"half", outs[0].Half, outs[1].Half},
+			{"dIn.axis", dIns[0].Axis, dIns[1].Axis}, {"dIn.half", dIns[0].Half, dIns[1].Half}} {
+			if !slices.Equal(c.want, c.got) {
+				t.Fatalf("%s: the counts on the device change the bits", c.what)
+			}
+		}
+	})
+
+	h.t.Run("errors", func(t *testing.T) {
+		h := &harness{t: t, d: h.d, rng: h.rng}
+		w := IntersectWeights{}
+		for _, c := range []struct {
+			name   string
+			br     Branches
+			in, ot int
+			want   string
+		}{
+			{"ragged without a device copy", Branches{Counts: []int{3, 2}}, 5, 3, "no device copy"},
+			{"increasing", Branches{Counts: []int{2, 3}, Dev: h.upI([]int32{2, 3})}, 5, 2, "non-increasing"},
+			{"short device copy", Branches{Counts: []int{3, 2}, Dev: h.upI([]int32{3})}, 5, 3, "device copy has 1"},
+			{"wrong input count", Branches{Counts: []int{3, 2}, Dev: h.upI([]int32{3, 2})}, 6, 3, "6 input"},
+		} {
+			_, err := h.d.IntersectForwardRagged(w, Cones{N: c.ot, Dim: 2}, Cones{N: c.in, Dim: 2}, c.br, nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+			}
+		}
+	})
+}
+
+func randomIntersectWeights(h *harness, d int) *model.IntersectionWeights[float32] {
+	lin := func(in, out int) ([]float32, []float32) {
+		bw, bb := math.Sqrt(6/float64(in+out)), 1/math.Sqrt(float64(in))
+		return h.uniform(out*in, -bw, bw), h.uniform(out, -bb, bb)
+	}
+	w := &model.IntersectionWeights[float32]{}
+	w.W1, w.B1 = lin(2*d, d)
+	w.W2, w.B2 = lin(d, d)
+	w.W3, w.B3 = lin(2*d, d)
+	w.W4, w.B4 = lin(d, d)
+	return w
+}
+
+func zeroIntersectWeights(w *model.IntersectionWeights[float32]) *model.IntersectionWeights[float32] {
+	return &model.IntersectionWeights[float32]{
+		W1: make([]float32, len(w.W1)), B1: make([]float32, len(w.B1)), W2: make([]float32, len(w.W2)), B2: make([]float32, len(w.B2)),
+		W3: make([]float32, len(w.W3)), B3: make([]float32, len(w.B3)), W4: make([]float32, len(w.W4)), B4: make([]float32, len(w.B4)),
+	}
+}
+
+func upIntersectWeights(h *harness, w *model.IntersectionWeights[float32]) IntersectWeights {
+	return IntersectWeights{h.up(w.W1), h.up(w.B1), h.up(w.W2), h.up(w.B2), h.up(w.W3), h.up(w.B3), h.up(w.W4), h.up(w.B4)}
+}
+
+// compareIntersectGrads compares the eight weight gradients, on the scale of dW2 (dB2 is
+// 0 up to rounding: the softmax over branches is invariant to a bias shared by all
+// branches).
+func compareIntersectGrads(h *harness, t *testing.T, want *model.IntersectionWeights[float32], got IntersectWeights) {
+	t.Helper()
+	for _, p := range []struct {
+		name string
+		want []float32
+		got  *F32
+	}{{"W1", want.W1, got.W1}, {"B1", want.B1, got.B1}, {"W2", want.W2, got.W2}, {"B2", want.B2, got.B2},
+		{"W3", want.W3, got.W3}, {"B3", want.B3, got.B3}, {"W4", want.W4, got.W4}, {"B4", want.B4, got.B4}} {
+		compareScale(t, "d"+p.name, p.want, h.down(p.got), maxAbs(want.W2))
+	}
+}
+
+// testIntersect: the whole intersection (features, four linear layers, attention
+// softmax + atan2, CardMin with dropout mask) against model.IntersectForward/Backward.
+func testIntersect(h *harness) {
+	for _, c := range []struct {
+		nb   int
+		drop bool
+	}{{2, false}, {3, true}} {
+		h.t.Run(fmt.Sprintf("%d-branches-mask=%v", c.nb, c.drop), func(t *testing.T) {
+			const n, d = 9, 13
+			w := randomIntersectWeights(h, d)
+			in := make([]model.Cones[float32], c.nb)
+			all := model.NewCones[float32](c.nb*n, d)
+			for j := range in {
+				in[j] = h.cones(n, d)
+				copy(all.Axis[j*n*d:], in[j].Axis)
+				copy(all.Half[j*n*d:], in[j].Half)
+			}
+			var mask []float32
+			if c.drop {
+				mask = make([]float32, c.nb*n*d)
+				for i := range mask {
+					if h.rng.Float64() > 0.3 {
+						mask[i] = 1 / 0.7
+					}
+				}
+			}
+			ref := compute.Reference[float32]{}
+			out := model.NewCones[float32](n, d)
+			st := model.IntersectForward(ref, w, out, in, mask)
+
+			W := upIntersectWeights(h, w)
+			In, Out := h.upCones(all), h.upCones(model.NewCones[float32](n, d))
+			dst, err := h.d.IntersectForward(W, Out, In, c.nb, h.up(mask))
+			h.ok(err)
+			defer dst.Free()
+			got := h.downCones(Out)
+			compare(t, "axis", out.Axis, got.Axis)
+			compare(t, "half", out.Half, got.Half)
+
+			dOut := h.cones(n, d)
+			dIn := make([]model.Cones[float32], c.nb)
+			for j := range dIn {
+				dIn[j] = model.NewCones[float32](n, d)
+			}
+			gw := zeroIntersectWeights(w)
+			GW := upIntersectWeights(h, gw)
+			model.IntersectBackward(ref, w, gw, st, dIn, dOut, in)
+			DIn := h.upCones(model.NewCones[float32](c.nb*n, d))
+			h.ok(h.d.IntersectBackward(W, GW, dst, DIn, h.upCones(dOut), In))
+			gotIn := h.downCones(DIn)
+			for j := range dIn {
+				compare(t, fmt.Sprint("dIn[", j, "].axis"), dIn[j].Axis, gotIn.Axis[j*n*d:(j+1)*n*d])
+				compare(t, fmt.Sprint("dIn[", j, "].half"), dIn[j].Half, gotIn.Half[j*n*d:(j+1)*n*d])
+			}
+			compareIntersectGrads(h, t, gw, GW)
+		})
+	}
+}

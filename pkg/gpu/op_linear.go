@@ -1,0 +1,128 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/rocone/rocone/pkg/compute"
+)
+
+// SetMatmul sets the precision of the matrix products of LinearForward and LinearBackward
+// (and so of every operator built on them: ConE's projection MLP, the attention
+// intersection) from then on: compute.MatmulFP32 (the default) runs linear.cu's FP32
+// GEMMs, compute.MatmulTF32 tf32.cu's tensor-core GEMMs, which round both factors to TF32
+// and accumulate in float32. It is the device's setting, not a buffer's or a model's: the
+// stages set it once from the checkpoint's configuration before they compute (package
+// gpumodel does, for the model it puts on the device). Call it while no operation is
+// being enqueued from another goroutine.
+func (d *Device) SetMatmul(m compute.Matmul) error {
+	m, err := compute.ParseMatmul(string(m))
+	if err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	d.tf32 = m.TF32()
+	return nil
+}
+
+// Matmul returns the precision SetMatmul set.
+func (d *Device) Matmul() compute.Matmul {
+	if d.tf32 {
+		return compute.MatmulTF32
+	}
+	return compute.MatmulFP32
+}
+
+// LinearForward computes y = x·Wᵀ + b with x [rows][in], w [out][in], b [out] (nil: no
+// bias), y [rows][out].
+func (d *Device) LinearForward(y, x, w, b *F32, rows, in, out int) error {
+	c := check{op: "LinearForward"}
+	c.nonneg(rows, in, out)
+	c.f("y", y, rows*out)
+	c.f("x", x, rows*in)
+	c.f("w", w, out*in)
+	c.opt("b", b, out)
+	if c.err != nil || rows == 0 || out == 0 {
+		return c.err
+	}
+	return d.gemm("gemm_nt", rows, out, in, x, in, w, in, y, out, b, false)
+}
+
+// LinearBackward accumulates dx += dy·W (dx may be nil), dw += dyᵀ·x (dw may be nil) and
+// db += Σ_r dy (db may be nil).
+func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) error {
+	c := check{op: "LinearBackward"}
+	c.nonneg(rows, in, out)
+	c.f("dy", dy, rows*out)
+	c.opt("dx", dx, rows*in)
+	c.opt("dw", dw, out*in)
+	c.opt("db", db, out)
+	if dx != nil {
+		c.f("w", w, out*in)
+	}
+	if dw != nil {
+		c.f("x", x, rows*in)
+	}
+	if c.err != nil || rows == 0 || out == 0 {
+		return c.err
+	}
+	if dx != nil && in > 0 {
+		if err := d.gemm("gemm_nn", rows, in, out, dy, out, w, in, dx, in, nil, true); err != nil {
+			return err
+		}
+	}
+	if dw != nil && in > 0 {
+		if err := d.gemm("gemm_tn", out, in, rows, dy, out, x, in, dw, in, nil, true); err != nil {
+			return err
+		}
+	}
+	if db != nil {
+		// Reads dy, reads and writes db; one add per element of dy.
+		w := Work{Bytes: words(rows*out, 2*out), FLOPs: flops(rows*out, 1)}
+		return d.launch("col_sum", w, [3]int{ceilDiv(out, colSumColumns), 1, 1}, [3]int{tileThreads, 1, 1},
+			ptr(db), ptr(dy), i32(rows), i32(out))
+	}
+	return nil
+}
+
+// gemm launches one of the tiled GEMM kernels for C [M][N]: linear.cu's gemm_nt, gemm_nn
+// or gemm_tn, or with TF32 products (SetMatmul) tf32.cu's gemm_tf32_* of the same shape,
+// arguments and launch geometry.
+// Either way, the work stated to a profiler is 2·M·N·K FLOPs (gemmWork).
+func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, ldc int, bias *F32, acc bool) error {
+	if d.tf32 {
+		name = "gemm_tf32_" + name[len("gemm_"):]
+	}
+	grid := [3]int{ceilDiv(N, tileN), min(ceilDiv(M, tileM), d.gridY), 1}
+	return d.launch(name, gemmWork(M, N, K, bias != nil, acc), grid, [3]int{tileThreads, 1, 1},
+		i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(ldc), ptr(bias), boolArg(acc))
+}
+
+// ReLUForward applies x ← max(x, 0) in place.
+func (d *Device) ReLUForward(x *F32) error {
+	n := x.Len()
+	return d.each("relu_fwd", n, Work{Bytes: words(2 * n), FLOPs: flops(n, 1)}, ptr(x), i32(n))
+}
+
+// ReLUBackward zeroes dx where the ReLU's output out is not positive (in place).
+func (d *Device) ReLUBackward(dx, out *F32) error {
+	c := check{op: "ReLUBackward"}
+	c.f("out", out, dx.Len())
+	if c.err != nil {
+		return c.err
+	}
+	// Reads out, reads and writes dx; one comparison each.
+	return d.each("relu_bwd", dx.Len(), Work{Bytes: words(3 * dx.Len()), FLOPs: flops(dx.Len(), 1)}, ptr(dx), ptr(out), i32(dx.Len()))
+}
+
+// gemmWork is a GEMM's least work: A, B (and the bias) read once, C written once (read
+// too when accumulating); 2·M·N·K FLOPs (a multiply and an add per term; the bias and
+// accumulation adds, M·N, are not counted).
+func gemmWork(M, N, K int, bias, acc bool) Work {
+	b := words(M*K, K*N, M*N)
+	if bias {
+		b += words(N)
+	}
+	if acc {
+		b += words(M * N)
+	}
+	return Work{Bytes: b, FLOPs: 2 * int64(M) * int64(N) * int64(K)}
+}

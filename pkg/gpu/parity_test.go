@@ -1,0 +1,194 @@
+package gpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/rocone/rocone/pkg/model"
+)
+
+const tol = 1e-4
+
+type harness struct {
+	t   *testing.T
+	d   *Device
+	rng *rand.Rand
+}
+
+func (h *harness) up(x []float32) *F32 {
+	h.t.Helper()
+	if x == nil {
+		return nil
+	}
+	b, err := FromHost(h.d, x)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { b.Free() })
+	return b
+}
+
+func (h *harness) upI(x []int32) *I32 {
+	h.t.Helper()
+	if x == nil {
+		return nil
+	}
+	b, err := FromHost(h.d, x)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { b.Free() })
+	return b
+}
+
+func (h *harness) zeros(n int) *F32 { return h.up(make([]float32, n)) }
+
+func (h *harness) down(b *F32) []float32 {
+	h.t.Helper()
+	out, err := b.ToHost()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+func (h *harness) ok(err error) {
+	h.t.Helper()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) uniform(n int, lo, hi float64) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(lo + (hi-lo)*h.rng.Float64())
+	}
+	return out
+}
+
+func (h *harness) cones(n, d int) model.Cones[float32] {
+	return model.Cones[float32]{Axis: h.uniform(n*d, -math.Pi, math.Pi), Half: h.uniform(n*d, 0, math.Pi), N: n, Dim: d}
+}
+
+func (h *harness) upCones(c model.Cones[float32]) Cones {
+	return Cones{Axis: h.up(c.Axis), Half: h.up(c.Half), N: c.N, Dim: c.Dim}
+}
+
+func (h *harness) downCones(c Cones) model.Cones[float32] {
+	return model.Cones[float32]{Axis: h.down(c.Axis), Half: h.down(c.Half), N: c.N, Dim: c.Dim}
+}
+
+// compare fails when got differs from want by more than tol·max|want|.
+func compare(t *testing.T, what string, want, got []float32) {
+	t.Helper()
+	compareScale(t, what, want, got, 1e-6)
+}
+
+func maxAbs(x []float32) float64 {
+	var m float64
+	for _, v := range x {
+		m = math.Max(m, math.Abs(float64(v)))
+	}
+	return m
+}
+
+// compareScale is compare with a floor on the scale, for outputs that are sums which
+// cancel to (almost) zero, where max|want| is rounding noise.
+func compareScale(t *testing.T, what string, want, got []float32, floor float64) {
+	t.Helper()
+	if len(want) != len(got) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	scale := math.Max(maxAbs(want), floor)
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > tol*scale || math.IsNaN(float64(got[i])) {
+			t.Fatalf("%s[%d] = %.9g, reference %.9g (|Δ| = %.3g, tolerance %.3g)", what, i, got[i], want[i], d, tol*scale)
+		}
+	}
+}
+
+func clone(x []float32) []float32 { return append([]float32(nil), x...) }
+
+// geometry is a launch configuration of the Device: the default one, and a tiny one
+// whose capped grids make every kernel run its grid-stride loops.
+type geometry struct {
+	name             string
+	maxBlocks, gridY int
+}
+
+var geometries = []geometry{{"default", 8192, maxGridY}, {"tiny-grid", 2, 2}}
+
+func runParity(t *testing.T, dev *Device) {
+	for _, g := range geometries {
+		t.Run(g.name, func(t *testing.T) {
+			savedBlocks, savedY := dev.maxBlocks, dev.gridY
+			dev.maxBlocks, dev.gridY = g.maxBlocks, g.gridY
+			defer func() { dev.maxBlocks, dev.gridY = savedBlocks, savedY }()
+			for _, c := range parityCases {
+				t.Run(c.name, func(t *testing.T) {
+					c.fn(&harness{t: t, d: dev, rng: rand.New(rand.NewPCG(7, uint64(len(c.name))))})
+				})
+			}
+		})
+	}
+}
+
+var parityCases = []struct {
+	name string
+	fn   func(h *harness)
+}{
+	{"Backend", testBackend},
+	{"BackendDeterministic", testBackendDeterministic},
+	{"Prepared", testPrepared},
+	{"Linear", testLinear},
+	{"LinearTF32", testLinearTF32},
+	{"TF32Round", testTF32Round},
+	{"Distance", testDistance},
+	{"DistanceAll", testDistanceAll},
+	{"FilteredRanks", testFilteredRanks},
+	{"Angle", testAngle},
+	{"Gather", testGather},
+	{"Rotate", testRotate},
+	{"Negate", testNegate},
+	{"MLP", testMLP},
+	{"Intersect", testIntersect},
+	{"IntersectRagged", testIntersectRagged},
+	{"DropoutRagged", testDropoutRagged},
+	{"LogitUnion", testLogitUnion},
+	{"Loss", testLoss},
+	{"Adam", testAdam},
+	{"AdamOptimiser", testAdamOptimiser},
+	{"AdamMulti", testAdamMulti},
+	{"Errors", testErrors},
+}
+
+// testErrors: bad sizes and arguments come back as errors, not crashes.
+func testErrors(h *harness) {
+	small, big := h.zeros(3), h.zeros(100)
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"short y", h.d.LinearForward(small, big, big, nil, 2, 5, 5), "y has 3 elements, needs 10"},
+		{"nil x", h.d.LinearForward(big, nil, big, nil, 2, 5, 5), "x is nil"},
+		{"negative", h.d.LinearForward(big, big, big, nil, -1, 5, 5), "negative size"},
+		{"adam step 0", h.d.AdamStep(big, big, big, big, 0, DefaultAdam(1), false), "step 0"},
+		{"intersect shapes", func() error {
+			_, err := h.d.IntersectForward(IntersectWeights{}, Cones{N: 2, Dim: 3}, Cones{N: 5, Dim: 3}, 2, nil)
+			return err
+		}(), "input cones"},
+		{"unknown kernel", h.d.launch("nope", Work{Bytes: 4}, [3]int{1, 1, 1}, [3]int{1, 1, 1}), "no kernel"},
+		{"argument kind", h.d.launch("fill_f32", Work{Bytes: 4}, [3]int{1, 1, 1}, [3]int{1, 1, 1}, ptr(big), i32(1), i32(1)), "passing i for a f parameter"},
+		{"argument count", h.d.launch("fill_f32", Work{Bytes: 4}, [3]int{1, 1, 1}, [3]int{1, 1, 1}, ptr(big)), "takes 3 arguments"},
+		{"int range", h.d.launch("fill_f32", Work{Bytes: 4}, [3]int{1, 1, 1}, [3]int{1, 1, 1}, ptr(big), f32(0), i32(1<<40)), "does not fit"},
+		{"upload", small.Upload(make([]float32, 4)), "upload of 4 elements"},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
+			h.t.Errorf("%s: error %v, want one containing %q", c.name, c.err, c.want)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package gpu
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/rocone/rocone/pkg/model"
+)
+
+// testGather: gathers and scatter-adds of embedding rows, with repeated indices.
+func testGather(h *harness) {
+	const tableRows, rows, d, R = 13, 29, 19, 0.5
+	table := h.uniform(tableRows*d, -2*R, 2*R)
+	idx := make([]int32, rows)
+	for i := range idx {
+		idx[i] = int32(h.rng.IntN(tableRows))
+	}
+	Tb, Ix := h.up(table), h.upI(idx)
+	// angle_gather_fwd and gather_rows against model.AngleForward on gathered rows.
+	gathered := make([]float32, rows*d)
+	for r, id := range idx {
+		copy(gathered[r*d:(r+1)*d], table[int(id)*d:int(id+1)*d])
+	}
+	theta := make([]float32, rows*d)
+	model.AngleForward(theta, gathered, float32(R))
+	T, G := h.zeros(rows*d), h.zeros(rows*d)
+	h.ok(h.d.AngleGather(T, Tb, Ix, d, R))
+	h.ok(h.d.GatherRows(G, Tb, Ix, d))
+	compare(h.t, "angle gather", theta, h.down(T))
+	compare(h.t, "gather", gathered, h.down(G))
+	// angle_scatter_bwd and scatter_add_rows.
+	dTheta := h.uniform(rows*d, -1, 1)
+	dTable, dTable2 := h.uniform(tableRows*d, -1, 1), h.uniform(tableRows*d, -1, 1)
+	DT, DT2 := h.up(dTable), h.up(dTable2)
+	for r, id := range idx {
+		model.AngleBackward(dTable[int(id)*d:int(id+1)*d], dTheta[r*d:(r+1)*d], theta[r*d:(r+1)*d], float32(R))
+		for j := 0; j < d; j++ {
+			dTable2[int(id)*d+j] += dTheta[r*d+j]
+		}
+	}
+	DTheta := h.up(dTheta)
+	h.ok(h.d.AngleScatterBackward(DT, DTheta, T, Ix, d, R))
+	h.ok(h.d.ScatterAddRows(DT2, DTheta, Ix, d))
+	compare(h.t, "angle scatter", dTable, h.down(DT))
+	compare(h.t, "scatter add", dTable2, h.down(DT2))
+	F := h.zeros(37)
+	h.ok(h.d.Fill(F, 1.5))
+	for i, v := range h.down(F) {
+		if v != 1.5 {
+			h.t.Fatalf("fill[%d] = %g", i, v)
+		}
+	}
+}
+
+func TestRowCSR(t *testing.T) {
+	count := make([]int32, 6)
+	ix := RowCSR([]int32{4, 1, 4, 0, 1, 4}, 5, count)
+	if got := fmt.Sprint(ix.Rows, ix.Start, ix.Pairs); got != "[4 1 0] [0 3 5 6] [0 2 5 1 4 3]" {
+		t.Fatalf("RowCSR = %v", got)
+	}
+	if got := fmt.Sprint(count); got != "[0 0 0 0 0 0]" {
+		t.Fatalf("RowCSR left its scratch %v, want it zeroed", got)
+	}
+}
