@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rocone/rocone/pkg/cliargs"
+	"github.com/rocone/rocone/pkg/device"
 	"io"
 	"os"
 	"strings"
@@ -122,7 +123,7 @@ func action(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	kernels, gpu, err := backend(c.String("device"), c.Int("workers"))
+	dev, err := device.Open(c.String("device"), c.Int("workers"))
 	if err != nil {
 		return err
 	}
@@ -177,7 +178,7 @@ func action(c *cli.Context) error {
 	}
 	opts := train.Options{
 		Train: c.String("train"), Valid: c.String("valid"), Checkpoint: c.String("checkpoint"), Log: logPath,
-		Resume: c.Bool("resume"), Config: c.String("config"), Overwrite: c.Bool("overwrite"), Kernels: kernels, Device: train.CUDA(gpu), Workers: c.Int("workers"), Progress: progress,
+		Resume: c.Bool("resume"), Config: c.String("config"), Overwrite: c.Bool("overwrite"), Kernels: dev.Kernels, Device: dev.Train, Workers: c.Int("workers"), Progress: progress,
 		Profile: prof,
 	}
 	if n := c.Int("test-hang-after"); n > 0 {

@@ -21,7 +21,7 @@ import (
 // from the working directory upwards.
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "tiny")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "tiny")
 	if _, err := os.Stat(dir); err == nil {
 		return dir
 	}

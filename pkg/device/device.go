@@ -1,8 +1,9 @@
 // Package device picks the compute backend for a --device flag: the fast CPU kernels, or
 // the CUDA kernels in binaries built with -tags cuda. It is the one place the stages turn a
 // flag into kernels, so training, embedding and ranking always run the same code, and the
-// seam between the stages and the device's packages: the rank stage ranks on a device
-// through the eval.RankDevice that RankDevice gives, without importing them.
+// seam between the stages and the device's packages: the train stage trains and the rank
+// stage ranks on a device through the train.Device and eval.RankDevice of its Choice,
+// without importing them.
 package device
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/rocone/rocone/pkg/gpu"
 	"github.com/rocone/rocone/pkg/gpu/gpumodel"
 	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/train"
 )
 
 // openCUDA is set by the cuda-tagged build (cuda.go); nil in a plain build.
@@ -22,33 +24,44 @@ var openCUDA func() (*gpu.Device, error)
 // Backend returns the kernels for name: "cpu" (the fast CPU backend; workers goroutines,
 // 0 for every core; its results do not depend on workers) or "cuda".
 func Backend(name string, workers int) (compute.Backend, error) {
-	k, _, err := Open(name, workers)
-	return k, err
+	ch, err := Open(name, workers)
+	return ch.Kernels, err
 }
 
-// Open is Backend that also returns, for "cuda", the device the kernels run on (nil for
-// "cpu"), for the stages that keep data resident there (training).
-func Open(name string, workers int) (compute.Backend, *gpu.Device, error) {
+// A Choice is what a --device flag selects.
+type Choice struct {
+	// Kernels are the per-call kernels a stage's host-side model computes with.
+	Kernels compute.Backend
+	// Train runs a run's updates with the model resident on the device (gpumodel's
+	// TrainDevice); nil: on the host.
+	Train train.Device
+	// Rank ranks with the model resident on the device: the model is uploaded without
+	// gradients or optimiser (gpumodel.NewEval) and every batch is scored and ranked
+	// there; nil: on the host.
+	Rank eval.RankDevice
+}
+
+// Open returns the Choice for name: "cpu" or "" (the fast CPU backend, nothing resident)
+// or "cuda" (the CUDA kernels and the resident paths, in a cuda-tagged binary).
+func Open(name string, workers int) (Choice, error) {
 	switch name {
 	case "", "cpu":
-		return cpu.New(cpu.Options{Workers: workers}), nil, nil
+		return Choice{Kernels: cpu.New(cpu.Options{Workers: workers})}, nil
 	case "cuda":
 		if openCUDA == nil {
-			return nil, nil, fmt.Errorf("--device cuda: this binary was built without CUDA; build one with `make build-cuda` (go build -tags cuda)")
+			return Choice{}, fmt.Errorf("--device cuda: this binary was built without CUDA; build one with `make build-cuda` (go build -tags cuda)")
 		}
 		dev, err := openCUDA()
 		if err != nil {
-			return nil, nil, err
+			return Choice{}, err
 		}
-		return gpu.NewBackend(dev), dev, nil
+		return Choice{Kernels: gpu.NewBackend(dev), Train: gpumodel.TrainDevice(dev), Rank: RankDevice(dev)}, nil
 	}
-	return nil, nil, fmt.Errorf("--device %q: want cpu or cuda", name)
+	return Choice{}, fmt.Errorf("--device %q: want cpu or cuda", name)
 }
 
-// RankDevice returns the eval.RankDevice of d, for `rank --device cuda`: the model is
-// uploaded without gradients or optimiser (gpumodel.NewEval) and every batch is scored
-// and ranked there (gpumodel.Model.RankBatch). RankDevice(nil) is nil: rank on the host.
-// With it the rank stage needs no import of the device's packages.
+// RankDevice returns the eval.RankDevice of d (Choice.Rank); RankDevice(nil) is nil: rank
+// on the host.
 func RankDevice(d *gpu.Device) eval.RankDevice {
 	if d == nil {
 		return nil

@@ -2,24 +2,15 @@ package gpu
 
 import (
 	"fmt"
+	"github.com/rocone/rocone/pkg/adam"
 	"math"
 	"slices"
 )
 
-// AdamConfig is torch.optim.Adam's configuration (no weight decay, no amsgrad).
-type AdamConfig struct {
-	LR, Beta1, Beta2, Eps float64
-}
-
-// DefaultAdam is PyTorch's default Adam with learning rate lr (docs/training.md §1).
-func DefaultAdam(lr float64) AdamConfig {
-	return AdamConfig{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
-}
-
 // AdamStep applies Adam step number step (1, 2, …; since the optimiser was created) to
 // the parameters p with gradients g and moments m, v, all of one length: dense, every
 // element moves. With zeroGrad the gradients are cleared after use.
-func (d *Device) AdamStep(p, g, m, v *F32, step int, cfg AdamConfig, zeroGrad bool) error {
+func (d *Device) AdamStep(p, g, m, v *F32, step int, cfg adam.Config, zeroGrad bool) error {
 	n := p.Len()
 	c := check{op: "AdamStep"}
 	c.f("g", g, n)
@@ -51,7 +42,7 @@ func (d *Device) AdamStep(p, g, m, v *F32, step int, cfg AdamConfig, zeroGrad bo
 // arguments. More classes than adamClasses, or more elements than an int counts, take the
 // per-tensor path (stepEach), with the same results bit for bit.
 type Adam struct {
-	Config AdamConfig
+	Config adam.Config
 	dev    *Device
 	step   int
 	slots  []adamSlot
@@ -69,7 +60,7 @@ const adamClasses = 8
 type adamSlot struct{ p, g, m, v *F32 }
 
 // NewAdam allocates zero moments for the parameters params[i] with gradients grads[i].
-func NewAdam(d *Device, cfg AdamConfig, params, grads []*F32) (*Adam, error) {
+func NewAdam(d *Device, cfg adam.Config, params, grads []*F32) (*Adam, error) {
 	if len(params) != len(grads) {
 		return nil, fmt.Errorf("cuda: NewAdam: %d parameters, %d gradients", len(params), len(grads))
 	}
@@ -273,10 +264,10 @@ func (a *Adam) Free() error {
 }
 
 // adamScalars are Adam's step size lr/(1 − β1^t) and bias correction sqrt(1 − β2^t) for
-// step t, computed in double and rounded to float as PyTorch passes them.
-func adamScalars(t int, cfg AdamConfig) (stepSize, bc2Sqrt float32) {
-	ft := float64(t)
-	return float32(cfg.LR / (1 - math.Pow(cfg.Beta1, ft))), float32(math.Sqrt(1 - math.Pow(cfg.Beta2, ft)))
+// step t: package adam's, the host's own.
+func adamScalars(t int, cfg adam.Config) (stepSize, bc2Sqrt float32) {
+	f := cfg.At(int64(t))
+	return f.StepSize, f.BC2Sqrt
 }
 
 // Moments downloads the first and second moments of parameter i.

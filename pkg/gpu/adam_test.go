@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"github.com/rocone/rocone/pkg/adam"
 	"math"
 )
 
@@ -30,7 +31,7 @@ func testAdamMulti(h *harness) {
 		h.ok(P1[i].Upload(p))
 		h.ok(P2[i].Upload(p))
 	}
-	cfg := DefaultAdam(3e-2)
+	cfg := adam.Default(3e-2)
 	one, err := NewAdam(h.d, cfg, P1, G1)
 	h.ok(err)
 	defer one.Free()
@@ -111,7 +112,7 @@ func testAdamMulti(h *harness) {
 
 // adamReference is the textbook Adam (Kingma & Ba, as torch.optim.Adam computes it), in
 // float64: m̂ = m/(1−β1^t), v̂ = v/(1−β2^t), p −= lr·m̂/(√v̂ + ε).
-func adamReference(p, g, m, v []float64, t int, c AdamConfig) {
+func adamReference(p, g, m, v []float64, t int, c adam.Config) {
 	for i := range p {
 		m[i] = c.Beta1*m[i] + (1-c.Beta1)*g[i]
 		v[i] = c.Beta2*v[i] + (1-c.Beta2)*g[i]*g[i]
@@ -123,7 +124,7 @@ func adamReference(p, g, m, v []float64, t int, c AdamConfig) {
 
 func testAdam(h *harness) {
 	const n, steps = 1234, 4
-	cfg := DefaultAdam(1e-2)
+	cfg := adam.Default(1e-2)
 	p32 := h.uniform(n, -1, 1)
 	P, G, M, V := h.up(p32), h.zeros(n), h.zeros(n), h.zeros(n)
 	p, m, v := make([]float64, n), make([]float64, n), make([]float64, n)
@@ -185,7 +186,7 @@ func testAdamOptimiser(h *harness) {
 			ps[i][j] = float64(x)
 		}
 	}
-	cfg := DefaultAdam(5e-2)
+	cfg := adam.Default(5e-2)
 	opt, err := NewAdam(h.d, cfg, P, G)
 	h.ok(err)
 	defer opt.Free()

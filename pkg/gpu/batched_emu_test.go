@@ -3,6 +3,7 @@
 package gpu
 
 import (
+	"github.com/rocone/rocone/pkg/adam"
 	"math/rand/v2"
 	"testing"
 
@@ -73,7 +74,7 @@ func TestBatchedLaunches(t *testing.T) {
 	for i := 0; i < 19; i++ {
 		P, G = append(P, h.zeros(3+i)), append(G, h.zeros(3+i))
 	}
-	opt, err := NewAdam(d, DefaultAdam(1e-3), P, G)
+	opt, err := NewAdam(d, adam.Default(1e-3), P, G)
 	h.ok(err)
 	defer opt.Free()
 	lags := make([]int64, len(P))

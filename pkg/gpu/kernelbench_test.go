@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+	"github.com/rocone/rocone/pkg/adam"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -212,7 +213,7 @@ var kernelBenches = []benchCase{
 		n := s.entities * s.dim
 		p, g := randF32(rng, n, -1, 1), randF32(rng, n, -1, 1)
 		P, G, M, V := b.f(p), b.f(g), b.f(make([]float32, n)), b.f(make([]float32, n))
-		cfg := DefaultAdam(1e-3)
+		cfg := adam.Default(1e-3)
 		reset := func() error {
 			if err := P.Upload(p); err != nil {
 				return err

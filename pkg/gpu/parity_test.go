@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"github.com/rocone/rocone/pkg/adam"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -176,7 +177,7 @@ func testErrors(h *harness) {
 		{"short y", h.d.LinearForward(small, big, big, nil, 2, 5, 5), "y has 3 elements, needs 10"},
 		{"nil x", h.d.LinearForward(big, nil, big, nil, 2, 5, 5), "x is nil"},
 		{"negative", h.d.LinearForward(big, big, big, nil, -1, 5, 5), "negative size"},
-		{"adam step 0", h.d.AdamStep(big, big, big, big, 0, DefaultAdam(1), false), "step 0"},
+		{"adam step 0", h.d.AdamStep(big, big, big, big, 0, adam.Default(1), false), "step 0"},
 		{"intersect shapes", func() error {
 			_, err := h.d.IntersectForward(IntersectWeights{}, Cones{N: 2, Dim: 3}, Cones{N: 5, Dim: 3}, 2, nil)
 			return err

@@ -2,23 +2,18 @@ package train
 
 import (
 	"fmt"
+	"github.com/rocone/rocone/pkg/adam"
 	"math"
 	"sync"
 
 	"github.com/rocone/rocone/pkg/model"
 )
 
-// Adam is PyTorch's Adam with its defaults (docs/training.md §1): β = (0.9, 0.999), eps = 1e-8,
-// no weight decay, no amsgrad, and dense: every element of every parameter tensor, the
-// modulus included, is updated at every update, whether or not the batch touched it. At
-// update t (1-based since the optimiser was created):
-//
-//	m ← β1·m + (1−β1)·g
-//	v ← β2·v + (1−β2)·g²
-//	p ← p − (lr / (1−β1^t)) · m / (√v / √(1−β2^t) + eps)
-//
-// in float32, with the scalar factors computed in float64, as torch.optim.Adam's
-// single-tensor path does.
+// Adam is the host's optimiser: package adam's update (PyTorch's Adam with its defaults,
+// its factors from adam.Config.At) over the model's tensors, dense: every element of every
+// parameter tensor, the modulus included, is updated at every update, whether or not the
+// batch touched it. It also holds the state a checkpoint saves (step count, moments, the
+// tensors' start), which a device updater fills from its own (Updater.Download).
 //
 // Each tensor's t is its own: torch.optim.Adam skips a parameter whose .grad is None, one
 // that no backward pass has reached since training began, and counts its steps from the
@@ -31,11 +26,9 @@ import (
 // PyTorch's .grad, the reached marks survive Reset (the new optimiser at a learning-rate
 // drop); Lag does not.
 type Adam struct {
-	LR           float64
-	Beta1, Beta2 float64
-	Eps          float64
-	Step         int64       // updates since the optimiser was created
-	M, V         [][]float32 // per parameter tensor, in model.Params.Tensors order
+	adam.Config
+	Step int64       // updates since the optimiser was created
+	M, V [][]float32 // per parameter tensor, in model.Params.Tensors order
 	// Started[i] is whether tensor i has been reached by a backward pass (PyTorch: its
 	// .grad is not None); nil means every tensor has (no deferral).
 	Started []bool
@@ -46,7 +39,7 @@ type Adam struct {
 
 // NewAdam creates the optimiser for the tensors with zero moments.
 func NewAdam(params []model.Tensor[float32], lr float64) *Adam {
-	a := &Adam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	a := &Adam{Config: adam.Default(lr)}
 	for _, t := range params {
 		a.M = append(a.M, make([]float32, len(t.Data)))
 		a.V = append(a.V, make([]float32, len(t.Data)))
@@ -86,9 +79,10 @@ func (a *Adam) tensorStep(i int) int64 {
 	return a.Step
 }
 
-// next counts one update: Step+1, and Lag+1 for each tensor not started, which the update
-// skips (skip[i]). The device path calls it for the host's bookkeeping alone.
-func (a *Adam) next() (skip []bool) {
+// Advance counts one update: Step+1, and Lag+1 for each tensor not started, which the
+// update skips (skip[i]). The host's updates call it before they step; a device's updater
+// calls it for the host's bookkeeping alone, and hands the lags (Lag) to its own optimiser.
+func (a *Adam) Advance() (skip []bool) {
 	a.Step++
 	skip = make([]bool, len(a.M))
 	for i := range skip {
@@ -126,14 +120,7 @@ func (e *NonFiniteError) Error() string {
 
 // scalars are tensor i's factors for the update under way (after next).
 func (a *Adam) scalars(i int) adamScalars {
-	t := float64(a.tensorStep(i))
-	return adamScalars{
-		b1: float32(a.Beta1), b2: float32(a.Beta2),
-		c1: float32(1 - a.Beta1), c2: float32(1 - a.Beta2),
-		stepSize: float32(a.LR / (1 - math.Pow(a.Beta1, t))),
-		bc2sqrt:  float32(math.Sqrt(1 - math.Pow(a.Beta2, t))),
-		eps:      float32(a.Eps),
-	}
+	return adamScalars(a.At(a.tensorStep(i)))
 }
 
 // adamChunk is the smallest share of the elements a goroutine is given.
@@ -145,7 +132,7 @@ const adamChunk = 1 << 15
 // *NonFiniteError naming the first tensor (in order) that became NaN or infinite; the
 // update is then complete but the parameters are not to be used.
 func (a *Adam) Update(params, grads []model.Tensor[float32], workers int) error {
-	skip := a.next()
+	skip := a.Advance()
 	cs := make([]adamScalars, len(params))
 	for i := range params {
 		if !skip[i] {
@@ -195,10 +182,9 @@ func (a *Adam) Update(params, grads []model.Tensor[float32], workers int) error 
 // adamScalarOnly disables the vector loop (tests compare the two).
 var adamScalarOnly bool
 
-// adamScalars are the update's scalar factors; the assembly reads them in this order.
-type adamScalars struct {
-	b1, b2, c1, c2, stepSize, bc2sqrt, eps float32
-}
+// adamScalars are the update's factors (adam.Factors), with the CPU loops as methods; the
+// assembly reads the fields in their order.
+type adamScalars adam.Factors
 
 // update updates a span of elements and returns the index of the first that became NaN
 // or infinite, or −1.
@@ -224,11 +210,11 @@ func (c adamScalars) update(p, g, m, v []float32) int {
 		gi := g[i]
 		// The explicit conversions round each product, so that no platform fuses them
 		// into an FMA and the result is the same everywhere.
-		mi := float32(c.b1*m[i]) + float32(c.c1*gi)
-		vi := float32(c.b2*v[i]) + float32(float32(c.c2*gi)*gi)
+		mi := float32(c.B1*m[i]) + float32(c.C1*gi)
+		vi := float32(c.B2*v[i]) + float32(float32(c.C2*gi)*gi)
 		m[i], v[i] = mi, vi
-		denom := float32(float32(math.Sqrt(float64(vi)))/c.bc2sqrt) + c.eps
-		x := p[i] - float32(c.stepSize*float32(mi/denom))
+		denom := float32(float32(math.Sqrt(float64(vi)))/c.BC2Sqrt) + c.Eps
+		x := p[i] - float32(c.StepSize*float32(mi/denom))
 		p[i] = x
 		if x-x != 0 && bad < 0 {
 			bad = i

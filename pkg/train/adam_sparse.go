@@ -118,7 +118,7 @@ func (a *Adam) UpdateRowsZero(params, grads []model.Tensor[float32], rows [][]in
 }
 
 func (a *Adam) updateRows(params, grads []model.Tensor[float32], rows [][]int32, workers int, zero bool) error {
-	skip := a.next()
+	skip := a.Advance()
 	cs := make([]adamScalars, len(params))
 	var units []adamUnit
 	total := 0

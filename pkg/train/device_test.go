@@ -1,11 +1,13 @@
 //go:build cgo
 
-package train
+package train_test
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/rocone/rocone/pkg/gpu/gpumodel"
+	. "github.com/rocone/rocone/pkg/train"
 	"math"
 	"os"
 	"path/filepath"
@@ -58,18 +60,18 @@ var emulatorCurves = curveTolerance{lossRel: 1e-4, mrrAbs: 1e-3}
 // TestDeviceTrainingMatchesCPU trains the tiny configuration on the CPU and on the
 // (emulated) device, across both lr drops and Adam resets, and compares the loss curves.
 func TestDeviceTrainingMatchesCPU(t *testing.T) {
-	train, valid := files(t)
+	train, valid := Files(t)
 	for _, variant := range []string{"rocone", "cone"} {
 		t.Run(variant, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := tinyConfig(variant)
+			cfg := TinyConfig(variant)
 			cfg.LR = 1e-3 // at 1e-2 a rounding difference soon flips a ReLU or a union's branch
 			cpuRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "cpu.arrow"), Log: filepath.Join(dir, "cpu-log.arrow")}
-			run(t, cfg, cpuRun)
+			RunT(t, cfg, cpuRun)
 			devRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "dev.arrow"), Log: filepath.Join(dir, "dev-log.arrow"),
-				Device: CUDA(gputest.Emulator(t))}
-			run(t, cfg, devRun)
-			closeCurves(t, logCurves(t, cpuRun.Log), logCurves(t, devRun.Log), emulatorCurves)
+				Device: gpumodel.TrainDevice(gputest.Emulator(t))}
+			RunT(t, cfg, devRun)
+			closeCurves(t, LogCurves(t, cpuRun.Log), LogCurves(t, devRun.Log), emulatorCurves)
 		})
 	}
 }
@@ -78,32 +80,32 @@ func TestDeviceTrainingMatchesCPU(t *testing.T) {
 // on the CPU again up to 20: the curve follows the straight CPU run's. Two device runs
 // from the same checkpoint are bit-identical (no atomics in the device's sums).
 func TestResumeAcrossDevices(t *testing.T) {
-	train, valid := files(t)
+	train, valid := Files(t)
 	dir := t.TempDir()
-	cfg := tinyConfig("rocone")
+	cfg := TinyConfig("rocone")
 	cfg.LR = 1e-3
 	straight := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "a.arrow"), Log: filepath.Join(dir, "a-log.arrow")}
-	run(t, cfg, straight)
+	RunT(t, cfg, straight)
 
 	dev := gputest.Emulator(t)
 	for _, name := range []string{"b", "c"} {
 		parts := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, name+".arrow"), Log: filepath.Join(dir, name+"-log.arrow"),
 			StopAfter: 7}
-		run(t, cfg, parts)
-		parts.StopAfter, parts.Device = 14, CUDA(dev)
-		if res := resume(t, cfg.Steps, parts); res.StepsDone != 14 {
+		RunT(t, cfg, parts)
+		parts.StopAfter, parts.Device = 14, gpumodel.TrainDevice(dev)
+		if res := ResumeT(t, cfg.Steps, parts); res.StepsDone != 14 {
 			t.Fatalf("stopped after %d steps, want 14", res.StepsDone)
 		}
 		at14 := filepath.Join(dir, name+"14.arrow")
 		copyFile(t, parts.Checkpoint, at14)
 		if name == "c" {
-			sameCheckpoints(t, filepath.Join(dir, "b14.arrow"), at14)
+			SameCheckpoints(t, filepath.Join(dir, "b14.arrow"), at14)
 		}
 		parts.StopAfter, parts.Device = 0, nil
-		if res := resume(t, cfg.Steps, parts); res.StepsDone != 20 {
+		if res := ResumeT(t, cfg.Steps, parts); res.StepsDone != 20 {
 			t.Fatalf("ended after %d steps, want 20", res.StepsDone)
 		}
-		closeCurves(t, logCurves(t, straight.Log), logCurves(t, parts.Log), emulatorCurves)
+		closeCurves(t, LogCurves(t, straight.Log), LogCurves(t, parts.Log), emulatorCurves)
 	}
 }
 
@@ -137,11 +139,11 @@ func (f *failingDriver) Launch(kernel string, grid, block [3]int, args []uint64)
 // error naming the step, the pool and the device's message, and the checkpoint on disk is
 // left exactly as it was.
 func TestDeviceErrorKeepsCheckpoint(t *testing.T) {
-	train, valid := files(t)
+	train, valid := Files(t)
 	dir := t.TempDir()
-	cfg := tinyConfig("rocone")
+	cfg := TinyConfig("rocone")
 	opts := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "m.arrow"), Log: filepath.Join(dir, "m-log.arrow"), StopAfter: 5}
-	run(t, cfg, opts)
+	RunT(t, cfg, opts)
 	before, err := os.ReadFile(opts.Checkpoint)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +158,7 @@ func TestDeviceErrorKeepsCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.StopAfter, opts.Resume, opts.Device = 0, true, CUDA(dev)
+	opts.StopAfter, opts.Resume, opts.Device = 0, true, gpumodel.TrainDevice(dev)
 	_, err = Run(context.Background(), rc, opts)
 	if err == nil {
 		t.Fatal("a failing device did not stop training")

@@ -1,8 +1,10 @@
 //go:build cuda
 
-package train
+package train_test
 
 import (
+	"github.com/rocone/rocone/pkg/gpu/gpumodel"
+	. "github.com/rocone/rocone/pkg/train"
 	"path/filepath"
 	"testing"
 
@@ -31,23 +33,23 @@ func TestGPUTrainingMatchesCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	train, valid := files(t)
+	train, valid := Files(t)
 	for _, variant := range []string{"rocone", "rocone-trunc", "rocone-se", "cone"} {
 		t.Run(variant, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := tinyConfig(variant)
+			cfg := TinyConfig(variant)
 			cfg.Steps, cfg.EvalEvery, cfg.LR = 200, 50, 1e-3
 			cpuRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "cpu.arrow"), Log: filepath.Join(dir, "cpu-log.arrow")}
-			run(t, cfg, cpuRun)
+			RunT(t, cfg, cpuRun)
 			var logs [2]string
 			for i := range logs {
 				name := []string{"gpu1", "gpu2"}[i]
-				o := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, name+".arrow"), Log: filepath.Join(dir, name+"-log.arrow"), Device: CUDA(dev)}
-				run(t, cfg, o)
+				o := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, name+".arrow"), Log: filepath.Join(dir, name+"-log.arrow"), Device: gpumodel.TrainDevice(dev)}
+				RunT(t, cfg, o)
 				logs[i] = o.Log
 			}
-			closeCurves(t, logCurves(t, cpuRun.Log), logCurves(t, logs[0]), gpuCurves)
-			sameCheckpoints(t, filepath.Join(dir, "gpu1.arrow"), filepath.Join(dir, "gpu2.arrow"))
+			closeCurves(t, LogCurves(t, cpuRun.Log), LogCurves(t, logs[0]), gpuCurves)
+			SameCheckpoints(t, filepath.Join(dir, "gpu1.arrow"), filepath.Join(dir, "gpu2.arrow"))
 		})
 	}
 }

@@ -1,8 +1,10 @@
 //go:build cgo
 
-package train
+package train_test
 
 import (
+	"github.com/rocone/rocone/pkg/gpu/gpumodel"
+	. "github.com/rocone/rocone/pkg/train"
 	"path/filepath"
 	"testing"
 
@@ -17,25 +19,25 @@ import (
 // apart, next to a TF32 rounding boundary, rounds to neighbours 2⁻¹⁰ apart, so one
 // validation query's rank may move.
 func TestMatmulTF32Device(t *testing.T) {
-	train, valid := files(t)
+	train, valid := Files(t)
 	dir := t.TempDir()
-	cfg := tinyConfig("cone")
+	cfg := TinyConfig("cone")
 	cfg.LR = 1e-3 // as TestDeviceTrainingMatchesCPU: no ReLU flips from rounding
 	cfg.Matmul = "tf32"
 	cpuRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "cpu.arrow"), Log: filepath.Join(dir, "cpu-log.arrow")}
-	run(t, cfg, cpuRun)
+	RunT(t, cfg, cpuRun)
 	var ckpts []string
 	for _, name := range []string{"dev1", "dev2"} {
 		dev := gputest.Emulator(t)
-		o := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, name+".arrow"), Log: filepath.Join(dir, name+"-log.arrow"), Device: CUDA(dev)}
-		run(t, cfg, o)
+		o := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, name+".arrow"), Log: filepath.Join(dir, name+"-log.arrow"), Device: gpumodel.TrainDevice(dev)}
+		RunT(t, cfg, o)
 		if dev.Matmul() != compute.MatmulTF32 {
 			t.Fatalf("the device computed in %s", dev.Matmul())
 		}
-		closeCurves(t, logCurves(t, cpuRun.Log), logCurves(t, o.Log), tf32Curves)
+		closeCurves(t, LogCurves(t, cpuRun.Log), LogCurves(t, o.Log), tf32Curves)
 		ckpts = append(ckpts, o.Checkpoint)
 	}
-	sameCheckpoints(t, ckpts[0], ckpts[1])
+	SameCheckpoints(t, ckpts[0], ckpts[1])
 }
 
 // tf32Curves is emulatorCurves with one validation query's rank free to move.

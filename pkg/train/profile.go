@@ -2,18 +2,17 @@ package train
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
-	"github.com/rocone/rocone/pkg/gpu"
-	"github.com/rocone/rocone/pkg/gpu/roofline"
 	"github.com/rocone/rocone/pkg/outfile"
 )
 
 // ProfileOptions ask for a device profile of a window of steps (train --profile): every
-// launch of the steps' updates timed on the device (package gpu's Profiler), written as
-// a roofline table per kernel (package roofline) in Markdown at Path and as CSV beside
-// it (ProfileCSV). The window's steps run as usual (results are unchanged); what a step
+// launch of the steps' updates timed on the device, written as
+// a roofline table per kernel in Markdown at Path and as CSV beside it (ProfileCSV), by a
+// ProfilingDevice. The window's steps run as usual (results are unchanged); what a step
 // does after its updates (validation, checkpoints) is left out of the profile.
 type ProfileOptions struct {
 	Path    string // the Markdown table; "" for no profile
@@ -38,14 +37,38 @@ func ParseProfileSteps(s string) (from, steps int, err error) {
 	return from, to - from + 1, nil
 }
 
-// profiler runs the window: it attaches a gpu.Profiler around the updates of each of
-// its steps, times the steps, and writes the table after the last one. Before the window
+// A ProfilingDevice is a Device whose kernels can be timed launch by launch (train
+// --profile); package gpumodel's TrainDevice is one.
+type ProfilingDevice interface {
+	Device
+	// Sync waits until the device has done the work enqueued so far.
+	Sync() error
+	// ProfileStart times every launch from here, until ProfileStop.
+	ProfileStart()
+	ProfileStop()
+	// WriteProfile writes the launches timed so far as a roofline table per kernel:
+	// Markdown to md and CSV to csv. It returns how many launches there were.
+	WriteProfile(md, csv io.Writer, run ProfileRun) (launches int, err error)
+}
+
+// ProfileRun is what the trainer knows of a profiled window, for the table's header.
+type ProfileRun struct {
+	Config    string // the model, its sizes, the dataset and the updates per step
+	Command   string
+	FirstStep int
+	Steps     int
+	Wall      float64 // seconds the window's steps took
+	// Unprofiled steps timed before the window, to show what profiling costs.
+	UnprofiledFrom, UnprofiledN int
+	UnprofiledWall              float64
+}
+
+// profiler runs the window: it profiles the updates of each of its steps, times the steps, and writes the table after the last one. Before the window
 // it times as many unprofiled steps (not the session's first, which pays for the
 // device's warm-up), to show what the profiling itself costs.
 type profiler struct {
 	opts       ProfileOptions
-	dev        *gpu.Device
-	p          *gpu.Profiler
+	dev        ProfilingDevice
 	baseFrom   int // unprofiled steps baseFrom … opts.From−1
 	wall, base float64
 	start      time.Time
@@ -58,7 +81,7 @@ func newProfiler(opts Options, first, last int) (*profiler, error) {
 	if po.Path == "" {
 		return nil, nil
 	}
-	cd, ok := opts.Device.(cudaDevice)
+	dev, ok := opts.Device.(ProfilingDevice)
 	if !ok {
 		return nil, fmt.Errorf("--profile %s: profiling times the device's kernels: it needs --device cuda", po.Path)
 	}
@@ -66,7 +89,7 @@ func newProfiler(opts Options, first, last int) (*profiler, error) {
 		return nil, fmt.Errorf("--profile-steps %d-%d: the window must lie within the steps this run trains, %d to %d",
 			po.From, po.From+po.Steps-1, first, last)
 	}
-	return &profiler{opts: po, dev: cd.dev, p: gpu.NewProfiler(cd.dev, true),
+	return &profiler{opts: po, dev: dev,
 		baseFrom: max(first+1, po.From-po.Steps)}, nil
 }
 
@@ -81,7 +104,7 @@ func (p *profiler) begin(s int) error {
 		return err
 	}
 	if s >= p.opts.From {
-		p.dev.Profile(p.p)
+		p.dev.ProfileStart()
 	}
 	p.start = time.Now()
 	return nil
@@ -98,7 +121,7 @@ func (p *profiler) end(s int, t *trainer) error {
 		p.base += el
 		return nil
 	}
-	p.dev.Profile(nil)
+	p.dev.ProfileStop()
 	p.wall += el
 	if s < p.opts.From+p.opts.Steps-1 {
 		return nil
@@ -108,14 +131,6 @@ func (p *profiler) end(s int, t *trainer) error {
 }
 
 func (p *profiler) write(t *trainer) error {
-	recs, err := p.p.Records()
-	if err != nil {
-		return fmt.Errorf("--profile: %w", err)
-	}
-	if err := gpu.CheckWork(recs); err != nil {
-		return fmt.Errorf("--profile: %w", err)
-	}
-	bw, fp, _ := p.dev.Peaks()
 	cfg := t.cfg
 	updates := "path, other, path"
 	switch {
@@ -124,11 +139,10 @@ func (p *profiler) write(t *trainer) error {
 	case len(t.pools[0].members) == 0:
 		updates = "other"
 	}
-	h := roofline.Header{Device: p.dev.Name(), PeakBandwidth: bw, PeakFP32: fp,
-		Config: fmt.Sprintf("%s d=%d, batch %d, %d negatives, on %s; updates per step: %s", cfg.Model, cfg.Dim, cfg.Batch, cfg.Negatives, cfg.Dataset, updates),
-		Commit: roofline.Commit(), Date: time.Now(), Command: p.opts.Command, FirstStep: p.opts.From, Steps: p.opts.Steps, Wall: p.wall,
+	run := ProfileRun{
+		Config:  fmt.Sprintf("%s d=%d, batch %d, %d negatives, on %s; updates per step: %s", cfg.Model, cfg.Dim, cfg.Batch, cfg.Negatives, cfg.Dataset, updates),
+		Command: p.opts.Command, FirstStep: p.opts.From, Steps: p.opts.Steps, Wall: p.wall,
 		UnprofiledWall: p.base, UnprofiledFrom: p.baseFrom, UnprofiledN: p.opts.From - p.baseFrom}
-	rows := roofline.Summarise(recs)
 	md, err := outfile.Create(p.opts.Path)
 	if err != nil {
 		return err
@@ -140,11 +154,9 @@ func (p *profiler) write(t *trainer) error {
 		return err
 	}
 	defer cf.Abort()
-	if err := roofline.WriteMarkdown(md, h, rows); err != nil {
-		return err
-	}
-	if err := roofline.WriteCSV(cf, h, rows); err != nil {
-		return err
+	launches, err := p.dev.WriteProfile(md, cf, run)
+	if err != nil {
+		return fmt.Errorf("--profile: %w", err)
 	}
 	if err := md.Commit(); err != nil {
 		return err
@@ -152,7 +164,7 @@ func (p *profiler) write(t *trainer) error {
 	if err := cf.Commit(); err != nil {
 		return err
 	}
-	t.printf("profile of steps %d-%d: %d launches; wrote %s and %s\n", p.opts.From, p.opts.From+p.opts.Steps-1, len(recs), p.opts.Path, csvPath)
+	t.printf("profile of steps %d-%d: %d launches; wrote %s and %s\n", p.opts.From, p.opts.From+p.opts.Steps-1, launches, p.opts.Path, csvPath)
 	return nil
 }
 
@@ -161,6 +173,6 @@ func (p *profiler) stop(t *trainer) {
 	if p == nil || p.done {
 		return
 	}
-	p.dev.Profile(nil)
+	p.dev.ProfileStop()
 	t.printf("no profile written: the run stopped before the end of the window (step %d)\n", p.opts.From+p.opts.Steps-1)
 }

@@ -1,10 +1,12 @@
 //go:build cgo
 
-package train
+package train_test
 
 import (
 	"context"
 	"encoding/csv"
+	"github.com/rocone/rocone/pkg/gpu/gpumodel"
+	. "github.com/rocone/rocone/pkg/train"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,18 +21,18 @@ import (
 // the Markdown and CSV tables are written, hold the update's kernels with their work
 // and times, and the profiled run's train log is the unprofiled run's, bit for bit.
 func TestProfileOnEmulator(t *testing.T) {
-	train, valid := files(t)
+	train, valid := Files(t)
 	dir := t.TempDir()
-	cfg := tinyConfig("rocone")
+	cfg := TinyConfig("rocone")
 	cfg.Steps = 9
 	plain := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "a.arrow"), Log: filepath.Join(dir, "a-log.arrow"),
-		Device: CUDA(gputest.Emulator(t))}
-	run(t, cfg, plain)
+		Device: gpumodel.TrainDevice(gputest.Emulator(t))}
+	RunT(t, cfg, plain)
 	md := filepath.Join(dir, "profile.md")
 	profiled := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "b.arrow"), Log: filepath.Join(dir, "b-log.arrow"),
-		Device: CUDA(gputest.Emulator(t)), Profile: ProfileOptions{Path: md, From: 4, Steps: 3, Command: "train --profile profile.md"}}
-	run(t, cfg, profiled)
-	if !sameRows(logCurves(t, plain.Log), logCurves(t, profiled.Log)) {
+		Device: gpumodel.TrainDevice(gputest.Emulator(t)), Profile: ProfileOptions{Path: md, From: 4, Steps: 3, Command: "train --profile profile.md"}}
+	RunT(t, cfg, profiled)
+	if !SameRows(LogCurves(t, plain.Log), LogCurves(t, profiled.Log)) {
 		t.Error("the profiled run's train log differs from the unprofiled run's")
 	}
 
@@ -100,9 +102,9 @@ func TestProfileOnEmulator(t *testing.T) {
 
 // TestProfileErrors: a profile needs a device, and a window within the run.
 func TestProfileErrors(t *testing.T) {
-	train, _ := files(t)
+	train, _ := Files(t)
 	dir := t.TempDir()
-	cfg := tinyConfig("rocone")
+	cfg := TinyConfig("rocone")
 	cfg.Steps = 6
 	for _, c := range []struct {
 		name string
@@ -118,7 +120,7 @@ func TestProfileErrors(t *testing.T) {
 			opts := Options{Train: train, Checkpoint: filepath.Join(dir, c.name+".arrow"),
 				Profile: ProfileOptions{Path: filepath.Join(dir, c.name+".md"), From: c.from, Steps: c.n}}
 			if c.dev {
-				opts.Device = CUDA(gputest.Emulator(t))
+				opts.Device = gpumodel.TrainDevice(gputest.Emulator(t))
 			}
 			_, err := Run(context.Background(), cfg, opts)
 			if err == nil || !strings.Contains(err.Error(), c.want) {

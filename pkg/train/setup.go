@@ -189,13 +189,12 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 			}
 		}
 	}
-	host := hostState{model: t.model, kernels: t.kernels, grads: t.grads, params: t.params, gradT: t.gradT,
-		adam: t.adam, sparse: cfg.SparseAdam, workers: t.workers, timings: &t.timings}
+	host := Host{Model: t.model, Params: t.params, Adam: t.adam, Timings: &t.timings}
 	if opts.Device == nil {
-		t.upd = newCPUUpdater(host)
+		t.upd = &cpuUpdater{Host: host, kernels: t.kernels, grads: t.grads, gradT: t.gradT, sparse: cfg.SparseAdam, workers: t.workers}
 		return t, nil
 	}
-	if t.upd, err = opts.Device.updater(host); err != nil {
+	if t.upd, err = opts.Device.Updater(host); err != nil {
 		return nil, fmt.Errorf("putting the model on %s: %w", opts.Device.Name(), err)
 	}
 	if err := t.upd.RestoreAdam(); err != nil {

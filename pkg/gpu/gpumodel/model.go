@@ -19,6 +19,7 @@ package gpumodel
 
 import (
 	"fmt"
+	"github.com/rocone/rocone/pkg/adam"
 	"math/rand/v2"
 	"slices"
 
@@ -117,7 +118,7 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 	if m.g, err = m.named(m.grads); err != nil {
 		return nil, err
 	}
-	if m.adam, err = gpu.NewAdam(dev, gpu.DefaultAdam(lr), m.params, m.grads); err != nil {
+	if m.adam, err = gpu.NewAdam(dev, adam.Default(lr), m.params, m.grads); err != nil {
 		return nil, err
 	}
 	for range pendingRing {
