@@ -20,6 +20,7 @@ var floors = [][]string{
 	},
 	{ // 1: the artifacts, the model, the kernels
 		"pkg/answer", "pkg/artifact", "pkg/compute/cpu", "pkg/model", "pkg/synth", "pkg/gpu", "pkg/gpu/emu",
+		"pkg/gpu/kernels/genproj",
 	},
 	{ // 2: what works on a model or on artifacts
 		"pkg/checkpoint", "pkg/eval", "pkg/export", "pkg/qecone", "pkg/sample", "pkg/gpu/roofline",

@@ -1,18 +1,27 @@
 package gpu
 
-// Rotation selects RoConE's aperture rule (docs/model.md §3.2).
-type Rotation int
+import (
+	"fmt"
 
-const (
-	RotateFold  Rotation = 0 // rocone: h' = |wrap(h + φ)|
-	RotateTrunc Rotation = 1 // rocone-trunc: h' = clamp(h + φ, 0, π)
-	RotateSE    Rotation = 2 // rocone-se: h' = π·σ(logit(clip(h/π)) + s)
+	"github.com/rocone/rocone/pkg/compute"
 )
 
-// RotateForward applies the rotation projection to in, with per-row (gathered and mapped)
-// relation angles relAxis, relAperture (not RotateSE) and raw shifts relShift (RotateSE
-// only), all [N][d], writing out.
-func (d *Device) RotateForward(v Rotation, out, in Cones, relAxis, relAperture, relShift *F32) error {
+// checkRule refuses a projection that is not a rotation (compute.Projections): the
+// kernel would answer it with NaNs.
+func checkRule(op string, v compute.Projection) error {
+	if !v.Rotates() {
+		return fmt.Errorf("cuda: %s: %v is not a rotation", op, v)
+	}
+	return nil
+}
+
+// RotateForward applies the rotation projection v to in, with per-row (gathered and
+// mapped) relation angles relAxis, relAperture (not ProjectShift) and raw shifts relShift
+// (ProjectShift only), all [N][d], writing out.
+func (d *Device) RotateForward(v compute.Projection, out, in Cones, relAxis, relAperture, relShift *F32) error {
+	if err := checkRule("RotateForward", v); err != nil {
+		return err
+	}
 	n := in.size()
 	c := check{op: "RotateForward"}
 	c.f("out.Axis", out.Axis, n)
@@ -20,7 +29,7 @@ func (d *Device) RotateForward(v Rotation, out, in Cones, relAxis, relAperture, 
 	c.f("in.Axis", in.Axis, n)
 	c.f("in.Half", in.Half, n)
 	c.f("relAxis", relAxis, n)
-	if v == RotateSE {
+	if v == compute.ProjectShift {
 		c.f("relShift", relShift, n)
 	} else {
 		c.f("relAperture", relAperture, n)
@@ -31,7 +40,7 @@ func (d *Device) RotateForward(v Rotation, out, in Cones, relAxis, relAperture, 
 	// Reads the cones and two relation tensors, writes out; the axis's add and wrap (4),
 	// the aperture's rule (5; rocone-se: a logit and a sigmoid, 12).
 	w := Work{Bytes: words(6 * n), FLOPs: flops(n, 9)}
-	if v == RotateSE {
+	if v == compute.ProjectShift {
 		w.FLOPs = flops(n, 16)
 	}
 	return d.each("rotate_fwd", n, w, i32(int(v)), ptr(out.Axis), ptr(out.Half), ptr(in.Axis), ptr(in.Half),
@@ -40,7 +49,10 @@ func (d *Device) RotateForward(v Rotation, out, in Cones, relAxis, relAperture, 
 
 // RotateBackward adds the gradients of RotateForward given dOut into dIn, dRelAxis,
 // dRelAperture and dRelShift (each may be nil / zero). out is RotateForward's output.
-func (d *Device) RotateBackward(v Rotation, dIn Cones, dRelAxis, dRelAperture, dRelShift *F32, dOut, in, out Cones, relAperture *F32) error {
+func (d *Device) RotateBackward(v compute.Projection, dIn Cones, dRelAxis, dRelAperture, dRelShift *F32, dOut, in, out Cones, relAperture *F32) error {
+	if err := checkRule("RotateBackward", v); err != nil {
+		return err
+	}
 	n := dOut.size()
 	c := check{op: "RotateBackward"}
 	c.f("dOut.Axis", dOut.Axis, n)
@@ -51,7 +63,7 @@ func (d *Device) RotateBackward(v Rotation, dIn Cones, dRelAxis, dRelAperture, d
 	c.opt("dRelAperture", dRelAperture, n)
 	c.opt("dRelShift", dRelShift, n)
 	c.f("in.Half", in.Half, n)
-	if v == RotateSE {
+	if v == compute.ProjectShift {
 		c.f("out.Half", out.Half, n)
 	} else {
 		c.f("relAperture", relAperture, n)
@@ -62,7 +74,7 @@ func (d *Device) RotateBackward(v Rotation, dIn Cones, dRelAxis, dRelAperture, d
 	// Reads dOut, in.Half and relAperture (rocone-se: out.Half), reads and writes each
 	// gradient given (an add each); the aperture's rule: 4 FLOPs (rocone-se: 10).
 	w := Work{Bytes: words(4 * n), FLOPs: flops(n, 4)}
-	if v == RotateSE {
+	if v == compute.ProjectShift {
 		w.FLOPs = flops(n, 10)
 	}
 	for _, g := range []*F32{dIn.Axis, dIn.Half, dRelAxis, dRelAperture, dRelShift} {

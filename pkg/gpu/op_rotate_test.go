@@ -4,33 +4,38 @@ import (
 	"math"
 	"testing"
 
+	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/model"
 )
 
+// testRotate checks every rotation of compute.Projections (the kernel's rule numbers come
+// from the header generated from that table) against the CPU's, then that a rule the
+// kernels do not know is refused by the wrappers and answered with NaNs by the kernel.
 func testRotate(h *harness) {
-	for _, c := range []struct {
-		v   model.Variant
-		rot Rotation
-	}{{model.RoConE, RotateFold}, {model.RoConETrunc, RotateTrunc}, {model.RoConESE, RotateSE}} {
-		h.t.Run(string(c.v), func(t *testing.T) {
+	rotations := 0
+	for _, info := range compute.Projections {
+		if !info.Rotates {
+			continue
+		}
+		rotations++
+		proj := info.Projection
+		h.t.Run(info.Name, func(t *testing.T) {
 			const n, d = 23, 29
 			in := h.cones(n, d)
 			in.Half[0], in.Half[1], in.Half[2] = 0, math.Pi, 1e-9 // clipped in S.E., fold/clamp edges
 			relAxis := h.uniform(n*d, -math.Pi, math.Pi)
 			relAperture := h.uniform(n*d, -math.Pi, math.Pi)
 			relShift := h.uniform(n*d, -3, 3)
-			if c.v == model.RoConESE {
+			if proj == compute.ProjectShift {
 				relAperture = nil
 			} else {
 				relShift = nil
 			}
 			out := model.NewCones[float32](n, d)
-			proj, err := c.v.Projection()
-			h.ok(err)
 			model.RotateForward(proj, out, in, relAxis, relAperture, relShift)
 			In, Out := h.upCones(in), h.upCones(model.NewCones[float32](n, d))
 			RA, RP, RS := h.up(relAxis), h.up(relAperture), h.up(relShift)
-			h.ok(h.d.RotateForward(c.rot, Out, In, RA, RP, RS))
+			h.ok(h.d.RotateForward(proj, Out, In, RA, RP, RS))
 			got := h.downCones(Out)
 			compare(t, "axis", out.Axis, got.Axis)
 			compare(t, "half", out.Half, got.Half)
@@ -40,7 +45,7 @@ func testRotate(h *harness) {
 			dRA, dRP, dRS := h.uniform(n*d, -1, 1), h.uniform(n*d, -1, 1), h.uniform(n*d, -1, 1)
 			DIn, DRA, DRP, DRS := h.upCones(dIn), h.up(dRA), h.up(dRP), h.up(dRS)
 			model.RotateBackward(proj, dIn, dRA, dRP, dRS, dOut, in, out, relAperture)
-			h.ok(h.d.RotateBackward(c.rot, DIn, DRA, DRP, DRS, h.upCones(dOut), In, Out, RP))
+			h.ok(h.d.RotateBackward(proj, DIn, DRA, DRP, DRS, h.upCones(dOut), In, Out, RP))
 			gotIn := h.downCones(DIn)
 			compare(t, "dIn.axis", dIn.Axis, gotIn.Axis)
 			compare(t, "dIn.half", dIn.Half, gotIn.Half)
@@ -49,4 +54,28 @@ func testRotate(h *harness) {
 			compare(t, "dRelShift", dRS, h.down(DRS))
 		})
 	}
+	if rotations != 3 {
+		h.t.Errorf("compute.Projections has %d rotations, this test knows 3 (fold, trunc, shift)", rotations)
+	}
+	h.t.Run("unknown", func(t *testing.T) {
+		const n = 5
+		in, out := h.upCones(h.cones(n, 1)), h.upCones(h.cones(n, 1))
+		rel := h.up(h.uniform(n, -1, 1))
+		for _, v := range []compute.Projection{compute.ProjectMLP, compute.Projection(200)} {
+			if err := h.d.RotateForward(v, out, in, rel, rel, rel); err == nil {
+				t.Errorf("RotateForward(%v): no error", v)
+			}
+			if err := h.d.RotateBackward(v, in, rel, rel, rel, out, in, out, rel); err == nil {
+				t.Errorf("RotateBackward(%v): no error", v)
+			}
+		}
+		// The kernel itself, given a rule number projection.h does not define.
+		h.ok(h.d.each("rotate_fwd", n, Work{Bytes: words(6 * n)}, i32(200), ptr(out.Axis), ptr(out.Half), ptr(in.Axis), ptr(in.Half),
+			ptr(rel), ptr(rel), ptr(rel), i32(n)))
+		for i, x := range h.downCones(out).Half {
+			if !math.IsNaN(float64(x)) {
+				t.Fatalf("rotate_fwd with rule 200: half[%d] = %v, want NaN", i, x)
+			}
+		}
+	})
 }

@@ -50,16 +50,16 @@ func VariantNames(sep string) string {
 	return strings.Join(names, sep)
 }
 
-// Projection is a variant's projection operator: the one place a variant is mapped to
-// what its projection computes (docs/model.md §2, §3.2). The CPU (RotateForward, mlpForward)
-// and the device (package gpumodel) dispatch on it.
-type Projection uint8
+// Projection is a projection operator, defined once for both backends in package compute
+// (compute.Projections). Variant.Projection is the one place a variant is mapped to one;
+// the CPU (RotateForward, mlpForward) and the device (package gpumodel) dispatch on it.
+type Projection = compute.Projection
 
 const (
-	ProjectFold  Projection = iota // RoConE: rotate; the half-aperture folded into [0, π]
-	ProjectTrunc                   // RoConE-Trunc: rotate; the half-aperture clamped to [0, π]
-	ProjectShift                   // RoConE-S.E.: rotate the axis; shift the aperture's logit
-	ProjectMLP                     // ConE: the projection MLP
+	ProjectFold  = compute.ProjectFold
+	ProjectTrunc = compute.ProjectTrunc
+	ProjectShift = compute.ProjectShift
+	ProjectMLP   = compute.ProjectMLP
 )
 
 // Projection returns the variant's projection operator; an unknown variant is an error,

@@ -63,12 +63,13 @@ func NewParams[T Float](cfg Config) *Params[T] {
 			W4: make([]T, d*d), B4: make([]T, d),
 		},
 	}
-	if cfg.Variant == RoConESE {
+	proj, _ := cfg.Variant.Projection() // New checks the variant
+	if proj == ProjectShift {
 		p.RelShift = make([]T, nR*d)
 	} else {
 		p.RelAperture = make([]T, nR*d)
 	}
-	if cfg.Variant == ConE {
+	if proj == ProjectMLP {
 		h := cfg.Hidden()
 		p.Hidden = h
 		p.Projection = ProjectionMLP[T]{

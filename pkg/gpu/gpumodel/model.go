@@ -33,8 +33,7 @@ type Model struct {
 	dev  *gpu.Device
 	host *model.Model[float32] // configuration, plans and dropout; its Params are not kept in sync
 	cfg  model.Config
-	proj model.Projection // the variant's projection operator
-	rot  gpu.Rotation     // its device rule, for the rotations
+	proj model.Projection // the variant's projection operator; the kernels take its number
 
 	names         []string   // parameter tensors, in model.Params.Tensors order
 	params, grads []*gpu.F32 // the same order
@@ -79,11 +78,6 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 	}
 	if m.proj, err = m.cfg.Variant.Projection(); err != nil {
 		return nil, err
-	}
-	if m.proj != model.ProjectMLP {
-		if m.rot, err = rotation(m.proj); err != nil {
-			return nil, err
-		}
 	}
 	defer func() {
 		if err != nil {

@@ -1,8 +1,6 @@
 package gpumodel
 
 import (
-	"fmt"
-
 	"github.com/rocone/rocone/pkg/gpu"
 	"github.com/rocone/rocone/pkg/model"
 )
@@ -142,17 +140,4 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *gpu.F64) error {
 		return s.err
 	}
 	return m.adam.Step(true)
-}
-
-// rotation is the device's aperture rule for a rotating projection.
-func rotation(p model.Projection) (gpu.Rotation, error) {
-	switch p {
-	case model.ProjectFold:
-		return gpu.RotateFold, nil
-	case model.ProjectTrunc:
-		return gpu.RotateTrunc, nil
-	case model.ProjectShift:
-		return gpu.RotateSE, nil
-	}
-	return 0, fmt.Errorf("gpumodel: projection %d is not a rotation", p)
 }

@@ -359,7 +359,7 @@ func (w *devWalk) Project(l int, _ []model.Op) error {
 	}
 	relAxis, relAperture := lv.relAng.Slice(0, P*d), lv.aperture(P, d)
 	if m.proj != model.ProjectMLP {
-		s.ok(dev.RotateForward(m.rot, out, in, relAxis, relAperture, lv.relShift))
+		s.ok(dev.RotateForward(m.proj, out, in, relAxis, relAperture, lv.relShift))
 		return w.fail(l, "project")
 	}
 	proj, hid := m.p.proj, m.p.proj[1].Len()
@@ -404,7 +404,7 @@ func (w *devWalk) ProjectBackward(l int, _ []model.Op) error {
 		dRelAperture = lv.dRelAng.Slice(P*d, P*d)
 	}
 	if m.proj != model.ProjectMLP {
-		s.ok(dev.RotateBackward(m.rot, dIn, dRelAxis, dRelAperture, lv.dRelShift, dOut, in, out, lv.aperture(P, d)))
+		s.ok(dev.RotateBackward(m.proj, dIn, dRelAxis, dRelAperture, lv.dRelShift, dOut, in, out, lv.aperture(P, d)))
 	} else {
 		proj, gp, hid := m.p.proj, m.g.proj, m.p.proj[1].Len()
 		dy, dh1, dh2, dx := s.take(P*2*d), s.take(P*hid), s.take(P*hid), s.take(P*2*d)

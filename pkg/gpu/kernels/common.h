@@ -47,6 +47,10 @@ __device__ __forceinline__ void min_weights(float x, float y, float* wx, float* 
 	}
 }
 
+// nanf_ is a quiet NaN: what a kernel writes where it was asked for something it does not
+// know (a rule number outside projection.h), so that the result cannot be used unnoticed.
+__device__ __forceinline__ float nanf_() { return __builtin_nanf(""); }
+
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.f / (1.f + expf(-x)); }
 
 // wrap maps an angle into [-pi, pi): ((x + pi) mod 2pi) - pi with a floored mod. Computed

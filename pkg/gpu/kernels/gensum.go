@@ -14,7 +14,7 @@ import (
 
 func main() {
 	var files []string
-	for _, pat := range []string{"*.cu", "common.h", "*.ptx"} {
+	for _, pat := range []string{"*.cu", "*.h", "*.ptx"} {
 		m, err := filepath.Glob(pat)
 		if err != nil {
 			panic(err)

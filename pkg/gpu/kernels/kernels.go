@@ -4,12 +4,13 @@
 //
 // The same sources are compiled for the CPU by package emu (their tests run without a
 // GPU) and the PTX is loaded by package gpu (built with -tags cuda). After editing a
-// .cu file or common.h, regenerate with
+// .cu file or common.h, or the projection operators (compute.Projections), regenerate with
 //
 //	go generate ./pkg/gpu/kernels
 //
 // which needs nvcc (CUDA 11.8 on Debian bookworm: scripts/cuda/install-deps.sh --nvcc)
-// and rewrites the .ptx files and ptx.sum; TestPTXUpToDate fails until then.
+// and rewrites projection.h (genproj), the .ptx files and ptx.sum; TestPTXUpToDate and
+// TestProjectionHeaderUpToDate fail until then.
 package kernels
 
 import (
@@ -24,6 +25,7 @@ import (
 // NVCCFlags are the flags every .ptx was generated with (see the go:generate lines).
 const NVCCFlags = "-ptx -arch=compute_80"
 
+//go:generate go run ./genproj
 //go:generate nvcc -ptx -arch=compute_80 -o adam.ptx adam.cu
 //go:generate nvcc -ptx -arch=compute_80 -o angle.ptx angle.cu
 //go:generate nvcc -ptx -arch=compute_80 -o distance.ptx distance.cu
@@ -42,7 +44,7 @@ const NVCCFlags = "-ptx -arch=compute_80"
 // that imports this one (package emu compiles them through cgo, and the go command does
 // not otherwise notice a change to a file it #includes), and lets the tests regenerate.
 
-//go:embed *.cu common.h
+//go:embed *.cu common.h projection.h
 var sources embed.FS
 
 //go:embed *.ptx
@@ -131,7 +133,7 @@ func ParseEntries(module, text string) ([]Entry, error) {
 	return out, nil
 }
 
-// Sources returns the kernel sources (the .cu files and common.h) by file name.
+// Sources returns the kernel sources (the .cu files, common.h and projection.h) by file name.
 func Sources() map[string]string {
 	out := map[string]string{}
 	names, _ := fs.Glob(sources, "*")

@@ -150,7 +150,7 @@ func TestEntries(t *testing.T) {
 
 func sourceAndPTXFiles() ([]string, error) {
 	var files []string
-	for _, pat := range []string{"*.cu", "common.h", "*.ptx"} {
+	for _, pat := range []string{"*.cu", "*.h", "*.ptx"} {
 		m, err := filepath.Glob(pat)
 		if err != nil {
 			return nil, err
