@@ -24,14 +24,17 @@ type ProjectionInfo struct {
 	Projection
 	Name    string // in messages, and PROJECT_<NAME> in the kernels
 	Rotates bool   // a rotation (op_rotate: rotate_fwd/rotate_bwd); else the MLP
+	// Half is what a rotation makes of the half aperture h given the relation's offset φ
+	// (or shift s), for the documents a model's export describes itself with.
+	Half string
 }
 
 // Projections lists every projection operator; adding one starts here.
 var Projections = []ProjectionInfo{
-	{ProjectFold, "fold", true},
-	{ProjectTrunc, "trunc", true},
-	{ProjectShift, "shift", true},
-	{ProjectMLP, "mlp", false},
+	{ProjectFold, "fold", true, "|wrap(h + φ)|, folded into [0, π]"},
+	{ProjectTrunc, "trunc", true, "clamp(h + φ, 0, π)"},
+	{ProjectShift, "shift", true, "π·σ(logit(clip(h/π, 1e-6, 1−1e-6)) + s)"},
+	{ProjectMLP, "mlp", false, "the MLP's output"},
 }
 
 // Info returns p's entry in Projections; an unknown projection is an error.

@@ -100,6 +100,10 @@ func Model(m *model.Model[float32], entityNames, relationNames []string) ([]Tabl
 	if err != nil {
 		return nil, nil, err
 	}
+	info, err := proj.Info()
+	if err != nil {
+		return nil, nil, err
+	}
 	ids := func(n int) []int32 {
 		out := make([]int32, n)
 		for i := range out {
@@ -130,13 +134,12 @@ func Model(m *model.Model[float32], entityNames, relationNames []string) ([]Tabl
 		Column{Name: "axis_raw", Unit: Raw, Width: d, F32: p.RelAxis, NPY: "relation_axis_raw.npy", About: "the stored parameter (checkpoint tensor relation.axis)"})
 	if proj == model.ProjectShift {
 		rel = append(rel, Column{Name: "shift", Unit: "logit", Width: d, F32: p.RelShift, NPY: "relation_shift.npy",
-			About: "aperture shift s (stored and used as is, no angle map): the half aperture h becomes π·σ(logit(clip(h/π, 1e-6, 1−1e-6)) + s) (checkpoint tensor relation.shift)"})
+			About: "aperture shift s (stored and used as is, no angle map): the half aperture h becomes " + info.Half + " (checkpoint tensor relation.shift)"})
 	} else {
-		apAbout := map[model.Projection]string{
-			model.ProjectFold:  "aperture offset φ = π·tanh(raw/R): the half aperture h becomes |wrap(h + φ)|, folded into [0, π]",
-			model.ProjectTrunc: "aperture offset φ = π·tanh(raw/R): the half aperture h becomes clamp(h + φ, 0, π)",
-			model.ProjectMLP:   "aperture angle θap = π·tanh(raw/R): ConE's projection MLP takes the cone's half aperture h as h + θap",
-		}[proj]
+		apAbout := "aperture offset φ = π·tanh(raw/R): the half aperture h becomes " + info.Half
+		if proj == model.ProjectMLP {
+			apAbout = "aperture angle θap = π·tanh(raw/R): ConE's projection MLP takes the cone's half aperture h as h + θap"
+		}
 		rel = append(rel,
 			Column{Name: "aperture", Unit: Radians, Width: d, F32: m.Angles(p.RelAperture), NPY: "relation_aperture.npy", About: apAbout},
 			Column{Name: "aperture_raw", Unit: Raw, Width: d, F32: p.RelAperture, NPY: "relation_aperture_raw.npy", About: "the stored parameter (checkpoint tensor relation.aperture)"})

@@ -30,8 +30,13 @@ func TestAngleGrad(t *testing.T) {
 }
 
 func TestRotateGrad(t *testing.T) {
-	for _, v := range []Variant{RoConE, RoConETrunc, RoConESE} {
-		t.Run(string(v), func(t *testing.T) {
+	// Every rotation of compute.Projections: a rule added there is checked here too.
+	for _, info := range compute.Projections {
+		if !info.Rotates {
+			continue
+		}
+		proj := info.Projection
+		t.Run(info.Name, func(t *testing.T) {
 			gradTest(t, 2, func(rng *rand.Rand) (func() float64, []fdParam) {
 				const n, d = 4, 5
 				in := randCones(rng, n, d)
@@ -43,13 +48,13 @@ func TestRotateGrad(t *testing.T) {
 				ca, ch := uniform(rng, n*d, -1, 1), uniform(rng, n*d, -1, 1)
 				out := NewCones[float64](n, d)
 				f := func() float64 {
-					RotateForward(mustProjection(t, v), out, in, relAxis, relAperture, relShift)
+					RotateForward(proj, out, in, relAxis, relAperture, relShift)
 					return dot(ca, out.Axis) + dot(ch, out.Half)
 				}
 				f()
 				dIn := NewCones[float64](n, d)
 				dAx, dAp, dSh := make([]float64, n*d), make([]float64, n*d), make([]float64, n*d)
-				RotateBackward(mustProjection(t, v), dIn, dAx, dAp, dSh, Cones[float64]{Axis: ca, Half: ch, N: n, Dim: d}, in, out, relAperture)
+				RotateBackward(proj, dIn, dAx, dAp, dSh, Cones[float64]{Axis: ca, Half: ch, N: n, Dim: d}, in, out, relAperture)
 				return f, []fdParam{
 					{"in.axis", in.Axis, dIn.Axis}, {"in.half", in.Half, dIn.Half},
 					{"relAxis", relAxis, dAx}, {"relAperture", relAperture, dAp}, {"relShift", relShift, dSh},
@@ -271,11 +276,3 @@ func TestLossValue(t *testing.T) {
 	}
 }
 
-// mustProjection is v's projection operator.
-func mustProjection(t *testing.T, v Variant) Projection {
-	p, err := v.Projection()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
