@@ -17,19 +17,6 @@ func (d *Device) GatherRows(out, table *F32, idx *I32, dim int) error {
 	return d.each("gather_rows", rows*dim, w, ptr(out), ptr(table), ptr(idx), i32(rows), i32(dim))
 }
 
-// ScatterAddRows adds src[r] into table[idx[r]] (atomically).
-func (d *Device) ScatterAddRows(table, src *F32, idx *I32, dim int) error {
-	rows := idx.Len()
-	c := check{op: "ScatterAddRows"}
-	c.f("src", src, rows*dim)
-	if c.err != nil {
-		return c.err
-	}
-	// Reads the index and src, reads and writes the touched table rows; one add each.
-	w := Work{Bytes: words(rows, rows*dim, 2*gathered(rows, tableRows(table, dim))*dim), FLOPs: flops(rows*dim, 1)}
-	return d.each("scatter_add_rows", rows*dim, w, ptr(table), ptr(src), ptr(idx), i32(rows), i32(dim))
-}
-
 // Fill sets every element of x to v.
 func (d *Device) Fill(x *F32, v float32) error {
 	return d.each("fill_f32", x.Len(), Work{Bytes: words(x.Len())}, ptr(x), f32(v), i32(x.Len()))

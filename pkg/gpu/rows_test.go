@@ -62,3 +62,18 @@ func TestRowCSR(t *testing.T) {
 		t.Fatalf("RowCSR left its scratch %v, want it zeroed", got)
 	}
 }
+
+// ScatterAddRows adds src[r] into table[idx[r]] (atomically): the first version of the
+// row sum, kept for the parity test and the kernel bench (scatter_add_rows) only; the
+// model sums rows with RowsSum, whose order is fixed.
+func (d *Device) ScatterAddRows(table, src *F32, idx *I32, dim int) error {
+	rows := idx.Len()
+	c := check{op: "ScatterAddRows"}
+	c.f("src", src, rows*dim)
+	if c.err != nil {
+		return c.err
+	}
+	// Reads the index and src, reads and writes the touched table rows; one add each.
+	w := Work{Bytes: words(rows, rows*dim, 2*gathered(rows, tableRows(table, dim))*dim), FLOPs: flops(rows*dim, 1)}
+	return d.each("scatter_add_rows", rows*dim, w, ptr(table), ptr(src), ptr(idx), i32(rows), i32(dim))
+}

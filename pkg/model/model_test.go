@@ -324,12 +324,12 @@ func TestPlanSharesSubtrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.NumBranches() != 4 || len(p.steps) != 13 {
-		t.Fatalf("%d branches and %d steps, want 4 and 13", p.NumBranches(), len(p.steps))
+	if len(p.branches) != 4 || len(p.steps) != 13 {
+		t.Fatalf("%d branches and %d steps, want 4 and 13", len(p.branches), len(p.steps))
 	}
 	up, _ := query.ByName("up")
-	if p, _ := Compile(up); p.NumBranches() != 2 || len(p.steps) != 6 {
-		t.Fatalf("up: %d branches and %d steps, want 2 and 6", p.NumBranches(), len(p.steps))
+	if p, _ := Compile(up); len(p.branches) != 2 || len(p.steps) != 6 {
+		t.Fatalf("up: %d branches and %d steps, want 2 and 6", len(p.branches), len(p.steps))
 	}
 }
 

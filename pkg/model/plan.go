@@ -55,9 +55,6 @@ func Compile(s *query.Structure) (*Plan, error) {
 	return p, nil
 }
 
-// NumBranches is the number of DNF branches: 1 for a query without union.
-func (p *Plan) NumBranches() int { return len(p.branches) }
-
 func (p *Plan) add(st step) int {
 	st.out = p.numCones
 	p.numCones++

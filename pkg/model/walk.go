@@ -8,9 +8,11 @@ package model
 // device runs each operator as a few kernel launches per level, not per group.
 //
 // This is the only walk over plans: the CPU model (Embedding) and the device model
-// (package gpumodel) implement Executor, and neither looks at a step's kind.
+// (package gpumodel) implement Executor, whose methods are called per operator, so
+// neither dispatches on a step's kind while walking. Before the walk, each lays out what
+// it needs in one pass over the Ops: the CPU draws the intersections' dropout masks in
+// plan order (the reference's order of random draws), the device its index tables.
 type Walk struct {
-	plans    []*Plan
 	forward  [][numOps][]Op // per level and operator: groups ascending, each group's steps ascending
 	backward [][numOps][]Op // the same ops, each group's steps descending
 }
@@ -85,7 +87,7 @@ type LevelOps = [numOps][]Op
 
 // NewWalk lays out the steps of plans by level.
 func NewWalk(plans []*Plan) *Walk {
-	w := &Walk{plans: plans}
+	w := &Walk{}
 	for g, p := range plans {
 		coneLevel := make([]int, p.numCones)
 		stepLevel := make([]int, len(p.steps))
@@ -113,9 +115,6 @@ func NewWalk(plans []*Plan) *Walk {
 
 // NumLevels is the number of levels.
 func (w *Walk) NumLevels() int { return len(w.forward) }
-
-// Plans returns the walk's plans, one per group.
-func (w *Walk) Plans() []*Plan { return w.plans }
 
 // Ops returns the ops of one operator at one level, in forward order.
 func (w *Walk) Ops(level int, o Operator) []Op { return w.forward[level][o] }
