@@ -278,8 +278,9 @@ func (w *devWalk) staged(lv *devLevel, r, n int) (in, dIn gpu.Cones) {
 	return in, dIn
 }
 
-// fail wraps the first error of a level's operator.
-func (w *devWalk) fail(l int, o string) error {
+// levelErr is the first error of a level's operator, wrapped with where it happened, or
+// nil if the operator's launches all succeeded.
+func (w *devWalk) levelErr(l int, o string) error {
 	if w.s.err != nil {
 		return fmt.Errorf("level %d, %s: %w", l, o, w.s.err)
 	}
@@ -312,7 +313,7 @@ func (w *devWalk) StageForward(l int, _ *model.LevelOps) error {
 	if s.err == nil {
 		s.ok(w.m.dev.GatherRows(lv.stageBuf, w.table, w.iv[lv.stage], w.m.cfg.Dim))
 	}
-	return w.fail(l, "staging")
+	return w.levelErr(l, "staging")
 }
 
 // StageBackward adds the gradients of level l's staged inputs into the gradient table.
@@ -321,7 +322,7 @@ func (w *devWalk) StageBackward(l int, _ *model.LevelOps) error {
 	if lv.staged > 0 {
 		w.s.ok(w.m.dev.RowsSum(w.dTable, lv.dStageBuf, lv.scatter.on(w.iv), w.m.cfg.Dim))
 	}
-	return w.fail(l, "unstaging")
+	return w.levelErr(l, "unstaging")
 }
 
 // Anchor gathers the anchors' entity angles (half-aperture 0: the table starts zeroed).
@@ -329,7 +330,7 @@ func (w *devWalk) Anchor(l int, _ []model.Op) error {
 	lv := &w.levels[l]
 	out, _ := w.out(lv, model.OpAnchor)
 	w.s.ok(w.m.dev.GatherRows(out.Axis, w.th.ent, w.iv[lv.anchors], w.m.cfg.Dim))
-	return w.fail(l, "anchor")
+	return w.levelErr(l, "anchor")
 }
 
 // AnchorBackward adds the anchors' axis gradients into their entity rows.
@@ -337,7 +338,7 @@ func (w *devWalk) AnchorBackward(l int, _ []model.Op) error {
 	lv := &w.levels[l]
 	_, dOut := w.out(lv, model.OpAnchor)
 	w.s.ok(w.m.dev.RowsSum(w.dThEnt, dOut.Axis, lv.anchorIx.on(w.iv), w.m.cfg.Dim))
-	return w.fail(l, "anchor backward")
+	return w.levelErr(l, "anchor backward")
 }
 
 // Project runs the level's projections: gathers their relations' angles (and rocone-se's
@@ -351,7 +352,7 @@ func (w *devWalk) Project(l int, _ []model.Op) error {
 		lv.relShift = s.take(P * d)
 	}
 	if s.err != nil {
-		return w.fail(l, "project")
+		return w.levelErr(l, "project")
 	}
 	s.ok(dev.GatherRows(lv.relAng, w.th.rel, w.iv[lv.rels], d))
 	if lv.relShift != nil {
@@ -360,13 +361,13 @@ func (w *devWalk) Project(l int, _ []model.Op) error {
 	relAxis, relAperture := lv.relAng.Slice(0, P*d), lv.aperture(P, d)
 	if m.proj != model.ProjectMLP {
 		s.ok(dev.RotateForward(m.proj, out, in, relAxis, relAperture, lv.relShift))
-		return w.fail(l, "project")
+		return w.levelErr(l, "project")
 	}
 	proj, hid := m.p.proj, m.p.proj[1].Len()
 	lv.x, lv.h1, lv.h2 = s.take(P*2*d), s.take(P*hid), s.take(P*hid)
 	y := s.take(P * 2 * d)
 	if s.err != nil {
-		return w.fail(l, "project")
+		return w.levelErr(l, "project")
 	}
 	s.ok(dev.MLPInput(lv.x, in, relAxis, relAperture))
 	s.ok(dev.LinearForward(lv.h1, lv.x, proj[0], proj[1], P, 2*d, hid))
@@ -375,7 +376,7 @@ func (w *devWalk) Project(l int, _ []model.Op) error {
 	s.ok(dev.ReLUForward(lv.h2))
 	s.ok(dev.LinearForward(y, lv.h2, proj[4], proj[5], P, hid, 2*d))
 	s.ok(dev.MLPOutput(out, y))
-	return w.fail(l, "project")
+	return w.levelErr(l, "project")
 }
 
 // aperture is the gathered aperture offsets' part of relAng (nil for rocone-se).
@@ -397,7 +398,7 @@ func (w *devWalk) ProjectBackward(l int, _ []model.Op) error {
 		lv.dRelShift = s.take(P * d)
 	}
 	if s.err != nil {
-		return w.fail(l, "project backward")
+		return w.levelErr(l, "project backward")
 	}
 	dRelAxis, dRelAperture := lv.dRelAng.Slice(0, P*d), (*gpu.F32)(nil)
 	if relAperture := lv.aperture(P, d); relAperture != nil {
@@ -409,7 +410,7 @@ func (w *devWalk) ProjectBackward(l int, _ []model.Op) error {
 		proj, gp, hid := m.p.proj, m.g.proj, m.p.proj[1].Len()
 		dy, dh1, dh2, dx := s.take(P*2*d), s.take(P*hid), s.take(P*hid), s.take(P*2*d)
 		if s.err != nil {
-			return w.fail(l, "project backward")
+			return w.levelErr(l, "project backward")
 		}
 		s.ok(dev.MLPOutputBackward(dy, dOut, out))
 		s.ok(dev.LinearBackward(dh2, gp[4], gp[5], dy, lv.h2, proj[4], P, hid, 2*d))
@@ -423,21 +424,21 @@ func (w *devWalk) ProjectBackward(l int, _ []model.Op) error {
 	if lv.dRelShift != nil {
 		s.ok(dev.RowsSum(m.g.relShift, lv.dRelShift, lv.relIx.on(w.iv), d))
 	}
-	return w.fail(l, "project backward")
+	return w.levelErr(l, "project backward")
 }
 
 // Negate negates the level's staged negation inputs.
 func (w *devWalk) Negate(l int, _ []model.Op) error {
 	in, _, out, _ := w.ends(&w.levels[l], model.OpNegate)
 	w.s.ok(w.m.dev.NegateForward(out, in))
-	return w.fail(l, "negate")
+	return w.levelErr(l, "negate")
 }
 
 // NegateBackward adds the negations' gradients into their inputs'.
 func (w *devWalk) NegateBackward(l int, _ []model.Op) error {
 	_, dIn, _, dOut := w.ends(&w.levels[l], model.OpNegate)
 	w.s.ok(w.m.dev.NegateBackward(dIn, dOut))
-	return w.fail(l, "negate backward")
+	return w.levelErr(l, "negate backward")
 }
 
 // Intersect runs the level's intersections as one ragged batch, the dropout masks of all
@@ -457,7 +458,7 @@ func (w *devWalk) Intersect(l int, _ []model.Op) error {
 	if s.err == nil {
 		li.state, s.err = m.dev.IntersectForwardRagged(m.p.inter, out, in, br, mask)
 	}
-	return w.fail(l, "intersect")
+	return w.levelErr(l, "intersect")
 }
 
 // IntersectBackward adds the intersections' gradients into their branches' and the
@@ -467,7 +468,7 @@ func (w *devWalk) IntersectBackward(l int, _ []model.Op) error {
 	in, dIn := w.staged(&w.levels[l], li.firstStaged, li.stagedRows)
 	_, dOut := w.out(&w.levels[l], model.OpIntersect)
 	w.s.ok(m.dev.IntersectBackward(m.p.inter, m.g.inter, li.state, dIn, dOut, in))
-	return w.fail(l, "intersect backward")
+	return w.levelErr(l, "intersect backward")
 }
 
 var _ model.Executor = (*devWalk)(nil)
