@@ -33,6 +33,8 @@ if [ "${1:-}" = --pack ]; then
 	go build -buildvcs=auto -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/ ./cmd/sample ./cmd/train ./cmd/rank ./cmd/metrics
 	go build -buildvcs=auto -trimpath -ldflags='-s -w' -o bin/device-step/ ./scripts/reference/exportqueries
 	go test -c -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/cuda.test ./pkg/gpu
+	go test -c -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/gpumodel.test ./pkg/gpu/gpumodel
+	go test -c -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/train.test ./pkg/train
 	git describe --always --dirty --abbrev=40 >bin/device-step/COMMIT
 	tar -C bin -cJf bin/device-step.tar.xz device-step
 	rm -rf bin/qecone && mkdir -p bin/qecone && cp "$ref"/*.py bin/qecone/
@@ -61,12 +63,15 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -1
 nproc
 
-# The GPU's tests (cuda.test): parity of every kernel with the CPU reference, FP32 and
-# TF32, bit-identical repeated runs, error reporting.
+# The GPU's tests: scripts/cuda/gpu-check.sh --prebuilt --short (every kernel's parity with
+# the CPU reference, FP32 and TF32; bit-identical runs; errors; the resident training step
+# and 200 training steps against the CPU). The whole log is gpu-check.log; here, the verdicts
+# and each failure's lines.
 if ! skip tests; then
-	section "GPU tests (parity, TF32, determinism)"
-	timeout 150 "$bin/cuda.test" -test.run '^TestGPU(Info|Parity|Errors|Deterministic|TF32Deterministic)$' -test.count=1 -test.v 2>&1 |
-		grep -E '^(--- |=== RUN.*/|ok|FAIL|PASS|GPU:)|mismatch|differ' | grep -v '^=== RUN' || echo "GPU tests: exit $?"
+	section "GPU tests (scripts/cuda/gpu-check.sh --prebuilt --short)"
+	timeout 240 scripts/cuda/gpu-check.sh --prebuilt "$bin/cuda.test" --short >"$out/gpu-check.log" 2>&1
+	echo "gpu-check: exit $?"
+	grep -E '^(== |--- FAIL|FAIL|ok|PASS$|gpu-check)|^ +--- FAIL|_test.go:[0-9]+:' "$out/gpu-check.log" | head -80
 fi
 
 bench=$out/bench
