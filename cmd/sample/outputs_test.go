@@ -238,6 +238,16 @@ func TestStdoutIsAnOutput(t *testing.T) {
 	})
 }
 
+// TestStderrClosedEarly: a stage whose stderr reader went away finishes its output.
+func TestStderrClosedEarly(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "q.arrow")
+	// Without -q: the stage reports on stderr.
+	outfiletest.StderrClosedEarly(t, out, "generate", "--data", copyData(t, dir), "--split", "test", "--types", "1p,2p", "--count", "1p=20,2p=10", "-o", out)
+	b, _ := os.ReadFile(out)
+	checkQueries(t, b, 30)
+}
+
 // TestStatsSaysShard: sample stats says when a file is one shard of a sampling run.
 func TestStatsSaysShard(t *testing.T) {
 	dir := t.TempDir()

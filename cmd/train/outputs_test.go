@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -181,4 +182,17 @@ func TestOneRunPerOutput(t *testing.T) {
 		t.Errorf("the lock file outlived its run: %v", err)
 	}
 	outfiletest.Run(t, time.Minute, append(append([]string{}, args...), "--steps", "3", "--resume")...).Expect(t, 0)
+}
+
+// TestStderrClosedEarly: a run whose progress reader went away (`2>&1 | head -1`) trains to
+// the end and writes its checkpoint and log.
+func TestStderrClosedEarly(t *testing.T) {
+	tr, _ := data(t)
+	dir := t.TempDir()
+	ck, log := filepath.Join(dir, "m.arrow"), filepath.Join(dir, "m-log.arrow")
+	loud := slices.DeleteFunc(slices.Clone(tiny), func(a string) bool { return a == "-q" }) // progress on stderr
+	outfiletest.StderrClosedEarly(t, ck, append([]string{"--train", tr, "--checkpoint", ck, "--log", log, "--steps", "20", "--eval-every", "0"}, loud...)...)
+	if _, err := os.Stat(log); err != nil {
+		t.Error(err)
+	}
 }

@@ -300,3 +300,32 @@ func RunRedirects(t *testing.T, dir string, cases []Redirect, except ...string) 
 func R(name string, args []string, redirect string, code int, want string) Redirect {
 	return Redirect{Name: name, Args: args, Redirect: redirect, Code: code, Want: want}
 }
+
+// StderrClosedEarly runs a stage whose standard error is a pipe nobody reads any more
+// (its read end closed before the start), as when progress is piped to `head -1` that has
+// exited: the stage must still finish with exit 0 and commit out, leaving no temporary or
+// lock file in out's folder (a SIGPIPE death would leave both and lose the output). The
+// stage must write to stderr at least once (its progress or summary), or the case proves
+// nothing.
+func StderrClosedEarly(t *testing.T, out string, args ...string) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	cmd := Command(args)
+	cmd.Stderr = w
+	err = cmd.Run()
+	w.Close()
+	if err != nil {
+		t.Fatalf("with stderr closed early: %v, want exit 0", err)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Size() == 0 {
+		t.Fatalf("%s not written: %v", out, err)
+	}
+	NoTemp(t, filepath.Dir(out))
+	if _, err := os.Stat(filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".lock")); !os.IsNotExist(err) {
+		t.Errorf("the lock file of %s was left: %v", out, err)
+	}
+}

@@ -16,7 +16,8 @@ import (
 // flight are removed, a line says which outputs were not written, and the process exits
 // with 128 plus the signal's number (130, 143, 129), as a shell reports a process the signal
 // killed. run's context is cancelled first, for what it may have started. A panic in
-// run removes the temporary files too before it ends the process.
+// run removes the temporary files too before it ends the process. SIGPIPE is ignored: a
+// closed stderr loses only the progress, a closed stdout fails the stage cleanly.
 func Main(stage string, run func(context.Context) error) {
 	main(stage, false, run)
 }
@@ -34,6 +35,12 @@ func main(stage string, graceful bool, run func(context.Context) error) {
 	// SIGHUP (the terminal or the ssh session gone, a batch system's hang-up) is a request
 	// to stop like SIGTERM.
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// A write to a closed pipe fails with EPIPE instead of killing the process: progress
+	// on a stderr whose reader went away (`2>&1 | head -1`) is dropped and the stage still
+	// finishes and commits its outputs; standard output as an output fails the stage
+	// (Stdout.Err) with its temporary files removed, rather than a SIGPIPE death that
+	// leaves them and the output's lock behind.
+	signal.Ignore(syscall.SIGPIPE)
 	go func() {
 		sig := <-sigs
 		if graceful {
