@@ -18,10 +18,14 @@ type NullDriver struct {
 
 	next     atomic.Uint64
 	launches atomic.Int64
+	memsets  atomic.Int64
 }
 
 // Launches counts the launches so far.
 func (n *NullDriver) Launches() int64 { return n.launches.Load() }
+
+// Memsets counts the memsets so far (each is a command on the stream, like a launch).
+func (n *NullDriver) Memsets() int64 { return n.memsets.Load() }
 
 func (n *NullDriver) Name() string { return "null" }
 
@@ -41,7 +45,10 @@ func (n *NullDriver) CopyOut(dst unsafe.Pointer, _ uint64, bytes int) error {
 }
 
 func (n *NullDriver) Copy(uint64, uint64, int) error { return nil }
-func (n *NullDriver) Zero(uint64, int) error         { return nil }
+func (n *NullDriver) Zero(uint64, int) error {
+	n.memsets.Add(1)
+	return nil
+}
 
 func (n *NullDriver) Launch(string, [3]int, [3]int, []uint64) error {
 	n.launches.Add(1)

@@ -167,10 +167,17 @@ func FreeAll(bs ...interface{ Free() error }) error {
 // host's work-ahead. When the arena runs out, further buffers are allocated separately
 // (and freed at the next Reset), and the next Reset grows the arena to the high-water
 // mark, so a steady state allocates nothing.
+//
+// The views are zeroed in bulk: Reset clears what the last cycle used with one memset, and
+// Take clears only what lies beyond that (a cycle that uses more than the last). So a
+// training update costs one or two memsets, not one per temporary (48 a FB15k-237 update
+// took, each a launch); the bytes cleared are the same. Memsets are ordered on the stream
+// with the kernels, so the clearing at Reset follows every use of the last cycle.
 type Arena struct {
 	d        *Device
 	buf      *Buffer[float64] // 8-byte elements: every view is 8-byte aligned
 	used     int              // bytes
+	clean    int              // bytes [used, clean) are zero
 	peak     int              // bytes asked for since the last Reset
 	overflow []interface{ Free() error }
 }
@@ -196,7 +203,15 @@ func (a *Arena) Reset() error {
 		if e != nil {
 			return e
 		}
-		a.buf = b
+		a.buf = b // zeroed by Alloc
+		a.used, a.clean, a.peak = 0, a.capacity(), 0
+		return err
+	}
+	if dirty := min(a.used, a.capacity()); dirty > 0 {
+		if e := a.d.zero(a.buf.ptr, dirty); e != nil && err == nil {
+			err = e
+		}
+		a.clean = max(a.clean, dirty)
 	}
 	a.used, a.peak = 0, 0
 	return err
@@ -229,12 +244,14 @@ func Take[T Elem](a *Arena, n int) (*Buffer[T], error) {
 		return b.Slice(0, n), nil // a view: freeing it is a no-op, Reset frees b
 	}
 	v := &Buffer[T]{dev: a.d, ptr: a.buf.ptr + uint64(a.used), n: n}
-	a.used += size
-	if bytes > 0 {
-		if err := a.d.zero(v.ptr, bytes); err != nil {
+	if end := a.used + bytes; end > a.clean {
+		from := max(a.used, a.clean)
+		if err := a.d.zero(a.buf.ptr+uint64(from), end-from); err != nil {
 			return nil, err
 		}
+		a.clean = end
 	}
+	a.used += size
 	return v, nil
 }
 

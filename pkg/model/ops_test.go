@@ -275,4 +275,3 @@ func TestLossValue(t *testing.T) {
 		t.Fatalf("loss = %g (%g, %g), want %g (%g, %g)", l, lp, ln, (wantPos+wantNeg)/2, wantPos, wantNeg)
 	}
 }
-

@@ -61,7 +61,7 @@ func benchmarkHostShare(b *testing.B, dropRate float64) {
 	}
 	drop := rand.New(rand.NewPCG(3, 4))
 	b.ResetTimer()
-	start := null.Launches()
+	start, startZ := null.Launches(), null.Memsets()
 	for i := 0; i < b.N; i++ {
 		p, err := m.Update(batch, drop)
 		if err != nil {
@@ -72,4 +72,5 @@ func benchmarkHostShare(b *testing.B, dropRate float64) {
 		}
 	}
 	b.ReportMetric(float64(null.Launches()-start)/float64(b.N), "launches/op")
+	b.ReportMetric(float64(null.Memsets()-startZ)/float64(b.N), "memsets/op")
 }
