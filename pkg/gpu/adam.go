@@ -48,10 +48,15 @@ type Adam struct {
 	slots  []adamSlot
 	lags   []int64 // per slot: steps it sat out (see SetLags); nil: none
 
-	tab, off, cls *I32    // [8·T] addresses (p, g, m, v; low, high halves), [T+1] offsets, [T] lag classes
-	total         int     // elements of all tensors (off[T])
-	clsHost       []int32 // the classes on the device
-	classLag      []int64 // per class: its lag; nil: more classes than one launch takes
+	tab, off, cls *I32 // [8·T] addresses (p, g, m, v; low, high halves), [T+1] offsets, [T] lag classes
+	total         int  // elements of all tensors (off[T])
+	// The 16-byte path (adam_multi_vec4), when every p, g, m, v is 16-byte aligned:
+	// [T+1] offsets in quads and [T] element counts; nil otherwise.
+	offq, cnt  *I32
+	totalq     int
+	scalarOnly bool    // the tests' and the bench's switch to adam_multi
+	clsHost    []int32 // the classes on the device
+	classLag   []int64 // per class: its lag; nil: more classes than one launch takes
 }
 
 // adamClasses is ADAM_CLASSES in kernels/adam.cu: the lag classes one launch handles.
@@ -109,6 +114,27 @@ func (a *Adam) upload() (err error) {
 	off = append(off, int32(total))
 	if T == 0 {
 		return nil
+	}
+	// Quads: each tensor's elements in fours, its last quad partial.
+	aligned := true
+	offq, cnt := make([]int32, 0, T+1), make([]int32, 0, T)
+	totalq := 0
+	for _, s := range a.slots {
+		offq, cnt = append(offq, int32(totalq)), append(cnt, int32(s.p.Len()))
+		totalq += (s.p.Len() + 3) / 4
+		for _, b := range []*F32{s.p, s.g, s.m, s.v} {
+			aligned = aligned && b.Ptr()%16 == 0
+		}
+	}
+	offq = append(offq, int32(totalq))
+	if aligned {
+		if a.offq, err = FromHost(a.dev, offq); err != nil {
+			return err
+		}
+		if a.cnt, err = FromHost(a.dev, cnt); err != nil {
+			return err
+		}
+		a.totalq = totalq
 	}
 	if a.tab, err = FromHost(a.dev, tab); err != nil {
 		return err
@@ -182,8 +208,13 @@ func (a *Adam) Step(zeroGrad bool) error {
 		return a.stepEach(zeroGrad)
 	}
 	cfg := a.Config
-	args := []arg{ptr(a.tab), ptr(a.off), ptr(a.cls), i32(len(a.slots)), i32(a.total), f32(float32(cfg.Beta2)),
-		f32(float32(1 - cfg.Beta1)), f32(float32(1 - cfg.Beta2)), f32(float32(cfg.Eps))}
+	kernel, n := "adam_multi", a.total
+	args := []arg{ptr(a.tab), ptr(a.off), ptr(a.cls), i32(len(a.slots)), i32(a.total)}
+	if a.offq != nil && !a.scalarOnly {
+		kernel, n = "adam_multi_vec4", a.totalq
+		args = []arg{ptr(a.tab), ptr(a.offq), ptr(a.cnt), ptr(a.cls), i32(len(a.slots)), i32(a.totalq)}
+	}
+	args = append(args, f32(float32(cfg.Beta2)), f32(float32(1-cfg.Beta1)), f32(float32(1-cfg.Beta2)), f32(float32(cfg.Eps)))
 	active := 0
 	for c := 0; c < adamClasses; c++ {
 		var stepSize, bc2Sqrt float32
@@ -200,6 +231,9 @@ func (a *Adam) Step(zeroGrad bool) error {
 	// class takes no step.
 	T := len(a.slots)
 	w := Work{Bytes: words(8*T, T+1, T)}
+	if kernel == "adam_multi_vec4" {
+		w.Bytes += words(T)
+	}
 	for i, s := range a.slots {
 		switch {
 		case active>>a.clsHost[i]&1 == 1:
@@ -208,7 +242,7 @@ func (a *Adam) Step(zeroGrad bool) error {
 			w.Bytes += words(s.p.Len())
 		}
 	}
-	return a.dev.each("adam_multi", a.total, w, args...)
+	return a.dev.each(kernel, n, w, args...)
 }
 
 // stepEach is Step as one adam_step launch per tensor (and a clear of the gradient of a
@@ -252,8 +286,8 @@ func (a *Adam) Reset() error {
 
 // Free releases the moments and the tables (not the parameters or gradients).
 func (a *Adam) Free() error {
-	first := FreeAll(a.tab, a.off, a.cls)
-	a.tab, a.off, a.cls, a.classLag = nil, nil, nil, nil
+	first := FreeAll(a.tab, a.off, a.cls, a.offq, a.cnt)
+	a.tab, a.off, a.cls, a.offq, a.cnt, a.classLag = nil, nil, nil, nil, nil, nil
 	for _, s := range a.slots {
 		if err := FreeAll(s.m, s.v); err != nil && first == nil {
 			first = err

@@ -2,8 +2,10 @@ package gpu
 
 import (
 	"fmt"
-	"github.com/rocone/rocone/pkg/adam"
 	"math"
+	"testing"
+
+	"github.com/rocone/rocone/pkg/adam"
 )
 
 // stepPerTensor is Step through the per-tensor launches (the reference).
@@ -13,13 +15,29 @@ func (a *Adam) stepPerTensor(zeroGrad bool) error {
 }
 
 // testAdamMulti: the one-launch Step against the per-tensor adam_step launches, bit for
-// bit (parameters, moments, gradients), over tensors of odd sizes (one empty) with lags
-// that change as tensors start (train.Adam.Lag), a Reset, a SetState, and more lag
-// classes than one launch takes.
+// bit (parameters, moments, gradients), over tensors of odd sizes (one empty; sizes that
+// leave a partial last quad) with lags that change as tensors start (train.Adam.Lag), a
+// Reset, a SetState, and more lag classes than one launch takes; through each of its
+// kernels: adam_multi_vec4 (16-byte aligned tensors), adam_multi (forced, and chosen for
+// tensors that are not 16-byte aligned).
 func testAdamMulti(h *harness) {
+	for _, path := range []string{"vec4", "scalar", "misaligned"} {
+		h.t.Run(path, func(t *testing.T) {
+			hh := *h
+			hh.t = t
+			adamMulti(&hh, path)
+		})
+	}
+}
+
+func adamMulti(h *harness, path string) {
 	sizes := []int{301, 7, 0, 1, 1029, 64, 3, 5, 2, 9, 4}
 	mk := func() (P, G []*F32) {
 		for _, n := range sizes {
+			if path == "misaligned" { // views one float into an allocation
+				P, G = append(P, h.zeros(n+1).Slice(1, n)), append(G, h.zeros(n+1).Slice(1, n))
+				continue
+			}
 			P, G = append(P, h.zeros(n)), append(G, h.zeros(n))
 		}
 		return P, G
@@ -35,6 +53,10 @@ func testAdamMulti(h *harness) {
 	one, err := NewAdam(h.d, cfg, P1, G1)
 	h.ok(err)
 	defer one.Free()
+	one.scalarOnly = path == "scalar"
+	if vec4 := one.offq != nil; vec4 != (path != "misaligned") {
+		h.t.Fatalf("%s tensors: the 16-byte path is %v", path, vec4)
+	}
 	ref, err := NewAdam(h.d, cfg, P2, G2)
 	h.ok(err)
 	defer ref.Free()

@@ -240,6 +240,62 @@ var kernelBenches = []benchCase{
 			return closeTo("p", want, got, 1e-6)
 		}}}, b.free, b.err
 	}},
+	{"adam_multi", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+		// One Adam step over a model's tensors: the entity table, a relation table, and
+		// small ones whose sizes leave a partial quad.
+		b := &benchBuffers{d: d}
+		sizes := []int{s.entities * s.dim, (s.entities/30+1)*s.dim + 3, 2*s.dim + 1, 5}
+		var ps, gs [][]float32
+		var P, G []*F32
+		for _, n := range sizes {
+			p, g := randF32(rng, n, -1, 1), randF32(rng, n, -1, 1)
+			ps, gs = append(ps, p), append(gs, g)
+			P, G = append(P, b.f(p)), append(G, b.f(g))
+		}
+		cfg := adam.Default(1e-3)
+		opt, err := NewAdam(d, cfg, P, G)
+		if err != nil {
+			b.free()
+			return nil, nil, err
+		}
+		free := func() { opt.Free(); b.free() }
+		reset := func() error {
+			for i := range P {
+				if err := P[i].Upload(ps[i]); err != nil {
+					return err
+				}
+			}
+			return opt.Reset()
+		}
+		check := func() error {
+			for i, n := range sizes {
+				p64, g64, m64, v64 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+				for k := range p64 {
+					p64[k], g64[k] = float64(ps[i][k]), float64(gs[i][k])
+				}
+				adamReference(p64, g64, m64, v64, 1, cfg)
+				want := make([]float32, n)
+				for k := range want {
+					want[k] = float32(p64[k])
+				}
+				got, err := download(P[i])
+				if err != nil {
+					return err
+				}
+				if err := closeTo(fmt.Sprintf("tensor %d", i), want, got, 1e-6); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		run := func(scalar bool) func() error {
+			return func() error { opt.scalarOnly = scalar; return opt.Step(false) }
+		}
+		return []benchVersion{
+			{"adam_multi", reset, run(true), check},
+			{"adam_multi_vec4", reset, run(false), check},
+		}, free, b.err
+	}},
 	{"gemm_nt", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
 		// The intersection's first layer: rows × 2d inputs into d outputs.
 		b := &benchBuffers{d: d}

@@ -285,6 +285,7 @@ struct KernelInfo {
 const KernelInfo table[] = {
     K(adam_step),
     K(adam_multi),
+    K(adam_multi_vec4),
     K(fill_f32),
     K(angle_fwd),
     K(angle_bwd),

@@ -32,6 +32,13 @@ extern thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 void __syncthreads();
 
+// float4 and make_float4, for 16-byte loads and stores (the kernels use them only where
+// the host has checked the alignment; on the CPU any address would do).
+struct alignas(16) float4 {
+	float x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+
 float atomicAdd(float* address, float val);
 double atomicAdd(double* address, double val);
 int atomicAdd(int* address, int val);
