@@ -41,7 +41,7 @@ func TestProfileOnEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"# Device profile: rocone d=8, batch 16, 4 negatives", "CPU launch emulator", "Peaks: memory unknown",
-		"Window: steps 4–6 (3 steps)", "Command: `train --profile profile.md`", "| `distance_fwd` |", "| `adam_multi` |",
+		"Window: steps 4–6 (3 steps)", "Command: `train --profile profile.md`", "| `distance_fwd` |", "| `adam_multi_vec4` |",
 		"| **all kernels** |", "Wall time per step in the window:", "Wall time per step without profiling (steps 1–3)"} {
 		if !strings.Contains(string(text), s) {
 			t.Errorf("no %q in %s:\n%s", s, md, text)
