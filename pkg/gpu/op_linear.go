@@ -83,17 +83,56 @@ func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) er
 	return nil
 }
 
-// gemm launches one of the tiled GEMM kernels for C [M][N]: linear.cu's gemm_nt, gemm_nn
-// or gemm_tn, or with TF32 products (SetMatmul) tf32.cu's gemm_tf32_* of the same shape,
-// arguments and launch geometry.
-// Either way, the work stated to a profiler is 2·M·N·K FLOPs (gemmWork).
+// gemm launches one of the GEMM kernels for C [M][N] (name: gemm_nt, gemm_nn or gemm_tn):
+// linear.cu's register-tiled kernel of that name, with 128×128 tiles when they make at
+// least a block per SM (gemmBlocks), else its 64×64 twin (gemm_*_64); or with TF32
+// products (SetMatmul) tf32.cu's gemm_tf32_* on the first versions' 64×64 geometry. Every
+// output's sum runs over k in order whatever the tile, so the choice does not change a
+// bit. Either way, the work stated to a profiler is 2·M·N·K FLOPs (gemmWork).
 func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, ldc int, bias *F32, acc bool) error {
+	w := gemmWork(M, N, K, bias != nil, acc)
+	args := []arg{i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(ldc), ptr(bias), boolArg(acc)}
+	tile := d.gemmTile
 	if d.tf32 {
-		name = "gemm_tf32_" + name[len("gemm_"):]
+		name, tile = "gemm_tf32_"+name[len("gemm_"):], gemmTileFirst
 	}
-	grid := [3]int{ceilDiv(N, tileN), min(ceilDiv(M, tileM), d.gridY), 1}
-	return d.launch(name, gemmWork(M, N, K, bias != nil, acc), grid, [3]int{tileThreads, 1, 1},
-		i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(ldc), ptr(bias), boolArg(acc))
+	if tile == gemmTileAuto {
+		tile = 64
+		if ceilDiv(M, 128)*ceilDiv(N, 128) >= d.multiprocessors() {
+			tile = 128
+		}
+	}
+	switch tile {
+	case gemmTileFirst:
+		if !d.tf32 {
+			name = "gemm64_" + name[len("gemm_"):]
+		}
+		grid := [3]int{ceilDiv(N, tileN), min(ceilDiv(M, tileM), d.gridY), 1}
+		return d.launch(name, w, grid, [3]int{tileThreads, 1, 1}, args...)
+	case 64:
+		name += "_64"
+	}
+	// 16-byte loads need 16-byte aligned rows: an aligned base and a leading dimension
+	// that is a multiple of 4.
+	vec := func(b *F32, ld int) arg { return boolArg(b.Ptr()%16 == 0 && ld%4 == 0) }
+	grid := [3]int{ceilDiv(N, tile), min(ceilDiv(M, tile), d.gridY), 1}
+	return d.launch(name, w, grid, [3]int{tile * tile / 64, 1, 1}, append(args, vec(A, lda), vec(B, ldb))...)
+}
+
+// The GEMM tiles (Device.gemmTile): chosen by shape, the register-tiled kernels' two, or
+// the first version's (linear.cu's gemm64_*).
+const (
+	gemmTileAuto  = 0
+	gemmTileFirst = -1
+)
+
+// multiprocessors is the device's SM count where the driver states it (the real one),
+// else 132 (an H100 SXM's or H200's).
+func (d *Device) multiprocessors() int {
+	if m, ok := d.drv.(interface{ Multiprocessors() int }); ok && m.Multiprocessors() > 0 {
+		return m.Multiprocessors()
+	}
+	return 132
 }
 
 // ReLUForward applies x ← max(x, 0) in place.

@@ -29,6 +29,7 @@ extern thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __forceinline__ inline
 #define __shared__ static thread_local
 #define __restrict__ __restrict
+#define __align__(n) __attribute__((aligned(n)))
 
 void __syncthreads();
 
