@@ -299,7 +299,8 @@ var kernelBenches = []benchCase{
 	{"linear", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
 		// The intersection's first layer, rows × 2d inputs into d outputs: forward
 		// (gemm_nt) and backward (gemm_nn for dx, gemm_tn for dW, col_sum), through each
-		// GEMM tile; the version's name is the tile (first: gemm64_*).
+		// GEMM tile; the version's name is the tile (first: gemm64_*; by-shape: the
+		// production choice, K split where the tiles are too few).
 		b := &benchBuffers{d: d}
 		rows, in, out := s.rows, 2*s.dim, s.dim
 		x, w, bias := randF32(rng, rows*in, -1, 1), randF32(rng, out*in, -0.1, 0.1), randF32(rng, out, -1, 1)
@@ -334,17 +335,18 @@ var kernelBenches = []benchCase{
 			}
 			return nil
 		}
-		version := func(name string, tile int) benchVersion {
+		version := func(name string, tile, splits int) benchVersion {
 			return benchVersion{name, reset, func() error {
-				d.gemmTile = tile
-				defer func() { d.gemmTile = gemmTileAuto }()
+				d.gemmTile, d.gemmSplit = tile, splits
+				defer func() { d.gemmTile, d.gemmSplit = gemmTileAuto, 0 }()
 				if err := d.LinearForward(Y, X, W, B, rows, in, out); err != nil {
 					return err
 				}
 				return d.LinearBackward(DX, DW, DB, DY, X, W, rows, in, out)
 			}, check}
 		}
-		return []benchVersion{version("first", gemmTileFirst), version("reg64", 64), version("reg128", 128)}, b.free, b.err
+		return []benchVersion{version("first", gemmTileFirst, 1), version("reg64", 64, 1), version("reg128", 128, 1),
+			version("by-shape", gemmTileAuto, 0)}, b.free, b.err
 	}},
 }
 

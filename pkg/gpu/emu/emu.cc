@@ -306,6 +306,7 @@ const KernelInfo table[] = {
     K(gemm_nt_64),
     K(gemm_nn_64),
     K(gemm_tn_64),
+    K(gemm_splitk_sum),
     K(col_sum),
     K(intersect_features),
     K(intersect_features_bwd),

@@ -140,7 +140,17 @@ __device__ __forceinline__ int rt_clamp4(int n) { return n < 0 ? 0 : (n > 4 ? 4 
 
 template <bool TA, bool TB, int BM, int BN>
 __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
-                                         int ldc, const float* bias, int accumulate, int vecA, int vecB) {
+                                         int ldc, const float* bias, int accumulate, int vecA, int vecB, int kSplit,
+                                         int splitStride) {
+	// Split-K: block z sums k in [z·kSplit, min(K, (z+1)·kSplit)) into C + z·splitStride
+	// (the host's workspace, summed by gemm_splitk_sum); one split is the whole GEMM.
+	{
+		const int kb = blockIdx.z * kSplit;
+		K = K - kb < kSplit ? K - kb : kSplit;
+		A += TA ? (long long)kb * lda : kb;
+		B += TB ? kb : (long long)kb * ldb;
+		C += (long long)blockIdx.z * splitStride;
+	}
 	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY;
 	constexpr int QA = BM * RT_BK / (4 * T), QB = BN * RT_BK / (4 * T); // 16-byte loads per thread per slice
 	__shared__ __align__(16) float As[2][RT_BK][BM];
@@ -235,8 +245,9 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
 
 #define GEMM_REG(name, TA, TB, BM, BN)                                                                             \
 	KERNEL name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,           \
-	            const float* bias, int accumulate, int vecA, int vecB) {                                            \
-		gemm_reg<TA, TB, BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, vecA, vecB);                   \
+	            const float* bias, int accumulate, int vecA, int vecB, int kSplit, int splitStride) {              \
+		gemm_reg<TA, TB, BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, vecA, vecB, kSplit,            \
+		                         splitStride);                                                                   \
 	}
 
 GEMM_REG(gemm_nt, false, true, 128, 128)
@@ -245,6 +256,22 @@ GEMM_REG(gemm_tn, true, false, 128, 128)
 GEMM_REG(gemm_nt_64, false, true, 64, 64)
 GEMM_REG(gemm_nn_64, false, false, 64, 64)
 GEMM_REG(gemm_tn_64, true, false, 64, 64)
+
+// gemm_splitk_sum ends a split-K GEMM: C[m][n] = (accumulate ? C[m][n] : 0) + (Σ_s
+// W[s][m][n] + bias[n]), the splits summed in order s = 0 … S−1 (deterministic), W
+// [S][M][N]. When the rows of a GEMM are too few to give every SM a block (a layer of a
+// few hundred rows and K in the thousands), splitting K gives the device S times the
+// blocks, and this pass costs S·M·N reads.
+KERNEL gemm_splitk_sum(float* C, int ldc, const float* W, int S, int M, int N, const float* bias, int accumulate) {
+	GRID_STRIDE(i, (long long)M * N) {
+		const long long m = i / N, n = i % N;
+		float v = W[i];
+		for (int s = 1; s < S; s++) v += W[(long long)s * M * N + i];
+		if (bias) v += bias[n];
+		float* c = &C[m * ldc + n];
+		*c = accumulate ? *c + v : v;
+	}
+}
 
 // db[c] += Σ_r dy[r][c] for c < cols: blocks of 256 threads = 32 columns × 8 row lanes,
 // reduced through shared memory in a fixed order (deterministic). Grid ceil(cols/32).
