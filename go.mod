@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/BurntSushi/toml v1.5.0
 	github.com/apache/arrow/go/v17 v17.0.0
+	github.com/google/flatbuffers v24.3.25+incompatible
 	github.com/nlpodyssey/gopickle v0.2.0
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/sys v0.35.0
@@ -26,7 +27,6 @@ require (
 	github.com/goccy/go-json v0.10.3 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/golang/snappy v0.0.4 // indirect
-	github.com/google/flatbuffers v24.3.25+incompatible // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/klauspost/asmfmt v1.3.2 // indirect
 	github.com/klauspost/compress v1.17.9 // indirect

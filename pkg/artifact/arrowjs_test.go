@@ -45,9 +45,15 @@ func TestArrowJS(t *testing.T) {
 		if !slices.Equal(fields, wantFields) {
 			t.Errorf("%s: fields\n%s\nwant\n%s", path, strings.Join(fields, "\n"), strings.Join(wantFields, "\n"))
 		}
+		r, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, _ := r.Schema().Metadata().GetValue(MetaChecksum) // a digest in a file, "trailer" in a stream
+		r.Close()
 		wantMeta := []string{
 			"artifact: queries", "version: 1", "dataset: toy", "entities_digest:",
-			"num_entities: 1000", "num_relations: 20", "split: valid",
+			"num_entities: 1000", "num_relations: 20", "split: valid", MetaChecksum + ": " + sum,
 		}
 		if !slices.Equal(meta, wantMeta) {
 			t.Errorf("%s: metadata %q, want %q", path, meta, wantMeta)

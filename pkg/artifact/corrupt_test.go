@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
 
 // TestCorruptBody flips, one at a time, every byte of the body of a stream's record batch
-// (its validity bitmaps, offsets and values) and checks that reading never panics and
-// that any error names the path. Reading the corrupt data back without error is allowed:
-// a changed id or answer is still a valid query. TestCorruptArtifacts changes the
-// metadata too.
+// (its validity bitmaps, offsets and values) and checks that reading never panics, that
+// any error names the path, and that a read without error gives the queries written: a
+// flip in padding changes nothing, and any other is refused (a changed id or answer
+// reads as a valid query, so only the content checksum tells). TestCorruptArtifacts
+// changes the metadata too.
 func TestCorruptBody(t *testing.T) {
 	qs := testQueries(7)
 	data, err := os.ReadFile(streamFile(t, qs))
@@ -24,18 +26,22 @@ func TestCorruptBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The record batch message follows the schema message, which is what an empty
-	// stream holds before its 8-byte end-of-stream marker: continuation marker, metadata
-	// length, metadata, body.
-	msg := len(empty) - 8
+	// The record batch message follows the schema message (continuation marker, metadata
+	// length, metadata), and is followed by the checksum trailer and the end-of-stream
+	// marker, which is all an empty stream holds after its schema.
+	msg := 8 + int(binary.LittleEndian.Uint32(data[4:]))
 	body := msg + 8 + int(binary.LittleEndian.Uint32(data[msg+4:]))
-	end := len(data) - 8
+	end := len(data) - (len(empty) - msg)
 	if body >= end {
 		t.Fatalf("no record batch body found (message at %d, body at %d, end %d)", msg, body, end)
 	}
+	_, want, err := ReadQueries(writeTemp(t, data))
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "q.arrow")
 	corrupt := make([]byte, len(data))
-	errs := 0
+	errs, same := 0, 0
 	for i := body; i < end; i++ {
 		for _, flip := range []byte{0x01, 0x80, 0xff} {
 			copy(corrupt, data)
@@ -43,22 +49,31 @@ func TestCorruptBody(t *testing.T) {
 			if err := os.WriteFile(path, corrupt, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, _, err := ReadQueries(path)
+			_, got, err := ReadQueries(path)
 			if err != nil {
 				errs++
 				if !strings.HasPrefix(err.Error(), path+": ") {
 					t.Fatalf("byte %d ^ %#x: error %q does not name the path", i, flip, err)
 				}
+				continue
+			}
+			same++
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("byte %d ^ %#x: read without error as other queries", i, flip)
 			}
 		}
 	}
-	t.Logf("%d bytes of body flipped 3 ways: %d errors", end-body, errs)
+	if errs == 0 {
+		t.Fatal("no flip refused")
+	}
+	t.Logf("%d bytes of body flipped 3 ways: %d errors, %d read back unchanged (padding)", end-body, errs, same)
 }
 
 // TestCorruptArtifacts changes, one at a time, every byte of a small real artifact of
 // every kind, in the file and the stream format, read from a file and (for a sample of
-// positions) through a pipe, and checks that the reader never panics, returns a valid
-// value or an error naming its input, and allocates no more than a small multiple of the
+// positions) through a pipe, and checks that the reader never panics, returns the
+// artifact written (a change to bytes that do not matter: padding, the schema message a
+// file's reader does not use) or an error naming its input, and allocates no more than a small multiple of the
 // input's size. The schema, footer and message headers, where the lengths and counts
 // live, have every byte flipped in all its bits, every fourth byte in its lowest and
 // highest bits too, and every other 4-byte word set to large values; the record bodies
@@ -76,15 +91,25 @@ func TestCorruptArtifacts(t *testing.T) {
 				data := sample(t, k.kind, stream)
 				corrupt := make([]byte, len(data))
 				var reads, errs int
+				want, err := k.show(writeTemp(t, data))
+				if err != nil {
+					t.Fatal(err)
+				}
 				try := func(i int, desc string, pipe bool) {
 					var err error
-					n := allocated(func() { err = readAs(t, k.read, corrupt, pipe) })
+					var got string
+					read := func(p string) (err error) { got, err = k.show(p); return err }
+					n := allocated(func() { err = readAs(t, read, corrupt, pipe) })
 					if n > allocationBound(len(corrupt)) {
 						t.Fatalf("byte %d %s (pipe %v): allocated %d bytes for %d bytes of input", i, desc, pipe, n, len(corrupt))
 					}
 					reads++
 					if err != nil {
 						errs++
+					} else if got != want {
+						// What is read without error is what was written: the content
+						// checksum refuses any other content.
+						t.Fatalf("byte %d %s (pipe %v): read without error as another artifact:\n%s\nwant\n%s", i, desc, pipe, got, want)
 					}
 				}
 				for i := range data {
@@ -133,4 +158,13 @@ func isHeader(data []byte, i int, stream bool) bool {
 		}
 	}
 	return false
+}
+
+// writeTemp writes data to a file of the test's temporary folder and returns its path.
+func writeTemp(t testing.TB, data []byte) string {
+	path := filepath.Join(t.TempDir(), "orig.arrow")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

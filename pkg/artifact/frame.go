@@ -25,11 +25,13 @@ type frameReader struct {
 	size  int64     // bytes left in the input; -1 when unknown
 	alloc *boundedAllocator
 
-	pending  [][]byte // bytes of the current message read ahead, still to pass on, in parts
-	body     int64    // bytes of the current message's body still to pass straight through
-	messages int      // messages passed on
-	ended    bool     // the end-of-stream marker was passed on
-	err      error    // what ended the stream: io.EOF or why it is corrupt
+	pending  [][]byte    // bytes of the current message read ahead, still to pass on, in parts
+	body     int64       // bytes of the current message's body still to pass straight through
+	messages int         // messages passed on
+	last     messageInfo // the message passed on last (or being passed on)
+	trailers int         // checksum trailers passed on
+	ended    bool        // the end-of-stream marker was passed on
+	err      error       // what ended the stream: io.EOF or why it is corrupt
 }
 
 func (f *frameReader) Read(p []byte) (int, error) {
@@ -143,9 +145,15 @@ func (f *frameReader) next() error {
 		return f.corrupt("the stream does not begin with a schema")
 	case f.messages > 0 && info.header == headerSchema:
 		return f.corrupt("message %d: a second schema", f.messages)
+	case f.trailers > 0:
+		return f.corrupt("message %d follows the checksum trailer, which ends the stream", f.messages)
 	case f.size >= 0 && info.bodyLen > f.size:
 		return f.corrupt("message %d declares a body of %d bytes, but only %d bytes follow", f.messages, info.bodyLen, f.size)
 	}
+	if info.trailer {
+		f.trailers++
+	}
+	f.last = info
 	f.alloc.limit = max(metaLen, info.bodyLen)
 	f.pending = [][]byte{head[:], meta}
 	if f.size >= 0 {

@@ -124,6 +124,15 @@ type Reader struct {
 	batches int // record batches returned so far
 	err     error
 	closed  bool
+
+	// The content checksum (checksum.go): the digest of what was read, what the schema
+	// says (a digest, or that a stream's trailer holds it) and the trailer's.
+	sum        *contentHash
+	want       string // the schema's digest; "" when it is in the trailer
+	inTrailer  bool   // the schema promises a trailer
+	trailer    string // the trailer's digest, once read
+	hasTrailer bool
+	verified   bool
 }
 
 // Open opens the artifact at path, or stdin if path is "-", and reads its schema. The
@@ -220,7 +229,12 @@ func openFileFormat(in ipc.ReadAtSeeker, size int64, name string) (*Reader, erro
 	if err := catch(func() error { schema = fr.Schema(); return nil }); err != nil {
 		return nil, fmt.Errorf("%s: corrupt Arrow file: %w", name, err)
 	}
-	return &Reader{name: name, schema: schema, file: fr, blocks: blocks}, nil
+	r := &Reader{name: name, schema: schema, file: fr, blocks: blocks}
+	if err := r.startChecksum(); err != nil {
+		catch(fr.Close)
+		return nil, err
+	}
+	return r, nil
 }
 
 // readFooter reads the footer of an IPC file of size bytes (magic, padding, messages,
@@ -276,7 +290,60 @@ func openStream(in io.Reader, size int64, name string) (*Reader, error) {
 	if err := catch(func() error { r.schema = r.stream.Schema(); return nil }); err != nil {
 		return nil, fmt.Errorf("%s: corrupt Arrow stream: %w", name, err)
 	}
+	if err := r.startChecksum(); err != nil {
+		catch(func() error { r.stream.Release(); return nil })
+		return nil, err
+	}
 	return r, nil
+}
+
+// startChecksum reads what the schema says of the content checksum and starts the
+// digest of what is read.
+func (r *Reader) startChecksum() error {
+	md := r.schema.Metadata()
+	v, ok := md.GetValue(MetaChecksum)
+	switch {
+	case !ok:
+		return missingChecksum(r.name, md)
+	case v == checksumTrailer && r.file != nil:
+		return fmt.Errorf("%s: schema metadata %s=%s in an Arrow file: only a stream has a checksum trailer", r.name, MetaChecksum, v)
+	case v == checksumTrailer:
+		r.inTrailer = true
+	case isDigest(v):
+		r.want = v
+	default:
+		return fmt.Errorf("%s: schema metadata %s=%.80q is neither a SHA-256 nor %q", r.name, MetaChecksum, v, checksumTrailer)
+	}
+	var err error
+	if r.sum, err = newContentHash(r.schema); err != nil {
+		return fmt.Errorf("%s: %w", r.name, err)
+	}
+	return nil
+}
+
+// verify compares the digest of everything read with the one recorded, once the input
+// has ended cleanly.
+func (r *Reader) verify() error {
+	if r.verified {
+		return nil
+	}
+	r.verified = true
+	got := r.sum.sum()
+	switch {
+	case r.inTrailer && !r.hasTrailer:
+		return fmt.Errorf("%s: the stream ended without its checksum trailer (a last record batch of zero rows with %s in its metadata), which its schema promises",
+			r.name, MetaChecksum)
+	case r.want != "" && got != r.want:
+		return r.mismatch(r.want, got)
+	case r.hasTrailer && got != r.trailer:
+		return r.mismatch(r.trailer, got)
+	}
+	return nil
+}
+
+func (r *Reader) mismatch(want, got string) error {
+	return fmt.Errorf("%s: content checksum mismatch: what was read (sha256 %.12s) is not what was written (%s %.12s): changed or damaged since; write it again",
+		r.name, got, MetaChecksum, want)
 }
 
 // Schema returns the schema, including its metadata.
@@ -294,13 +361,17 @@ func (r *Reader) Next() bool {
 	}
 	if r.file != nil {
 		if r.batches >= len(r.blocks) {
+			r.err = r.verify()
 			return false
 		}
 		err := catch(func() (err error) {
 			if r.rec, err = r.file.RecordAt(r.batches); err != nil {
 				return err
 			}
-			return validateRecord(r.rec)
+			if err := validateRecord(r.rec); err != nil {
+				return err
+			}
+			return r.sum.add(r.rec)
 		})
 		if err != nil {
 			if r.rec != nil {
@@ -314,6 +385,29 @@ func (r *Reader) Next() bool {
 		return true
 	}
 
+	for {
+		if !r.nextStream() {
+			return false
+		}
+		if !r.frame.last.trailer {
+			return true
+		}
+		// The checksum trailer: no rows, and not handed out.
+		if n := r.rec.NumRows(); n != 0 {
+			r.rec.Release()
+			r.rec = nil
+			r.err = fmt.Errorf("%s: corrupt Arrow stream: record batch %d: the checksum trailer holds %d rows, want none", r.name, r.batches-1, n)
+			return false
+		}
+		r.trailer, r.hasTrailer = r.frame.last.checksum, true
+		r.batches--
+		r.rec.Release()
+		r.rec = nil
+	}
+}
+
+// nextStream reads the next record batch of a stream, the checksum trailer included.
+func (r *Reader) nextStream() bool {
 	var ok bool
 	err := catch(func() error {
 		ok = r.stream.Next()
@@ -334,8 +428,17 @@ func (r *Reader) Next() bool {
 		// end-of-stream marker, which every writer writes on a successful close, says
 		// that nothing was lost.
 		r.err = fmt.Errorf("%s: truncated Arrow stream: input ended after %d record batches without the end-of-stream marker", r.name, r.batches)
+	case !ok:
+		r.err = r.verify()
 	case ok:
-		if err := catch(func() error { r.rec = r.stream.Record(); r.rec.Retain(); return validateRecord(r.rec) }); err != nil {
+		if err := catch(func() error {
+			r.rec = r.stream.Record()
+			r.rec.Retain()
+			if err := validateRecord(r.rec); err != nil {
+				return err
+			}
+			return r.sum.add(r.rec)
+		}); err != nil {
 			if r.rec != nil {
 				r.rec.Release()
 				r.rec = nil

@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -18,19 +19,33 @@ import (
 // targets and the corruption tests. ARTIFACT_TESTDATA=write go test -run
 // TestSampleArtifacts ./pkg/artifact/ writes them again, after a format change.
 
-// artifactKinds are the readers of every artifact kind, each returning only the error:
-// a nil error means the reader accepted the input as a valid artifact of its kind.
-var artifactKinds = []struct {
+// artifactKinds are the readers of every artifact kind. load returns what the reader
+// read, printed (%+v), and its error; read only the error: a nil error means the reader
+// accepted the input as a valid artifact of its kind.
+var artifactKinds = []artifactKind{
+	{"queries", func(p string) (any, error) { m, qs, err := ReadQueries(p); return []any{m, qs}, err }},
+	{"checkpoint", func(p string) (any, error) { return ReadCheckpoint(p) }},
+	{"cones", func(p string) (any, error) { m, cs, err := ReadCones(p); return []any{m, cs}, err }},
+	{"ranks", func(p string) (any, error) { m, rs, err := ReadRanks(p); return []any{m, rs}, err }},
+	{"trainlog", func(p string) (any, error) { m, rs, err := ReadTrainLog(p); return []any{m, rs}, err }},
+	{"metrics", func(p string) (any, error) { m, rs, err := ReadMetrics(p); return []any{m, rs}, err }},
+	{"answers", func(p string) (any, error) { m, rs, err := ReadAnswers(p); return []any{m, rs}, err }},
+}
+
+type artifactKind struct {
 	kind string
-	read func(path string) error
-}{
-	{"queries", func(p string) error { _, _, err := ReadQueries(p); return err }},
-	{"checkpoint", func(p string) error { _, err := ReadCheckpoint(p); return err }},
-	{"cones", func(p string) error { _, _, err := ReadCones(p); return err }},
-	{"ranks", func(p string) error { _, _, err := ReadRanks(p); return err }},
-	{"trainlog", func(p string) error { _, _, err := ReadTrainLog(p); return err }},
-	{"metrics", func(p string) error { _, _, err := ReadMetrics(p); return err }},
-	{"answers", func(p string) error { _, _, err := ReadAnswers(p); return err }},
+	load func(path string) (any, error)
+}
+
+func (k artifactKind) read(path string) error { _, err := k.load(path); return err }
+
+// show is what load read, printed, or the error.
+func (k artifactKind) show(path string) (string, error) {
+	v, err := k.load(path)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%+v", v), nil
 }
 
 // writeSamples writes one small artifact of each kind into dir, in the file format.
@@ -73,8 +88,46 @@ func writeSamples(t testing.TB, dir string) {
 }
 
 // toStream rewrites an artifact in the IPC file format as the same records in the
-// stream format, as the stage would have written them to stdout.
+// stream format, as the stage would have written them to stdout: the schema's checksum
+// says trailer, and the checksum trailer ends the stream.
 func toStream(t testing.TB, data []byte) []byte {
+	fr, err := ipc.NewFileReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fr.Close()
+	var out bytes.Buffer
+	schema := withMeta(fr.Schema(), MetaChecksum, checksumTrailer)
+	sum, err := newContentHash(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &streamPayloads{w: &out}
+	w := ipc.NewWriterWithPayloadWriter(sp, ipc.WithSchema(schema))
+	for i := 0; i < fr.NumRecords(); i++ {
+		rec, err := fr.Record(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sum.add(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sp.trailer, err = trailerMessage(schema, sum.sum()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// plainStream rewrites an artifact in the IPC file format as a stream the way any Arrow
+// converter does: the file's schema (its checksum a digest) and records, no trailer.
+func plainStream(t testing.TB, data []byte) []byte {
 	fr, err := ipc.NewFileReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)

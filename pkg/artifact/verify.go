@@ -302,6 +302,10 @@ func verifyFooter(footer []byte, end int64) ([]fileBlock, error) {
 type messageInfo struct {
 	header  byte  // headerSchema, headerRecordBatch, ...
 	bodyLen int64 // bytes of body after the metadata
+	// checksum is the content_sha256 of a record batch's custom metadata: set in a
+	// stream's checksum trailer only (checksum.go).
+	checksum string
+	trailer  bool
 }
 
 // verifyMessage checks the flatbuffer metadata of one IPC message. A schema message has
@@ -345,9 +349,74 @@ func verifyMessage(meta []byte) (messageInfo, error) {
 		}
 		return info, b.verifySchema(header)
 	case headerRecordBatch:
-		return info, nil
+		s, n, found, err := b.metaValue(root, messageCustomMetadata, MetaChecksum)
+		if found {
+			info.checksum, info.trailer = string(b[s:s+n]), true
+		}
+		return info, err
 	case headerDictionaryBatch:
 		return info, fmt.Errorf("dictionary batches are not used by any artifact")
 	}
 	return info, fmt.Errorf("message of type %d is not a schema or record batch", info.header)
+}
+
+// metaValue finds key in the custom_metadata vector in field slot of the table at p and
+// returns the position and length of its value's bytes; found is false without it.
+func (b fbuf) metaValue(p int64, slot int, key string) (start, n int64, found bool, err error) {
+	err = b.tables(p, slot, func(kv int64) error {
+		ks, kn, err := b.vector(kv, 0, 1)
+		if err != nil {
+			return err
+		}
+		vs, vn, err := b.vector(kv, 1, 1)
+		if err != nil {
+			return err
+		}
+		if !found && string(b[ks:ks+kn]) == key {
+			start, n, found = vs, vn, true
+		}
+		return nil
+	})
+	return start, n, found, err
+}
+
+// messageChecksum returns the content_sha256 in an IPC message's custom metadata: a
+// stream's checksum trailer.
+func messageChecksum(meta []byte) (string, bool, error) {
+	b := fbuf(meta)
+	root, err := b.root()
+	if err != nil {
+		return "", false, err
+	}
+	s, n, found, err := b.metaValue(root, messageCustomMetadata, MetaChecksum)
+	if err != nil || !found {
+		return "", false, err
+	}
+	return string(b[s : s+n]), true, nil
+}
+
+// schemaChecksumAt returns where the value of the schema's content_sha256 lies in the
+// flatbuffer meta: a schema message's metadata (message) or a file footer.
+func schemaChecksumAt(meta []byte, message bool) (start, n int64, err error) {
+	b := fbuf(meta)
+	root, err := b.root()
+	if err != nil {
+		return 0, 0, err
+	}
+	slot := footerSchema
+	if message {
+		slot = messageHeader
+	}
+	schema, err := b.subtable(root, slot)
+	if err != nil {
+		return 0, 0, err
+	}
+	if schema == 0 {
+		return 0, 0, fmt.Errorf("%w: no schema", errFlatbuffer)
+	}
+	start, n, found, err := b.metaValue(schema, schemaCustomMetadata, MetaChecksum)
+	if err == nil && !found {
+		err = fmt.Errorf("no %s in the schema", MetaChecksum)
+	}
+	return start, n, err
 }

@@ -122,6 +122,41 @@ func (f *File) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// ReadAt reads back what was written to an atomic output (its temporary file), before
+// Commit. With WriteAt it lets a writer patch a value it could only know at the end into
+// a header it wrote first (the artifacts' content checksum).
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.patchable(); err != nil {
+		return 0, err
+	}
+	return f.f.ReadAt(p, off)
+}
+
+// WriteAt overwrites bytes already written to an atomic output, before Commit.
+func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.patchable(); err != nil {
+		return 0, err
+	}
+	n, err := f.f.WriteAt(p, off)
+	if err != nil {
+		f.err = fmt.Errorf("%s: %w", f.name, unwrapPath(err))
+		return n, f.err
+	}
+	return n, nil
+}
+
+func (f *File) patchable() error {
+	switch {
+	case f.err != nil:
+		return f.err
+	case f.done:
+		return fmt.Errorf("%s: %w", f.name, os.ErrClosed)
+	case !f.atomic:
+		return fmt.Errorf("%s: written in place, in order: what was written cannot be read back or patched", f.name)
+	}
+	return nil
+}
+
 // Commit completes the output. A temporary file is synced to stable storage (without
 // the sync, a crash soon after the rename can leave the destination empty) and renamed
 // over the destination; on error it is removed and the destination left as it was. An

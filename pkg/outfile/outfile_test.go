@@ -642,3 +642,43 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestPatch: ReadAt and WriteAt read and patch what was written to an atomic output
+// before Commit, and refuse an output written in place.
+func TestPatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out")
+	f, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("head=????;body")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4)
+	if _, err := f.ReadAt(got, 5); err != nil || string(got) != "????" {
+		t.Fatalf("ReadAt: %q, %v", got, err)
+	}
+	if _, err := f.WriteAt([]byte("abcd"), 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("+tail")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "head=abcd;body+tail" {
+		t.Errorf("committed %q", b)
+	}
+	if _, err := f.WriteAt([]byte("x"), 0); err == nil {
+		t.Error("WriteAt after Commit: no error")
+	}
+	dev, err := Create(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Abort()
+	if _, err := dev.WriteAt([]byte("x"), 0); err == nil || !strings.Contains(err.Error(), "cannot be read back or patched") {
+		t.Errorf("WriteAt on %s: %v", os.DevNull, err)
+	}
+}
