@@ -488,15 +488,15 @@ func ckptOffsets(name, col string, a *array.List) ([]int32, error) {
 		return []int32{0}, nil
 	}
 	if start+n+1 > len(all) {
-		return nil, fmt.Errorf("%s: column %s: corrupt list offsets", name, col)
+		return nil, fmt.Errorf("%scolumn %s: corrupt list offsets", named(name), col)
 	}
 	off := all[start : start+n+1]
 	limit := a.ListValues().Len()
 	if err := checkOffsets(off, limit); err != nil {
-		return nil, fmt.Errorf("%s: column %s: %w", name, col, err)
+		return nil, fmt.Errorf("%scolumn %s: %w", named(name), col, err)
 	}
 	if off[0] < 0 {
-		return nil, fmt.Errorf("%s: column %s: corrupt list offsets", name, col)
+		return nil, fmt.Errorf("%scolumn %s: corrupt list offsets", named(name), col)
 	}
 	return off, nil
 }

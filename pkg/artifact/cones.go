@@ -66,10 +66,11 @@ func (m ConesMeta) values() map[string]string {
 
 // ConesWriter writes a cones artifact row by row.
 type ConesWriter struct {
-	t    *tableWriter
-	dim  int
-	axis *array.Float32Builder
-	ap   *array.Float32Builder
+	t     *tableWriter
+	order coneOrder
+	dim   int
+	axis  *array.Float32Builder
+	ap    *array.Float32Builder
 }
 
 // CreateCones starts a cones artifact at path ("-" for a stream on stdout).
@@ -96,6 +97,9 @@ func (w *ConesWriter) Write(c *Cone) error {
 	}
 	if err := checkCone(c.Axis, c.Aperture); err != nil {
 		return fmt.Errorf("%s: query %d branch %d: %w", w.t.name, c.ID, c.Branch, err)
+	}
+	if err := w.order.next(c.ID, c.Type, c.Branch); err != nil {
+		return fmt.Errorf("%s: %w", w.t.name, err)
 	}
 	w.t.field(0).(*array.Int64Builder).Append(c.ID)
 	w.t.field(1).(*array.StringBuilder).Append(c.Type)
@@ -139,6 +143,7 @@ func ReadCones(path string) (ConesMeta, []Cone, error) {
 		}
 		return conesSpec(m.Dim), nil
 	}
+	var order coneOrder
 	err := readTable(path, specFor, func(rec arrow.Record, first int64) error {
 		dim := m.Dim
 		ids := rec.Column(0).(*array.Int64).Int64Values()
@@ -154,6 +159,9 @@ func ReadCones(path string) (ConesMeta, []Cone, error) {
 			if err := checkCone(axis[off3+i*dim:off3+(i+1)*dim], ap[off4+i*dim:off4+(i+1)*dim]); err != nil {
 				return fmt.Errorf("row %d (query %d branch %d): %w", first+int64(i), ids[i], branches[i], err)
 			}
+			if err := order.next(ids[i], types.Value(i), branches[i]); err != nil {
+				return fmt.Errorf("row %d: %w", first+int64(i), err)
+			}
 			cones = append(cones, Cone{ID: ids[i], Type: types.Value(i), Branch: branches[i],
 				Axis:     append([]float32(nil), axis[off3+i*dim:off3+(i+1)*dim]...),
 				Aperture: append([]float32(nil), ap[off4+i*dim:off4+(i+1)*dim]...)})
@@ -164,6 +172,43 @@ func ReadCones(path string) (ConesMeta, []Cone, error) {
 		return ConesMeta{}, nil, err
 	}
 	return m, cones, nil
+}
+
+// coneOrder checks the order embed writes rows in: a query's branches together, 0, 1,
+// ... in order, of one type.
+type coneOrder struct {
+	seen   map[int64]bool // queries whose rows have ended
+	id     int64
+	typ    string
+	branch int8
+	any    bool
+}
+
+func (o *coneOrder) next(id int64, typ string, branch int8) error {
+	switch {
+	case id < 0:
+		return fmt.Errorf("negative query id %d", id)
+	case o.any && id == o.id:
+		if typ != o.typ {
+			return fmt.Errorf("query %d of type %q, and of %q in the row before", id, typ, o.typ)
+		}
+		if int(branch) != int(o.branch)+1 {
+			return fmt.Errorf("query %d: branch %d after branch %d: a query's branches come in order, 0 first", id, branch, o.branch)
+		}
+	case o.seen[id]:
+		return fmt.Errorf("query %d again, after rows of other queries: a query's cones come together", id)
+	case branch != 0:
+		return fmt.Errorf("query %d begins with branch %d, not 0", id, branch)
+	default:
+		if o.any {
+			if o.seen == nil {
+				o.seen = map[int64]bool{}
+			}
+			o.seen[o.id] = true
+		}
+	}
+	o.id, o.typ, o.branch, o.any = id, typ, branch, true
+	return nil
 }
 
 // checkCone checks what a cone promises: finite axes and half apertures in [0, π] (π as

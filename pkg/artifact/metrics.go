@@ -148,6 +148,9 @@ func ReadMetrics(path string) (MetricsMeta, []MetricsRow, error) {
 					col++
 				}
 			}
+			if err := r.check(); err != nil {
+				return fmt.Errorf("row %d (%s %s): %w", first+int64(i), r.Kind, r.Name, err)
+			}
 			rows = append(rows, r)
 		}
 		return nil
@@ -156,4 +159,28 @@ func ReadMetrics(path string) (MetricsMeta, []MetricsRow, error) {
 		return MetricsMeta{}, nil, err
 	}
 	return m, rows, nil
+}
+
+// check is what a metrics row promises: a kind of type or average, a name, at least one
+// seed, and each metric's mean, bounds and deviation fractions in [0, 1] (NaN where
+// there is none: bounds without a bootstrap).
+func (r *MetricsRow) check() error {
+	switch {
+	case r.Kind != "type" && r.Kind != "average":
+		return fmt.Errorf("kind %q, want type or average", r.Kind)
+	case r.Name == "":
+		return fmt.Errorf("no name")
+	case r.Seeds < 1:
+		return fmt.Errorf("%d seeds", r.Seeds)
+	case r.Queries < 0:
+		return fmt.Errorf("%d queries", r.Queries)
+	}
+	for i, st := range r.stats() {
+		for j, v := range []float64{st.Mean, st.Std, st.Lo, st.Hi} {
+			if v == v && (v < 0 || v > 1) {
+				return fmt.Errorf("%s_%s = %g is not a fraction", metricNames[i], []string{"mean", "std", "lo", "hi"}[j], v)
+			}
+		}
+	}
+	return nil
 }

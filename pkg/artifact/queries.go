@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/rocone/rocone/pkg/query"
 	"github.com/rocone/rocone/pkg/shard"
 )
 
@@ -161,6 +162,7 @@ type QueriesWriter struct {
 	vals    [len(queryLists)]*array.Int32Builder
 	attempt *array.Int64Builder // shard files only
 	ids     idSet
+	structs query.Cache
 	rows    int64 // rows accepted so far
 }
 
@@ -281,6 +283,37 @@ func (w *QueriesWriter) check(q *Query) error {
 			return fmt.Errorf("%s %d out of range [0, %d)", l.what, vals[j], w.meta.limit(i))
 		}
 	}
+	return checkShape(q, &w.structs)
+}
+
+// checkShape checks what a query's structure and answers promise: the structure parses,
+// its type names it (query.Structure.Name: a BetaE name, or custom), it has an anchor
+// and a relation id for each of the structure's slots, and its easy and hard answers
+// are sorted ascending without repeats. Writers and readers both check it, so a row
+// whose type says 2in but whose structure is 1p, or an answer list out of order (which
+// ranking reads by binary search), never gets written or read.
+func checkShape(q *Query, structs *query.Cache) error {
+	s, err := structs.Parse(q.Structure)
+	if err != nil {
+		return fmt.Errorf("structure %.200q: %w", q.Structure, err)
+	}
+	if name := s.Name(); q.Type != name {
+		return fmt.Errorf("type %.100q, but its structure %s is %s", q.Type, s, name)
+	}
+	if len(q.Anchors) != s.NumAnchors || len(q.Relations) != s.NumRelations {
+		return fmt.Errorf("%d anchors and %d relations, but its structure %s has %d and %d",
+			len(q.Anchors), len(q.Relations), s, s.NumAnchors, s.NumRelations)
+	}
+	for _, l := range []struct {
+		what string
+		ids  []int32
+	}{{"easy", q.Easy}, {"hard", q.Hard}} {
+		for i := 1; i < len(l.ids); i++ {
+			if l.ids[i] <= l.ids[i-1] {
+				return fmt.Errorf("%s answers not sorted without repeats: %d after %d", l.what, l.ids[i], l.ids[i-1])
+			}
+		}
+	}
 	return nil
 }
 
@@ -367,6 +400,7 @@ type QueriesReader struct {
 	rows     int64   // rows in the batches decoded so far
 	ids      idSet
 	strs     interner
+	structs  query.Cache
 	err      error
 }
 
@@ -588,6 +622,11 @@ func (r *QueriesReader) decode(rec arrow.Record, qs []Query) ([]int64, error) {
 		for k := range qs {
 			a, b := off[k]-lo, off[k+1]-lo
 			*l.field(&qs[k]) = vals[a:b:b]
+		}
+	}
+	for k := range qs {
+		if err := checkShape(&qs[k], &r.structs); err != nil {
+			return nil, fmt.Errorf("%s: row %d (id %d): %w", name, first+int64(k), qs[k].ID, err)
 		}
 	}
 	r.rows += int64(n)

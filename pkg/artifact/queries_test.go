@@ -18,19 +18,25 @@ import (
 
 var testMeta = QueriesMeta{Split: "valid", Dataset: "toy", NumEntities: 1000, NumRelations: 20}
 
-// testQueries returns n queries with varied types and list lengths, empty lists included.
+// testQueries returns n queries with varied types and list lengths, empty lists included:
+// each with the anchors and relations of its structure, its answers sorted.
 func testQueries(n int) []Query {
-	types := []struct{ name, structure string }{
-		{"1p", "('e',('r',))"},
-		{"2in", "(('e',('r',)),('e',('r','n')))"},
-		{"custom", "(('e',('r','r','r','r')),('e',('r',)))"},
+	types := []struct {
+		name, structure   string
+		anchors, relation int
+	}{
+		{"1p", "('e',('r',))", 1, 1},
+		{"2in", "(('e',('r',)),('e',('r','n')))", 2, 2},
+		{"custom", "(('e',('r','r','r','r')),('e',('r',)))", 2, 5},
 	}
 	qs := make([]Query, n)
 	for i := range qs {
 		t := types[i%len(types)]
 		q := Query{ID: int64(3 * i), Type: t.name, Structure: t.structure}
-		for j := 0; j < 1+i%3; j++ {
+		for j := 0; j < t.anchors; j++ {
 			q.Anchors = append(q.Anchors, int32((i*7+j)%1000))
+		}
+		for j := 0; j < t.relation; j++ {
 			q.Relations = append(q.Relations, int32((i+j)%20))
 		}
 		for j := 0; j < i%5; j++ { // i%5 == 0: no easy answers
@@ -39,6 +45,9 @@ func testQueries(n int) []Query {
 		for j := 0; j < i%4; j++ { // i%4 == 0: no hard answers
 			q.Hard = append(q.Hard, int32((i*31+j*17)%1000))
 		}
+		slices.Sort(q.Easy)
+		slices.Sort(q.Hard)
+		q.Easy, q.Hard = slices.Compact(q.Easy), slices.Compact(q.Hard)
 		qs[i] = q
 	}
 	return qs
@@ -163,8 +172,8 @@ func TestRoundTrip(t *testing.T) {
 		qs   []Query
 	}{
 		{"no rows", nil},
-		{"one row of empty lists", []Query{{ID: 0, Type: "custom", Structure: "('e',('r',))",
-			Anchors: []int32{}, Relations: []int32{}, Easy: []int32{}, Hard: nil}}},
+		{"one row of empty lists", []Query{{ID: 0, Type: "1p", Structure: "('e',('r',))",
+			Anchors: []int32{4}, Relations: []int32{2}, Easy: []int32{}, Hard: nil}}},
 		{"small", testQueries(50)},
 		{"several batches", testQueries(2*maxBatchRows + 123)},
 	}

@@ -84,8 +84,10 @@ func (m RanksMeta) values() map[string]string {
 
 // RanksWriter writes a ranks artifact row by row.
 type RanksWriter struct {
-	t    *tableWriter
-	topK int
+	t     *tableWriter
+	order rankOrder
+	topK  int
+	n     int // entities
 }
 
 // CreateRanks starts a ranks artifact at path ("-" for a stream on stdout).
@@ -94,7 +96,7 @@ func CreateRanks(path string, meta RanksMeta) (*RanksWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RanksWriter{t: t, topK: meta.TopK}, nil
+	return &RanksWriter{t: t, topK: meta.TopK, n: meta.NumEntities}, nil
 }
 
 // Write appends one row.
@@ -102,8 +104,11 @@ func (w *RanksWriter) Write(r *Rank) error {
 	if err := w.t.usable(); err != nil {
 		return err
 	}
-	if r.Rank < 1 {
-		return fmt.Errorf("%s: query %d answer %d: rank %d below 1", w.t.name, r.ID, r.Answer, r.Rank)
+	if r.Rank < 1 || int(r.Rank) > w.n || r.Answer < 0 || int(r.Answer) >= w.n {
+		return fmt.Errorf("%s: query %d: rank %d of answer %d out of range for %d entities", w.t.name, r.ID, r.Rank, r.Answer, w.n)
+	}
+	if err := w.order.next(r); err != nil {
+		return fmt.Errorf("%s: %w", w.t.name, err)
 	}
 	w.t.field(0).(*array.Int64Builder).Append(r.ID)
 	w.t.field(1).(*array.StringBuilder).Append(r.Type)
@@ -164,6 +169,7 @@ func ReadRanks(path string) (RanksMeta, []Rank, error) {
 		}
 		return ranksSpec(m.TopK > 0), nil
 	}
+	var order rankOrder
 	err := readTable(path, specFor, func(rec arrow.Record, first int64) error {
 		ids := rec.Column(0).(*array.Int64).Int64Values()
 		types := rec.Column(1).(*array.String)
@@ -173,7 +179,14 @@ func ReadRanks(path string) (RanksMeta, []Rank, error) {
 			if ranks[i] < 1 || int(ranks[i]) > m.NumEntities || answers[i] < 0 || int(answers[i]) >= m.NumEntities {
 				return fmt.Errorf("row %d: rank %d of answer %d out of range for %d entities", first+int64(i), ranks[i], answers[i], m.NumEntities)
 			}
-			rows = append(rows, Rank{ID: ids[i], Type: types.Value(i), Answer: answers[i], Rank: ranks[i]})
+			r := Rank{ID: ids[i], Type: types.Value(i), Answer: answers[i], Rank: ranks[i]}
+			if err := order.next(&r); err != nil {
+				return fmt.Errorf("row %d: %w", first+int64(i), err)
+			}
+			rows = append(rows, r)
+		}
+		if m.TopK > 0 {
+			return checkTopK(rec, first, m)
 		}
 		return nil
 	})
@@ -184,6 +197,83 @@ func ReadRanks(path string) (RanksMeta, []Rank, error) {
 		return RanksMeta{}, nil, err
 	}
 	return m, rows, nil
+}
+
+// rankOrder checks the order rank writes rows in: a query's rows together, its answers
+// ascending without repeats (the order of its hard answers), one type per query.
+type rankOrder struct {
+	seen map[int64]bool // queries whose rows have ended
+	last Rank
+	any  bool
+}
+
+func (o *rankOrder) next(r *Rank) error {
+	switch {
+	case r.ID < 0:
+		return fmt.Errorf("negative query id %d", r.ID)
+	case o.any && r.ID == o.last.ID:
+		if r.Type != o.last.Type {
+			return fmt.Errorf("query %d of type %q, and of %q in the row before", r.ID, r.Type, o.last.Type)
+		}
+		if r.Answer <= o.last.Answer {
+			return fmt.Errorf("query %d: answer %d after %d: a query's answers come in ascending order, once each", r.ID, r.Answer, o.last.Answer)
+		}
+	case o.seen[r.ID]:
+		return fmt.Errorf("query %d again, after rows of other queries: a query's rows come together", r.ID)
+	default:
+		if o.any {
+			if o.seen == nil {
+				o.seen = map[int64]bool{}
+			}
+			o.seen[o.last.ID] = true
+		}
+	}
+	o.last, o.any = *r, true
+	return nil
+}
+
+// checkTopK checks the top-K columns of a batch: as many entities as scores, in range,
+// at most K of them, names for all of them or none, scores in order (best first) and not
+// NaN.
+func checkTopK(rec arrow.Record, first int64, m RanksMeta) error {
+	top, scores, names := rec.Column(4).(*array.List), rec.Column(5).(*array.List), rec.Column(6).(*array.List)
+	topOff, topVals, err := listSlices("", "top", top)
+	if err != nil {
+		return err
+	}
+	sOff, err := ckptOffsets("", "top_scores", scores)
+	if err != nil {
+		return err
+	}
+	sVals := scores.ListValues().(*array.Float32).Float32Values()
+	nOff, err := ckptOffsets("", "top_names", names)
+	if err != nil {
+		return err
+	}
+	if int(sOff[len(sOff)-1]) > len(sVals) {
+		return fmt.Errorf("column top_scores: corrupt list offsets")
+	}
+	for i := 0; i < top.Len(); i++ {
+		row := first + int64(i)
+		ids := topVals[topOff[i]:topOff[i+1]]
+		sc := sVals[sOff[i]:sOff[i+1]]
+		nn := nOff[i+1] - nOff[i]
+		switch {
+		case len(ids) > m.TopK:
+			return fmt.Errorf("row %d: %d top entities, more than top_k %d", row, len(ids), m.TopK)
+		case len(sc) != len(ids) || (nn != 0 && int(nn) != len(ids)):
+			return fmt.Errorf("row %d: %d top entities, %d scores and %d names", row, len(ids), len(sc), nn)
+		}
+		if j := outOfRange(ids, m.NumEntities); j >= 0 {
+			return fmt.Errorf("row %d: top entity %d out of range [0, %d)", row, ids[j], m.NumEntities)
+		}
+		for j := range sc {
+			if sc[j] != sc[j] || (j > 0 && sc[j] > sc[j-1]) {
+				return fmt.Errorf("row %d: top scores %v: not best first, or NaN", row, sc)
+			}
+		}
+	}
+	return nil
 }
 
 // checkRankedQueries checks the rows against the metadata's count of queries: every

@@ -63,8 +63,8 @@ func writeSamples(t testing.TB, dir string) {
 	cw, err := CreateCones(path("cones"), ConesMeta{Dim: 2, Aperture: "half", Model: "rocone", Dataset: "tiny", Split: "test",
 		NumEntities: 9, Checkpoint: "m.arrow", CheckpointHash: "ab", Queries: "q.arrow", QueriesHash: "cd"})
 	check(err)
-	for i := 0; i < 3; i++ {
-		check(cw.Write(&Cone{ID: int64(i), Type: "2u", Branch: int8(i % 2), Axis: []float32{float32(i), -1}, Aperture: []float32{0.5, 1}}))
+	for i := 0; i < 3; i++ { // query 0's two branches, query 1's first
+		check(cw.Write(&Cone{ID: int64(i / 2), Type: "2u", Branch: int8(i % 2), Axis: []float32{float32(i), -1}, Aperture: []float32{0.5, 1}}))
 	}
 	check(cw.Close())
 

@@ -140,13 +140,21 @@ func listSlices(name, col string, a *array.List) (offsets, values []int32, err e
 	start := a.Data().Offset()
 	all := a.Offsets()
 	if start+n+1 > len(all) {
-		return nil, nil, fmt.Errorf("%s: column %s: corrupt list offsets", name, col)
+		return nil, nil, fmt.Errorf("%scolumn %s: corrupt list offsets", named(name), col)
 	}
 	offsets = all[start : start+n+1]
 	if err := checkOffsets(offsets, len(values)); err != nil {
-		return nil, nil, fmt.Errorf("%s: column %s: %w", name, col, err)
+		return nil, nil, fmt.Errorf("%scolumn %s: %w", named(name), col, err)
 	}
 	return offsets, values, nil
+}
+
+// named is the "name: " an error begins with, or nothing for a caller that adds it.
+func named(name string) string {
+	if name == "" {
+		return ""
+	}
+	return name + ": "
 }
 
 // checkOffsets checks that Arrow offsets are non-decreasing and within [0, limit].
