@@ -53,7 +53,7 @@ func TestArrowJS(t *testing.T) {
 		r.Close()
 		wantMeta := []string{
 			"artifact: queries", "version: 1", "dataset: toy", "entities_digest:",
-			"num_entities: 1000", "num_relations: 20", "split: valid", MetaChecksum + ": " + sum,
+			"kg_digest:", "num_entities: 1000", "num_relations: 20", "split: valid", MetaChecksum + ": " + sum,
 		}
 		if !slices.Equal(meta, wantMeta) {
 			t.Errorf("%s: metadata %q, want %q", path, meta, wantMeta)

@@ -80,6 +80,12 @@ type CheckpointMeta struct {
 	// KG, metadata key entities_digest): rank --top --data checks the dataset folder's
 	// entity table against it. Empty in checkpoints written before it was recorded.
 	EntitiesDigest string
+	// KGDigest and TrainFingerprint are the model's lineage (metadata keys kg_digest and
+	// train_fingerprint): the train file's KG digest and the train file's fingerprint (the
+	// one the training state records to refuse a resume on another file). Every artifact
+	// made with the model carries them on. Empty for a model imported from QE-ConE.
+	KGDigest         string
+	TrainFingerprint string
 }
 
 // Tensor is one row of a checkpoint: a named tensor in a role.
@@ -167,7 +173,9 @@ func (m *CheckpointMeta) metadata() map[string]string {
 		"model_config":  m.ModelConfig,
 		"state":         m.State,
 
-		"entities_digest": m.EntitiesDigest,
+		"entities_digest":    m.EntitiesDigest,
+		MetaKG:               m.KGDigest,
+		MetaTrainFingerprint: m.TrainFingerprint,
 	}
 }
 
@@ -368,6 +376,8 @@ func checkpointMeta(r *Reader) (CheckpointMeta, error) {
 	str("config", &m.Config)
 	str("model_config", &m.ModelConfig)
 	str("state", &m.State)
+	str(MetaKG, &m.KGDigest)
+	str(MetaTrainFingerprint, &m.TrainFingerprint)
 	if err != nil {
 		return m, err
 	}

@@ -25,6 +25,9 @@ type ConesMeta struct {
 	CheckpointHash string // SHA-256 of the checkpoint file
 	Queries        string // path of the queries artifact ("stdin" for a pipe)
 	QueriesHash    string // QueriesDigest of its rows
+	// KGDigest and TrainFingerprint are the checkpoint's lineage (CheckpointMeta).
+	KGDigest         string
+	TrainFingerprint string
 	// Shard is the part of the queries an `embed --shard` file holds (metadata key shard;
 	// absent, the whole, in an unsharded file). QueriesHash stays the whole file's.
 	Shard shard.Spec
@@ -59,6 +62,7 @@ func (m ConesMeta) values() map[string]string {
 		"split": m.Split, "num_entities": strconv.Itoa(m.NumEntities),
 		"checkpoint": m.Checkpoint, "checkpoint_sha256": m.CheckpointHash,
 		"queries": m.Queries, "queries_digest": m.QueriesHash,
+		MetaKG: m.KGDigest, MetaTrainFingerprint: m.TrainFingerprint,
 	}
 	maps.Copy(v, m.Shard.Meta())
 	return v
@@ -133,7 +137,8 @@ func ReadCones(path string) (ConesMeta, []Cone, error) {
 			return nil, err
 		}
 		for key, dst := range map[string]*string{"aperture": &m.Aperture, "model": &m.Model, "dataset": &m.Dataset, "split": &m.Split,
-			"checkpoint": &m.Checkpoint, "checkpoint_sha256": &m.CheckpointHash, "queries": &m.Queries, "queries_digest": &m.QueriesHash} {
+			"checkpoint": &m.Checkpoint, "checkpoint_sha256": &m.CheckpointHash, "queries": &m.Queries, "queries_digest": &m.QueriesHash,
+			MetaKG: &m.KGDigest, MetaTrainFingerprint: &m.TrainFingerprint} {
 			if *dst, err = metaString(name, md, key); err != nil {
 				return nil, err
 			}

@@ -24,6 +24,10 @@ type MetricsMeta struct {
 	TrainConfig    string // the checkpoint's training configuration, JSON
 	Seed           string // the training seed
 	CheckpointHash string // SHA-256 of the checkpoint
+	// KGDigest and TrainFingerprint are the lineage every run aggregated shares (metrics
+	// refuses runs of other KGs or train files).
+	KGDigest         string
+	TrainFingerprint string
 }
 
 // singleRunKeys are the optional metadata keys of a metrics artifact made from one run.
@@ -73,6 +77,7 @@ func WriteMetrics(path string, meta MetricsMeta, rows []MetricsRow) error {
 	md := map[string]string{
 		"dataset": meta.Dataset, "model": meta.Model, "split": meta.Split, "runs": strings.Join(meta.Runs, "\n"),
 		"resamples": strconv.Itoa(meta.Resamples), "level": strconv.FormatFloat(meta.Level, 'g', -1, 64),
+		MetaKG: meta.KGDigest, MetaTrainFingerprint: meta.TrainFingerprint,
 	}
 	for key, v := range meta.singleRunKeys() {
 		if *v != "" {
@@ -114,7 +119,8 @@ func ReadMetrics(path string) (MetricsMeta, []MetricsRow, error) {
 		}
 		var runs, level string
 		var err error
-		for key, dst := range map[string]*string{"dataset": &m.Dataset, "model": &m.Model, "split": &m.Split, "runs": &runs, "level": &level} {
+		for key, dst := range map[string]*string{"dataset": &m.Dataset, "model": &m.Model, "split": &m.Split, "runs": &runs, "level": &level,
+			MetaKG: &m.KGDigest, MetaTrainFingerprint: &m.TrainFingerprint} {
 			if *dst, err = metaString(name, md, key); err != nil {
 				return nil, err
 			}

@@ -28,6 +28,11 @@ type QueriesMeta struct {
 	// (metadata key entities_digest): it tells later stages which entity table names the
 	// ids. Empty in files written before it existed, or for a KG without entity names.
 	EntitiesDigest string
+	// KGDigest is kg.Dataset.Digest of the KG the queries were sampled on (metadata key
+	// kg_digest): its entities, relations and edges, so that even a KG without names is
+	// told from another of the same counts. Empty for queries not sampled from a dataset
+	// folder (a test's).
+	KGDigest string
 	// Shard is the part of a sampling run a shard file holds (`sample generate --shard`,
 	// metadata key shard); the whole for an ordinary queries file, which has no such key.
 	Shard shard.Spec
@@ -179,6 +184,7 @@ func CreateQueries(path string, meta QueriesMeta) (*QueriesWriter, error) {
 		"num_entities":    strconv.Itoa(meta.NumEntities),
 		"num_relations":   strconv.Itoa(meta.NumRelations),
 		"entities_digest": meta.EntitiesDigest,
+		MetaKG:            meta.KGDigest,
 	}
 	maps.Copy(values, meta.Shard.Meta()) // none for the whole: unsharded files are unchanged
 	if meta.Sampling != "" {
@@ -445,6 +451,9 @@ func queriesMeta(r *Reader) (QueriesMeta, error) {
 		return m, err
 	}
 	m.EntitiesDigest, _ = md.GetValue("entities_digest") // optional: absent in older files
+	if m.KGDigest, err = metaString(r.name, md, MetaKG); err != nil {
+		return m, err
+	}
 	if m.Shard, err = metaShard(r.name, md); err != nil {
 		return m, err
 	}

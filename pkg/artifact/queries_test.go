@@ -519,7 +519,7 @@ func writeRaw(t *testing.T, path string, schema *arrow.Schema, fill func(b *arra
 func testSchema(edit func(md map[string]string, fields []arrow.Field) []arrow.Field) *arrow.Schema {
 	md := map[string]string{
 		"artifact": "queries", "version": "1", "split": "test", "dataset": "toy",
-		"num_entities": "100", "num_relations": "10",
+		"num_entities": "100", "num_relations": "10", "kg_digest": "",
 	}
 	fields := slices.Clone(queriesSpec.fields)
 	fields = edit(md, fields)

@@ -28,6 +28,10 @@ type RanksMeta struct {
 	// train_config): metrics tells seeds of one model from different models by it. Empty
 	// in ranks files written before it was recorded.
 	TrainConfig string
+	// KGDigest and TrainFingerprint are the checkpoint's lineage (CheckpointMeta):
+	// metrics refuses to average seeds of other KGs or train files.
+	KGDigest         string
+	TrainFingerprint string
 	// Shard is the part of the queries a `rank --shard` file ranks (metadata key shard;
 	// absent, the whole, in an unsharded file). NumQueries and QueriesHash stay those of
 	// the whole queries file.
@@ -73,7 +77,7 @@ func (m RanksMeta) values() map[string]string {
 		"model": m.Model, "dataset": m.Dataset, "split": m.Split, "num_entities": strconv.Itoa(m.NumEntities),
 		"num_queries": strconv.Itoa(m.NumQueries), "queries": m.Queries, "queries_digest": m.QueriesHash,
 		"checkpoint": m.Checkpoint, "checkpoint_sha256": m.CheckpointHash, "seed": m.Seed, "top_k": strconv.Itoa(m.TopK),
-		"train_config": m.TrainConfig,
+		"train_config": m.TrainConfig, MetaKG: m.KGDigest, MetaTrainFingerprint: m.TrainFingerprint,
 	}
 	maps.Copy(v, m.Shard.Meta())
 	if m.ShardRange.Known() {
@@ -153,7 +157,8 @@ func ReadRanks(path string) (RanksMeta, []Rank, error) {
 			}
 		}
 		for key, dst := range map[string]*string{"model": &m.Model, "dataset": &m.Dataset, "split": &m.Split, "queries": &m.Queries,
-			"queries_digest": &m.QueriesHash, "checkpoint": &m.Checkpoint, "checkpoint_sha256": &m.CheckpointHash, "seed": &m.Seed} {
+			"queries_digest": &m.QueriesHash, "checkpoint": &m.Checkpoint, "checkpoint_sha256": &m.CheckpointHash, "seed": &m.Seed,
+			MetaKG: &m.KGDigest, MetaTrainFingerprint: &m.TrainFingerprint} {
 			if *dst, err = metaString(name, md, key); err != nil {
 				return nil, err
 			}

@@ -15,6 +15,17 @@ const (
 	metaVersion  = "version"
 )
 
+// Lineage keys: what a result was made from, carried from the queries sampled on a KG to
+// the model trained on them and on to its cones, ranks and metrics (README, "Lineage").
+const (
+	// MetaKG is the digest of the KG's content (kg.Dataset.Digest): entities, relations
+	// and edges. Empty where it is not known (a model imported from QE-ConE).
+	MetaKG = "kg_digest"
+	// MetaTrainFingerprint is the fingerprint of the train file a model was trained on
+	// (pkg/train: its queries' ids, structures, ids and answers). Empty where not known.
+	MetaTrainFingerprint = "train_fingerprint"
+)
+
 // spec is the contract of one artifact kind: its name, the version this package writes
 // and reads, and its columns in order.
 type spec struct {

@@ -60,6 +60,10 @@ type TrainLogMeta struct {
 	Model   string
 	Config  string // JSON
 	Timings string // JSON object
+	// KGDigest and TrainFingerprint are the run's lineage, as in its checkpoint: metrics
+	// --log plots a log beside ranks of the same run only.
+	KGDigest         string
+	TrainFingerprint string
 }
 
 // TrainLogRow is one row of a train log; see the schema above.
@@ -173,10 +177,12 @@ func WriteTrainLog(path string, meta TrainLogMeta, rows []TrainLogRow) error {
 		}
 	}
 	schema := trainLogSpec.schema(map[string]string{
-		"dataset": meta.Dataset,
-		"model":   meta.Model,
-		"config":  meta.Config,
-		"timings": meta.Timings,
+		"dataset":            meta.Dataset,
+		"model":              meta.Model,
+		"config":             meta.Config,
+		"timings":            meta.Timings,
+		MetaKG:               meta.KGDigest,
+		MetaTrainFingerprint: meta.TrainFingerprint,
 	})
 	w, err := createRecords(path, schema)
 	if err != nil {
@@ -226,7 +232,8 @@ func ReadTrainLog(path string) (TrainLogMeta, []TrainLogRow, error) {
 	for _, kv := range []struct {
 		key string
 		dst *string
-	}{{"dataset", &meta.Dataset}, {"model", &meta.Model}, {"config", &meta.Config}, {"timings", &meta.Timings}} {
+	}{{"dataset", &meta.Dataset}, {"model", &meta.Model}, {"config", &meta.Config}, {"timings", &meta.Timings},
+		{MetaKG, &meta.KGDigest}, {MetaTrainFingerprint, &meta.TrainFingerprint}} {
 		if *kv.dst, err = metaString(r.name, md, kv.key); err != nil {
 			return meta, nil, err
 		}

@@ -206,6 +206,9 @@ type CheckpointInfo struct {
 	Gamma          float64 `json:"gamma"`
 	EmbeddingRange float64 `json:"embedding_range"`
 	AngleMap       string  `json:"angle_map"`
+	// The model's lineage (artifact.CheckpointMeta): the KG and train file it was trained on.
+	KGDigest         string `json:"kg_digest"`
+	TrainFingerprint string `json:"train_fingerprint"`
 }
 
 // ConesInfo describes the exported cones artifact.
@@ -220,6 +223,8 @@ type ConesInfo struct {
 	CheckpointSHA256 string `json:"checkpoint_sha256"`
 	Queries          string `json:"queries"`
 	QueriesDigest    string `json:"queries_digest"`
+	KGDigest         string `json:"kg_digest"`
+	TrainFingerprint string `json:"train_fingerprint"`
 	Shard            string `json:"shard,omitempty"`
 }
 
@@ -229,13 +234,15 @@ func NewCheckpointInfo(path, sha string, meta artifact.CheckpointMeta, cfg model
 	return &CheckpointInfo{Path: path, SHA256: sha, Model: string(cfg.Variant), Dataset: meta.Dataset, Dim: cfg.Dim,
 		NumEntities: cfg.NumEntities, NumRelations: cfg.NumRelations, Step: meta.Step, Gamma: cfg.Gamma,
 		EmbeddingRange: float64(float32(cfg.EmbeddingRange())),
-		AngleMap:       "angle = pi * tanh(raw / embedding_range), embedding_range = (gamma + 2) / dim, computed in float32"}
+		AngleMap:       "angle = pi * tanh(raw / embedding_range), embedding_range = (gamma + 2) / dim, computed in float32",
+		KGDigest:       meta.KGDigest, TrainFingerprint: meta.TrainFingerprint}
 }
 
 // NewConesInfo describes the cones artifact at path.
 func NewConesInfo(path string, meta artifact.ConesMeta, rows int) *ConesInfo {
 	info := &ConesInfo{Path: path, Model: meta.Model, Dataset: meta.Dataset, Split: meta.Split, Dim: meta.Dim, Rows: rows,
-		Checkpoint: meta.Checkpoint, CheckpointSHA256: meta.CheckpointHash, Queries: meta.Queries, QueriesDigest: meta.QueriesHash}
+		Checkpoint: meta.Checkpoint, CheckpointSHA256: meta.CheckpointHash, Queries: meta.Queries, QueriesDigest: meta.QueriesHash,
+		KGDigest: meta.KGDigest, TrainFingerprint: meta.TrainFingerprint}
 	if !meta.Shard.Whole() {
 		info.Shard = meta.Shard.String()
 	}

@@ -31,3 +31,38 @@ func TestEntityDigest(t *testing.T) {
 		}
 	}
 }
+
+// TestDigest: the KG digest covers the counts, both name tables and every split's facts
+// as sets; an id-only KG has one too; labels and the folder's name are not part of it.
+func TestDigest(t *testing.T) {
+	base := func() *Dataset {
+		return &Dataset{Name: "x", NumEntities: 4, NumRelations: 2,
+			Train: []Triple{{0, 0, 1}, {1, 1, 0}, {2, 0, 3}, {3, 1, 2}}, Valid: []Triple{{0, 0, 2}}, Test: []Triple{{1, 0, 3}}}
+	}
+	want := base().Digest()
+	if len(want) != 64 {
+		t.Fatalf("digest %q: want 64 hex digits", want)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(d *Dataset)
+		same bool
+	}{
+		{"another folder name", func(d *Dataset) { d.Name = "y" }, true},
+		{"train lines reordered", func(d *Dataset) { d.Train[0], d.Train[3] = d.Train[3], d.Train[0] }, true},
+		{"labels", func(d *Dataset) { d.EntityLabels = []string{"a", "b", "c", "d"} }, true},
+		{"one edge's tail", func(d *Dataset) { d.Train[2].Tail = 1 }, false},
+		{"one edge moved from valid to test", func(d *Dataset) { d.Test = append(d.Test, d.Valid[0]); d.Valid = nil }, false},
+		{"one edge fewer", func(d *Dataset) { d.Train = d.Train[:3] }, false},
+		{"an entity more", func(d *Dataset) { d.NumEntities++ }, false},
+		{"entity names", func(d *Dataset) { d.EntityNames = []string{"a", "b", "c", "d"} }, false},
+		{"relation names", func(d *Dataset) { d.RelationNames = []string{"r", "r-inv"} }, false},
+		{"empty name tables", func(d *Dataset) { d.EntityNames = []string{} }, false},
+	} {
+		d := base()
+		tc.edit(d)
+		if got := d.Digest(); (got == want) != tc.same {
+			t.Errorf("%s: digest %.12s, base %.12s; want same=%v", tc.name, got, want, tc.same)
+		}
+	}
+}

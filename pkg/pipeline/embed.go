@@ -46,11 +46,13 @@ func Embed(cfg EmbedConfig) error {
 	if err != nil {
 		return err
 	}
+	l.warnNoLineage(cfg.Log, cfg.Queries)
 	mc := l.model.Config
 	w, err := artifact.CreateCones(cfg.Output, artifact.ConesMeta{
 		Dim: mc.Dim, Aperture: "half", Model: string(mc.Variant), Dataset: qmeta.Dataset, Split: qmeta.Split,
 		NumEntities: mc.NumEntities, Checkpoint: cfg.Checkpoint, CheckpointHash: l.hash,
 		Queries: displayPath(cfg.Queries), QueriesHash: artifact.QueriesDigest(rows), Shard: cfg.Shard,
+		KGDigest: l.meta.KGDigest, TrainFingerprint: l.meta.TrainFingerprint,
 	})
 	if err != nil {
 		return err

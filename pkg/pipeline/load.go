@@ -1,12 +1,10 @@
 package pipeline
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/rocone/rocone/pkg/artifact"
@@ -76,15 +74,20 @@ func (l *loaded) trainedOn() (dataset, entities string) {
 }
 
 // seed is the seed the checkpoint was trained with, from its training configuration.
-func (l *loaded) seed() string {
-	var c struct{ Seed *uint64 }
-	if err := json.Unmarshal([]byte(l.meta.Config), &c); err != nil || c.Seed == nil {
-		return ""
+func (l *loaded) seed() string { return configSeed(l.meta.Config) }
+
+// warnNoLineage says on log, for a checkpoint that records no KG digest (a model imported
+// from QE-ConE, trained outside this pipeline), that queries are checked against it by
+// dataset name and counts only.
+func (l *loaded) warnNoLineage(log io.Writer, queries string) {
+	if l.meta.KGDigest == "" && log != nil {
+		fmt.Fprintf(log, "warning: %s records no KG digest (trained outside this pipeline?): that %s is of its KG is checked by dataset name and counts only\n",
+			l.path, displayPath(queries))
 	}
-	return strconv.FormatUint(*c.Seed, 10)
 }
 
-// readQueriesFor reads a queries artifact and checks it against a loaded model.
+// readQueriesFor reads a queries artifact and checks it against a loaded model (the
+// queries' KG against the model's where it records one).
 func readQueriesFor(path string, l *loaded) (artifact.QueriesMeta, []artifact.Query, []eval.RankQuery, error) {
 	meta, rows, err := artifact.ReadQueries(path)
 	if err != nil {
@@ -102,6 +105,9 @@ func readQueriesFor(path string, l *loaded) (artifact.QueriesMeta, []artifact.Qu
 			name, meta.NumEntities, meta.NumRelations, l.path, mc.NumEntities, mc.NumRelations)
 	case l.meta.Dataset != "" && meta.Dataset != l.meta.Dataset:
 		return meta, nil, nil, fmt.Errorf("%s: queries of dataset %q, but %s was trained on %q", name, meta.Dataset, l.path, l.meta.Dataset)
+	case l.meta.KGDigest != "" && meta.KGDigest != l.meta.KGDigest:
+		return meta, nil, nil, fmt.Errorf("%s: queries of another KG (digest %.12s) than %s was trained on (digest %.12s), though dataset %q and counts agree",
+			name, meta.KGDigest, l.path, l.meta.KGDigest, meta.Dataset)
 	}
 	rq, err := eval.QueriesFromArtifact(rows, mc.NumEntities, mc.NumRelations)
 	if err != nil {
@@ -123,6 +129,13 @@ func datasetFor(dir string, l *loaded, log io.Writer) (*kg.Dataset, error) {
 	if d.NumEntities != mc.NumEntities || d.NumRelations != mc.NumRelations {
 		return nil, fmt.Errorf("%s has %d entities and %d relations, the checkpoint %s %d and %d",
 			dir, d.NumEntities, d.NumRelations, l.path, mc.NumEntities, mc.NumRelations)
+	}
+	if kgd := l.meta.KGDigest; kgd != "" {
+		if got := d.Digest(); got != kgd {
+			return nil, fmt.Errorf("%s is another KG (digest %.12s) than %s was trained on (digest %.12s), though its counts agree",
+				dir, got, l.path, kgd)
+		}
+		return d, nil
 	}
 	name, digest := l.trainedOn()
 	switch got := d.EntityDigest(); {

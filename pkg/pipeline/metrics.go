@@ -1,15 +1,20 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/report"
 	"github.com/rocone/rocone/pkg/shard"
+	"github.com/rocone/rocone/pkg/train"
 )
 
 // MaxResamples bounds --resamples: the bootstrap keeps 4 float64 per resample and type,
@@ -56,7 +61,8 @@ func readRanksFile(path string) (ranksFile, error) {
 		return ranksFile{}, err
 	}
 	id := report.RunIdentity{Path: path, Queries: meta.QueriesHash, Dataset: meta.Dataset, Split: meta.Split,
-		Model: meta.Model, Config: meta.TrainConfig, Seed: meta.Seed, CheckpointHash: meta.CheckpointHash}
+		Model: meta.Model, Config: meta.TrainConfig, Seed: meta.Seed, CheckpointHash: meta.CheckpointHash,
+		KG: meta.KGDigest, TrainFile: meta.TrainFingerprint}
 	if path != "-" {
 		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
 			id.File = fi
@@ -153,8 +159,8 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 	case cfg.Resamples > MaxResamples:
 		return fmt.Errorf("--resamples %d: at most %d (each resample redraws every query of every type: %d take about %d bytes per type and minutes of work on a full test split, and a 95%% interval is stable long before)",
 			cfg.Resamples, MaxResamples, MaxResamples, MaxResamples*32)
-	case cfg.Models && (cfg.Output != "" || cfg.Plot != "" || cfg.Label != ""):
-		return fmt.Errorf("--models prints the side-by-side table only; -o, --plot and --label describe one model: run metrics once per model for them")
+	case cfg.Models && (cfg.Output != "" || cfg.Plot != "" || cfg.Label != "" || cfg.TrainLog != ""):
+		return fmt.Errorf("--models prints the side-by-side table only; -o, --plot, --label and --log describe one model: run metrics once per model for them")
 	}
 	release, err := cfg.checkOutputs()
 	if err != nil {
@@ -202,6 +208,13 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 	if err := report.CheckSeeds(ids); err != nil {
 		return err
 	}
+	var tlog *trainLog
+	if cfg.TrainLog != "" {
+		// Read and matched with the runs before anything is written.
+		if tlog, err = readRunLog(cfg.TrainLog, all); err != nil {
+			return err
+		}
+	}
 	runs := make([]report.Run, len(all))
 	for i, r := range all {
 		runs[i] = r.run
@@ -216,7 +229,8 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 	}
 	if cfg.Output != "" {
 		meta := artifact.MetricsMeta{Dataset: first.Dataset, Model: first.Model, Split: first.Split,
-			Runs: cfg.Ranks, Resamples: agg.Resamples, Level: agg.Level}
+			Runs: cfg.Ranks, Resamples: agg.Resamples, Level: agg.Level,
+			KGDigest: first.KGDigest, TrainFingerprint: first.TrainFingerprint} // the same in every run (CheckSeeds)
 		if len(all) == 1 { // one run: keep its identity, for `metrics results`
 			id := all[0].id
 			meta.Queries, meta.TrainConfig, meta.Seed, meta.CheckpointHash = id.Queries, id.Config, id.Seed, id.CheckpointHash
@@ -240,10 +254,89 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 			return err
 		}
 	}
-	if cfg.TrainLog != "" {
-		return PlotTrainLog(cfg.TrainLog, cfg.CurvePlot)
+	if tlog != nil {
+		return plotTrainLog(tlog.meta, tlog.rows, cfg.CurvePlot)
 	}
 	return nil
+}
+
+// trainLog is a train log as read.
+type trainLog struct {
+	meta artifact.TrainLogMeta
+	rows []artifact.TrainLogRow
+}
+
+// readRunLog reads the train log that `metrics --log` plots beside the ranks and checks
+// that it is the log of one of the runs ranked: the same dataset and model, trained on
+// the same KG and train file, with the same configuration and seed. Another seed's or
+// another dataset's curves beside these ranks would say something false about them.
+func readRunLog(path string, runs []ranksRun) (*trainLog, error) {
+	meta, rows, err := artifact.ReadTrainLog(path)
+	if err != nil {
+		return nil, err
+	}
+	logSeed := configSeed(meta.Config)
+	var why string
+	for _, r := range runs {
+		m := r.meta
+		switch {
+		case meta.Dataset != m.Dataset || meta.Model != m.Model:
+			why = fmt.Sprintf("of a %s model on %s, %s ranks a %s model on %s", meta.Model, meta.Dataset, r.id.Path, m.Model, m.Dataset)
+		case meta.KGDigest != m.KGDigest || meta.TrainFingerprint != m.TrainFingerprint:
+			why = fmt.Sprintf("of a run on KG %.12s and train file %s, %s ranks a model of KG %.12s and train file %s",
+				meta.KGDigest, meta.TrainFingerprint, r.id.Path, m.KGDigest, m.TrainFingerprint)
+		case logSeed != m.Seed:
+			why = fmt.Sprintf("of seed %s, %s ranks a checkpoint of seed %s", logSeed, r.id.Path, m.Seed)
+		default:
+			diff, err := runConfigDiff(meta.Config, m.TrainConfig)
+			if err != nil {
+				return nil, fmt.Errorf("%s or %s: %w", path, r.id.Path, err)
+			}
+			if len(diff) == 0 {
+				return &trainLog{meta: meta, rows: rows}, nil
+			}
+			why = fmt.Sprintf("of another configuration than %s's (%s)", r.id.Path, strings.Join(diff, ", "))
+		}
+	}
+	return nil, fmt.Errorf("--log %s is not the log of a run ranked: it is the log %s", path, why)
+}
+
+// configSeed is the seed of a training configuration (JSON), "" without one.
+func configSeed(config string) string {
+	var c struct{ Seed *uint64 }
+	if err := json.Unmarshal([]byte(config), &c); err != nil || c.Seed == nil {
+		return ""
+	}
+	return strconv.FormatUint(*c.Seed, 10)
+}
+
+// runConfigDiff lists the keys in which two training configurations (JSON) of one run
+// may not differ: all but those a resumed run may change (train.ResumableKeys: a
+// checkpoint ranked at step 1000 and a log that went on to 2000 are one run).
+func runConfigDiff(a, b string) ([]string, error) {
+	var ma, mb map[string]any
+	if err := json.Unmarshal([]byte(a), &ma); err != nil {
+		return nil, fmt.Errorf("training configuration: %w", err)
+	}
+	if err := json.Unmarshal([]byte(b), &mb); err != nil {
+		return nil, fmt.Errorf("training configuration: %w", err)
+	}
+	var diff []string
+	for k := range ma {
+		if _, ok := mb[k]; !ok {
+			mb[k] = nil
+		}
+	}
+	for k, vb := range mb {
+		if slices.Contains(train.ResumableKeys, k) {
+			continue
+		}
+		if va := ma[k]; !reflect.DeepEqual(va, vb) {
+			diff = append(diff, fmt.Sprintf("%s %v vs %v", k, va, vb))
+		}
+	}
+	slices.Sort(diff)
+	return diff, nil
 }
 
 // PlotTrainLog draws the loss curves (per pool) and the valid MRR curves (the papers' two
@@ -253,6 +346,10 @@ func PlotTrainLog(logPath, plotPath string) error {
 	if err != nil {
 		return err
 	}
+	return plotTrainLog(meta, rows, plotPath)
+}
+
+func plotTrainLog(meta artifact.TrainLogMeta, rows []artifact.TrainLogRow, plotPath string) error {
 	var tl report.TrainingLog
 	path := report.Series{Name: "path pool"}
 	other := report.Series{Name: "other pool"}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/query"
 	"github.com/rocone/rocone/pkg/shard"
 )
 
@@ -121,6 +123,7 @@ func Rank(cfg RankConfig) error {
 	if err != nil {
 		return err
 	}
+	l.warnNoLineage(cfg.Log, cfg.Queries)
 	mc := l.model.Config
 	digest := artifact.QueriesDigest(rows)
 	batch := cmp.Or(cfg.Batch, eval.DefaultRankBatch)
@@ -150,7 +153,16 @@ func Rank(cfg RankConfig) error {
 					displayPath(cfg.Cones), cmeta.Shard, rows[i].ID, cfg.Shard)
 			}
 		}
-		opts.Cones = func(group []int) ([]model.Cones[float32], error) { return conesOf(rows, group, stored, mc.Dim) }
+		if err := conesCover(cfg.Cones, rows, rq, stored); err != nil {
+			return err
+		}
+		opts.Cones = func(group []int) ([]model.Cones[float32], error) {
+			cs, err := conesOf(rows, group, stored, mc.Dim)
+			if err != nil {
+				return nil, &inputError{path: displayPath(cfg.Cones), err: err}
+			}
+			return cs, nil
+		}
 	}
 	var names []string
 	if cfg.TopK > 0 && cfg.Data != "" {
@@ -179,6 +191,10 @@ func Rank(cfg RankConfig) error {
 	var ranks [][]int32
 	if len(rq) > 0 { // a shard past the last batch ranks nothing
 		if ranks, err = eval.RankQueries(context.Background(), l.model, rq, opts); err != nil {
+			var in *inputError
+			if errors.As(err, &in) {
+				return in // the cones' fault, not the queries'
+			}
 			return fmt.Errorf("%s: %w", displayPath(cfg.Queries), err)
 		}
 	}
@@ -187,6 +203,7 @@ func Rank(cfg RankConfig) error {
 		Model: string(mc.Variant), Dataset: qmeta.Dataset, Split: qmeta.Split, NumEntities: mc.NumEntities,
 		NumQueries: len(all), Queries: displayPath(cfg.Queries), QueriesHash: digest, Checkpoint: cfg.Checkpoint, CheckpointHash: l.hash,
 		Seed: l.seed(), TopK: cfg.TopK, TrainConfig: l.meta.Config, Shard: cfg.Shard, ShardRange: span,
+		KGDigest: l.meta.KGDigest, TrainFingerprint: l.meta.TrainFingerprint,
 	})
 	if err != nil {
 		return err
@@ -214,6 +231,46 @@ func Rank(cfg RankConfig) error {
 	return w.Close()
 }
 
+// inputError is an error of one input, named by its path, that reaches the stage through
+// code that would otherwise blame another (ranking blames the queries).
+type inputError struct {
+	path string
+	err  error
+}
+
+func (e *inputError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }
+
+// conesCover checks, before any ranking, that the cones hold every query ranked, of the
+// type the queries file gives it, with one cone per branch of its structure's DNF: a
+// cones file that does not is at fault, and the error names it.
+func conesCover(path string, rows []artifact.Query, rq []eval.RankQuery, stored map[int64][]artifact.Cone) error {
+	name := displayPath(path)
+	branches := map[*query.Structure]int{}
+	for i := range rows {
+		cs, ok := stored[rows[i].ID]
+		if !ok {
+			return fmt.Errorf("%s lacks the cones of query %d (%s), which it should hold", name, rows[i].ID, rows[i].Type)
+		}
+		if cs[0].Type != rows[i].Type {
+			return fmt.Errorf("%s: query %d is of type %s there, of %s in the queries", name, rows[i].ID, cs[0].Type, rows[i].Type)
+		}
+		s := rq[i].Query.Structure
+		n, ok := branches[s]
+		if !ok {
+			dnf, err := s.DNF()
+			if err != nil {
+				continue // the model cannot embed it either; ranking says so
+			}
+			n, branches[s] = len(dnf), len(dnf)
+		}
+		if len(cs) != n {
+			return fmt.Errorf("%s: query %d (%s) has %d cones, but its structure has %d branches", name, rows[i].ID, rows[i].Type, len(cs), n)
+		}
+	}
+	return nil
+}
+
 type topK struct {
 	ids    []int32
 	scores []float32
@@ -232,6 +289,9 @@ func checkCones(path string, meta artifact.ConesMeta, cones []artifact.Cone, l *
 		return nil, fmt.Errorf("%s: cones computed with checkpoint %s (sha256 %.12s), not %s (sha256 %.12s)", name, meta.Checkpoint, meta.CheckpointHash, l.path, l.hash)
 	case meta.QueriesHash != digest:
 		return nil, fmt.Errorf("%s: cones of queries %s (digest %.12s), not of %s (digest %.12s)", name, meta.Queries, meta.QueriesHash, queries, digest)
+	case meta.KGDigest != l.meta.KGDigest || meta.TrainFingerprint != l.meta.TrainFingerprint:
+		return nil, fmt.Errorf("%s: cones of a model of another KG or train file (KG %.12s, train file %s) than %s (%.12s, %s)",
+			name, meta.KGDigest, meta.TrainFingerprint, l.path, l.meta.KGDigest, l.meta.TrainFingerprint)
 	}
 	byID := map[int64][]artifact.Cone{}
 	for _, c := range cones {

@@ -208,6 +208,10 @@ func readEntry(dir string) (resultEntry, error) {
 	if lmeta.Dataset != m.Dataset || lmeta.Model != m.Model {
 		return e, fmt.Errorf("%s is of %s %s, %s of %s %s: not one run", lpath, lmeta.Dataset, lmeta.Model, mpath, m.Dataset, m.Model)
 	}
+	if lmeta.KGDigest != m.KGDigest || lmeta.TrainFingerprint != m.TrainFingerprint {
+		return e, fmt.Errorf("%s is of a run on KG %.12s and train file %s, %s of KG %.12s and train file %s: not one run",
+			lpath, lmeta.KGDigest, lmeta.TrainFingerprint, mpath, m.KGDigest, m.TrainFingerprint)
+	}
 	if same, err := sameJSON(lmeta.Config, m.TrainConfig); err != nil {
 		return e, fmt.Errorf("%s or %s: training configuration: %w", lpath, mpath, err)
 	} else if !same {
@@ -257,7 +261,8 @@ func writeResults(w io.Writer, entries []resultEntry) error {
 			if e.meta.Dataset == ds {
 				group = append(group, e)
 				ids = append(ids, report.RunIdentity{Path: e.dir, Queries: e.meta.Queries, Dataset: ds, Split: e.meta.Split,
-					Model: e.meta.Model, Config: e.meta.TrainConfig, Seed: e.meta.Seed, CheckpointHash: e.meta.CheckpointHash})
+					Model: e.meta.Model, Config: e.meta.TrainConfig, Seed: e.meta.Seed, CheckpointHash: e.meta.CheckpointHash,
+					KG: e.meta.KGDigest, TrainFile: e.meta.TrainFingerprint})
 			}
 		}
 		models, err := report.GroupModels(ids)

@@ -24,6 +24,10 @@ type RunIdentity struct {
 	Config         string
 	Seed           string // the training seed; "" when unknown
 	CheckpointHash string // SHA-256 of the checkpoint file
+	// KG and TrainFile are the model's lineage (artifact.RanksMeta): the digest of the KG
+	// and the fingerprint of the train file it was trained on; "" when unknown (a model
+	// imported from QE-ConE).
+	KG, TrainFile string
 }
 
 // notConfiguration are the training configuration keys that do not make another model:
@@ -32,12 +36,16 @@ type RunIdentity struct {
 var notConfiguration = []string{"seed", "eval_every", "checkpoint_every"}
 
 // CheckSeeds checks that runs are seeds of one model: distinct files, of the same queries,
-// of one model variant and one training configuration apart from the seed, from distinct
-// checkpoints trained with distinct seeds. The error names the two runs and what differs;
-// mixing models is what SameModel groups are for (one row per model).
+// of models trained on one KG and one train file, of one model variant and one training
+// configuration apart from the seed, from distinct checkpoints trained with distinct
+// seeds. The error names the two runs and what differs; mixing models is what SameModel
+// groups are for (one row per model).
 func CheckSeeds(runs []RunIdentity) error {
 	for j := 1; j < len(runs); j++ {
 		if err := sameQueries(runs[0], runs[j]); err != nil {
+			return err
+		}
+		if err := sameTrainFile(runs[0], runs[j]); err != nil {
 			return err
 		}
 		if err := sameModel(runs[0], runs[j]); err != nil {
@@ -60,6 +68,29 @@ func sameQueries(a, b RunIdentity) error {
 	}
 	return fmt.Errorf("%s holds ranks of other queries (%s %s, digest %.12s) than %s (%s %s, digest %.12s); every ranks file of one call must rank the same queries file",
 		b.Path, b.Dataset, b.Split, b.Queries, a.Path, a.Dataset, a.Split, a.Queries)
+}
+
+// sameKG checks that two runs' models were trained on one KG: the same queries ranked by
+// models of another KG (by its content digest) are not comparable.
+func sameKG(a, b RunIdentity) error {
+	if a.KG == b.KG {
+		return nil
+	}
+	return fmt.Errorf("%s ranks a model trained on another KG (digest %.12s) than %s (digest %.12s): the ranks of one call must come from models of one KG",
+		b.Path, b.KG, a.Path, a.KG)
+}
+
+// sameTrainFile checks that two runs are of one KG and one train file: seeds of a model
+// differ in the seed, not in what they learnt from.
+func sameTrainFile(a, b RunIdentity) error {
+	if err := sameKG(a, b); err != nil {
+		return err
+	}
+	if a.TrainFile == b.TrainFile {
+		return nil
+	}
+	return fmt.Errorf("%s ranks a model trained on another train file (fingerprint %s) than %s (fingerprint %s): seeds of one model are trained on one train file (use --models to put them side by side)",
+		b.Path, b.TrainFile, a.Path, a.TrainFile)
 }
 
 func sameModel(a, b RunIdentity) error {
@@ -146,15 +177,19 @@ type ModelGroup struct {
 	Runs  []int
 }
 
-// GroupModels sorts runs into models for a side-by-side table: runs of the same queries,
-// model variant and configuration (apart from the seed) form one model, whose seeds must
-// then pass CheckSeeds. Groups come in the order of their first run. A group's label is
-// its model variant, followed by the configuration keys that tell it from another group
-// of the same variant ("rocone (dim 200)").
+// GroupModels sorts runs into models for a side-by-side table: runs of the same queries
+// by models of one KG, and of the same model variant, configuration (apart from the
+// seed) and train file form one model, whose seeds must then pass CheckSeeds. Groups come
+// in the order of their first run. A group's label is its model variant, followed by the
+// configuration keys (and train file) that tell it from another group of the same
+// variant ("rocone (dim 200)").
 func GroupModels(runs []RunIdentity) ([]ModelGroup, error) {
 	var groups []ModelGroup
 	for j := 1; j < len(runs); j++ {
 		if err := sameQueries(runs[0], runs[j]); err != nil {
+			return nil, err
+		}
+		if err := sameKG(runs[0], runs[j]); err != nil {
 			return nil, err
 		}
 	}
@@ -162,7 +197,7 @@ func GroupModels(runs []RunIdentity) ([]ModelGroup, error) {
 		found := false
 		for g := range groups {
 			first := runs[groups[g].Runs[0]]
-			if first.Model != r.Model {
+			if first.Model != r.Model || first.TrainFile != r.TrainFile {
 				continue
 			}
 			diff, err := configDiff(first.Config, r.Config)
@@ -193,6 +228,9 @@ func GroupModels(runs []RunIdentity) ([]ModelGroup, error) {
 			other := runs[groups[h].Runs[0]]
 			if h == g || other.Model != first.Model {
 				continue
+			}
+			if kv := "train file " + first.TrainFile; other.TrainFile != first.TrainFile && !slices.Contains(keys, kv) {
+				keys = append(keys, kv)
 			}
 			diff, _ := configDiff(first.Config, other.Config)
 			for _, d := range diff {

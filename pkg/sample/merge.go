@@ -426,6 +426,8 @@ func sameRun(a string, ma artifact.QueriesMeta, b string, mb artifact.QueriesMet
 		return diff("entities and relations", fmt.Sprint(ma.NumEntities, mb.NumRelations), fmt.Sprint(mb.NumEntities, mb.NumRelations))
 	case ma.EntitiesDigest != mb.EntitiesDigest:
 		return diff("entity table digest", fmt.Sprintf("%.12s", ma.EntitiesDigest), fmt.Sprintf("%.12s", mb.EntitiesDigest))
+	case ma.KGDigest != mb.KGDigest:
+		return diff("KG digest", fmt.Sprintf("%.12s", ma.KGDigest), fmt.Sprintf("%.12s", mb.KGDigest))
 	case ma.Sampling != mb.Sampling:
 		return diff("sampling options", ma.Sampling, mb.Sampling)
 	}

@@ -171,7 +171,7 @@ func (s Source) graphs(split string, log io.Writer) (*kg.Dataset, *Graphs, io.Wr
 func queriesMeta(d *kg.Dataset, split string) artifact.QueriesMeta {
 	return artifact.QueriesMeta{
 		Split: split, Dataset: d.Name, NumEntities: d.NumEntities, NumRelations: d.NumRelations,
-		EntitiesDigest: d.EntityDigest(),
+		EntitiesDigest: d.EntityDigest(), KGDigest: d.Digest(),
 	}
 }
 

@@ -92,6 +92,7 @@ func (t *trainer) checkpoint() (*artifact.Checkpoint, error) {
 		NumEntities: t.cfg.NumEntities, NumRelations: t.cfg.NumRelations,
 		Step: int64(t.stepsDone), LR: t.sched.LR, WarmUpSteps: t.sched.WarmUpSteps, AdamStep: t.adam.Step,
 		Config: t.cfg.JSON(), ModelConfig: string(mcJSON), State: string(stJSON), EntitiesDigest: t.entities,
+		KGDigest: t.kg, TrainFingerprint: t.ts.fingerprint,
 	}, Tensors: checkpoint.Tensors(t.params, t.adam.M, t.adam.V)}
 	return ck, nil
 }
@@ -106,7 +107,8 @@ func (t *trainer) save() error {
 	}
 	if t.opts.Log != "" {
 		tm, _ := json.Marshal(t.currentTimings())
-		meta := artifact.TrainLogMeta{Dataset: t.cfg.Dataset, Model: t.cfg.Model, Config: t.cfg.JSON(), Timings: string(tm)}
+		meta := artifact.TrainLogMeta{Dataset: t.cfg.Dataset, Model: t.cfg.Model, Config: t.cfg.JSON(), Timings: string(tm),
+			KGDigest: t.kg, TrainFingerprint: t.ts.fingerprint}
 		if err := artifact.WriteTrainLog(t.opts.Log, meta, t.log); err != nil {
 			return err
 		}

@@ -90,6 +90,11 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 		}
 		t.entities = ck.Meta.EntitiesDigest
 	}
+	t.kg = tmeta.KGDigest
+	if ck != nil && ck.Meta.KGDigest != t.kg {
+		return nil, fmt.Errorf("%s: queries of another KG (digest %.12s) than the one the checkpoint %s was trained on (%.12s), though dataset and counts agree",
+			opts.Train, t.kg, opts.Checkpoint, ck.Meta.KGDigest)
+	}
 	if cfg.NumEntities <= 0 || cfg.NumRelations <= 0 {
 		return nil, fmt.Errorf("%s: the KG has %d entities and %d relations", opts.Train, cfg.NumEntities, cfg.NumRelations)
 	}
@@ -128,6 +133,9 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 		}
 		if vmeta.EntitiesDigest != "" && t.entities != "" && vmeta.EntitiesDigest != t.entities {
 			return nil, fmt.Errorf("%s names another entity table (digest %.12s) than %s (%.12s)", opts.Valid, vmeta.EntitiesDigest, opts.Train, t.entities)
+		}
+		if vmeta.KGDigest != t.kg {
+			return nil, fmt.Errorf("%s: queries of another KG (digest %.12s) than %s (%.12s), though dataset and counts agree", opts.Valid, vmeta.KGDigest, opts.Train, t.kg)
 		}
 		if t.valid, err = eval.QueriesFromArtifact(vrows, cfg.NumEntities, cfg.NumRelations); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Valid, err)
@@ -288,6 +296,10 @@ func (t *trainer) continueLog() error {
 	}
 	if err := sameRunLog(t.opts.Log, meta, t.cfg); err != nil {
 		return err
+	}
+	if meta.KGDigest != t.kg || meta.TrainFingerprint != t.ts.fingerprint {
+		return fmt.Errorf("%s is the log of a run on another KG or train file (KG %.12s, train file %s) than the checkpoint %s's (%.12s, %s); give another --log (or \"\" for none) to resume without it",
+			t.opts.Log, meta.KGDigest, meta.TrainFingerprint, t.opts.Checkpoint, t.kg, t.ts.fingerprint)
 	}
 	for _, r := range rows {
 		if r.Step < int64(t.stepsDone) {

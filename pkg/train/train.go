@@ -43,6 +43,7 @@ type trainer struct {
 
 	log        []artifact.TrainLogRow
 	entities   string // the KG's entity-table digest (artifact.QueriesMeta.EntitiesDigest)
+	kg         string // the KG's content digest (artifact.QueriesMeta.KGDigest)
 	stepsDone  int
 	savedSteps int // steps in the checkpoint on disk; -1: none written by this run or before
 
