@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/rocone/rocone/pkg/artifact"
@@ -227,10 +228,10 @@ func Edit(t testing.TB, src, dst string, edit func(meta map[string]string, rows 
 	Write(t, dst, arrow.NewSchema(schema.Fields(), &m), rows, sizes...)
 }
 
-// Splice returns the bytes of the artifact file edited (an edit of orig that changed
-// values but not lengths, so the two files are laid out alike) with orig's checksum in
-// place of its own: the content of one under the checksum of the other, every other
-// byte a valid Arrow file.
+// Splice returns the bytes of the artifact file edited (an edit of orig, artifacttest.Edit)
+// with orig's checksum in place of its own: the content of one under the checksum of the
+// other, every byte else a valid Arrow file. An edit that changes a value and no length
+// gives a file that differs from orig in that value only.
 func Splice(t testing.TB, orig, edited string) []byte {
 	t.Helper()
 	a, err := os.ReadFile(orig)
@@ -240,9 +241,6 @@ func Splice(t testing.TB, orig, edited string) []byte {
 	b, err := os.ReadFile(edited)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(a) != len(b) {
-		t.Fatalf("%s and %s differ in length (%d, %d): not laid out alike", orig, edited, len(a), len(b))
 	}
 	sa, sb := checksum(t, orig), checksum(t, edited)
 	if sa == sb {
@@ -267,4 +265,102 @@ func checksum(t testing.TB, path string) string {
 		t.Fatalf("%s: content_sha256 %q: not a file's digest", path, v)
 	}
 	return v
+}
+
+// Stream writes the artifact src again at dst as an IPC stream, the form a stage writes
+// to stdout (artifact.Create on an open descriptor): the schema says the checksum is in
+// the trailer, which ends the stream.
+func Stream(t testing.TB, src, dst string) {
+	t.Helper()
+	f, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := artifact.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w, err := artifact.Create(fmt.Sprintf("/dev/fd/%d", f.Fd()), r.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	for r.Next() {
+		if err := w.Write(r.Record()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CorruptTrailer returns a stream's bytes with one hex digit of its trailer's digest (the
+// last 64 hex digits in it) changed.
+func CorruptTrailer(t testing.TB, stream []byte) []byte {
+	t.Helper()
+	out := bytes.Clone(stream)
+	for end := len(out); end >= 64; end-- {
+		hexRun := true
+		for _, c := range out[end-64 : end] {
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+				hexRun = false
+				break
+			}
+		}
+		if hexRun {
+			if out[end-1] == '0' {
+				out[end-1] = '1'
+			} else {
+				out[end-1] = '0'
+			}
+			return out
+		}
+	}
+	t.Fatal("no digest in the stream")
+	return nil
+}
+
+// WriteLegacy writes the artifact src at dst as versions before checksums did: the same
+// schema, without content_sha256, and the same record batches, in the IPC file format.
+func WriteLegacy(t testing.TB, src, dst string) {
+	t.Helper()
+	r, err := artifact.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	md := r.Schema().Metadata()
+	var keys, values []string
+	for i, k := range md.Keys() {
+		if k != artifact.MetaChecksum {
+			keys, values = append(keys, k), append(values, md.Values()[i])
+		}
+	}
+	m := arrow.NewMetadata(keys, values)
+	f, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(arrow.NewSchema(r.Schema().Fields(), &m)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r.Next() {
+		if err := w.Write(r.Record()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

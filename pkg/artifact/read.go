@@ -342,7 +342,7 @@ func (r *Reader) verify() error {
 }
 
 func (r *Reader) mismatch(want, got string) error {
-	return fmt.Errorf("%s: content checksum mismatch: what was read (sha256 %.12s) is not what was written (%s %.12s): changed or damaged since; write it again",
+	return fmt.Errorf("%s: content checksum mismatch: what was read (sha256 %s) is not what was written (%s %s): changed or damaged since; write it again",
 		r.name, got, MetaChecksum, want)
 }
 

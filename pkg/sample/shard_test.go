@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/internal/artifacttest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/shard"
 )
@@ -114,6 +115,12 @@ func TestMergeRefuses(t *testing.T) {
 	// Shard 1/3's metadata over shard 2/3's rows: a file whose rows are not its shard's.
 	foreign := filepath.Join(dir, "foreign.arrow")
 	rewriteShard(t, three[1], three[2], foreign, func(rows int) int { return rows })
+	// Shard 1/3 as sampled on another KG of the same name and counts.
+	otherKG := filepath.Join(dir, "other-kg.arrow")
+	artifacttest.Edit(t, three[1], otherKG, func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row {
+		meta[artifact.MetaKG] = strings.Repeat("0", 64)
+		return rows
+	})
 	for _, tc := range []struct {
 		name   string
 		shards []string
@@ -124,6 +131,7 @@ func TestMergeRefuses(t *testing.T) {
 		{"repeated", []string{three[0], three[1], three[1], three[2]}, "", "are both shard 1/3: a shard given twice"},
 		{"other seed", []string{three[0], other[1], three[2]}, "", "shards of different runs (sampling options"},
 		{"other split", []string{three[0], trainShard[1], three[2]}, "", "shards of different runs (split test vs train)"},
+		{"other KG", []string{three[0], otherKG, three[2]}, "", "other-kg.arrow are shards of different runs (KG digest "},
 		{"other n", []string{three[0], two[1], three[2]}, "", "is shard 0/3 but"},
 		{"unsharded among shards", []string{three[0], whole, three[2]}, "", "whole.arrow has no shard metadata"},
 		{"one unsharded file", []string{whole}, "", "whole.arrow has no shard metadata"},

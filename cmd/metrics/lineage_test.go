@@ -1,0 +1,84 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rocone/rocone/internal/stagetest"
+
+	"github.com/rocone/rocone/pkg/compute"
+	"github.com/rocone/rocone/pkg/pipeline"
+)
+
+// TestLineage: metrics averages as seeds only runs of models trained on one train file
+// of one KG, and plots beside the ranks only the train log of a run ranked: a --log of
+// another seed, another train file or another KG is refused, naming the log and the
+// ranks file. Each refusal exits 1 with one message, writes nothing, changes no file.
+func TestLineage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	bin := stagetest.Build(t)
+	dir := t.TempDir()
+	l := stagetest.MakeLineage(t, dir)
+	ranksOf := func(model string) string {
+		out := strings.TrimSuffix(model, ".arrow") + "-ranks.arrow"
+		if err := pipeline.Rank(pipeline.RankConfig{Checkpoint: model, Queries: l.Test, Output: out, Kernels: compute.Reference[float32]{}}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	r1, r2, rOther := ranksOf(l.Model1), ranksOf(l.Model2), ranksOf(l.ModelOtherTrain)
+	out, curves := filepath.Join(dir, "metrics.arrow"), filepath.Join(dir, "curves.svg")
+	withLog := func(log string, ranks ...string) []string {
+		return append([]string{"--resamples", "0", "-o", out, "--log", log, "--curves", curves}, ranks...)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		msg  []string // in the message, in order
+	}{
+		{"seeds of two train files", []string{"--resamples", "0", "-o", out, r1, rOther},
+			[]string{"metrics: " + rOther + " ranks a model trained on another train file (fingerprint ", ") than " + r1 + " (fingerprint ", "seeds of one model are trained on one train file"}},
+		{"the log of another seed", withLog(l.Log(l.Model2), r1),
+			[]string{"metrics: --log " + l.Log(l.Model2) + " is not the log of a run ranked: it is the log of seed 2, " + r1 + " ranks a checkpoint of seed 1"}},
+		{"the log of another train file", withLog(l.Log(l.ModelOtherTrain), r1),
+			[]string{"metrics: --log " + l.Log(l.ModelOtherTrain) + " is not the log of a run ranked: it is the log of a run on KG ", " and train file ", r1 + " ranks a model of KG "}},
+		{"the log of another KG", withLog(l.Log(l.ModelOnOther), r1, r2),
+			[]string{"metrics: --log " + l.Log(l.ModelOnOther) + " is not the log of a run ranked: it is the log of a run on KG ", r2 + " ranks a model of KG "}},
+		{"--models with --log", append([]string{"--models"}, withLog(l.Log(l.Model1), r1)[4:]...),
+			[]string{"metrics: --models prints the side-by-side table only; -o, --plot, --label and --log describe one model"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := stagetest.SnapshotDir(t, dir)
+			code, stderr := stagetest.Run(t, bin, tc.args...)
+			at := 0
+			for _, m := range tc.msg {
+				i := strings.Index(stderr[at:], m)
+				if i < 0 {
+					t.Errorf("exit %d, stderr %q: no %q (in order)", code, stderr, m)
+					break
+				}
+				at += i + len(m)
+			}
+			if code != 1 || strings.Count(stderr, "metrics: ") != 1 {
+				t.Errorf("exit %d, stderr %q; want 1 and one message", code, stderr)
+			}
+			stagetest.SameDir(t, tc.name, before, stagetest.SnapshotDir(t, dir))
+		})
+	}
+	// Seeds of one train file with the log of one of them: accepted.
+	if code, stderr := stagetest.Run(t, bin, withLog(l.Log(l.Model2), r1, r2)...); code != 0 {
+		t.Fatalf("two seeds and the log of one: exit %d: %s", code, stderr)
+	}
+	// Side by side, models of two train files are two rows, told apart by the train file.
+	table, err := exec.Command(bin, "--resamples", "0", "--models", r1, rOther).Output()
+	if err != nil {
+		t.Fatalf("--models: %v", err)
+	}
+	if !strings.Contains(string(table), "2 model(s)") || strings.Count(string(table), "| rocone (train file ") != 8 { // MRR and 3 Hits rows each
+		t.Errorf("--models of two train files:\n%s", table)
+	}
+}
