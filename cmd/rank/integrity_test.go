@@ -105,7 +105,7 @@ func TestIntegrity(t *testing.T) {
 			path: spliced("q-meta.arrow", queries, func(m map[string]string, r []row) []row { m["dataset"] = "tinx"; return r }), msg: "content checksum mismatch"},
 		{name: "queries: an anchor out of range", flag: "--queries",
 			path: edit("q-range.arrow", queries, func(_ map[string]string, r []row) []row { r[0]["anchors"] = []int32{82}; return r }),
-			msg: "row 0 (id 0): anchor 82 out of range [0, 82)"},
+			msg:  "row 0 (id 0): anchor 82 out of range [0, 82)"},
 		{name: "queries: hard answers unsorted", flag: "--queries",
 			path: edit("q-unsorted.arrow", queries, func(_ map[string]string, r []row) []row {
 				h := slices.Clone(r[hardRow]["hard"].([]int32))
@@ -115,7 +115,7 @@ func TestIntegrity(t *testing.T) {
 			}), msg: "hard answers not sorted without repeats"},
 		{name: "queries: a 1p row typed 2p", flag: "--queries",
 			path: edit("q-type.arrow", queries, func(_ map[string]string, r []row) []row { r[0]["type"] = "2p"; return r }),
-			msg: `type "2p", but its structure ('e',('r',)) is 1p`},
+			msg:  `type "2p", but its structure ('e',('r',)) is 1p`},
 		{name: "queries: a stream whose checksum trailer is changed", flag: "--queries", path: "-",
 			stdin: stream("q.stream.arrow", queries), blame: "stdin", msg: "content checksum mismatch"},
 		{name: "queries: written before checksums", flag: "--queries",
@@ -133,10 +133,10 @@ func TestIntegrity(t *testing.T) {
 			}), msg: "content checksum mismatch", noBlame: queries},
 		{name: "cones: a query's cones dropped", flag: "--cones",
 			path: edit("c-dropped.arrow", cones, func(_ map[string]string, r []row) []row { return r[1:] }),
-			msg: "lacks the cones of query 0 (1p), which it should hold", noBlame: queries},
+			msg:  "lacks the cones of query 0 (1p), which it should hold", noBlame: queries},
 		{name: "cones: a query's type changed", flag: "--cones",
 			path: edit("c-type.arrow", cones, func(_ map[string]string, r []row) []row { r[0]["type"] = "2p"; return r }),
-			msg: "query 0 is of type 2p there, of 1p in the queries", noBlame: queries},
+			msg:  "query 0 is of type 2p there, of 1p in the queries", noBlame: queries},
 		{name: "cones: an aperture above π", flag: "--cones",
 			path: edit("c-range.arrow", cones, func(_ map[string]string, r []row) []row {
 				r[0]["aperture"] = slices.Repeat([]float32{4}, len(r[0]["aperture"].([]float32)))
