@@ -115,6 +115,8 @@ FUZZ_TARGETS := ./pkg/query:FuzzParse ./pkg/query:FuzzParseGrounded ./pkg/query:
 	./pkg/kg:FuzzLoadIDs ./pkg/kg:FuzzLoadNames ./pkg/kg:FuzzLoadAuto \
 	./pkg/artifact:FuzzQueries ./pkg/artifact:FuzzCheckpoint ./pkg/artifact:FuzzCones \
 	./pkg/artifact:FuzzRanks ./pkg/artifact:FuzzTrainLog ./pkg/artifact:FuzzMetrics ./pkg/artifact:FuzzAnswers \
+	./pkg/artifact:FuzzChangedByte ./pkg/artifact:FuzzTrailer ./pkg/artifact:FuzzQueryRows \
+	./pkg/artifact:FuzzRankRows ./pkg/artifact:FuzzConeRows ./pkg/kg:FuzzKGDigest \
 	./cmd/train:FuzzConfigYAML ./cmd/train:FuzzConfigTOML \
 	./pkg/qecone:FuzzImport ./pkg/shard:FuzzParse ./pkg/shard:FuzzParseSpan ./pkg/cliargs:FuzzCheck \
 	./pkg/pipeline:FuzzRunRecord

@@ -36,6 +36,12 @@
 // both, and check the column names and types exactly, in order. Further metadata keys are
 // defined per kind; readers ignore keys they do not know.
 //
+// Every artifact also carries content_sha256, a SHA-256 of its content that its writer
+// computes and every reader checks: in a file's schema, or in a stream's trailer, a last
+// record batch of zero rows whose message metadata holds it (checksum.go). An artifact
+// without one is refused. Artifacts from a model on carry its lineage, kg_digest and
+// train_fingerprint (schema.go).
+//
 // # The queries artifact (artifact=queries, version=1)
 //
 // One row per grounded query, with exactly these columns in this order (none nullable):
@@ -56,12 +62,13 @@
 //	dataset        the dataset's name, e.g. FB15k-237
 //	num_entities   number of entities; anchors, easy and hard lie in [0, num_entities)
 //	num_relations  number of relations; relations lie in [0, num_relations)
+//	kg_digest      kg.Dataset.Digest of the KG sampled ("" for queries not from a dataset)
 //
 // Writers and readers here both check every row: a non-negative id not seen before in the
-// file, a non-empty type and structure, and ids within num_entities and num_relations; an
-// error names the path and the row (counted from 0). They do not check that type and
-// structure agree (package query knows structures), nor the order of easy and hard, which
-// producers write sorted ascending.
+// file, a type that names the row's structure (package query) with an anchor and a
+// relation id for each of its slots, ids within num_entities and num_relations, easy and
+// hard sorted ascending without repeats; an error names the path and the row (counted
+// from 0).
 //
 // The list columns may use any name for their element field and may declare it nullable
 // (pyarrow does), but must hold no nulls. Batches hold at most 16384 rows, fewer when

@@ -1,9 +1,11 @@
 package kg
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -75,4 +77,64 @@ func FuzzLoadNames(f *testing.F) {
 
 func FuzzLoadAuto(f *testing.F) {
 	fuzzLoad(f, FormatAuto, "0\t0\t1\n1\t1\t0\n", "a\tr\tb\n")
+}
+
+// FuzzKGDigest loads a train file of the fuzzer's (ids format) as is, with its lines
+// reversed, and with one line dropped: the KG digest of the reversed file is the
+// original's, and that of the shorter one equals it exactly when a plain comparison of
+// the two KGs (counts and each split's facts as sorted lists) finds them equal.
+func FuzzKGDigest(f *testing.F) {
+	f.Add([]byte("0\t0\t1\n1\t1\t0\n1\t2\t2\n2\t3\t1\n"), uint16(1))
+	f.Add([]byte("0\t0\t1\n1\t1\t0\n0\t0\t1\n1\t1\t0\n"), uint16(2)) // a repeated fact
+	real, err := os.ReadFile("../../testdata/tiny/train.tsv")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(real, uint16(7))
+	load := func(t *testing.T, train string) *Dataset {
+		dir := t.TempDir()
+		for name, b := range map[string]string{"train.tsv": train, "valid.tsv": "0\t0\t1\n1\t1\t0\n", "test.tsv": ""} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d, err := Load(dir, FormatIDs)
+		if err != nil {
+			return nil
+		}
+		return d
+	}
+	f.Fuzz(func(t *testing.T, data []byte, drop uint16) {
+		lines := strings.SplitAfter(string(data), "\n")
+		if len(lines) > 0 && !strings.HasSuffix(lines[len(lines)-1], "\n") {
+			lines[len(lines)-1] += "\n"
+		}
+		a := load(t, strings.Join(lines, ""))
+		if a == nil {
+			return
+		}
+		reversed := slices.Clone(lines)
+		slices.Reverse(reversed)
+		if r := load(t, strings.Join(reversed, "")); r != nil && r.Digest() != a.Digest() {
+			t.Fatalf("reversing the lines changed the digest")
+		}
+		shorter := slices.Delete(slices.Clone(lines), int(drop)%len(lines), int(drop)%len(lines)+1)
+		b := load(t, strings.Join(shorter, ""))
+		if b == nil {
+			return
+		}
+		same := a.NumEntities == b.NumEntities && a.NumRelations == b.NumRelations
+		for _, p := range [][2][]Triple{{a.Train, b.Train}, {a.Valid, b.Valid}, {a.Test, b.Test}} {
+			x, y := slices.Clone(p[0]), slices.Clone(p[1])
+			for _, s := range [][]Triple{x, y} {
+				slices.SortFunc(s, func(u, v Triple) int {
+					return cmp.Or(cmp.Compare(u.Head, v.Head), cmp.Compare(u.Relation, v.Relation), cmp.Compare(u.Tail, v.Tail))
+				})
+			}
+			same = same && slices.Equal(x, y)
+		}
+		if (a.Digest() == b.Digest()) != same {
+			t.Fatalf("one line dropped: digests equal %v, KGs equal %v", a.Digest() == b.Digest(), same)
+		}
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/internal/artifacttest"
 	"github.com/rocone/rocone/internal/traintest"
 	"github.com/rocone/rocone/pkg/compute/cpu"
 	"github.com/rocone/rocone/pkg/train"
@@ -160,6 +161,22 @@ func TestResultsRefuses(t *testing.T) {
 			b, _ := os.ReadFile(filepath.Join(entries[2], ResultLogFile))
 			os.WriteFile(filepath.Join(entry, ResultLogFile), b, 0o644)
 		}, "not one run"},
+		{"log of another train file", func(t *testing.T) {
+			writeRecord(t, entry, good)
+			if err := Metrics(MetricsConfig{Ranks: ranks[:1], Output: filepath.Join(entry, ResultMetricsFile), Resamples: 0}, &bytes.Buffer{}); err != nil {
+				t.Fatal(err)
+			}
+			// A rocone log, of a run on another train file (its lineage edited, under a
+			// valid checksum): refused for that before its seed is looked at.
+			log := filepath.Join(entry, ResultLogFile)
+			other := filepath.Join(t.TempDir(), "log.arrow")
+			artifacttest.Edit(t, filepath.Join(entries[1], ResultLogFile), other, func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row {
+				meta["train_fingerprint"] = "0123456789abcdef"
+				return rows
+			})
+			b, _ := os.ReadFile(other)
+			os.WriteFile(log, b, 0o644)
+		}, "and train file 0123456789abcdef"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.edit(t)
