@@ -52,7 +52,7 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		{"batch 0", []string{"--checkpoint", ck, "--batch", "0"}, []string{"--batch 0: want a positive number"}},
 		{"negative batch", []string{"--checkpoint", ck, "--batch", "-5"}, []string{"--batch -5"}},
 		{"negative workers", []string{"--checkpoint", ck, "--workers", "-1"}, []string{"--workers -1"}},
-		{"names from another KG", []string{"--checkpoint", ck, "--top", "3", "--data", other}, []string{"its entity table", "is not the one", "was trained on"}},
+		{"names from another KG", []string{"--checkpoint", ck, "--top", "3", "--data", other}, []string{"is another KG (digest", "was trained on", "though its counts agree"}},
 		{"NaN checkpoint", []string{"--checkpoint", nan}, []string{"nan.arrow: parameter entity[0, 1] is NaN"}},
 		{"--checkpoint twice", []string{"--checkpoint", ck, "--checkpoint", nan}, []string{"--checkpoint is given twice"}},
 		{"a flag after the queries", []string{"--checkpoint", ck, "extra.arrow", "--top", "3"}, []string{`--top comes after the file name "extra.arrow"`}},
