@@ -333,6 +333,8 @@ func (r *Reader) verify() error {
 	case r.inTrailer && !r.hasTrailer:
 		return fmt.Errorf("%s: the stream ended without its checksum trailer (a last record batch of zero rows with %s in its metadata), which its schema promises",
 			r.name, MetaChecksum)
+	case r.hasTrailer && !isDigest(r.trailer):
+		return fmt.Errorf("%s: the checksum trailer's %s=%.80q is not a SHA-256", r.name, MetaChecksum, r.trailer)
 	case r.want != "" && got != r.want:
 		return r.mismatch(r.want, got)
 	case r.hasTrailer && got != r.trailer:
