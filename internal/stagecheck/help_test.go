@@ -103,6 +103,9 @@ func parseHelp(text string) helpPage {
 //     and each is: the command without it (the other required flags given) fails,
 //     naming it.
 func TestHelp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the stages")
+	}
 	bin := binaries(t)
 	work := t.TempDir()
 	seen := map[string]bool{}
