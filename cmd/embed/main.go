@@ -28,7 +28,8 @@ func shardFlag(c *cli.Context) (shard.Spec, error) {
 }
 
 // required refuses a command line without the flags names: they are not marked Required,
-// which urfave/cli would demand before the export subcommand too.
+// which urfave/cli would demand before the export subcommand too; their help says
+// "(required)" through DefaultText cliargs.Required.
 func required(c *cli.Context, names ...string) error {
 	var missing []string
 	for _, n := range names {
