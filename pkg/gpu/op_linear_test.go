@@ -14,7 +14,7 @@ import (
 // 16, on the device buffers directly.
 func testLinear(h *harness) {
 	ref := compute.Reference[float32]{}
-	for _, sh := range []struct{ rows, in, out int }{{130, 37, 67}, {5, 131, 3}, {1, 0, 4}} {
+	for _, sh := range []struct{ rows, in, out int }{{130, 37, 67}, {5, 131, 3}, {1, 0, 4}, {1, 1, 1}} {
 		h.t.Run(fmt.Sprint(sh.rows, "x", sh.in, "x", sh.out), func(t *testing.T) {
 			x, w, b := h.uniform(sh.rows*sh.in, -1, 1), h.uniform(sh.out*sh.in, -1, 1), h.uniform(sh.out, -1, 1)
 			y := make([]float32, sh.rows*sh.out)
@@ -31,6 +31,13 @@ func testLinear(h *harness) {
 			compare(t, "dx", dx, h.down(DX))
 			compare(t, "dw", dw, h.down(DW))
 			compare(t, "db", db, h.down(DB))
+
+			// The weight gradient alone (no dx, no db).
+			dw2 := h.uniform(len(w), -1, 1)
+			DW2 := h.up(dw2)
+			ref.LinearBackward(nil, dw2, nil, dy, x, w, sh.rows, sh.in, sh.out)
+			h.ok(h.d.LinearBackward(nil, DW2, nil, h.up(dy), X, W, sh.rows, sh.in, sh.out))
+			compare(t, "dw (no dx, db)", dw2, h.down(DW2))
 		})
 	}
 }

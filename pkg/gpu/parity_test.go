@@ -141,9 +141,6 @@ var parityCases = []struct {
 	name string
 	fn   func(h *harness)
 }{
-	{"Backend", testBackend},
-	{"BackendDeterministic", testBackendDeterministic},
-	{"Prepared", testPrepared},
 	{"Linear", testLinear},
 	{"LinearTF32", testLinearTF32},
 	{"TF32Round", testTF32Round},

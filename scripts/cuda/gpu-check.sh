@@ -120,7 +120,7 @@ run_tests() { # $1: a test binary, or empty for go test
 		step "GPU: 200 training steps vs the CPU (loss curves), two GPU runs bit-identical"
 		"$dir/train.test" -test.run '^TestGPU' -test.v -test.count=1 || failed+=("GPU training tests")
 		step "emulator parity (CPU) in the same binary"
-		"$1" -test.run 'TestEmulatorParity|TestBackendFallback' -test.count=1 || failed+=("emulator tests")
+		"$1" -test.run 'TestEmulatorParity' -test.count=1 || failed+=("emulator tests")
 	else
 		local gs=()
 		[ ${#short[@]} -gt 0 ] && gs=(-short)
