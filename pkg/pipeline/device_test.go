@@ -266,6 +266,7 @@ func TestDeviceErrorFailsStage(t *testing.T) {
 				if !errors.Is(err, errInjected) {
 					t.Fatalf("failing after %d of %d launches: error %v, want the device's", ok, total, err)
 				}
+				t.Logf("failing after %d of %d launches: %v", ok, total, err)
 				if !strings.Contains(err.Error(), "injected launch failure") {
 					t.Errorf("error %q does not carry the device's message", err)
 				}
