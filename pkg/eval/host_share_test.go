@@ -26,7 +26,8 @@ import (
 //   - cones: `rank --device cuda --cones`: the given cones gathered per structure group
 //     and uploaded instead of embedded.
 //
-// The device's part is TestGPUThroughput's DistanceAll.
+// launches/batch counts the kernel launches of a batch of 512 (14 structures). The
+// device's part is TestGPUThroughput's DistanceAll.
 func BenchmarkRankHostShare(b *testing.B) {
 	for _, mode := range []string{"device", "top", "cones"} {
 		b.Run(mode, func(b *testing.B) { benchmarkRankHostShare(b, mode) })
@@ -36,7 +37,8 @@ func BenchmarkRankHostShare(b *testing.B) {
 func benchmarkRankHostShare(b *testing.B, mode string) {
 	const entities, answers = 14505, 20
 	cfg := model.Config{Variant: model.RoConE, NumEntities: entities, NumRelations: 474, Dim: 1600, Gamma: 30, CenterReg: 0.1}
-	dev := gpu.NewDevice(&gputest.NullDriver{Fill: 1})
+	null := &gputest.NullDriver{Fill: 1}
+	dev := gpu.NewDevice(null)
 	m, err := model.New[float32](cfg, compute.Reference[float32]{})
 	if err != nil {
 		b.Fatal(err)
@@ -101,10 +103,13 @@ func benchmarkRankHostShare(b *testing.B, mode string) {
 		}
 	}
 	b.ResetTimer()
+	start := null.Launches()
 	for i := 0; i < b.N; i++ {
 		if _, err := eval.RankQueries(context.Background(), m, qs, opts); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(qs)), "µs/query")
+	batches := (len(qs) + opts.Batch - 1) / opts.Batch
+	b.ReportMetric(float64(null.Launches()-start)/float64(b.N*batches), "launches/batch")
 }
