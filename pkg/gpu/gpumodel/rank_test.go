@@ -185,76 +185,78 @@ func checkRankMatchesCPU(t *testing.T, dev *gpu.Device, v model.Variant, entitie
 // they are bit for bit those of the whole batch.
 func TestEmulatorEmbedMatchesCPU(t *testing.T) {
 	for _, v := range model.Variants {
-		t.Run(string(v), func(t *testing.T) {
-			cfg := testConfig(v, 16)
-			rng := rand.New(rand.NewPCG(5, 6))
-			host := spreadModel(t, cfg, rng)
-			queries := randomBatch(rng, cfg, 3, 1).Queries
-			dm, err := NewEval(gputest.Emulator(t), host)
-			if err != nil {
-				t.Fatal(err)
+		t.Run(string(v), func(t *testing.T) { checkEmbedMatchesCPU(t, gputest.Emulator(t), v, 16) })
+	}
+}
+
+func checkEmbedMatchesCPU(t *testing.T, dev *gpu.Device, v model.Variant, dim int) {
+	cfg := testConfig(v, dim)
+	rng := rand.New(rand.NewPCG(5, 6))
+	host := spreadModel(t, cfg, rng)
+	queries := randomBatch(rng, cfg, 3, 1).Queries
+	dm, err := NewEval(dev, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Close()
+	all, err := dm.EmbedBatch(queries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := model.GroupByStructure(queries)
+	if len(all) != len(groups) {
+		t.Fatalf("%d groups of cones, want %d", len(all), len(groups))
+	}
+	compared := 0
+	for gi, g := range groups {
+		var anchors, relations []int32
+		for _, q := range g {
+			anchors, relations = append(anchors, queries[q].Anchors...), append(relations, queries[q].Relations...)
+		}
+		emb, err := host.Embed(queries[g[0]].Structure, anchors, relations, len(g), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all[gi]) != len(emb.Branches) {
+			t.Fatalf("%s: %d branches on the device, %d on the CPU", queries[g[0]].Structure, len(all[gi]), len(emb.Branches))
+		}
+		for br, c := range emb.Branches {
+			d := all[gi][br]
+			if d.N != c.N || d.Dim != c.Dim {
+				t.Fatalf("%s branch %d: %d×%d cones on the device, %d×%d on the CPU", queries[g[0]].Structure, br, d.N, d.Dim, c.N, c.Dim)
 			}
-			defer dm.Close()
-			all, err := dm.EmbedBatch(queries)
-			if err != nil {
-				t.Fatal(err)
+			for j := range c.Axis {
+				da := math.Abs(math.Remainder(float64(d.Axis[j]-c.Axis[j]), 2*math.Pi))
+				dh := math.Abs(float64(d.Half[j] - c.Half[j]))
+				if da > 1e-4 || dh > 1e-4 || math.IsNaN(da) || math.IsNaN(dh) {
+					t.Fatalf("%s branch %d [%d]: device (%.7g, %.7g), CPU (%.7g, %.7g)",
+						queries[g[0]].Structure, br, j, d.Axis[j], d.Half[j], c.Axis[j], c.Half[j])
+				}
+				compared++
 			}
-			groups := model.GroupByStructure(queries)
-			if len(all) != len(groups) {
-				t.Fatalf("%d groups of cones, want %d", len(all), len(groups))
-			}
-			compared := 0
-			for gi, g := range groups {
-				var anchors, relations []int32
-				for _, q := range g {
-					anchors, relations = append(anchors, queries[q].Anchors...), append(relations, queries[q].Relations...)
-				}
-				emb, err := host.Embed(queries[g[0]].Structure, anchors, relations, len(g), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(all[gi]) != len(emb.Branches) {
-					t.Fatalf("%s: %d branches on the device, %d on the CPU", queries[g[0]].Structure, len(all[gi]), len(emb.Branches))
-				}
-				for br, c := range emb.Branches {
-					d := all[gi][br]
-					if d.N != c.N || d.Dim != c.Dim {
-						t.Fatalf("%s branch %d: %d×%d cones on the device, %d×%d on the CPU", queries[g[0]].Structure, br, d.N, d.Dim, c.N, c.Dim)
-					}
-					for j := range c.Axis {
-						da := math.Abs(math.Remainder(float64(d.Axis[j]-c.Axis[j]), 2*math.Pi))
-						dh := math.Abs(float64(d.Half[j] - c.Half[j]))
-						if da > 1e-4 || dh > 1e-4 || math.IsNaN(da) || math.IsNaN(dh) {
-							t.Fatalf("%s branch %d [%d]: device (%.7g, %.7g), CPU (%.7g, %.7g)",
-								queries[g[0]].Structure, br, j, d.Axis[j], d.Half[j], c.Axis[j], c.Half[j])
-						}
-						compared++
-					}
+		}
+	}
+	if compared < len(queries)*cfg.Dim {
+		t.Fatalf("%d cone values compared for %d queries", compared, len(queries))
+	}
+	// Batch invariance.
+	whole := conesByQuery(queries, all)
+	half := len(queries) / 2
+	for _, part := range [][2]int{{0, half}, {half, len(queries)}, {3, 4}, {len(queries) - 1, len(queries)}} {
+		sub := queries[part[0]:part[1]]
+		got, err := dm.EmbedBatch(sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, cs := range conesByQuery(sub, got) {
+			q := part[0] + k
+			for br := range cs {
+				if !slices.Equal(cs[br][0], whole[q][br][0]) || !slices.Equal(cs[br][1], whole[q][br][1]) {
+					t.Fatalf("query %d (%s) branch %d: embedded in queries [%d,%d) it differs from the whole batch's",
+						q, queries[q].Structure, br, part[0], part[1])
 				}
 			}
-			if compared < len(queries)*cfg.Dim {
-				t.Fatalf("%d cone values compared for %d queries", compared, len(queries))
-			}
-			// Batch invariance.
-			whole := conesByQuery(queries, all)
-			half := len(queries) / 2
-			for _, part := range [][2]int{{0, half}, {half, len(queries)}, {3, 4}, {len(queries) - 1, len(queries)}} {
-				sub := queries[part[0]:part[1]]
-				got, err := dm.EmbedBatch(sub)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for k, cs := range conesByQuery(sub, got) {
-					q := part[0] + k
-					for br := range cs {
-						if !slices.Equal(cs[br][0], whole[q][br][0]) || !slices.Equal(cs[br][1], whole[q][br][1]) {
-							t.Fatalf("query %d (%s) branch %d: embedded in queries [%d,%d) it differs from the whole batch's",
-								q, queries[q].Structure, br, part[0], part[1])
-						}
-					}
-				}
-			}
-		})
+		}
 	}
 }
 
