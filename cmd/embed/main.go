@@ -62,7 +62,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "checkpoint", Usage: "trained model `FILE`", DefaultText: cliargs.Required},
 			&cli.StringFlag{Name: "queries", Usage: "queries artifact `FILE` (- for stdin)", DefaultText: cliargs.Required},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "cones artifact `FILE` (- for an IPC stream on stdout)", DefaultText: cliargs.Required},
-			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"},
+			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda (cuda: the queries embedded on the GPU, in rank's CUDA batches of 512, and their cones downloaded)"},
 			&cli.StringFlag{Name: "shard", Usage: "embed only shard `i/n` of the queries (0 <= i < n; whole batches, cut as rank --shard cuts on the same --device); the n shards' cones are the unsharded cones"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 		},
@@ -75,7 +75,7 @@ func app() *cli.App {
 			if err != nil {
 				return err
 			}
-			kernels, err := device.Backend(c.String("device"), 0)
+			dev, err := device.Open(c.String("device"), 0)
 			if err != nil {
 				return err
 			}
@@ -88,7 +88,7 @@ func app() *cli.App {
 				log = nil
 			}
 			return pipeline.Embed(pipeline.EmbedConfig{Checkpoint: c.String("checkpoint"), Queries: c.String("queries"),
-				Output: c.String("output"), Kernels: kernels, Shard: sh, ShardBlock: block, Log: log})
+				Output: c.String("output"), Kernels: dev.Kernels, Device: dev.Rank, Shard: sh, ShardBlock: block, Log: log})
 		},
 	}
 }

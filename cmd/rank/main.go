@@ -41,7 +41,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "ask-file", Usage: "a `FILE` of such queries, one a line (# comments; - for stdin)"},
 			&cli.StringFlag{Name: "known", Value: pipeline.KnownTrain, Usage: "with --ask: the `GRAPH` whose answers are known, train or train+valid"},
 			&cli.BoolFlag{Name: "exclude-known", Usage: "with --ask: list predictions only (the top K of the entities that are not known answers)"},
-			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda (cuda: embedding, scoring and ranking on the GPU; with --cones or --top, the queries' cones or scores pass through the host)"},
+			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda (cuda: embedding, scoring and ranking on the GPU, only the ranks coming back; --cones are uploaded, --top downloads each batch's scores and picks the top K on the host; --ask and --ask-file score on the CPU)"},
 			&cli.IntFlag{Name: "workers", Usage: "goroutines ranking queries", DefaultText: "every core"},
 			&cli.IntFlag{Name: "batch", Usage: "queries scored together, at least 1, at most the number of queries (on the CPU the entity table stays in cache; on CUDA each call to the device costs a round trip)", DefaultText: "16 on the CPU, 512 on CUDA"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "ranks artifact `FILE` (- for an IPC stream on stdout); with --ask, the answers artifact", DefaultText: cliargs.RequiredWhen("unless --ask or --ask-file")},

@@ -37,10 +37,7 @@ func testDistance(h *harness) {
 			DA, DH, DE := h.up(dA), h.up(dH), h.up(dE)
 			var ix *DeviceRowIndex
 			if mode == "csr" {
-				var err error
-				ix, err = NewDeviceRowIndex(h.d, RowCSR(cand, rows, nil))
-				h.ok(err)
-				defer ix.Free()
+				ix = h.upIndex(RowCSR(cand, rows, nil))
 			}
 			ref.DistanceBackward(dA, dH, dE, dDist, axis, half, ent, c, queries, k, dim, lambda)
 			h.ok(h.d.DistanceBackward(DA, DH, DE, h.up(dDist), A, H, E, C, ix, queries, k, dim, lambda))

@@ -58,6 +58,12 @@ func testLinear(h *harness) {
 				compare(t, r.name+": dx", dx, got[1])
 				compare(t, r.name+": dw", dw, got[2])
 				compare(t, r.name+": db", db, got[3])
+				// The weight gradient alone (no dx, no db).
+				dw2 := append([]float32{}, dw0...)
+				DW2 := up(dw0)
+				ref.LinearBackward(nil, dw2, nil, dy, x, w, sh.rows, sh.in, sh.out)
+				h.ok(h.d.LinearBackward(nil, DW2, nil, up(dy), X, W, sh.rows, sh.in, sh.out))
+				compare(t, r.name+": dw (no dx, db)", dw2, h.down(DW2))
 				if r.sameBits == "" {
 					continue
 				}
