@@ -385,18 +385,24 @@ KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, const float* 
 				srow[t] = (cand ? (long long)cand[p] : (long long)(k0 + t)) * dim;
 			}
 			__syncthreads();
-			if (on)
+			if (on) {
+				// The next candidate's entity value is loaded before this one is computed,
+				// so that a load is always in flight.
+				float next = sg[0] != 0.f ? ent[srow[0] + j] : 0.f;
 				for (int i = 0; i < n; i++) {
+					const float th = next;
+					if (i + 1 < n && sg[i + 1] != 0.f) next = ent[srow[i + 1] + j];
 					const float g = sg[i];
 					if (g == 0.f) continue;
 					const long long e = srow[i] + j;
 					float su, cu, gT, gH;
-					sincosf(ent[e] * 0.5f, &su, &cu);
+					sincosf(th * 0.5f, &su, &cu);
 					dim_grad_tab(su, cu, Q, lambda, &gT, &gH);
 					accT += g * gT;
 					accH += g * gH;
 					if (entAtomic && dEnt) atomicAdd(&dEnt[e], 0.5f * (g * gT));
 				}
+			}
 			__syncthreads();
 		}
 		if (on && dAxis) dAxis[(long long)q * dim + j] -= 0.5f * accT;
