@@ -13,6 +13,13 @@
 // Candidates: row c = cand[q·cands + k] of ent, or c = k when cand is NULL (every query
 // against the first cands rows, as in evaluation).
 //
+// Two sets of kernels: the first ones, here, which compute both sincosf per (pair,
+// dimension) in each kernel, kept for the kernel bench (op_distance.go: Device.distFirst);
+// and the table kernels below (distance_qtab, distance_*_tab), the production path, which
+// take the query's half-angles from a table made once per call and rotate the entity's:
+// one sincosf per entity value. What follows about the backward's three ways holds for
+// both.
+//
 // Backward: dAxis/dHalf are owned per (query, dimension) by one thread that loops over
 // the candidates (no atomics, deterministic). dEnt needs a scatter-add; three ways:
 //   - distance_bwd_q with entAtomic = 1: atomicAdd into dEnt as the candidates are
