@@ -25,6 +25,7 @@ type Device struct {
 	tf32      bool                     // the linear layers' products on the tensor cores in TF32 (SetMatmul)
 	gemmTile  int                      // the FP32 GEMMs' tile: gemmTileAuto, 64, 128 or gemmTileFirst (tests, bench)
 	gemmSplit int                      // with a fixed gemmTile, its K splits (≤ 1: none)
+	distFirst bool                     // the first distance kernels, a sincosf per pair, not the table ones (tests, bench)
 }
 
 // NewDevice wraps a driver: the real one from Open, or package emu's emulator.
