@@ -125,19 +125,6 @@ KERNEL gemm64_tn(int M, int N, int K, const float* A, int lda, const float* B, i
 // sum into an FMA in both; the emulator, compiled without FMA, in neither).
 #define RT_BK 8
 
-// rt_load4 reads four consecutive elements at p[base …] of which the first `valid` exist
-// (0 … 4), zero-filling the rest; in one 16-byte load when vec and all four exist.
-__device__ __forceinline__ void rt_load4(float r[4], const float* p, long long base, int valid, int vec) {
-	if (vec && valid == 4) {
-		float4 v = *(const float4*)(p + base);
-		r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
-		return;
-	}
-	for (int c = 0; c < 4; c++) r[c] = c < valid ? p[base + c] : 0.f;
-}
-
-__device__ __forceinline__ int rt_clamp4(int n) { return n < 0 ? 0 : (n > 4 ? 4 : n); }
-
 template <bool TA, bool TB, int BM, int BN>
 __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
                                          int ldc, const float* bias, int accumulate, int vecA, int vecB, int kSplit,

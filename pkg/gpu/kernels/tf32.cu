@@ -164,20 +164,211 @@ __device__ __forceinline__ void gemm_tf32_tiled(int M, int N, int K, const float
 	}
 }
 
-KERNEL gemm_tf32_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+KERNEL gemm64_tf32_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
                     const float* bias, int accumulate) {
 	gemm_tf32_tiled<false, true>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
 }
 
-KERNEL gemm_tf32_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+KERNEL gemm64_tf32_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
                     const float* bias, int accumulate) {
 	gemm_tf32_tiled<false, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
 }
 
-KERNEL gemm_tf32_tn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+KERNEL gemm64_tf32_tn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
                     const float* bias, int accumulate) {
 	gemm_tf32_tiled<true, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
 }
+
+// ---------------------------------------------------------------------------------------
+// The register-tiled TF32 GEMM: gemm_tf32_nt / nn / tn with 128×128 block tiles (256
+// threads, 8 warps of 64×32: 4×4 MMAs per K step of 8) and gemm_tf32_*_64 with 64×64
+// tiles (128 threads, 4 warps of 32×32: 2×4 MMAs), the same arguments, split-K and host
+// choice as linear.cu's gemm_reg (see op_linear.go's Device.gemm).
+//
+// A warp loads its A fragments (4 registers per 16 rows) and B fragments (2 per 8
+// columns) once per K step and issues every MMA of its tile from them: 1.5 shared loads
+// per MMA, against 6 in gemm64_tf32_*. K is walked in slices of 16, double buffered as in
+// gemm_reg: the next slice's global loads (16 bytes where the host allows, vecA/vecB)
+// are in flight during the MMAs of the current one, then rounded to TF32 and stored into
+// the other buffer, one barrier per slice. The shared slices are k-major, [k][m] and
+// [k][n], unpadded; instead a row's columns are permuted (tf_sw): column m of row k lies
+// at m XOR 8·((k XOR k/4) mod 4), which keeps groups of 4 together (16-byte stores) and
+// puts on 32 distinct banks both a warp's fragment loads (rows t and t+4, columns g,
+// t = lane%4, g = lane/4) and its transposing stores (4 consecutive k of 8 rows each).
+//
+// Each output is accumulated over the K steps in order by one lane's MMAs: deterministic,
+// and under the emulator (which computes each MMA per lane, as described above) the same
+// sums in the same order as gemm64_tf32_*.
+#define TF_BK 16
+
+// tf_sw is the position of column m (of a BM- or BN-wide tile) in row k of a k-major
+// shared slice: bits 3-4 of m flipped by k, see above.
+__device__ __forceinline__ int tf_sw(int k, int m) { return m ^ (((k ^ (k >> 2)) & 3) << 3); }
+
+// tf_mma_tile: one warp's MI×NJ MMAs of one K step of 8 at k: acc[i][j] += A(16i…, k…)·
+// B(k…, 8j…), A(m, k) at As[k·BM + tf_sw(k, m)] for the warp's rows wm…, B(k, n) at
+// Bs[k·BN + tf_sw(k, n)] for its columns wn…, shared and already rounded to TF32. All 32
+// lanes of the warp call it together.
+template <int BM, int BN, int MI, int NJ>
+__device__ __forceinline__ void tf_mma_tile(float acc[MI][NJ][4], const float* As, const float* Bs, int k, int wm, int wn) {
+	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#ifdef __CUDA_ARCH__
+	const int k0 = k + t, k1 = k + t + 4;
+	// The fragments (PTX ISA, mma.m16n8k8 .tf32): a0 (g, t), a1 (g+8, t), a2 (g, t+4),
+	// a3 (g+8, t+4) of A [m][k]; b0 (t, g), b1 (t+4, g) of B [k][n].
+	unsigned a[MI][4], b[NJ][2];
+	for (int i = 0; i < MI; i++) {
+		const int m = wm + 16 * i + g;
+		a[i][0] = __float_as_uint(As[k0 * BM + tf_sw(k0, m)]);
+		a[i][1] = __float_as_uint(As[k0 * BM + tf_sw(k0, m + 8)]);
+		a[i][2] = __float_as_uint(As[k1 * BM + tf_sw(k1, m)]);
+		a[i][3] = __float_as_uint(As[k1 * BM + tf_sw(k1, m + 8)]);
+	}
+	for (int j = 0; j < NJ; j++) {
+		const int n = wn + 8 * j + g;
+		b[j][0] = __float_as_uint(Bs[k0 * BN + tf_sw(k0, n)]);
+		b[j][1] = __float_as_uint(Bs[k1 * BN + tf_sw(k1, n)]);
+	}
+	for (int i = 0; i < MI; i++)
+		for (int j = 0; j < NJ; j++)
+			asm volatile(
+			    "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+			    "{%0, %1, %2, %3};\n"
+			    : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
+			    : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][0]), "r"(b[j][1]));
+#else
+	// Each lane its own outputs of every MMA, (g + 8·(q/2), 2t + q%2) of tile (i, j), the
+	// eight products added in k order (see the top of the file).
+	for (int i = 0; i < MI; i++)
+		for (int j = 0; j < NJ; j++)
+			for (int q = 0; q < 4; q++) {
+				const int m = wm + 16 * i + g + 8 * (q >> 1), n = wn + 8 * j + 2 * t + (q & 1);
+				float s = acc[i][j][q];
+				for (int kk = k; kk < k + 8; kk++) s += As[kk * BM + tf_sw(kk, m)] * Bs[kk * BN + tf_sw(kk, n)];
+				acc[i][j][q] = s;
+			}
+#endif
+}
+
+// C[m][n] (row stride ldc) = (accumulate ? C[m][n] : 0) + Σ_k r(A(m,k))·r(B(k,n)) + bias[n]
+// as gemm_tf32_tiled, over k in [z·kSplit, min(K, (z+1)·kSplit)) into C + z·splitStride for
+// the grid's layer z (split-K; one layer: the whole GEMM). BM×BN block tiles of warps of
+// WM×WN; blockDim.x must be 32·(BM/WM)·(BN/WN).
+template <bool TA, bool TB, int BM, int BN, int WM, int WN>
+__device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
+                                              float* C, int ldc, const float* bias, int accumulate, int vecA, int vecB,
+                                              int kSplit, int splitStride) {
+	{
+		const int kb = blockIdx.z * kSplit;
+		K = K - kb < kSplit ? K - kb : kSplit;
+		A += TA ? (long long)kb * lda : kb;
+		B += TB ? kb : (long long)kb * ldb;
+		C += (long long)blockIdx.z * splitStride;
+	}
+	constexpr int WX = BN / WN, T = 32 * WX * (BM / WM), MI = WM / 16, NJ = WN / 8;
+	constexpr int QA = BM * TF_BK / (4 * T), QB = BN * TF_BK / (4 * T); // 16-byte loads per thread per slice
+	static_assert(QA * 4 * T == BM * TF_BK && QB * 4 * T == BN * TF_BK, "a slice is whole 16-byte loads");
+	static_assert(BM % 32 == 0 && BN % 32 == 0, "tf_sw permutes within 32 columns");
+	__shared__ __align__(16) float As[2][TF_BK][BM];
+	__shared__ __align__(16) float Bs[2][TF_BK][BN];
+	const int t = threadIdx.x, warp = t >> 5;
+	const int wm = warp / WX * WM, wn = warp % WX * WN;
+	const int n0 = blockIdx.x * BN;
+	for (int m0 = blockIdx.y * BM; m0 < M; m0 += gridDim.y * BM) {
+		float ra[QA][4], rb[QB][4];
+		// Global → registers: slice k0 of A's rows m0… and of B's columns n0…, as gemm_reg.
+		auto load = [&](int k0) {
+			for (int i = 0; i < QA; i++) {
+				const int q = t + i * T;
+				if (TA) { // A(m, k) = A[k·lda + m]: 4 consecutive m of one k
+					const int kk = q / (BM / 4), mq = q % (BM / 4) * 4, gk = k0 + kk, gm = m0 + mq;
+					rt_load4(ra[i], A, (long long)gk * lda + gm, gk < K ? rt_clamp4(M - gm) : 0, vecA);
+				} else { // A(m, k) = A[m·lda + k]: 4 consecutive k of one m
+					const int row = q / (TF_BK / 4), kq = q % (TF_BK / 4) * 4, gm = m0 + row, gk = k0 + kq;
+					rt_load4(ra[i], A, (long long)gm * lda + gk, gm < M ? rt_clamp4(K - gk) : 0, vecA);
+				}
+			}
+			for (int i = 0; i < QB; i++) {
+				const int q = t + i * T;
+				if (TB) { // B(k, n) = B[n·ldb + k]: 4 consecutive k of one n
+					const int col = q / (TF_BK / 4), kq = q % (TF_BK / 4) * 4, gn = n0 + col, gk = k0 + kq;
+					rt_load4(rb[i], B, (long long)gn * ldb + gk, gn < N ? rt_clamp4(K - gk) : 0, vecB);
+				} else { // B(k, n) = B[k·ldb + n]: 4 consecutive n of one k
+					const int kk = q / (BN / 4), nq = q % (BN / 4) * 4, gk = k0 + kk, gn = n0 + nq;
+					rt_load4(rb[i], B, (long long)gk * ldb + gn, gk < K ? rt_clamp4(N - gn) : 0, vecB);
+				}
+			}
+		};
+		// Registers → shared buffer buf: rounded to TF32, k-major, columns permuted by tf_sw.
+		auto store = [&](int buf) {
+			for (int i = 0; i < QA; i++) {
+				const int q = t + i * T;
+				if (TA) {
+					const int kk = q / (BM / 4), mq = q % (BM / 4) * 4;
+					*(float4*)&As[buf][kk][tf_sw(kk, mq)] = make_float4(tf32_round(ra[i][0]), tf32_round(ra[i][1]),
+					                                                    tf32_round(ra[i][2]), tf32_round(ra[i][3]));
+				} else {
+					const int row = q / (TF_BK / 4), kq = q % (TF_BK / 4) * 4;
+					for (int c = 0; c < 4; c++) As[buf][kq + c][tf_sw(kq + c, row)] = tf32_round(ra[i][c]);
+				}
+			}
+			for (int i = 0; i < QB; i++) {
+				const int q = t + i * T;
+				if (TB) {
+					const int col = q / (TF_BK / 4), kq = q % (TF_BK / 4) * 4;
+					for (int c = 0; c < 4; c++) Bs[buf][kq + c][tf_sw(kq + c, col)] = tf32_round(rb[i][c]);
+				} else {
+					const int kk = q / (BN / 4), nq = q % (BN / 4) * 4;
+					*(float4*)&Bs[buf][kk][tf_sw(kk, nq)] = make_float4(tf32_round(rb[i][0]), tf32_round(rb[i][1]),
+					                                                    tf32_round(rb[i][2]), tf32_round(rb[i][3]));
+				}
+			}
+		};
+		float acc[MI][NJ][4];
+		for (int i = 0; i < MI; i++)
+			for (int j = 0; j < NJ; j++)
+				for (int q = 0; q < 4; q++) acc[i][j][q] = 0.f;
+		load(0);
+		store(0);
+		__syncthreads();
+		for (int k0 = 0, buf = 0; k0 < K; k0 += TF_BK, buf ^= 1) {
+			const bool more = k0 + TF_BK < K;
+			if (more) load(k0 + TF_BK);
+			for (int kk = 0; kk < TF_BK; kk += 8)
+				tf_mma_tile<BM, BN, MI, NJ>(acc, &As[buf][0][0], &Bs[buf][0][0], kk, wm, wn);
+			if (more) store(buf ^ 1);
+			__syncthreads();
+		}
+		const int lane = t & 31, g = lane >> 2, tg = lane & 3;
+#pragma unroll
+		for (int i = 0; i < MI; i++)
+#pragma unroll
+			for (int j = 0; j < NJ; j++)
+#pragma unroll
+				for (int q = 0; q < 4; q++) {
+					const int gm = m0 + wm + 16 * i + g + 8 * (q >> 1), gn = n0 + wn + 8 * j + 2 * tg + (q & 1);
+					if (gm >= M || gn >= N) continue;
+					float v = acc[i][j][q];
+					if (bias) v += bias[gn];
+					float* c = &C[(long long)gm * ldc + gn];
+					*c = accumulate ? *c + v : v;
+				}
+	}
+}
+
+#define GEMM_TF32(name, TA, TB, BM, BN, WM, WN)                                                                   \
+	extern "C" __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN), 16 / ((BM / WM) * (BN / WN))) name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,           \
+	            const float* bias, int accumulate, int vecA, int vecB, int kSplit, int splitStride) {              \
+		gemm_tf32_reg<TA, TB, BM, BN, WM, WN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, vecA, vecB, kSplit, \
+		                                      splitStride);                                                      \
+	}
+
+GEMM_TF32(gemm_tf32_nt, false, true, 128, 128, 64, 32)
+GEMM_TF32(gemm_tf32_nn, false, false, 128, 128, 64, 32)
+GEMM_TF32(gemm_tf32_tn, true, false, 128, 128, 64, 32)
+GEMM_TF32(gemm_tf32_nt_64, false, true, 64, 64, 32, 32)
+GEMM_TF32(gemm_tf32_nn_64, false, false, 64, 64, 32, 32)
+GEMM_TF32(gemm_tf32_tn_64, true, false, 64, 64, 32, 32)
 
 // y[i] = tf32_round(x[i]): the rounding alone, for its tests (the emulator's bits and the
 // device's cvt.rna.tf32.f32 against Go's compute.RoundTF32).
