@@ -111,11 +111,10 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 		return d.launch(name, w, grid, [3]int{tileThreads, 1, 1}, args...)
 	}
 	// linear.cu: threads of 8×8 outputs; tf32.cu: 8 warps of 64×32 outputs (128×128
-	// tiles) or 4 of 32×32 (64×64), 2·tile threads either way. K splits are whole slices of
-	// the kernel's (8 for FP32, 16 for TF32).
-	threads, slice := tile*tile/64, 8
+	// tiles) or 4 of 32×32 (64×64), 2·tile threads either way.
+	threads := tile * tile / 64
 	if d.tf32 {
-		name, threads, slice = "gemm_tf32_"+layout, 2*tile, 16
+		name, threads = "gemm_tf32_"+layout, 2*tile
 	}
 	if tile == 64 {
 		name += "_64"
@@ -128,9 +127,9 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 	if splits <= 1 || K == 0 || splits*M*N > math.MaxInt32 {
 		return d.launch(name, w, grid, block, append(args, vec(A, lda), vec(B, ldb), i32(max(K, 1)), i32(0))...)
 	}
-	// Split-K: slices of kSplit (whole slices of the kernel's), one grid layer each, into
+	// Split-K: slices of kSplit (a multiple of the kernels' 8), one grid layer each, into
 	// the workspace W [S][M][N], then their sum into C.
-	kSplit := ceilDiv(ceilDiv(K, splits), slice) * slice
+	kSplit := ceilDiv(ceilDiv(K, splits), 8) * 8
 	splits = ceilDiv(K, kSplit)
 	W, err := scratch[float32](d, splits*M*N)
 	if err != nil {

@@ -9,7 +9,8 @@
 //
 // gemm_* (and gemm_*_64) are the register-tiled kernels described below gemm_reg; the
 // first versions, gemm64_* (64×64 tiles, 256 threads of 4×4 outputs spaced 16 apart,
-// scalar shared reads), stay for the kernel bench and as tf32.cu's launch geometry. Plain
+// scalar shared reads), stay for the kernel bench (so does tf32.cu's gemm64_tf32_*, on
+// their launch geometry). Plain
 // FP32 FMA, no tensor cores (TF32 is tf32.cu's, opt-in).
 //
 // Launch: gemm64_*: block 256, grid (ceil(N/64), min(ceil(M/64), 65535)); gemm_*: block
@@ -89,8 +90,8 @@ __device__ __forceinline__ void gemm_tiled(int M, int N, int K, const float* A, 
 	}
 }
 
-// The first versions, kept for the kernel bench (kernelbench_test.go) and as the launch
-// geometry of tf32.cu's kernels.
+// The first versions, kept for the kernel bench (kernelbench_test.go); tf32.cu's first
+// versions, gemm64_tf32_*, have their launch geometry.
 KERNEL gemm64_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
                  const float* bias, int accumulate) {
 	gemm_tiled<false, true>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
