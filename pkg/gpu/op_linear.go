@@ -88,7 +88,7 @@ func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) er
 // the register-tiled kernel of that name, linear.cu's (FP32) or, with TF32 products
 // (SetMatmul), tf32.cu's gemm_tf32_*, with 128×128 tiles; or, when those tiles would not
 // give every SM a block, the same kernel with K split S ways into a workspace that
-// gemm_splitk_sum adds up in order (gemmSplits), or its 64×64 twin (_64) when K is too
+// gemm_splitk_sum adds up in order (gemmShape), or its 64×64 twin (_64) when K is too
 // short to split. Without a split every output's sum runs over k in order, so the tile
 // does not change a bit; a split sums S partial sums in order, deterministic for a given
 // shape and SM count. Either way, the work stated to a profiler is 2·M·N·K FLOPs
@@ -156,10 +156,10 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 	return d.each("gemm_splitk_sum", M*N, sum, ptr(C), i32(ldc), ptr(W), i32(splits), i32(M), i32(N), ptr(bias), boolArg(acc))
 }
 
-// gemmShape picks the GEMM's tile and K splits (FP32 and TF32 alike) for a shape: 128×128 tiles, unsplit
-// when they give every SM a block; otherwise K split so that the device gets about two
-// blocks per SM, with at least 256 of K per split; 64×64 tiles when K is too short for two
-// splits.
+// gemmShape picks the GEMM's tile and K splits for a shape, FP32 and TF32 alike: 128×128
+// tiles, unsplit when they give every SM a block; otherwise K split so that the device
+// gets about two blocks per SM, with at least 256 of K per split; 64×64 tiles when K is
+// too short for two splits.
 func (d *Device) gemmShape(M, N, K int) (tile, splits int) {
 	sms := d.multiprocessors()
 	blocks := ceilDiv(M, 128) * ceilDiv(N, 128)
