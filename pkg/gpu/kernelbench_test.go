@@ -340,8 +340,12 @@ var kernelBenches = []benchCase{
 	{"linear", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
 		// The intersection's first layer, rows × 2d inputs into d outputs: forward
 		// (gemm_nt) and backward (gemm_nn for dx, gemm_tn for dW, col_sum), through each
-		// GEMM tile; the version's name is the tile (first: gemm64_*; by-shape: the
-		// production choice, K split where the tiles are too few).
+		// GEMM tile, FP32 and TF32 (tf32-*: SetMatmul(tf32)); the version's name is the tile
+		// (first: gemm64_* or gemm64_tf32_*; by-shape: the production choice, K split where
+		// the tiles are too few). TF32 versions are checked against the reference with
+		// TF32 products, within 1e-5 of the largest output: the accumulation order's
+		// error, well below TF32's own (≈1e-4 of it at checkSize), so that a kernel that
+		// did not round its factors fails too.
 		b := &benchBuffers{d: d}
 		rows, in, out := s.rows, 2*s.dim, s.dim
 		x, w, bias := randF32(rng, rows*in, -1, 1), randF32(rng, out*in, -0.1, 0.1), randF32(rng, out, -1, 1)
@@ -356,8 +360,12 @@ var kernelBenches = []benchCase{
 			}
 			return nil
 		}
-		check := func() error {
-			ref := compute.Reference[float32]{}
+		check := func(tf32 bool) error {
+			var ref compute.Kernels[float32] = compute.Reference[float32]{}
+			tol := 1e-4
+			if tf32 {
+				ref, tol = compute.WithMatmul(ref, compute.MatmulTF32), 1e-5
+			}
 			y, dx, dw, db := make([]float32, rows*out), make([]float32, rows*in), make([]float32, out*in), make([]float32, out)
 			ref.LinearForward(y, x, w, bias, rows, in, out)
 			ref.LinearBackward(dx, dw, db, dy, x, w, rows, in, out)
@@ -370,24 +378,38 @@ var kernelBenches = []benchCase{
 				if err != nil {
 					return err
 				}
-				if err := closeTo(c.name, c.want, got, 1e-4); err != nil {
+				if err := closeTo(c.name, c.want, got, tol); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
-		version := func(name string, tile, splits int) benchVersion {
+		version := func(name string, tile, splits int, tf32 bool) benchVersion {
+			m := compute.MatmulFP32
+			if tf32 {
+				name, m = "tf32-"+name, compute.MatmulTF32
+			}
 			return benchVersion{name, reset, func() error {
 				d.gemmTile, d.gemmSplit = tile, splits
-				defer func() { d.gemmTile, d.gemmSplit = gemmTileAuto, 0 }()
+				if err := d.SetMatmul(m); err != nil {
+					return err
+				}
+				defer func() {
+					d.gemmTile, d.gemmSplit = gemmTileAuto, 0
+					_ = d.SetMatmul(compute.MatmulFP32) // a known precision: cannot fail
+				}()
 				if err := d.LinearForward(Y, X, W, B, rows, in, out); err != nil {
 					return err
 				}
 				return d.LinearBackward(DX, DW, DB, DY, X, W, rows, in, out)
-			}, check}
+			}, func() error { return check(tf32) }}
 		}
-		return []benchVersion{version("first", gemmTileFirst, 1), version("reg64", 64, 1), version("reg128", 128, 1),
-			version("by-shape", gemmTileAuto, 0)}, b.free, b.err
+		var vs []benchVersion
+		for _, tf32 := range []bool{false, true} {
+			vs = append(vs, version("first", gemmTileFirst, 1, tf32), version("reg64", 64, 1, tf32),
+				version("reg128", 128, 1, tf32), version("by-shape", gemmTileAuto, 0, tf32))
+		}
+		return vs, b.free, b.err
 	}},
 }
 

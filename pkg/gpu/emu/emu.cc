@@ -348,9 +348,15 @@ const KernelInfo table[] = {
     K(query_halfangles),
     K(score_all),
     K(filtered_ranks),
+    K(gemm64_tf32_nt),
+    K(gemm64_tf32_nn),
+    K(gemm64_tf32_tn),
     K(gemm_tf32_nt),
     K(gemm_tf32_nn),
     K(gemm_tf32_tn),
+    K(gemm_tf32_nt_64),
+    K(gemm_tf32_nn_64),
+    K(gemm_tf32_tn_64),
     K(tf32_round_f32),
 };
 
