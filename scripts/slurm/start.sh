@@ -128,7 +128,7 @@ SlurmdUser=root
 SlurmctldPort=${ports[0]}
 SlurmdPort=${ports[1]}
 AuthType=auth/munge
-AuthInfo=socket=$SOCKET
+AuthInfo=socket=$SOCKET,cred_expire=10
 CredType=cred/munge
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool
