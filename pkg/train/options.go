@@ -24,9 +24,9 @@ type Options struct {
 	Partial string
 	// Best is where Config.KeepBest writes the checkpoint of the best validation
 	// (BestPath(Checkpoint) when empty).
-	Best string
-	Log        string // the train log to write (and, with Resume, to continue); "" for none
-	Resume     bool   // continue from Checkpoint, whose configuration the caller passes (see ResumeConfig)
+	Best   string
+	Log    string // the train log to write (and, with Resume, to continue); "" for none
+	Resume bool   // continue from Checkpoint, whose configuration the caller passes (see ResumeConfig)
 	// AutoResume continues the checkpoint (Partial, if it exists, else Checkpoint) when it
 	// holds an unfinished run of this very configuration (all keys but checkpoint_every)
 	// and train file, and starts afresh otherwise; the caller passes a fresh run's
@@ -78,9 +78,9 @@ type Result struct {
 	// Best is the best validation by Config.BestMetric so far; nil without one.
 	Best *Best
 
-	improved bool // the last validation improved on the best (run's bookkeeping)
-	Timings     Timings       // cumulative over resumed runs
-	Valid       *eval.Summary // the last validation of this run, if any
+	improved bool          // the last validation improved on the best (run's bookkeeping)
+	Timings  Timings       // cumulative over resumed runs
+	Valid    *eval.Summary // the last validation of this run, if any
 }
 
 // checkOutputs checks the checkpoint and the log before any work (outfile.Check): both
