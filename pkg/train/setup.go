@@ -312,9 +312,13 @@ func (t *trainer) restore(ck *artifact.Checkpoint, st *state) error {
 	if t.best != nil && t.cfg.BestMetric == "" {
 		return fmt.Errorf("the training state holds a best validation but the configuration names no best metric")
 	}
-	if t.pending != nil && (t.pending.Step != t.stepsDone-1 || len(t.valid) == 0) {
-		return fmt.Errorf("the training state holds a validation of step %d still to run, after %d steps done and with %d valid queries",
-			t.pending.Step, t.stepsDone, len(t.valid))
+	if t.pending != nil && t.pending.Step != t.stepsDone-1 {
+		return fmt.Errorf("the training state holds a validation of step %d still to run, but %d steps done", t.pending.Step, t.stepsDone)
+	}
+	if t.pending != nil && len(t.valid) == 0 {
+		// Resumed without --valid (allowed unless the best is compared): no validation runs.
+		t.printf("the validation after step %d was cut short; without --valid it is not run\n", t.pending.Step)
+		t.pending = nil
 	}
 	t.timings = st.Timings
 	t.baseTotal = st.Timings.Total
