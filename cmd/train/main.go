@@ -48,15 +48,15 @@ func flags() []cli.Flag {
 	d := train.Default()
 	return []cli.Flag{
 		&cli.StringFlag{Name: "config", Usage: "read flag values from a YAML or TOML `FILE` (keys named like the flags); flags given on the command line win"},
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "train", Usage: "train queries `FILE` (a queries artifact, split train)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "train", Usage: "train queries `FILE` (a queries artifact, split train)", DefaultText: cliargs.Required}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "valid", Usage: "validate on this queries `FILE` (same dataset) every --eval-every steps and at the end"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint `FILE` to write (and with --resume, to continue)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint `FILE` to write (and with --resume, to continue)", DefaultText: cliargs.Required}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "resume", Usage: "continue the run in --checkpoint, with its configuration, up to --steps"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "auto-resume", Usage: "continue the checkpoint (--partial if there is one) when it holds an unfinished run of this configuration and train file, else start afresh: rerunning an interrupted command continues it"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "partial", Usage: "keep the checkpoints of the unfinished run in `FILE` and write --checkpoint only when the run is finished (then FILE is removed), so that --checkpoint exists only as a finished model (pipelines)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "overwrite", Usage: "replace a checkpoint or log of another run (another configuration) at --checkpoint/--log; without it that is an error"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "log", Usage: "train-log `FILE` (default: the checkpoint's name with -log.arrow; \"\" for none)"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "preset", Usage: "the papers' reproduction configurations (docs/training.md §5.3): " + strings.Join(train.PresetNames(), " or ") + " (nell-995 too)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "log", Usage: "train-log `FILE` (\"\" for none)", DefaultText: "the checkpoint's name with -log.arrow"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "preset", Usage: "the papers' reproduction configuration `NAME` (docs/training.md §5.3): " + strings.Join(train.PresetNames(), " or ") + " (nell-995 too)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "model", Value: d.Model, Usage: "the model variant: " + model.VariantNames(", ")}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "dim", Value: d.Dim, Usage: "embedding dimension d"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "batch", Value: d.Batch, Usage: "queries per batch (each of the three updates of a step)"}),
@@ -75,9 +75,9 @@ func flags() []cli.Flag {
 		altsrc.NewUint64Flag(&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "random seed (initialisation, sampling, dropout)"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "cone-hidden", Value: d.ConeHidden, Usage: "hidden width of ConE's projection MLP; 0: 1600 (cone only)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "matmul", Value: "fp32", Usage: "precision of the linear layers' matrix products (ConE's projection MLP, the intersection): fp32, or tf32 (factors rounded to TF32: tensor cores on CUDA, PyTorch's allow_tf32); stored in the checkpoint"}),
-		altsrc.NewIntFlag(&cli.IntFlag{Name: "workers", Usage: "goroutines for the optimiser, the kernels and validation (default: every core); does not change results"}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "workers", Usage: "goroutines for the optimiser, the kernels and validation; does not change results", DefaultText: "every core"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "adam", Usage: "dense (default, the paper's) or sparse: update only the table rows each batch touched (CPU only; a deviation, see the README)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "adam", Usage: "dense (the paper's) or sparse: update only the table rows each batch touched (CPU only; a deviation, see the README)", DefaultText: "dense"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "sparse-adam", Usage: "the same as --adam sparse"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "profile", Usage: "write a device profile of --profile-steps to `FILE` (a Markdown roofline table per kernel) and its CSV beside it (.csv for .md); needs --device cuda"}),
@@ -94,12 +94,13 @@ func flags() []cli.Flag {
 func app() *cli.App {
 	fl := flags()
 	return &cli.App{
-		Name:      "train",
-		Version:   cliargs.Version(),
-		Usage:     "train a RoConE or ConE model on a train queries file",
-		UsageText: "train --train FILE [--valid FILE] --checkpoint FILE [--resume] [--preset NAME] [--config FILE] [flags]",
-		Flags:     fl,
-		Commands:  []*cli.Command{importCommand()}, // import.go
+		Name:    "train",
+		Version: cliargs.Version(),
+		Usage:   "train a RoConE or ConE model on a train queries file",
+		UsageText: "train --train FILE [--valid FILE] --checkpoint FILE [--resume] [--preset NAME] [--config FILE] [options]\n" +
+			"train import-qecone --from PATH -o FILE [command options]",
+		Flags:    fl,
+		Commands: []*cli.Command{importCommand()}, // import.go
 		Before: func(c *cli.Context) error {
 			if !c.IsSet("config") {
 				return nil

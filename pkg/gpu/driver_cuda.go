@@ -349,6 +349,9 @@ func (d *cuDriver) ResetMarks() error {
 }
 
 // Peaks are the device's peak memory bandwidth and FP32 rate (cuda.Peaker).
+// Multiprocessors is the device's SM count (the GEMMs pick their tile by it).
+func (d *cuDriver) Multiprocessors() int { return d.info.Multiprocs }
+
 func (d *cuDriver) Peaks() (bytesPerSecond, flopsPerSecond float64) {
 	return d.info.Bandwidth(), d.info.FP32()
 }

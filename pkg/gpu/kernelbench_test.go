@@ -296,21 +296,57 @@ var kernelBenches = []benchCase{
 			{"adam_multi_vec4", reset, run(false), check},
 		}, free, b.err
 	}},
-	{"gemm_nt", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
-		// The intersection's first layer: rows × 2d inputs into d outputs.
+	{"linear", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+		// The intersection's first layer, rows × 2d inputs into d outputs: forward
+		// (gemm_nt) and backward (gemm_nn for dx, gemm_tn for dW, col_sum), through each
+		// GEMM tile; the version's name is the tile (first: gemm64_*; by-shape: the
+		// production choice, K split where the tiles are too few).
 		b := &benchBuffers{d: d}
 		rows, in, out := s.rows, 2*s.dim, s.dim
 		x, w, bias := randF32(rng, rows*in, -1, 1), randF32(rng, out*in, -0.1, 0.1), randF32(rng, out, -1, 1)
+		dy := randF32(rng, rows*out, -1, 1)
 		X, W, B, Y := b.f(x), b.f(w), b.f(bias), b.f(make([]float32, rows*out))
-		return []benchVersion{{"tiled64", func() error { return nil }, func() error { return d.LinearForward(Y, X, W, B, rows, in, out) }, func() error {
-			want := make([]float32, rows*out)
-			compute.Reference[float32]{}.LinearForward(want, x, w, bias, rows, in, out)
-			got, err := download(Y)
-			if err != nil {
-				return err
+		DY, DX, DW, DB := b.f(dy), b.f(make([]float32, rows*in)), b.f(make([]float32, out*in)), b.f(make([]float32, out))
+		reset := func() error {
+			for _, z := range []*F32{DX, DW, DB} {
+				if err := z.Zero(); err != nil {
+					return err
+				}
 			}
-			return closeTo("y", want, got, 1e-5)
-		}}}, b.free, b.err
+			return nil
+		}
+		check := func() error {
+			ref := compute.Reference[float32]{}
+			y, dx, dw, db := make([]float32, rows*out), make([]float32, rows*in), make([]float32, out*in), make([]float32, out)
+			ref.LinearForward(y, x, w, bias, rows, in, out)
+			ref.LinearBackward(dx, dw, db, dy, x, w, rows, in, out)
+			for _, c := range []struct {
+				name string
+				want []float32
+				buf  *F32
+			}{{"y", y, Y}, {"dx", dx, DX}, {"dw", dw, DW}, {"db", db, DB}} {
+				got, err := download(c.buf)
+				if err != nil {
+					return err
+				}
+				if err := closeTo(c.name, c.want, got, 1e-4); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		version := func(name string, tile, splits int) benchVersion {
+			return benchVersion{name, reset, func() error {
+				d.gemmTile, d.gemmSplit = tile, splits
+				defer func() { d.gemmTile, d.gemmSplit = gemmTileAuto, 0 }()
+				if err := d.LinearForward(Y, X, W, B, rows, in, out); err != nil {
+					return err
+				}
+				return d.LinearBackward(DX, DW, DB, DY, X, W, rows, in, out)
+			}, check}
+		}
+		return []benchVersion{version("first", gemmTileFirst, 1), version("reg64", 64, 1), version("reg128", 128, 1),
+			version("by-shape", gemmTileAuto, 0)}, b.free, b.err
 	}},
 }
 

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/rocone/rocone/pkg/compute"
 )
@@ -83,17 +84,102 @@ func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) er
 	return nil
 }
 
-// gemm launches one of the tiled GEMM kernels for C [M][N]: linear.cu's gemm_nt, gemm_nn
-// or gemm_tn, or with TF32 products (SetMatmul) tf32.cu's gemm_tf32_* of the same shape,
-// arguments and launch geometry.
-// Either way, the work stated to a profiler is 2·M·N·K FLOPs (gemmWork).
+// gemm launches one of the GEMM kernels for C [M][N] (name: gemm_nt, gemm_nn or gemm_tn):
+// linear.cu's register-tiled kernel of that name with 128×128 tiles; or, when those tiles
+// would not give every SM a block, the same kernel with K split S ways into a workspace
+// that gemm_splitk_sum adds up in order (gemmSplits), or its 64×64 twin (gemm_*_64) when K
+// is too short to split. With TF32 products (SetMatmul) it is tf32.cu's gemm_tf32_* on the
+// first versions' 64×64 geometry. Without a split every output's sum runs over k in order,
+// so the tile does not change a bit; a split sums S partial sums in order, deterministic
+// for a given shape and SM count. Either way, the work stated to a profiler is 2·M·N·K
+// FLOPs (gemmWork), the split's reads and writes of its workspace added.
 func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, ldc int, bias *F32, acc bool) error {
+	w := gemmWork(M, N, K, bias != nil, acc)
+	args := []arg{i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(ldc), ptr(bias), boolArg(acc)}
+	tile, splits := d.gemmTile, d.gemmSplit
 	if d.tf32 {
-		name = "gemm_tf32_" + name[len("gemm_"):]
+		name, tile = "gemm_tf32_"+name[len("gemm_"):], gemmTileFirst
 	}
-	grid := [3]int{ceilDiv(N, tileN), min(ceilDiv(M, tileM), d.gridY), 1}
-	return d.launch(name, gemmWork(M, N, K, bias != nil, acc), grid, [3]int{tileThreads, 1, 1},
-		i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(ldc), ptr(bias), boolArg(acc))
+	if tile == gemmTileAuto {
+		tile, splits = d.gemmShape(M, N, K)
+	}
+	switch tile {
+	case gemmTileFirst:
+		if !d.tf32 {
+			name = "gemm64_" + name[len("gemm_"):]
+		}
+		grid := [3]int{ceilDiv(N, tileN), min(ceilDiv(M, tileM), d.gridY), 1}
+		return d.launch(name, w, grid, [3]int{tileThreads, 1, 1}, args...)
+	case 64:
+		name += "_64"
+	}
+	// 16-byte loads need 16-byte aligned rows: an aligned base and a leading dimension
+	// that is a multiple of 4.
+	vec := func(b *F32, ld int) arg { return boolArg(b.Ptr()%16 == 0 && ld%4 == 0) }
+	block := [3]int{tile * tile / 64, 1, 1}
+	grid := [3]int{ceilDiv(N, tile), min(ceilDiv(M, tile), d.gridY), 1}
+	if splits <= 1 || K == 0 || splits*M*N > math.MaxInt32 {
+		return d.launch(name, w, grid, block, append(args, vec(A, lda), vec(B, ldb), i32(max(K, 1)), i32(0))...)
+	}
+	// Split-K: slices of kSplit (a multiple of the kernel's 8), one grid layer each, into
+	// the workspace W [S][M][N], then their sum into C.
+	kSplit := ceilDiv(ceilDiv(K, splits), 8) * 8
+	splits = ceilDiv(K, kSplit)
+	W, err := scratch[float32](d, splits*M*N)
+	if err != nil {
+		return err
+	}
+	defer W.Free() // a no-op for the arena's views
+	grid[2] = splits
+	ws := gemmWork(M, N, K, false, false)
+	ws.Bytes += words(splits*M*N) - words(M*N) // each split writes its M×N partial sums
+	wargs := []arg{i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(W), i32(N), ptr[float32](nil), boolArg(false),
+		vec(A, lda), vec(B, ldb), i32(kSplit), i32(M * N)}
+	if err := d.launch(name, ws, grid, block, wargs...); err != nil {
+		return err
+	}
+	sum := Work{Bytes: words(splits*M*N, M*N), FLOPs: flops(M*N, splits-1)}
+	if bias != nil {
+		sum.Bytes += words(N)
+		sum.FLOPs += flops(M*N, 1)
+	}
+	if acc {
+		sum.Bytes += words(M * N)
+		sum.FLOPs += flops(M*N, 1)
+	}
+	return d.each("gemm_splitk_sum", M*N, sum, ptr(C), i32(ldc), ptr(W), i32(splits), i32(M), i32(N), ptr(bias), boolArg(acc))
+}
+
+// gemmShape picks the FP32 GEMM's tile and K splits for a shape: 128×128 tiles, unsplit
+// when they give every SM a block; otherwise K split so that the device gets about two
+// blocks per SM, with at least 256 of K per split; 64×64 tiles when K is too short for two
+// splits.
+func (d *Device) gemmShape(M, N, K int) (tile, splits int) {
+	sms := d.multiprocessors()
+	blocks := ceilDiv(M, 128) * ceilDiv(N, 128)
+	if blocks >= sms {
+		return 128, 1
+	}
+	if s := min(ceilDiv(2*sms, blocks), K/256); s >= 2 {
+		return 128, s
+	}
+	return 64, 1
+}
+
+// The GEMM tiles (Device.gemmTile): chosen by shape, the register-tiled kernels' two, or
+// the first version's (linear.cu's gemm64_*).
+const (
+	gemmTileAuto  = 0
+	gemmTileFirst = -1
+)
+
+// multiprocessors is the device's SM count where the driver states it (the real one),
+// else 132 (an H100 SXM's or H200's).
+func (d *Device) multiprocessors() int {
+	if m, ok := d.drv.(interface{ Multiprocessors() int }); ok && m.Multiprocessors() > 0 {
+		return m.Multiprocessors()
+	}
+	return 132
 }
 
 // ReLUForward applies x ← max(x, 0) in place.

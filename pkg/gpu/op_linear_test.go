@@ -10,27 +10,66 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 )
 
-// testLinear: shapes over several 64×64 tiles with ragged edges and K not a multiple of
-// 16, on the device buffers directly.
+// testLinear: the FP32 GEMMs through every tile (gemm_* at 128×128 and 64×64, the first
+// version gemm64_*, K split 3 ways and twice 5 ways, and the choice by shape) against the
+// CPU reference, at shapes over several tiles with ragged edges, K not a multiple of the
+// slice, leading dimensions that are and are not multiples of 4 (the 16-byte loads and
+// their scalar fallback), operands that start off a 16-byte boundary, and K = 0. Unsplit,
+// every tile's outputs are equal bit for bit (each output's sum runs over k in order); a
+// split repeated gives the same bits.
 func testLinear(h *harness) {
 	ref := compute.Reference[float32]{}
-	for _, sh := range []struct{ rows, in, out int }{{130, 37, 67}, {5, 131, 3}, {1, 0, 4}} {
-		h.t.Run(fmt.Sprint(sh.rows, "x", sh.in, "x", sh.out), func(t *testing.T) {
+	defer func() { h.d.gemmTile, h.d.gemmSplit = gemmTileAuto, 0 }()
+	shapes := []struct {
+		rows, in, out int
+		offset        bool // operands one float into their buffers
+	}{{130, 37, 67, false}, {5, 131, 3, false}, {1, 0, 4, false}, {1, 1, 1, false}, {260, 64, 132, false},
+		{129, 200, 136, true}, {3, 1600, 7, false}, {70, 12, 300, false}}
+	type run struct {
+		name         string
+		tile, splits int
+		sameBits     string // the run whose bits this one must equal, if any
+	}
+	runs := []run{{"128", 128, 1, ""}, {"64", 64, 1, "128"}, {"first", gemmTileFirst, 1, "128"},
+		{"split3", 128, 3, ""}, {"split5", 128, 5, ""}, {"split5 again", 128, 5, "split5"}, {"by shape", gemmTileAuto, 0, ""}}
+	for _, sh := range shapes {
+		h.t.Run(fmt.Sprint(sh.rows, "x", sh.in, "x", sh.out, map[bool]string{true: "+1"}[sh.offset]), func(t *testing.T) {
 			x, w, b := h.uniform(sh.rows*sh.in, -1, 1), h.uniform(sh.out*sh.in, -1, 1), h.uniform(sh.out, -1, 1)
+			dy := h.uniform(sh.rows*sh.out, -1, 1)
+			dx0, dw0, db0 := h.uniform(len(x), -1, 1), h.uniform(len(w), -1, 1), h.uniform(len(b), -1, 1)
 			y := make([]float32, sh.rows*sh.out)
 			ref.LinearForward(y, x, w, b, sh.rows, sh.in, sh.out)
-			X, W, B, Y := h.up(x), h.up(w), h.up(b), h.zeros(len(y))
-			h.ok(h.d.LinearForward(Y, X, W, B, sh.rows, sh.in, sh.out))
-			compare(t, "y", y, h.down(Y))
-
-			dy := h.uniform(sh.rows*sh.out, -1, 1)
-			dx, dw, db := h.uniform(len(x), -1, 1), h.uniform(len(w), -1, 1), h.uniform(len(b), -1, 1)
-			DX, DW, DB := h.up(dx), h.up(dw), h.up(db)
+			dx, dw, db := append([]float32{}, dx0...), append([]float32{}, dw0...), append([]float32{}, db0...)
 			ref.LinearBackward(dx, dw, db, dy, x, w, sh.rows, sh.in, sh.out)
-			h.ok(h.d.LinearBackward(DX, DW, DB, h.up(dy), X, W, sh.rows, sh.in, sh.out))
-			compare(t, "dx", dx, h.down(DX))
-			compare(t, "dw", dw, h.down(DW))
-			compare(t, "db", db, h.down(DB))
+			up := h.up
+			if sh.offset {
+				up = func(v []float32) *F32 { return h.up(append([]float32{7}, v...)).Slice(1, len(v)) }
+			}
+			results := map[string][4][]float32{}
+			for _, r := range runs {
+				h.d.gemmTile, h.d.gemmSplit = r.tile, r.splits
+				X, W, B, Y := up(x), up(w), up(b), up(make([]float32, len(y)))
+				h.ok(h.d.LinearForward(Y, X, W, B, sh.rows, sh.in, sh.out))
+				DX, DW, DB := up(dx0), up(dw0), up(db0)
+				h.ok(h.d.LinearBackward(DX, DW, DB, up(dy), X, W, sh.rows, sh.in, sh.out))
+				got := [4][]float32{h.down(Y), h.down(DX), h.down(DW), h.down(DB)}
+				results[r.name] = got
+				compare(t, r.name+": y", y, got[0])
+				compare(t, r.name+": dx", dx, got[1])
+				compare(t, r.name+": dw", dw, got[2])
+				compare(t, r.name+": db", db, got[3])
+				if r.sameBits == "" {
+					continue
+				}
+				want := results[r.sameBits]
+				for k, what := range []string{"y", "dx", "dw", "db"} {
+					for i := range got[k] {
+						if math.Float32bits(got[k][i]) != math.Float32bits(want[k][i]) {
+							t.Fatalf("%s: %s[%d] = %v, %s gives %v", r.name, what, i, got[k][i], r.sameBits, want[k][i])
+						}
+					}
+				}
+			}
 		})
 	}
 }

@@ -29,8 +29,15 @@ extern thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __forceinline__ inline
 #define __shared__ static thread_local
 #define __restrict__ __restrict
+#define __align__(n) __attribute__((aligned(n)))
 
 void __syncthreads();
+
+// The round-to-nearest arithmetic intrinsics: on the CPU, plain float operations (the
+// emulator's C++ is compiled without FMA contraction on amd64's baseline).
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
 
 // float4 and make_float4, for 16-byte loads and stores (the kernels use them only where
 // the host has checked the alignment; on the CPU any address would do).

@@ -11,14 +11,19 @@
 #include "common.h"
 
 // adam_math is one element's update on registers: the arithmetic of every kernel below,
-// in one place, so that they agree bit for bit.
+// in one place, so that they agree bit for bit. The products and sums are rounded one by
+// one (__fmul_rn, __fadd_rn, __fsub_rn: nvcc never fuses them into an FMA), because
+// whether nvcc contracts `a·b + c` depends on the code around it: adam_multi_vec4's
+// four-wide copy of an FMA-contracted expression differed from adam_step's by an ulp on an
+// H200. Rounded one by one, the result depends on these operations alone, not on the
+// compiler's choices (and the launch emulator computes the same bits).
 __device__ __forceinline__ void adam_math(float& p, float g, float& m, float& v, float beta2, float oneMinusBeta1,
                                           float oneMinusBeta2, float eps, float stepSize, float bc2Sqrt) {
 	// PyTorch's lerp with weight w < 0.5: self + w·(end − self).
-	m = m + oneMinusBeta1 * (g - m);
-	v = v * beta2 + oneMinusBeta2 * (g * g);
-	float denom = sqrtf(v) / bc2Sqrt + eps;
-	p = p - stepSize * (m / denom);
+	m = __fadd_rn(m, __fmul_rn(oneMinusBeta1, __fsub_rn(g, m)));
+	v = __fadd_rn(__fmul_rn(v, beta2), __fmul_rn(oneMinusBeta2, __fmul_rn(g, g)));
+	float denom = __fadd_rn(sqrtf(v) / bc2Sqrt, eps);
+	p = __fsub_rn(p, __fmul_rn(stepSize, m / denom));
 }
 
 // adam_element updates element i in memory.

@@ -1,4 +1,4 @@
-// Tiled SGEMM for the linear layer y = x·Wᵀ + b (W [out][in], PyTorch layout) and its
+// SGEMM for the linear layer y = x·Wᵀ + b (W [out][in], PyTorch layout) and its
 // backward. One template, three shapes:
 //
 //	gemm_nt   C = A·Bᵀ (+ bias)     y  = x·Wᵀ + b    M=rows N=out K=in
@@ -7,15 +7,14 @@
 //	col_sum   db[c] += Σ_r dy[r][c]
 //	relu_fwd / relu_bwd, the activation between the layers (in place)
 //
-// Each block computes a TM×TN tile of C with TILE_THREADS threads: the K dimension is
-// walked in slices of TK, each slice of A and B staged in shared memory (loads arranged
-// so that consecutive threads read consecutive addresses for either layout), with a
-// __syncthreads before and after the inner product; each thread accumulates a 4×4
-// register tile spaced 16 apart (conflict-free shared reads). Plain FP32 FMA, no tensor
-// cores (TF32 would not meet the 1e-4 parity tolerance).
+// gemm_* (and gemm_*_64) are the register-tiled kernels described below gemm_reg; the
+// first versions, gemm64_* (64×64 tiles, 256 threads of 4×4 outputs spaced 16 apart,
+// scalar shared reads), stay for the kernel bench and as tf32.cu's launch geometry. Plain
+// FP32 FMA, no tensor cores (TF32 is tf32.cu's, opt-in).
 //
-// Launch: block (TILE_THREADS), grid (ceil(N/TN), min(ceil(M/TM), 65535)); the y
-// dimension is grid-strided, so any M works.
+// Launch: gemm64_*: block 256, grid (ceil(N/64), min(ceil(M/64), 65535)); gemm_*: block
+// 256, grid (ceil(N/128), min(ceil(M/128), 65535)); gemm_*_64: block 64, grid
+// (ceil(N/64), min(ceil(M/64), 65535)). The y dimension is grid-strided, so any M works.
 #include "common.h"
 
 #define TM 64
@@ -90,19 +89,188 @@ __device__ __forceinline__ void gemm_tiled(int M, int N, int K, const float* A, 
 	}
 }
 
-KERNEL gemm_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, const float* bias,
-               int accumulate) {
+// The first versions, kept for the kernel bench (kernelbench_test.go) and as the launch
+// geometry of tf32.cu's kernels.
+KERNEL gemm64_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                 const float* bias, int accumulate) {
 	gemm_tiled<false, true>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
 }
 
-KERNEL gemm_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, const float* bias,
-               int accumulate) {
+KERNEL gemm64_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                 const float* bias, int accumulate) {
 	gemm_tiled<false, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
 }
 
-KERNEL gemm_tn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, const float* bias,
-               int accumulate) {
+KERNEL gemm64_tn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                 const float* bias, int accumulate) {
 	gemm_tiled<true, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
+}
+
+// ---------------------------------------------------------------------------------------
+// The register-tiled SGEMM: gemm_nt / gemm_nn / gemm_tn, each in two block tiles (the
+// host picks by shape: 128×128 when that fills the device, else 64×64).
+//
+// A block computes a BM×BN tile of C with (BM/8)·(BN/8) threads, each an 8×8 block of
+// outputs in four 4×4 quadrants (rows ty·4 + i and BM/2 + ty·4 + i, columns tx·4 + j and
+// BN/2 + tx·4 + j), so that a thread's operands are two 16-byte shared-memory reads per
+// matrix per k and a warp's reads hit distinct banks. K is walked in slices of 8, double
+// buffered: the next slice's global loads (16 bytes where the layout and alignment allow,
+// vecA/vecB from the host; scalar with bounds otherwise) are in flight while the current
+// slice is multiplied, then stored into the other buffer, one barrier per slice. Shared
+// tiles are k-major ([k][m], [k][n]) whatever the layout, transposed on store.
+//
+// Each output is Σ_k in order 0…K−1, accumulated as `acc += a·b` exactly as gemm64_*
+// does, and its epilogue is theirs (bias, then the accumulation into C): whatever the
+// tile, every output gets the same bits as from gemm64_* (nvcc contracts the product and
+// sum into an FMA in both; the emulator, compiled without FMA, in neither).
+#define RT_BK 8
+
+// rt_load4 reads four consecutive elements at p[base …] of which the first `valid` exist
+// (0 … 4), zero-filling the rest; in one 16-byte load when vec and all four exist.
+__device__ __forceinline__ void rt_load4(float r[4], const float* p, long long base, int valid, int vec) {
+	if (vec && valid == 4) {
+		float4 v = *(const float4*)(p + base);
+		r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
+		return;
+	}
+	for (int c = 0; c < 4; c++) r[c] = c < valid ? p[base + c] : 0.f;
+}
+
+__device__ __forceinline__ int rt_clamp4(int n) { return n < 0 ? 0 : (n > 4 ? 4 : n); }
+
+template <bool TA, bool TB, int BM, int BN>
+__device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
+                                         int ldc, const float* bias, int accumulate, int vecA, int vecB, int kSplit,
+                                         int splitStride) {
+	// Split-K: block z sums k in [z·kSplit, min(K, (z+1)·kSplit)) into C + z·splitStride
+	// (the host's workspace, summed by gemm_splitk_sum); one split is the whole GEMM.
+	{
+		const int kb = blockIdx.z * kSplit;
+		K = K - kb < kSplit ? K - kb : kSplit;
+		A += TA ? (long long)kb * lda : kb;
+		B += TB ? kb : (long long)kb * ldb;
+		C += (long long)blockIdx.z * splitStride;
+	}
+	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY;
+	constexpr int QA = BM * RT_BK / (4 * T), QB = BN * RT_BK / (4 * T); // 16-byte loads per thread per slice
+	__shared__ __align__(16) float As[2][RT_BK][BM];
+	__shared__ __align__(16) float Bs[2][RT_BK][BN];
+	const int t = threadIdx.x, tx = t % TX, ty = t / TX;
+	const int n0 = blockIdx.x * BN;
+	for (int m0 = blockIdx.y * BM; m0 < M; m0 += gridDim.y * BM) {
+		float ra[QA][4], rb[QB][4];
+		// Global → registers: slice k0 of A's rows m0… and of B's columns n0….
+		auto load = [&](int k0) {
+			for (int i = 0; i < QA; i++) {
+				const int q = t + i * T;
+				if (TA) { // A(m, k) = A[k·lda + m]: 4 consecutive m of one k
+					const int kk = q / (BM / 4), mq = q % (BM / 4) * 4, gk = k0 + kk, gm = m0 + mq;
+					rt_load4(ra[i], A, (long long)gk * lda + gm, gk < K ? rt_clamp4(M - gm) : 0, vecA);
+				} else { // A(m, k) = A[m·lda + k]: 4 consecutive k of one m
+					const int row = q / 2, kq = q % 2 * 4, gm = m0 + row, gk = k0 + kq;
+					rt_load4(ra[i], A, (long long)gm * lda + gk, gm < M ? rt_clamp4(K - gk) : 0, vecA);
+				}
+			}
+			for (int i = 0; i < QB; i++) {
+				const int q = t + i * T;
+				if (TB) { // B(k, n) = B[n·ldb + k]: 4 consecutive k of one n
+					const int col = q / 2, kq = q % 2 * 4, gn = n0 + col, gk = k0 + kq;
+					rt_load4(rb[i], B, (long long)gn * ldb + gk, gn < N ? rt_clamp4(K - gk) : 0, vecB);
+				} else { // B(k, n) = B[k·ldb + n]: 4 consecutive n of one k
+					const int kk = q / (BN / 4), nq = q % (BN / 4) * 4, gk = k0 + kk, gn = n0 + nq;
+					rt_load4(rb[i], B, (long long)gk * ldb + gn, gk < K ? rt_clamp4(N - gn) : 0, vecB);
+				}
+			}
+		};
+		// Registers → shared buffer buf, k-major.
+		auto store = [&](int buf) {
+			for (int i = 0; i < QA; i++) {
+				const int q = t + i * T;
+				if (TA) {
+					const int kk = q / (BM / 4), mq = q % (BM / 4) * 4;
+					for (int c = 0; c < 4; c++) As[buf][kk][mq + c] = ra[i][c];
+				} else {
+					const int row = q / 2, kq = q % 2 * 4;
+					for (int c = 0; c < 4; c++) As[buf][kq + c][row] = ra[i][c];
+				}
+			}
+			for (int i = 0; i < QB; i++) {
+				const int q = t + i * T;
+				if (TB) {
+					const int col = q / 2, kq = q % 2 * 4;
+					for (int c = 0; c < 4; c++) Bs[buf][kq + c][col] = rb[i][c];
+				} else {
+					const int kk = q / (BN / 4), nq = q % (BN / 4) * 4;
+					for (int c = 0; c < 4; c++) Bs[buf][kk][nq + c] = rb[i][c];
+				}
+			}
+		};
+		float acc[8][8];
+		for (int i = 0; i < 8; i++)
+			for (int j = 0; j < 8; j++) acc[i][j] = 0.f;
+		load(0);
+		store(0);
+		__syncthreads();
+		for (int k0 = 0, buf = 0; k0 < K; k0 += RT_BK, buf ^= 1) {
+			const bool more = k0 + RT_BK < K;
+			if (more) load(k0 + RT_BK);
+			for (int kk = 0; kk < RT_BK; kk++) {
+				float a[8], b[8];
+				const float4 a0 = *(const float4*)&As[buf][kk][ty * 4];
+				const float4 a1 = *(const float4*)&As[buf][kk][BM / 2 + ty * 4];
+				const float4 b0 = *(const float4*)&Bs[buf][kk][tx * 4];
+				const float4 b1 = *(const float4*)&Bs[buf][kk][BN / 2 + tx * 4];
+				a[0] = a0.x, a[1] = a0.y, a[2] = a0.z, a[3] = a0.w, a[4] = a1.x, a[5] = a1.y, a[6] = a1.z, a[7] = a1.w;
+				b[0] = b0.x, b[1] = b0.y, b[2] = b0.z, b[3] = b0.w, b[4] = b1.x, b[5] = b1.y, b[6] = b1.z, b[7] = b1.w;
+				for (int i = 0; i < 8; i++)
+					for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+			}
+			if (more) store(buf ^ 1);
+			__syncthreads();
+		}
+		for (int i = 0; i < 8; i++) {
+			const int gm = m0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
+			if (gm >= M) continue;
+			for (int j = 0; j < 8; j++) {
+				const int gn = n0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4);
+				if (gn >= N) continue;
+				float v = acc[i][j];
+				if (bias) v += bias[gn];
+				float* c = &C[(long long)gm * ldc + gn];
+				*c = accumulate ? *c + v : v;
+			}
+		}
+	}
+}
+
+#define GEMM_REG(name, TA, TB, BM, BN)                                                                             \
+	KERNEL name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,           \
+	            const float* bias, int accumulate, int vecA, int vecB, int kSplit, int splitStride) {              \
+		gemm_reg<TA, TB, BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, vecA, vecB, kSplit,            \
+		                         splitStride);                                                                   \
+	}
+
+GEMM_REG(gemm_nt, false, true, 128, 128)
+GEMM_REG(gemm_nn, false, false, 128, 128)
+GEMM_REG(gemm_tn, true, false, 128, 128)
+GEMM_REG(gemm_nt_64, false, true, 64, 64)
+GEMM_REG(gemm_nn_64, false, false, 64, 64)
+GEMM_REG(gemm_tn_64, true, false, 64, 64)
+
+// gemm_splitk_sum ends a split-K GEMM: C[m][n] = (accumulate ? C[m][n] : 0) + (Σ_s
+// W[s][m][n] + bias[n]), the splits summed in order s = 0 … S−1 (deterministic), W
+// [S][M][N]. When the rows of a GEMM are too few to give every SM a block (a layer of a
+// few hundred rows and K in the thousands), splitting K gives the device S times the
+// blocks, and this pass costs S·M·N reads.
+KERNEL gemm_splitk_sum(float* C, int ldc, const float* W, int S, int M, int N, const float* bias, int accumulate) {
+	GRID_STRIDE(i, (long long)M * N) {
+		const long long m = i / N, n = i % N;
+		float v = W[i];
+		for (int s = 1; s < S; s++) v += W[(long long)s * M * N + i];
+		if (bias) v += bias[n];
+		float* c = &C[m * ldc + n];
+		*c = accumulate ? *c + v : v;
+	}
 }
 
 // db[c] += Σ_r dy[r][c] for c < cols: blocks of 256 threads = 32 columns × 8 row lanes,
