@@ -15,8 +15,8 @@
 #     after touching the train queries, train, embed and rank of both seeds and metrics;
 #  4. a failing stage: a training that fails is reported by wait.sh with its log, and the jobs
 #     after it are cancelled (none is left pending) and write nothing;
-#  4b. a time limit: a training of 200 slowed-down steps (40 s) under a 1-minute limit
-#     with TRAIN_GRACE=30 is signalled before the limit, checkpoints, requeues itself and
+#  4b. a time limit: a training of 320 slowed-down steps (64 s) under a 1-minute limit
+#     with TRAIN_GRACE=5 is signalled before the limit, checkpoints, requeues itself and
 #     resumes (not restarts) from its partial checkpoint; the DAG after it completes by
 #     itself, and the model equals an uninterrupted training's, tensors and state bit for
 #     bit (scripts/checkpoint-diff); per-stage partitions reach sbatch (a dry run);
@@ -158,11 +158,15 @@ step "a training under a 1-minute time limit: checkpoint, requeue, resume, the D
 LIM=$T/limit
 mkdir -p "$LIM"
 cp -p "$OUT"/*-queries.arrow "$LIM/" # cached queries: train and what follows run
-LFLAGS="--dim 8 --steps 200 --batch 16 --negatives 4 --eval-every 50"
+LFLAGS="--dim 8 --steps 320 --batch 16 --negatives 4 --eval-every 80"
 # --test-step-sleep (a hidden flag of train: a sleep after every step, nothing computed
-# changes) makes the 200 steps last 40 s, so the first run is certainly cut short.
+# changes) makes the 320 steps last 64 s. slurmctld checks time limits every 30 s and
+# sends the --signal once the end is less than TRAIN_GRACE + 30 s away: with a 1-minute
+# limit and TRAIN_GRACE=5, between 25 and 55 s into each run, before the limit's own kill
+# (60 to 90 s). So the first run is certainly cut short, every run makes 25 s of progress,
+# and the training ends in its second or third run.
 pipelines/slurm/submit.sh "${VARS[@]}" "${SLURM_VARS[@]}" "OUT=$LIM" SEEDS=0 SHARDS=1 SAMPLE_SHARDS=1 \
-	"TRAIN_FLAGS=$LFLAGS --test-step-sleep 200ms" TIME_TRAIN=0:01:00 TRAIN_GRACE=30 >"$T/jobs6"
+	"TRAIN_FLAGS=$LFLAGS --test-step-sleep 200ms" TIME_TRAIN=0:01:00 TRAIN_GRACE=5 >"$T/jobs6"
 [ "$(awk '{ print $1 }' "$T/jobs6" | tr '\n' ' ')" = "train embed rank metrics " ] || fail "the time-limit run's submit:"$'\n'"$(cat "$T/jobs6")"
 trainjob=$(awk '$1 == "train" { print $2 }' "$T/jobs6")
 waitfor "$T/jobs6" 420 || fail "the pipeline with a time-limited training did not complete by itself (logs above)"
@@ -170,7 +174,7 @@ restarts=$(scontrol show job -o "$trainjob" | grep -o 'Restarts=[0-9]*' | head -
 tlog=$(ls "$LIM"/logs/train-"$trainjob"_0.log)
 [ "${restarts:-0}" -ge 1 ] || fail "the train job was not requeued (Restarts=${restarts:-?}):"$'\n'"$(cat "$tlog")"
 grep -q 'the time limit is near (SIGUSR1)' "$tlog" && grep -q ': requeued after .* it continues from its checkpoint' "$tlog" &&
-	grep -q "^resuming $LIM/rocone/seed0/model.partial.arrow: it holds [1-9][0-9]* of 200 steps of this run" "$tlog" &&
+	grep -q "^resuming $LIM/rocone/seed0/model.partial.arrow: it holds [1-9][0-9]* of 320 steps of this run" "$tlog" &&
 	! grep -q '^starting a new run: .*holds' "$tlog" || fail "the train job's log does not show a checkpoint, a requeue and a resume:"$'\n'"$(cat "$tlog")"
 [ ! -e "$LIM/rocone/seed0/model.partial.arrow" ] || fail "the partial checkpoint is left after the training finished"
 [ -s "$LIM/rocone/metrics.arrow" ] || fail "no metrics after the time-limited training"
