@@ -28,7 +28,8 @@ func shardFlag(c *cli.Context) (shard.Spec, error) {
 }
 
 // required refuses a command line without the flags names: they are not marked Required,
-// which urfave/cli would demand before the export subcommand too.
+// which urfave/cli would demand before the export subcommand too; their help says
+// "(required)" through DefaultText cliargs.Required.
 func required(c *cli.Context, names ...string) error {
 	var missing []string
 	for _, n := range names {
@@ -55,11 +56,13 @@ func app() *cli.App {
 		Name:    "embed",
 		Version: cliargs.Version(),
 		Usage:   "embed queries as cones (axis and half aperture per DNF branch)",
+		UsageText: "embed --checkpoint FILE --queries FILE|- -o FILE|- [options]\n" +
+			"embed export [--checkpoint FILE] [--cones FILE|-] --format npy|parquet -o DIR [options]",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "checkpoint", Usage: "trained model `FILE` (required)"},
-			&cli.StringFlag{Name: "queries", Usage: "queries artifact `FILE` (- for stdin; required)"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "cones artifact `FILE` (- for an IPC stream on stdout; required)"},
-			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"},
+			&cli.StringFlag{Name: "checkpoint", Usage: "trained model `FILE`", DefaultText: cliargs.Required},
+			&cli.StringFlag{Name: "queries", Usage: "queries artifact `FILE` (- for stdin)", DefaultText: cliargs.Required},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "cones artifact `FILE` (- for an IPC stream on stdout)", DefaultText: cliargs.Required},
+			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda (cuda: the queries embedded on the GPU, in rank's CUDA batches of 512, and their cones downloaded)"},
 			&cli.StringFlag{Name: "shard", Usage: "embed only shard `i/n` of the queries (0 <= i < n; whole batches, cut as rank --shard cuts on the same --device); the n shards' cones are the unsharded cones"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 		},
@@ -72,7 +75,7 @@ func app() *cli.App {
 			if err != nil {
 				return err
 			}
-			kernels, err := device.Backend(c.String("device"), 0)
+			dev, err := device.Open(c.String("device"), 0)
 			if err != nil {
 				return err
 			}
@@ -85,7 +88,7 @@ func app() *cli.App {
 				log = nil
 			}
 			return pipeline.Embed(pipeline.EmbedConfig{Checkpoint: c.String("checkpoint"), Queries: c.String("queries"),
-				Output: c.String("output"), Kernels: kernels, Shard: sh, ShardBlock: block, Log: log})
+				Output: c.String("output"), Kernels: dev.Kernels, Device: dev.Rank, Shard: sh, ShardBlock: block, Log: log})
 		},
 	}
 }
@@ -97,8 +100,8 @@ func exportCommand() *cli.Command {
 		Description: "The output folder gets one file per array (npy: entity_axis.npy ...) or per table (parquet: entities.parquet ...),\n" +
 			"entities.tsv and relations.tsv (id, name) with --data, and manifest.json describing every file. It appears whole or not at all.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "checkpoint", Usage: "trained model `FILE` to export"},
-			&cli.StringFlag{Name: "cones", Usage: "cones artifact `FILE` to export (- for stdin)"},
+			&cli.StringFlag{Name: "checkpoint", Usage: "trained model `FILE` to export", DefaultText: cliargs.RequiredWhen("unless --cones")},
+			&cli.StringFlag{Name: "cones", Usage: "cones artifact `FILE` to export (- for stdin)", DefaultText: cliargs.RequiredWhen("unless --checkpoint")},
 			&cli.StringFlag{Name: "data", Usage: "dataset `DIR` the checkpoint was trained on, for entity and relation names"},
 			&cli.StringFlag{Name: "format", Required: true, Usage: "npy or parquet"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output `DIR` (new or empty)"},

@@ -27,6 +27,8 @@ func app() *cli.App {
 		Version:   cliargs.Version(),
 		Usage:     "per-type MRR and Hits@1/3/10 over seeds (mean ± std, bootstrap 95% interval)",
 		ArgsUsage: "RANKS... (the seeds' ranks files; the n files of a rank --shard run count as one seed)",
+		UsageText: "metrics [options] RANKS... (the seeds' ranks files; the n files of a rank --shard run count as one seed)\n" +
+			"metrics curves|results|patterns [command options] (metrics help COMMAND)",
 		Description: "The RANKS files are the seeds of one model: distinct checkpoints of one model and training configuration\n" +
 			"(seeds differ in --seed only), ranking the same queries file; anything else is refused, naming what differs.\n" +
 			"With --models, the files are grouped by model and configuration and each model gets its own row.",
@@ -34,12 +36,12 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "compare", Usage: "put the published RoConE and ConE rows beside ours"},
 			&cli.BoolFlag{Name: "models", Usage: "several models side by side: group RANKS by model and training configuration, one row per model (its seeds averaged)"},
 			&cli.StringFlag{Name: "plot", Usage: "MRR-per-type plot with error bars, `FILE`.png or .svg"},
-			&cli.StringFlag{Name: "log", Usage: "a train-log artifact whose loss and valid-MRR curves to plot"},
-			&cli.StringFlag{Name: "curves", Usage: "where the training curves go (default: next to --plot, -training added)"},
+			&cli.StringFlag{Name: "log", Usage: "a train-log artifact `FILE` whose loss and valid-MRR curves to plot"},
+			&cli.StringFlag{Name: "curves", Usage: "where the training curves go, `FILE`.png or .svg", DefaultText: "next to --plot, -training added"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "metrics artifact `FILE` (- for stdout is not allowed: the table goes there)"},
 			&cli.IntFlag{Name: "resamples", Value: 1000, Usage: "bootstrap resamples over queries; 0: no bootstrap (no intervals)"},
 			&cli.Uint64Flag{Name: "seed", Usage: "bootstrap seed"},
-			&cli.StringFlag{Name: "label", Usage: "name of our row in the tables (default: the model)"},
+			&cli.StringFlag{Name: "label", Usage: "name of our row in the tables", DefaultText: "the model"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.String("output") == "-" {

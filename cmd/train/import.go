@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/cliargs"
 	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/qecone"
 )
@@ -19,11 +20,11 @@ func importCommand() *cli.Command {
 		Usage:     "convert a QE-ConE (ConE, PyTorch) checkpoint into a cone checkpoint artifact",
 		UsageText: "train import-qecone --from PATH [--config FILE] [--lambda L] [--dataset NAME] -o FILE",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "QE-ConE's checkpoint `PATH`: the torch.save file main.py writes (named checkpoint) or its folder"},
-			&cli.StringFlag{Name: "config", Usage: "QE-ConE's config.json `FILE` (default: the one beside the checkpoint, if any): λ (center_reg), dropout, the run's arguments"},
-			&cli.Float64Flag{Name: "lambda", Usage: "λ, ConE's center_reg (the checkpoint does not hold it); needed without config.json"},
-			&cli.StringFlag{Name: "dataset", Usage: "dataset name in the artifact (default: config.json's data_path's last element); must match the queries rank is given"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "checkpoint artifact `FILE` to write"},
+			&cli.StringFlag{Name: "from", Usage: "QE-ConE's checkpoint `PATH`: the torch.save file main.py writes (named checkpoint) or its folder", DefaultText: cliargs.Required},
+			&cli.StringFlag{Name: "config", Usage: "QE-ConE's config.json `FILE`: λ (center_reg), dropout, the run's arguments", DefaultText: "the one beside the checkpoint, if any"},
+			&cli.Float64Flag{Name: "lambda", Usage: "λ, ConE's center_reg (the checkpoint does not hold it); needed without config.json", DefaultText: "config.json's center_reg"},
+			&cli.StringFlag{Name: "dataset", Usage: "dataset name in the artifact; must match the queries rank is given", DefaultText: "config.json's data_path's last element"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "checkpoint artifact `FILE` to write", DefaultText: cliargs.Required},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {

@@ -58,12 +58,12 @@ func TestImportQEConERanks(t *testing.T) {
 		NumEntities: rf.NumEntities, NumRelations: rf.NumRelations}, qs); err != nil {
 		t.Fatal(err)
 	}
-	kernels, err := device.Backend("cpu", 1)
+	ch, err := device.Open("cpu", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rk := filepath.Join(dir, "ranks.arrow")
-	if err := pipeline.Rank(pipeline.RankConfig{Checkpoint: ck, Queries: qf, Output: rk, Kernels: kernels}); err != nil {
+	if err := pipeline.Rank(pipeline.RankConfig{Checkpoint: ck, Queries: qf, Output: rk, Kernels: ch.Kernels}); err != nil {
 		t.Fatal(err)
 	}
 	_, rows, err := artifact.ReadRanks(rk)

@@ -41,19 +41,22 @@ var configFlags = [][2]string{
 	{"gamma", "gamma"}, {"lr", "lr"}, {"lambda", "lambda"}, {"dropout", "dropout"},
 	{"steps", "steps"}, {"eval-every", "eval_every"}, {"checkpoint-every", "checkpoint_every"},
 	{"seed", "seed"}, {"cone-hidden", "cone_hidden"}, {"matmul", "matmul"},
+	{"keep-best", "keep_best"}, {"best-metric", "best_metric"}, {"patience", "patience"},
 }
 
 func flags() []cli.Flag {
 	d := train.Default()
 	return []cli.Flag{
 		&cli.StringFlag{Name: "config", Usage: "read flag values from a YAML or TOML `FILE` (keys named like the flags); flags given on the command line win"},
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "train", Usage: "train queries `FILE` (a queries artifact, split train)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "train", Usage: "train queries `FILE` (a queries artifact, split train)", DefaultText: cliargs.Required}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "valid", Usage: "validate on this queries `FILE` (same dataset) every --eval-every steps and at the end"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint `FILE` to write (and with --resume, to continue)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint `FILE` to write (and with --resume, to continue)", DefaultText: cliargs.Required}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "resume", Usage: "continue the run in --checkpoint, with its configuration, up to --steps"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "auto-resume", Usage: "continue the checkpoint (--partial if there is one) when it holds an unfinished run of this configuration and train file, else start afresh: rerunning an interrupted command continues it"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "partial", Usage: "keep the checkpoints of the unfinished run in `FILE` and write --checkpoint only when the run is finished (then FILE is removed), so that --checkpoint exists only as a finished model (pipelines)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "overwrite", Usage: "replace a checkpoint or log of another run (another configuration) at --checkpoint/--log; without it that is an error"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "log", Usage: "train-log `FILE` (default: the checkpoint's name with -log.arrow; \"\" for none)"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "preset", Usage: "the papers' reproduction configurations (docs/training.md §5.3): " + strings.Join(train.PresetNames(), " or ") + " (nell-995 too)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "log", Usage: "train-log `FILE` (\"\" for none)", DefaultText: "the checkpoint's name with -log.arrow"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "preset", Usage: "the papers' reproduction configuration `NAME` (docs/training.md §5.3): " + strings.Join(train.PresetNames(), " or ") + " (nell-995 too)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "model", Value: d.Model, Usage: "the model variant: " + model.VariantNames(", ")}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "dim", Value: d.Dim, Usage: "embedding dimension d"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "batch", Value: d.Batch, Usage: "queries per batch (each of the three updates of a step)"}),
@@ -65,12 +68,16 @@ func flags() []cli.Flag {
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "steps", Value: d.Steps, Usage: "total training steps (max_steps; three updates each); with --resume, may be raised"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "eval-every", Value: d.EvalEvery, Usage: "validate every N steps (×4 from step 2·steps//3); 0: only at the end"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "checkpoint-every", Value: d.CheckpointEvery, Usage: "write the checkpoint and log every N steps (and at the end); 0: only at the end"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "keep-best", Usage: "also keep the checkpoint of the best validation (by --best-metric) at --best"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "best", Usage: "write the best checkpoint of --keep-best to `FILE` (default: the checkpoint's name with .best before .arrow)", TakesFile: true}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "best-metric", Usage: "what the best validation is, `MEASURE[:GROUP]`: MEASURE mrr, hits@1, hits@3 or hits@10; GROUP epfo (the EPFO average), neg, avg (every type) or a query type such as 2p; e.g. hits@10:2p (default mrr:epfo)"}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "patience", Usage: "stop after `N` validations in a row without an improvement of --best-metric (early stopping); 0: never"}),
 		altsrc.NewUint64Flag(&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "random seed (initialisation, sampling, dropout)"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "cone-hidden", Value: d.ConeHidden, Usage: "hidden width of ConE's projection MLP; 0: 1600 (cone only)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "matmul", Value: "fp32", Usage: "precision of the linear layers' matrix products (ConE's projection MLP, the intersection): fp32, or tf32 (factors rounded to TF32: tensor cores on CUDA, PyTorch's allow_tf32); stored in the checkpoint"}),
-		altsrc.NewIntFlag(&cli.IntFlag{Name: "workers", Usage: "goroutines for the optimiser, the kernels and validation (default: every core); does not change results"}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "workers", Usage: "goroutines for the optimiser, the kernels and validation; does not change results", DefaultText: "every core"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "adam", Usage: "dense (default, the paper's) or sparse: update only the table rows each batch touched (CPU only; a deviation, see the README)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "adam", Usage: "dense (the paper's) or sparse: update only the table rows each batch touched (CPU only; a deviation, see the README)", DefaultText: "dense"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "sparse-adam", Usage: "the same as --adam sparse"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "profile", Usage: "write a device profile of --profile-steps to `FILE` (a Markdown roofline table per kernel) and its CSV beside it (.csv for .md); needs --device cuda"}),
@@ -78,18 +85,22 @@ func flags() []cli.Flag {
 		// For the tests of this command: block once a checkpoint with this many steps is
 		// written, so that a test can kill a run that is certainly not finished.
 		&cli.IntFlag{Name: "test-hang-after", Hidden: true},
+		// For the pipelines' resume tests: sleep this long after every step, so that a run
+		// of a few steps lasts long enough to be interrupted. Results are unchanged.
+		&cli.DurationFlag{Name: "test-step-sleep", Hidden: true},
 	}
 }
 
 func app() *cli.App {
 	fl := flags()
 	return &cli.App{
-		Name:      "train",
-		Version:   cliargs.Version(),
-		Usage:     "train a RoConE or ConE model on a train queries file",
-		UsageText: "train --train FILE [--valid FILE] --checkpoint FILE [--resume] [--preset NAME] [--config FILE] [flags]",
-		Flags:     fl,
-		Commands:  []*cli.Command{importCommand()}, // import.go
+		Name:    "train",
+		Version: cliargs.Version(),
+		Usage:   "train a RoConE or ConE model on a train queries file",
+		UsageText: "train --train FILE [--valid FILE] --checkpoint FILE [--resume] [--preset NAME] [--config FILE] [options]\n" +
+			"train import-qecone --from PATH -o FILE [command options]",
+		Flags:    fl,
+		Commands: []*cli.Command{importCommand()}, // import.go
 		Before: func(c *cli.Context) error {
 			if !c.IsSet("config") {
 				return nil
@@ -119,6 +130,9 @@ func action(c *cli.Context) error {
 	if c.Bool("resume") && c.Bool("overwrite") {
 		return fmt.Errorf("--resume continues the checkpoint, --overwrite replaces it: give one of them")
 	}
+	if c.Bool("resume") && c.Bool("auto-resume") {
+		return fmt.Errorf("--resume always continues the checkpoint, --auto-resume only when it holds this run unfinished: give one of them")
+	}
 	prof, err := profileOptions(c)
 	if err != nil {
 		return err
@@ -143,8 +157,12 @@ func action(c *cli.Context) error {
 	preset := c.String("preset")
 	var cfg train.Config
 	if c.Bool("resume") {
-		saved, done, err := train.ReadCheckpointConfig(c.String("checkpoint"))
+		source := train.ResumeSource(train.Options{Checkpoint: c.String("checkpoint"), Partial: c.String("partial")})
+		saved, done, err := train.ReadCheckpointConfig(source)
 		if errors.Is(err, os.ErrNotExist) {
+			if c.String("partial") != "" {
+				return fmt.Errorf("--resume: no checkpoint at --partial %s or --checkpoint %s", c.String("partial"), c.String("checkpoint"))
+			}
 			return fmt.Errorf("--resume: no checkpoint at %s", c.String("checkpoint"))
 		}
 		if err != nil {
@@ -178,8 +196,13 @@ func action(c *cli.Context) error {
 	}
 	opts := train.Options{
 		Train: c.String("train"), Valid: c.String("valid"), Checkpoint: c.String("checkpoint"), Log: logPath,
-		Resume: c.Bool("resume"), Config: c.String("config"), Overwrite: c.Bool("overwrite"), Kernels: dev.Kernels, Device: dev.Train, Workers: c.Int("workers"), Progress: progress,
+		Partial: c.String("partial"), Best: c.String("best"),
+		Resume: c.Bool("resume"), AutoResume: c.Bool("auto-resume"), Config: c.String("config"), Overwrite: c.Bool("overwrite"),
+		Kernels: dev.Kernels, Device: dev.Train, Workers: c.Int("workers"), Progress: progress,
 		Profile: prof,
+	}
+	if d := c.Duration("test-step-sleep"); d > 0 {
+		opts.AfterStep = func(int) { time.Sleep(d) }
 	}
 	if n := c.Int("test-hang-after"); n > 0 {
 		opts.AfterCheckpoint = func(done int) {
@@ -193,7 +216,8 @@ func action(c *cli.Context) error {
 		return err
 	}
 	if res.Interrupted {
-		return fmt.Errorf("interrupted: %s holds %d of %d steps; continue with --resume", opts.Checkpoint, res.StepsDone, cfg.Steps)
+		return fmt.Errorf("interrupted: %s holds %d of %d steps; continue with --resume (or run the same command with --auto-resume)",
+			res.Written, res.StepsDone, cfg.Steps)
 	}
 	return nil
 }
@@ -229,8 +253,10 @@ func settingGiven(settings []train.Setting, key string) bool {
 // flagValue returns a flag's value in its own type.
 func flagValue(c *cli.Context, name string) any {
 	switch name {
-	case "model", "matmul":
+	case "model", "matmul", "best-metric":
 		return c.String(name)
+	case "keep-best":
+		return c.Bool(name)
 	case "gamma", "lr", "lambda", "dropout":
 		return c.Float64(name)
 	case "seed":

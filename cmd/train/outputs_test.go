@@ -54,6 +54,10 @@ func TestOutputsRefused(t *testing.T) {
 		{"--resume on --train", []string{"--checkpoint", train, "--resume"}, train + `: artifact is "queries", want "checkpoint"`},
 		{"--checkpoint -", []string{"--checkpoint", "-"}, "--checkpoint -: must be a file, not stdout"},
 		{"--checkpoint /dev/null", []string{"--checkpoint", "/dev/null"}, "--checkpoint /dev/null: a character device, not a file"},
+		{"--partial is --checkpoint", []string{"--checkpoint", ck, "--partial", ck}, "--partial " + ck + " is the same file as --checkpoint " + ck},
+		{"--best is --checkpoint", []string{"--checkpoint", ck, "--keep-best", "--best", ck}, "--best " + ck + " is the same file as --checkpoint " + ck},
+		{"--best is --valid", []string{"--checkpoint", ck, "--keep-best", "--best", valid}, "--best " + valid + " is the same file as --valid " + valid},
+		{"--best in a read-only folder", []string{"--checkpoint", ck, "--keep-best", "--best", filepath.Join(ro, "b.arrow")}, "--best " + filepath.Join(ro, "b.arrow") + ": cannot create files in " + ro},
 		{"--log in a read-only folder", []string{"--checkpoint", ck, "--log", filepath.Join(ro, "log.arrow")}, "--log " + filepath.Join(ro, "log.arrow") + ": cannot create files in " + ro},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -50,8 +50,17 @@
 # $(OUT)/slurm/SUBMISSION/STAGE.tasks (line k+1 is array task k). Check with
 #   squeue -u $USER; sacct -j JOBID --format=JobID,JobName,State,ExitCode,Elapsed,MaxRSS
 # and the job's log. A failed job keeps nothing in the artifact's place: an artifact it
-# changed before failing (say, a checkpoint written when the time limit hit) is moved to
-# ARTIFACT.failed-JOBID_TASK, which `train --resume` can continue.
+# changed before failing is moved to ARTIFACT.failed-JOBID_TASK.
+#
+# Time limits: train runs as the Makefile's (`--partial seed$(S)/model.partial.arrow
+# --auto-resume`): its checkpoints go to model.partial.arrow until it is finished, and
+# model.arrow appears only then. TRAIN_GRACE seconds before the train job's time limit
+# Slurm signals its job script (--signal=B:USR1@TRAIN_GRACE), which has train checkpoint
+# (SIGTERM) and requeues the task (scontrol requeue; --requeue, its log appended): the
+# task runs again, continues the partial checkpoint, and the jobs after it wait for it as
+# before (afterok), so the DAG completes by itself. A train job that ends any other way
+# (cancelled, killed at the limit, failed) keeps its partial checkpoint, and the next
+# submit of the same variables continues it.
 #
 # Variables (environment, or VAR=VALUE arguments; defaults as in pipelines/Makefile):
 #   DATASET DATA OUT MODEL PRESET SEEDS SAMPLE_SEED TRAIN_QUERY_FLAGS VALID_FLAGS TEST_FLAGS
@@ -60,12 +69,21 @@
 #                before submitting (make bin/STAGE, or make build-cuda), unless BUILD=0
 #   PARTITION ACCOUNT QOS              --partition, --account, --qos of every job (empty: the
 #                                      cluster's default)
+#   GPU_PARTITION CPU_PARTITION        the partition of the GPU stages (train, embed, rank with
+#                                      DEVICE=cuda) and of the others (sample, merge, metrics,
+#                                      and every stage with DEVICE=cpu); default PARTITION
+#   PARTITION_<STAGE>                  one stage's partition (SAMPLE MERGE TRAIN EMBED RANK
+#                                      METRICS), over the two above
 #   TIME_<STAGE> MEM_<STAGE> CPUS_<STAGE>   per stage (SAMPLE MERGE TRAIN EMBED RANK METRICS):
 #                --time, --mem and --cpus-per-task; empty leaves the cluster's default
 #   SHARDS       embed and rank each seed in this many shards (default 1: unsharded)
 #   SAMPLE_SHARDS  sample each split in this many shards, then merge them (default 1:
 #                each split sampled in one job, no merge stage)
 #   GPU_GRES     the GPU request of train, embed and rank when DEVICE=cuda (default gpu:1)
+#   TRAIN_GRACE  seconds before the train job's time limit at which it checkpoints and
+#                requeues itself (default 300; Slurm may signal up to a minute early); 0:
+#                never (a train job at its limit then ends, and a later submit continues it)
+#   MAX_REQUEUES how many times a train task requeues itself at most (default 20)
 #   SBATCH_FLAGS extra sbatch flags for every job (e.g. --constraint=avx512)
 set -euo pipefail
 
@@ -102,6 +120,10 @@ SAMPLE_SHARDS=${SAMPLE_SHARDS:-1}
 if [ "$DEVICE" = cuda ]; then BIN=${BIN:-bin/cuda}; else BIN=${BIN:-bin}; fi
 BUILD=${BUILD:-1}
 PARTITION=${PARTITION:-}
+GPU_PARTITION=${GPU_PARTITION:-$PARTITION}
+CPU_PARTITION=${CPU_PARTITION:-$PARTITION}
+TRAIN_GRACE=${TRAIN_GRACE:-300}
+MAX_REQUEUES=${MAX_REQUEUES:-20}
 ACCOUNT=${ACCOUNT:-}
 QOS=${QOS:-}
 GPU_GRES=${GPU_GRES:-gpu:1}
@@ -137,6 +159,11 @@ done
 case $DEVICE in cpu | cuda) ;; *) die "DEVICE=$DEVICE: cpu or cuda" ;; esac
 [[ $SHARDS =~ ^[1-9][0-9]*$ ]] || die "SHARDS=$SHARDS: want a positive number of shards (1: unsharded)"
 [[ $SAMPLE_SHARDS =~ ^[1-9][0-9]*$ ]] || die "SAMPLE_SHARDS=$SAMPLE_SHARDS: want a positive number of sample shards (1: unsharded)"
+[[ $TRAIN_GRACE =~ ^[0-9]+$ ]] || die "TRAIN_GRACE=$TRAIN_GRACE: want the seconds before the time limit at which train checkpoints and requeues (0: never)"
+[[ $MAX_REQUEUES =~ ^[0-9]+$ ]] || die "MAX_REQUEUES=$MAX_REQUEUES: want a number of requeues"
+for v in GPU_PARTITION CPU_PARTITION PARTITION_SAMPLE PARTITION_MERGE PARTITION_TRAIN PARTITION_EMBED PARTITION_RANK PARTITION_METRICS; do
+	case ${!v:-} in *[[:space:]]*) die "$v='${!v}' holds a space" ;; esac
+done
 [ $DRY -eq 1 ] || command -v sbatch >/dev/null 2>&1 || die "sbatch not found: run this on a Slurm login node"
 
 # --- binaries ------------------------------------------------------------------------------
@@ -214,7 +241,7 @@ done
 TQ=$OUT/train-queries.arrow VQ=$OUT/valid-queries.arrow XQ=$OUT/test-queries.arrow
 for i in "${!SEED_LIST[@]}"; do
 	s=${SEED_LIST[$i]} d=$RUN/seed${SEED_LIST[$i]}
-	add_task train "$i" "$d/model.arrow" "$BIN/train --train $(q "$TQ") --valid $(q "$VQ") --model $(q "$MODEL")${PRESET:+ --preset $(q "$PRESET")} --seed $s --device $DEVICE $TRAIN_FLAGS --overwrite --checkpoint $(q "$d/model.arrow") --log $(q "$d/train-log.arrow")" \
+	add_task train "$i" "$d/model.arrow" "$BIN/train --train $(q "$TQ") --valid $(q "$VQ") --model $(q "$MODEL")${PRESET:+ --preset $(q "$PRESET")} --seed $s --device $DEVICE $TRAIN_FLAGS --auto-resume --overwrite --partial $(q "$d/model.partial.arrow") --checkpoint $(q "$d/model.arrow") --log $(q "$d/train-log.arrow")" \
 		"$TQ" "$VQ"
 done
 # shard K: the file-name suffix and the flag of shard K of SHARDS (none when unsharded).
@@ -262,7 +289,6 @@ fi
 SUB=$OUT/slurm/$(date +%Y%m%d-%H%M%S)-$$
 [ $DRY -eq 1 ] || mkdir -p "$SUB" "$OUT/logs"
 common=(--parsable --chdir="$ROOT" --comment="$OUT_ABS" --kill-on-invalid-dep=yes)
-[ -z "$PARTITION" ] || common+=(--partition="$PARTITION")
 [ -z "$ACCOUNT" ] || common+=(--account="$ACCOUNT")
 [ -z "$QOS" ] || common+=(--qos="$QOS")
 read -r -a extra <<<"$SBATCH_FLAGS"
@@ -280,7 +306,18 @@ for s in "${STAGES[@]}"; do
 	[ -z "${!time_v}" ] || args+=(--time="${!time_v}")
 	[ -z "${!mem_v}" ] || args+=(--mem="${!mem_v}")
 	[ -z "${!cpus_v}" ] || args+=(--cpus-per-task="${!cpus_v}")
-	case $s in train | embed | rank) [ "$DEVICE" != cuda ] || args+=(--gres="$GPU_GRES") ;; esac
+	part_v=PARTITION_$U
+	part=${!part_v:-}
+	case $s in
+	train | embed | rank) if [ "$DEVICE" = cuda ]; then args+=(--gres="$GPU_GRES"); part=${part:-$GPU_PARTITION}; fi ;;
+	esac
+	part=${part:-$CPU_PARTITION}
+	[ -z "$part" ] || args+=(--partition="$part")
+	if [ "$s" = train ] && [ "$TRAIN_GRACE" -gt 0 ]; then
+		# Checkpoint and requeue before the time limit (job.sh); the requeued task's log
+		# goes on in the same file.
+		args+=(--signal=B:USR1@"$TRAIN_GRACE" --requeue --open-mode=append --export=ALL,ROCONE_MAX_REQUEUES="$MAX_REQUEUES")
+	fi
 	if [ "$s" = metrics ]; then
 		args+=(--output="$OUT/logs/$s-%j.log")
 		array=-

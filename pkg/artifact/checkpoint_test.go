@@ -241,6 +241,11 @@ func TestTrainLogRoundTrip(t *testing.T) {
 	meta := TrainLogMeta{Dataset: "tiny", Model: "rocone", Config: `{"dim":8}`, Timings: `{"total":1.5}`}
 	for _, n := range []int{0, 3, maxBatchRows + 5} {
 		rows := tlogTestRows(n)
+		if n == 3 { // the optional keys of keep-best and early stopping
+			meta.Best, meta.EarlyStop = `{"metric":"mrr:epfo","step":2,"value":0.25,"since":0}`, `{"step":2,"patience":1}`
+		} else {
+			meta.Best, meta.EarlyStop = "", ""
+		}
 		if err := WriteTrainLog(path, meta, rows); err != nil {
 			t.Fatal(err)
 		}
@@ -277,6 +282,8 @@ func TestTrainLogErrors(t *testing.T) {
 		{meta, TrainLogRow{Kind: LogValid}, "without a type"},
 		{TrainLogMeta{Model: "rocone", Config: "{}", Timings: "{}"}, TrainLogRow{Kind: LogTrain}, "empty dataset"},
 		{TrainLogMeta{Dataset: "x", Model: "rocone", Config: "{", Timings: "{}"}, TrainLogRow{Kind: LogTrain}, "config is not valid JSON"},
+		{TrainLogMeta{Dataset: "x", Model: "rocone", Config: "{}", Timings: "{}", Best: "{"}, TrainLogRow{Kind: LogTrain}, "best is not valid JSON"},
+		{TrainLogMeta{Dataset: "x", Model: "rocone", Config: "{}", Timings: "{}", EarlyStop: "x"}, TrainLogRow{Kind: LogTrain}, "early_stop is not valid JSON"},
 	} {
 		err := WriteTrainLog(path, tc.meta, []TrainLogRow{tc.row})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

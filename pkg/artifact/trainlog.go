@@ -36,6 +36,13 @@ package artifact
 //	config    JSON: the training configuration, as in the checkpoint
 //	timings   JSON object: cumulative seconds per phase of training, e.g.
 //	          {"sampling": ..., "embedding": ..., "distance": ..., "optimizer": ..., "eval": ...}
+//	best      (optional) JSON object: the best validation so far by the run's best metric
+//	          (train --keep-best, --patience): {"metric": "mrr:epfo", "step": S, "value": V,
+//	          "since": N}, the validation after step S, and N validations since without
+//	          an improvement; absent when the run compares none
+//	early_stop (optional) JSON object, when --patience stopped the run: {"step": S,
+//	          "patience": N, "metric": ..., "best_step": B, "best_value": V}, the run
+//	          stopped after the validation of step S, N validations after its best (B)
 //
 // Batches hold at most 16384 rows.
 
@@ -64,6 +71,10 @@ type TrainLogMeta struct {
 	// --log plots a log beside ranks of the same run only.
 	KGDigest         string
 	TrainFingerprint string
+	// Best and EarlyStop are the optional best and early_stop keys (JSON objects; "" when
+	// absent): the best validation of a run that compares them, and its early stop.
+	Best      string
+	EarlyStop string
 }
 
 // TrainLogRow is one row of a train log; see the schema above.
@@ -146,6 +157,10 @@ func (m *TrainLogMeta) check(name string) error {
 		return fmt.Errorf("%s: train-log metadata: config is not valid JSON", name)
 	case !json.Valid([]byte(m.Timings)):
 		return fmt.Errorf("%s: train-log metadata: timings is not valid JSON", name)
+	case m.Best != "" && !json.Valid([]byte(m.Best)):
+		return fmt.Errorf("%s: train-log metadata: best is not valid JSON", name)
+	case m.EarlyStop != "" && !json.Valid([]byte(m.EarlyStop)):
+		return fmt.Errorf("%s: train-log metadata: early_stop is not valid JSON", name)
 	}
 	return nil
 }
@@ -176,14 +191,21 @@ func WriteTrainLog(path string, meta TrainLogMeta, rows []TrainLogRow) error {
 			return fmt.Errorf("%s: row %d: %w", name, i, err)
 		}
 	}
-	schema := trainLogSpec.schema(map[string]string{
+	values := map[string]string{
 		"dataset":            meta.Dataset,
 		"model":              meta.Model,
 		"config":             meta.Config,
 		"timings":            meta.Timings,
 		MetaKG:               meta.KGDigest,
 		MetaTrainFingerprint: meta.TrainFingerprint,
-	})
+	}
+	if meta.Best != "" {
+		values["best"] = meta.Best
+	}
+	if meta.EarlyStop != "" {
+		values["early_stop"] = meta.EarlyStop
+	}
+	schema := trainLogSpec.schema(values)
 	w, err := createRecords(path, schema)
 	if err != nil {
 		return err
@@ -238,6 +260,8 @@ func ReadTrainLog(path string) (TrainLogMeta, []TrainLogRow, error) {
 			return meta, nil, err
 		}
 	}
+	meta.Best, _ = md.GetValue("best")            // optional: absent without a best metric
+	meta.EarlyStop, _ = md.GetValue("early_stop") // optional: absent unless stopped early
 	if err := meta.check(r.name); err != nil {
 		return meta, nil, err
 	}

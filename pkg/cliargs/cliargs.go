@@ -1,7 +1,8 @@
 // Package cliargs is what every stage's command line shares beyond urfave/cli: it refuses
 // the mistakes urfave/cli lets pass, a flag given twice (the last value silently wins) and
 // a flag after the first file name (read as another file name), before any work is done;
-// and it gives the --version every stage prints.
+// it gives the --version every stage prints; and it shapes every stage's help alike: each
+// default printed once, required flags marked, no COMMANDS section without commands.
 package cliargs
 
 import (
@@ -13,11 +14,13 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Run checks args (Check), then runs app with them.
+// Run checks args (Check), then runs app with them, its help shown as every stage's is
+// (FlagString; no help command where the app has no commands).
 func Run(ctx context.Context, app *cli.App, args []string) error {
 	if err := Check(app, args); err != nil {
 		return err
 	}
+	prepare(app)
 	return app.RunContext(ctx, args)
 }
 

@@ -89,7 +89,6 @@ func WithMatmul[T Float](k Kernels[T], m Matmul) Kernels[T] {
 var (
 	_ Kernels[float32]        = TF32Kernels[float32]{}
 	_ EntityPreparer[float32] = TF32Kernels[float32]{}
-	_ DeferredErrors          = TF32Kernels[float32]{}
 )
 
 // roundTF32 returns a copy of x[:n] rounded to TF32.
@@ -139,12 +138,4 @@ func (k TF32Kernels[T]) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, 
 // PrepareEntities implements EntityPreparer: Inner's table, or the plain fallback.
 func (k TF32Kernels[T]) PrepareEntities(ent []T, rows, dim int) PreparedEntities[T] {
 	return PrepareEntities(k.Inner, ent, rows, dim)
-}
-
-// Err implements DeferredErrors: Inner's recorded error, if it records any.
-func (k TF32Kernels[T]) Err() error {
-	if d, ok := k.Inner.(DeferredErrors); ok {
-		return d.Err()
-	}
-	return nil
 }

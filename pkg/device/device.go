@@ -1,9 +1,12 @@
-// Package device picks the compute backend for a --device flag: the fast CPU kernels, or
-// the CUDA kernels in binaries built with -tags cuda. It is the one place the stages turn a
-// flag into kernels, so training, embedding and ranking always run the same code, and the
-// seam between the stages and the device's packages: the train stage trains and the rank
-// stage ranks on a device through the train.Device and eval.RankDevice of its Choice,
-// without importing them.
+// Package device picks what a --device flag runs on: the fast CPU kernels, or, in binaries
+// built with -tags cuda, the model resident on a CUDA device (package gpumodel) beside
+// them. It is the one place the stages turn the flag into a backend, so training,
+// embedding and ranking always run the same code, and the seam between the stages and the
+// device's packages: the train stage trains, and the embed and rank stages embed and rank,
+// on a device through the train.Device and eval.RankDevice of its Choice, without
+// importing them. There is one GPU path, the resident one: what the stages still compute
+// on the host (the host model's bookkeeping, `rank --ask`) runs on the CPU's fast
+// kernels on either device.
 package device
 
 import (
@@ -21,32 +24,27 @@ import (
 // openCUDA is set by the cuda-tagged build (cuda.go); nil in a plain build.
 var openCUDA func() (*gpu.Device, error)
 
-// Backend returns the kernels for name: "cpu" (the fast CPU backend; workers goroutines,
-// 0 for every core; its results do not depend on workers) or "cuda".
-func Backend(name string, workers int) (compute.Backend, error) {
-	ch, err := Open(name, workers)
-	return ch.Kernels, err
-}
-
 // A Choice is what a --device flag selects.
 type Choice struct {
-	// Kernels are the per-call kernels a stage's host-side model computes with.
+	// Kernels are the kernels a stage's host-side model computes with: the fast CPU
+	// backend on either device (with cuda, the GPU's work goes through Train and Rank).
 	Kernels compute.Backend
 	// Train runs a run's updates with the model resident on the device (gpumodel's
 	// TrainDevice); nil: on the host.
 	Train train.Device
-	// Rank ranks with the model resident on the device: the model is uploaded without
-	// gradients or optimiser (gpumodel.NewEval) and every batch is scored and ranked
-	// there; nil: on the host.
+	// Rank ranks and embeds with the model resident on the device: the model is uploaded
+	// without gradients or optimiser (gpumodel.NewEval) and every batch is embedded (or
+	// its given cones uploaded), scored and ranked there; nil: on the host.
 	Rank eval.RankDevice
 }
 
 // Open returns the Choice for name: "cpu" or "" (the fast CPU backend, nothing resident)
-// or "cuda" (the CUDA kernels and the resident paths, in a cuda-tagged binary).
+// or "cuda" (the resident paths, in a cuda-tagged binary, beside the fast CPU backend).
 func Open(name string, workers int) (Choice, error) {
+	kernels := cpu.New(cpu.Options{Workers: workers})
 	switch name {
 	case "", "cpu":
-		return Choice{Kernels: cpu.New(cpu.Options{Workers: workers})}, nil
+		return Choice{Kernels: kernels}, nil
 	case "cuda":
 		if openCUDA == nil {
 			return Choice{}, fmt.Errorf("--device cuda: this binary was built without CUDA; build one with `make build-cuda` (go build -tags cuda)")
@@ -55,7 +53,7 @@ func Open(name string, workers int) (Choice, error) {
 		if err != nil {
 			return Choice{}, err
 		}
-		return Choice{Kernels: gpu.NewBackend(dev), Train: gpumodel.TrainDevice(dev), Rank: RankDevice(dev)}, nil
+		return Choice{Kernels: kernels, Train: gpumodel.TrainDevice(dev), Rank: RankDevice(dev)}, nil
 	}
 	return Choice{}, fmt.Errorf("--device %q: want cpu or cuda", name)
 }

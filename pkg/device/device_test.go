@@ -3,19 +3,50 @@ package device
 import (
 	"strings"
 	"testing"
+
+	"github.com/rocone/rocone/internal/gputest"
+	"github.com/rocone/rocone/pkg/compute/cpu"
+	"github.com/rocone/rocone/pkg/gpu"
 )
 
-func TestBackend(t *testing.T) {
-	if b, err := Backend("cpu", 1); err != nil || b == nil {
-		t.Fatalf("cpu: %v", err)
+// TestOpen: cpu is the fast CPU kernels and nothing resident; an unknown name and cuda
+// in a binary without CUDA are errors that say what to do.
+func TestOpen(t *testing.T) {
+	for _, name := range []string{"cpu", ""} {
+		ch, err := Open(name, 1)
+		if err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		if _, ok := ch.Kernels.(*cpu.Backend); !ok || ch.Train != nil || ch.Rank != nil {
+			t.Fatalf("%q: %#v, want the fast CPU kernels alone", name, ch)
+		}
 	}
-	if _, err := Backend("tpu", 0); err == nil || !strings.Contains(err.Error(), `"tpu"`) {
+	if _, err := Open("tpu", 0); err == nil || !strings.Contains(err.Error(), `"tpu"`) {
 		t.Fatalf("tpu: %v", err)
 	}
 	if openCUDA == nil {
-		if _, err := Backend("cuda", 0); err == nil || !strings.Contains(err.Error(), "make build-cuda") {
+		if _, err := Open("cuda", 0); err == nil || !strings.Contains(err.Error(), "make build-cuda") {
 			t.Fatalf("cuda without the tag: %v", err)
 		}
+	}
+}
+
+// TestOpenCUDA: cuda (here over a driver that executes nothing) trains, embeds and ranks
+// on the device, and the host-side kernels are the CPU's fast ones: there is no per-call
+// GPU backend.
+func TestOpenCUDA(t *testing.T) {
+	saved := openCUDA
+	defer func() { openCUDA = saved }()
+	openCUDA = func() (*gpu.Device, error) { return gpu.NewDevice(&gputest.NullDriver{}), nil }
+	ch, err := Open("cuda", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ch.Kernels.(*cpu.Backend); !ok {
+		t.Errorf("cuda's kernels are %T, want the fast CPU backend", ch.Kernels)
+	}
+	if ch.Train == nil || ch.Rank == nil {
+		t.Errorf("cuda: Train %v, Rank %v: want both on the device", ch.Train, ch.Rank)
 	}
 }
 

@@ -2,8 +2,11 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rocone/rocone/pkg/compute"
@@ -11,22 +14,31 @@ import (
 	"github.com/rocone/rocone/pkg/query"
 )
 
-// hostRanker is a BatchRanker that scores on the host, recording its batches.
+// hostRanker is a BatchRanker that scores on the host (from the batch's cones when it
+// has them), recording its batches; fail, if not nil, is returned from the batch it names.
 type hostRanker struct {
 	m       *model.Model[float32]
 	batches []int
+	fail    error
+	failAt  int
 }
 
-func (h *hostRanker) RankBatch(queries []query.Grounded, easy, hard [][]int32) ([][]int32, error) {
-	h.batches = append(h.batches, len(queries))
+func (h *hostRanker) RankBatch(b DeviceBatch) ([][]int32, error) {
+	h.batches = append(h.batches, len(b.Queries))
+	if h.fail != nil && len(h.batches) == h.failAt {
+		return nil, h.fail
+	}
 	n := h.m.Config.NumEntities
-	scores := make([]float32, len(queries)*n)
-	if err := h.m.NewScorer().Score(scores, queries); err != nil {
+	scores := make([]float32, len(b.Queries)*n)
+	if err := h.m.NewScorer().ScoreFrom(scores, b.Queries, b.Cones); err != nil {
 		return nil, err
 	}
-	out := make([][]int32, len(queries))
-	for i := range queries {
-		r, err := FilteredRanks(scores[i*n:(i+1)*n], easy[i], hard[i], nil)
+	if b.Scores != nil {
+		copy(b.Scores, scores)
+	}
+	out := make([][]int32, len(b.Queries))
+	for i := range b.Queries {
+		r, err := FilteredRanks(scores[i*n:(i+1)*n], b.Easy[i], b.Hard[i], nil)
 		if err != nil {
 			return nil, err
 		}
@@ -35,9 +47,8 @@ func (h *hostRanker) RankBatch(queries []query.Grounded, easy, hard [][]int32) (
 	return out, nil
 }
 
-// RankQueries through a Device: the batches in order, the ranks in the queries' order,
-// progress counted, and bad answer lists rejected before the device sees them.
-func TestRankQueriesDevice(t *testing.T) {
+func deviceTestQueries(t *testing.T) (*model.Model[float32], []RankQuery) {
+	t.Helper()
 	cfg := model.Config{Variant: model.RoConE, NumEntities: 50, NumRelations: 5, Dim: 8, Gamma: 2, CenterReg: 0.2, Seed: 1}
 	m, err := model.New[float32](cfg, compute.Reference[float32]{})
 	if err != nil {
@@ -62,6 +73,14 @@ func TestRankQueriesDevice(t *testing.T) {
 		q.Easy = append(q.Easy, int32(perm[10]), int32(perm[11]))
 		qs = append(qs, q)
 	}
+	return m, qs
+}
+
+// RankQueries through a Device: the batches in order, the ranks in the queries' order,
+// progress counted, bad answer lists rejected before the device sees them, and a device
+// error returned (wrapped, naming the batch) with no ranks.
+func TestRankQueriesDevice(t *testing.T) {
+	m, qs := deviceTestQueries(t)
 	want, err := RankQueries(context.Background(), m, qs, RankOptions{Batch: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -83,13 +102,93 @@ func TestRankQueriesDevice(t *testing.T) {
 		}
 	}
 
-	qs[7].Easy = append(qs[7].Easy, qs[7].Hard[0])
-	dev.batches = nil
-	_, err = RankQueries(context.Background(), m, qs, RankOptions{Batch: 5, Device: dev})
+	lost := errors.New("fake device: lost")
+	dev = &hostRanker{m: m, fail: lost, failAt: 3}
+	ranks, err := RankQueries(context.Background(), m, qs, RankOptions{Batch: 5, Device: dev})
+	if !errors.Is(err, lost) || !strings.Contains(err.Error(), "queries 10 to 14") || ranks != nil {
+		t.Fatalf("device error in the third batch: ranks %v, error %v", ranks, err)
+	}
+
+	bad := slices.Clone(qs)
+	bad[7].Easy = append(slices.Clone(bad[7].Easy), bad[7].Hard[0])
+	dev = &hostRanker{m: m}
+	_, err = RankQueries(context.Background(), m, bad, RankOptions{Batch: 5, Device: dev})
 	if err == nil || !strings.Contains(err.Error(), "query 7") || !strings.Contains(err.Error(), "both an easy and a hard answer") {
 		t.Fatalf("overlapping answers: %v", err)
 	}
 	if len(dev.batches) != 1 {
 		t.Fatalf("the device ranked %d batches before the bad one was found", len(dev.batches))
+	}
+}
+
+// TestRankQueriesDeviceScoresCones: through a Device, opts.Scores sees every query's
+// scores (the host's, here) once, with the query's own index, whatever the workers; and
+// opts.Cones is asked for each structure group with the queries' indices in qs, so that
+// ranks from stored cones equal the ranks from the queries.
+func TestRankQueriesDeviceScoresCones(t *testing.T) {
+	m, qs := deviceTestQueries(t)
+	n := m.Config.NumEntities
+	all := make([]float32, len(qs)*n)
+	grounded := make([]query.Grounded, len(qs))
+	for i, q := range qs {
+		grounded[i] = q.Query
+	}
+	if err := m.NewScorer().Score(all, grounded); err != nil {
+		t.Fatal(err)
+	}
+	want, err := RankQueries(context.Background(), m, qs, RankOptions{Batch: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{1, 3} {
+		var mu sync.Mutex
+		seen := make([]int, len(qs))
+		scores := func(i int, s []float32) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[i]++
+			if !slices.Equal(s, all[i*n:(i+1)*n]) {
+				t.Errorf("workers %d: query %d: the scores passed are not the query's", workers, i)
+			}
+		}
+		var asked [][]int
+		cones := func(group []int) ([]model.Cones[float32], error) {
+			asked = append(asked, group)
+			sub := make([]query.Grounded, len(group))
+			for k, i := range group {
+				sub[k] = qs[i].Query
+				if qs[i].Query.Structure.String() != qs[group[0]].Query.Structure.String() {
+					t.Errorf("group %v mixes structures", group)
+				}
+			}
+			var anchors, relations []int32
+			for _, g := range sub {
+				anchors, relations = append(anchors, g.Anchors...), append(relations, g.Relations...)
+			}
+			emb, err := m.Embed(sub[0].Structure, anchors, relations, len(sub), nil)
+			if err != nil {
+				return nil, err
+			}
+			return emb.Branches, nil
+		}
+		got, err := RankQueries(context.Background(), m, qs, RankOptions{Batch: 5, Workers: workers, Device: &hostRanker{m: m}, Scores: scores, Cones: cones})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range qs {
+			if seen[i] != 1 {
+				t.Fatalf("workers %d: query %d's scores seen %d times", workers, i, seen[i])
+			}
+			if !slices.Equal(got[i], want[i]) {
+				t.Fatalf("workers %d: query %d: ranks %v from the cones, %v from the queries", workers, i, got[i], want[i])
+			}
+		}
+		covered := 0
+		for _, g := range asked {
+			covered += len(g)
+		}
+		if covered != len(qs) {
+			t.Fatalf("the cones of %d queries asked for, want %d", covered, len(qs))
+		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/rocone/rocone/pkg/artifact"
-	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/query"
 )
@@ -72,68 +71,133 @@ type RankOptions struct {
 	Scores func(i int, scores []float32)
 	// Cones, if not nil, supplies the branch cones of a group of queries (indices into qs,
 	// one structure, the group model.GroupByStructure forms within a batch) instead of
-	// embedding them: the rank stage scores stored cones this way. It is called from several
-	// goroutines at once.
+	// embedding them: the rank stage scores stored cones this way. On the host it is called
+	// from several goroutines at once.
 	Cones func(group []int) ([]model.Cones[float32], error)
-	// Device, if not nil, ranks each batch itself, scores and all, so that they never
-	// reach the host (the CUDA model: gpumodel.Model.RankBatch). It is used when Scores
-	// and Cones are nil; batches then go to it one at a time, after their answer lists
-	// are checked here. Its ranks can differ from the CPU's where a hard answer's score is
-	// within float rounding of another entity's.
+	// Device, if not nil, ranks each batch itself from its own copy of the model (the CUDA
+	// model: gpumodel.Model.RankBatch): the queries are embedded (or their Cones uploaded),
+	// scored and ranked there, and only the ranks come back, plus the scores when Scores
+	// is set. Batches go to it one at a time, after their answer lists are checked here.
+	// Its ranks can differ from the CPU's where a hard answer's score is within float
+	// rounding of another entity's.
 	Device BatchRanker
 	// Progress, if not nil, is called with the number of queries ranked after each batch,
 	// from one goroutine at a time.
 	Progress func(done int)
 }
 
-// A BatchRanker computes the filtered ranks of a batch of queries from its own copy of
-// the model, in the order of each query's hard answers. The answer lists it is given are
-// valid: ids in range, none repeated, easy and hard disjoint.
-type BatchRanker interface {
-	RankBatch(queries []query.Grounded, easy, hard [][]int32) ([][]int32, error)
+// A DeviceBatch is one batch of queries for a BatchRanker.
+type DeviceBatch struct {
+	Queries []query.Grounded
+	// Easy and Hard are each query's answer lists, valid: ids in range, none repeated,
+	// easy and hard disjoint (RankQueries checks them before the device sees them).
+	Easy, Hard [][]int32
+	// Cones, if not nil, gives the branch cones of each structure group of Queries (the
+	// indices into Queries of model.GroupByStructure's groups) instead of embedding them;
+	// one model.Cones per DNF branch, in the plan's order, row r the group's r-th query.
+	Cones func(group []int) ([]model.Cones[float32], error)
+	// Scores, if not nil, [len(Queries)][entities], receives every query's scores (the
+	// logits the ranks come from), in the order of Queries.
+	Scores []float32
 }
 
-// A RankDevice is an accelerator that ranks from its own copy of a model's parameters, so
-// that scores never reach the host (pkg/device gives the one `--device` names).
-// The stages see only this interface, not the device's packages.
+// A BatchRanker computes the filtered ranks of a batch of queries from its own copy of
+// the model, in the order of each query's hard answers.
+type BatchRanker interface {
+	RankBatch(b DeviceBatch) ([][]int32, error)
+}
+
+// A RankDevice is an accelerator that ranks and embeds from its own copy of a model's
+// parameters, so that scores never reach the host unless asked for (pkg/device gives the
+// one `--device` names). The stages see only this interface, not the device's packages.
 type RankDevice interface {
-	// Load copies m's parameters to the device. The ranker ranks from that copy until it
-	// is closed, which releases the copy (not the device).
+	// Load copies m's parameters to the device. The ranker ranks and embeds from that copy
+	// until it is closed, which releases the copy (not the device).
 	Load(m *model.Model[float32]) (DeviceRanker, error)
 }
 
-// A DeviceRanker is a BatchRanker that holds device memory until it is closed.
+// A DeviceRanker is a BatchRanker that also embeds (the embed stage's cones, which
+// RankBatch scores from DeviceBatch.Cones exactly as from the queries) and holds device
+// memory until it is closed.
 type DeviceRanker interface {
 	BatchRanker
+	// EmbedBatch returns the branch cones of queries, without dropout: for each group of
+	// model.GroupByStructure(queries), in that order, one model.Cones per DNF branch (the
+	// plan's order), row r the group's r-th query.
+	EmbedBatch(queries []query.Grounded) ([][]model.Cones[float32], error)
 	Close() error
 }
 
-// rankOnDevice is RankQueries through opts.Device.
-func rankOnDevice(ctx context.Context, n int, qs []RankQuery, batch int, opts RankOptions) ([][]int32, error) {
+// rankOnDevice is RankQueries through opts.Device. With opts.Scores, each batch's scores
+// come back to the host and opts.Scores runs on them in workers goroutines while the
+// device ranks the next batch (two score buffers take turns).
+func rankOnDevice(ctx context.Context, n int, qs []RankQuery, batch, workers int, opts RankOptions) ([][]int32, error) {
 	ranks := make([][]int32, len(qs))
 	seen := make([]uint8, n)
-	for lo := 0; lo < len(qs); lo += batch {
+	var bufs [2][]float32
+	var pending [2]sync.WaitGroup // the Scores calls still reading bufs[i]
+	defer pending[0].Wait()
+	defer pending[1].Wait()
+	for b, lo := 0, 0; lo < len(qs); b, lo = b+1, lo+batch {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		hi := min(lo+batch, len(qs))
-		grounded, easy, hard := make([]query.Grounded, 0, hi-lo), make([][]int32, 0, hi-lo), make([][]int32, 0, hi-lo)
+		db := DeviceBatch{Queries: make([]query.Grounded, 0, hi-lo), Easy: make([][]int32, 0, hi-lo), Hard: make([][]int32, 0, hi-lo)}
 		for i := lo; i < hi; i++ {
 			if err := checkAnswers(qs[i].Easy, qs[i].Hard, seen); err != nil {
 				return nil, fmt.Errorf("query %d (%s): %w", i, qs[i].Type, err)
 			}
-			grounded, easy, hard = append(grounded, qs[i].Query), append(easy, qs[i].Easy), append(hard, qs[i].Hard)
+			db.Queries, db.Easy, db.Hard = append(db.Queries, qs[i].Query), append(db.Easy, qs[i].Easy), append(db.Hard, qs[i].Hard)
 		}
-		r, err := opts.Device.RankBatch(grounded, easy, hard)
+		if opts.Cones != nil {
+			db.Cones = func(group []int) ([]model.Cones[float32], error) { return opts.Cones(offset(group, lo)) }
+		}
+		slot := b % 2
+		if opts.Scores != nil {
+			pending[slot].Wait() // batch b-2's Scores calls are done with the buffer
+			if cap(bufs[slot]) < (hi-lo)*n {
+				bufs[slot] = make([]float32, batch*n)
+			}
+			db.Scores = bufs[slot][:(hi-lo)*n]
+		}
+		r, err := opts.Device.RankBatch(db)
 		if err != nil {
 			return nil, fmt.Errorf("queries %d to %d: %w", lo, hi-1, err)
 		}
 		copy(ranks[lo:hi], r)
+		if opts.Scores != nil {
+			scoreRows(&pending[slot], workers, lo, hi, n, db.Scores, opts.Scores)
+		}
 		if opts.Progress != nil {
 			opts.Progress(hi - lo)
 		}
 	}
 	return ranks, nil
+}
+
+// offset returns the indices of group shifted by lo.
+func offset(group []int, lo int) []int {
+	out := make([]int, len(group))
+	for k, i := range group {
+		out[k] = lo + i
+	}
+	return out
+}
+
+// scoreRows calls fn(i, row) for the queries lo to hi-1, whose scores are the rows of
+// scores, in up to workers goroutines that wg waits for.
+func scoreRows(wg *sync.WaitGroup, workers, lo, hi, n int, scores []float32, fn func(int, []float32)) {
+	workers = max(1, min(workers, hi-lo))
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo + w; i < hi; i += workers {
+				fn(i, scores[(i-lo)*n:(i-lo+1)*n])
+			}
+		}()
+	}
 }
 
 // checkAnswers makes the checks of Ranker.FilteredRanks on the answer lists alone (a
@@ -186,28 +250,19 @@ func checkAnswers(easy, hard []int32, seen []uint8) error {
 // The work is split into batches of opts.Batch consecutive queries, shared by
 // opts.Workers goroutines; the result does not depend on the number of workers.
 //
-// A backend that records device errors instead of returning them (compute.DeferredErrors:
-// the CUDA backend of `rank --device cuda --top K` or `--cones`) is checked after each
-// batch and at the end: its error ends the ranking (compute.Err), as a device error of
-// opts.Device does.
+// With opts.Device the batches are ranked there (rankOnDevice), Scores and Cones
+// included, one batch at a time.
 func RankQueries(ctx context.Context, m *model.Model[float32], qs []RankQuery, opts RankOptions) ([][]int32, error) {
 	batch := opts.Batch
 	if batch <= 0 {
 		batch = DefaultRankBatch
 	}
-	if opts.Device != nil && opts.Scores == nil && opts.Cones == nil {
-		ranks, err := rankOnDevice(ctx, m.Config.NumEntities, qs, batch, opts)
-		if err == nil {
-			err = compute.Err(m.Kernels)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return ranks, nil
-	}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.Device != nil {
+		return rankOnDevice(ctx, m.Config.NumEntities, qs, batch, workers, opts)
 	}
 	nBatches := (len(qs) + batch - 1) / batch
 	workers = max(1, min(workers, nBatches))
@@ -245,21 +300,9 @@ func RankQueries(ctx context.Context, m *model.Model[float32], qs []RankQuery, o
 				out := scores[:(hi-lo)*n]
 				var cones func([]int) ([]model.Cones[float32], error)
 				if opts.Cones != nil {
-					cones = func(group []int) ([]model.Cones[float32], error) {
-						global := make([]int, len(group))
-						for k, i := range group {
-							global[k] = lo + i
-						}
-						return opts.Cones(global)
-					}
+					cones = func(group []int) ([]model.Cones[float32], error) { return opts.Cones(offset(group, lo)) }
 				}
 				if err := scorer.ScoreFrom(out, grounded, cones); err != nil {
-					errs[b] = err
-					failed.Store(true)
-					return
-				}
-				if err := compute.Err(m.Kernels); err != nil {
-					// A device backend failed (in this batch or another's): stop now.
 					errs[b] = err
 					failed.Store(true)
 					return
@@ -290,9 +333,6 @@ func RankQueries(ctx context.Context, m *model.Model[float32], qs []RankQuery, o
 		if err != nil {
 			return nil, err
 		}
-	}
-	if err := compute.Err(m.Kernels); err != nil {
-		return nil, err
 	}
 	return ranks, nil
 }

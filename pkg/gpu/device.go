@@ -23,8 +23,9 @@ type Device struct {
 	arena     *Arena                   // where operators take temporaries from (UseArena); nil: Alloc
 	prof      atomic.Pointer[Profiler] // the attached profiler (Profile); nil: none
 	tf32      bool                     // the linear layers' products on the tensor cores in TF32 (SetMatmul)
-	gemmTile  int                      // the FP32 GEMMs' tile: gemmTileAuto, 64, 128 or gemmTileFirst (tests, bench)
+	gemmTile  int                      // the GEMMs' tile (FP32, TF32): gemmTileAuto, 64, 128 or gemmTileFirst (tests, bench)
 	gemmSplit int                      // with a fixed gemmTile, its K splits (≤ 1: none)
+	distFirst bool                     // the first distance kernels, a sincosf per pair, not the table ones (tests, bench)
 }
 
 // NewDevice wraps a driver: the real one from Open, or package emu's emulator.

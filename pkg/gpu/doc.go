@@ -1,6 +1,7 @@
-// Package cuda runs the RoConE operators on a CUDA device: the kernels, their host
-// wrappers on device-resident buffers, the Adam optimiser on the device, and Backend, the
-// compute.Backend that copies per call.
+// Package gpu runs the RoConE operators on a CUDA device: the kernels, their host
+// wrappers on device-resident buffers and the Adam optimiser on the device. Nothing here
+// copies a model per call: package gpumodel keeps the model resident and chains these
+// operators (training, embedding, ranking).
 //
 // An operator has one name in every layer, so a reader follows it from its maths to its
 // kernel by that name:
@@ -18,7 +19,7 @@
 // rows.go (gathers, scatters and the one CSR index, RowCSR, for deterministic gradient
 // sums), cones.go, adam.go (every Adam: one tensor, or all in one launch), device.go (the
 // Device and its checked launches), driver.go with driver_cuda.go (the gorgonia.org/cu
-// driver, -tags cuda) and driver_nocuda.go (Open returns ErrNotBuilt), backend.go.
+// driver, -tags cuda) and driver_nocuda.go (Open returns ErrNotBuilt).
 //
 // The host code talks to a Driver: the real one or package emu's launch emulator (the
 // same .cu compiled as C++ through cgo). Everything above the Driver is the same code on

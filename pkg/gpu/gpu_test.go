@@ -88,9 +88,7 @@ func TestGPUDeterministic(t *testing.T) {
 	}
 	A, H, E := h.up(h.uniform(q*dim, -3, 3)), h.up(h.uniform(q*dim, 0, 3)), h.up(h.uniform(rows*dim, -3, 3))
 	C, G := h.upI(cand), h.up(h.uniform(q*k, -1, 1))
-	ix, err := NewDeviceRowIndex(d, RowCSR(cand, rows, nil))
-	h.ok(err)
-	defer ix.Free()
+	ix := h.upIndex(RowCSR(cand, rows, nil))
 	var first []float32
 	for run := 0; run < 3; run++ {
 		DE := h.zeros(rows * dim)

@@ -122,50 +122,91 @@ var kernelBenches = []benchCase{
 		axis, half := randF32(rng, s.queries*s.dim, -math.Pi, math.Pi), randF32(rng, s.queries*s.dim, 0, math.Pi)
 		ent, cand := randF32(rng, s.entities*s.dim, -math.Pi, math.Pi), randIDs(rng, s.queries*s.cands, s.entities)
 		A, H, E, C, D := b.f(axis), b.f(half), b.f(ent), b.i(cand), b.f(make([]float32, s.queries*s.cands))
-		return []benchVersion{{
-			name:  "cand",
-			reset: func() error { return nil },
-			run:   func() error { return d.DistanceForward(D, A, H, E, C, s.queries, s.cands, s.dim, lambda) },
-			check: func() error {
-				want := make([]float32, s.queries*s.cands)
-				compute.Reference[float32]{}.DistanceForward(want, axis, half, ent, cand, s.queries, s.cands, s.dim, lambda)
-				got, err := download(D)
+		check := func() error {
+			want := make([]float32, s.queries*s.cands)
+			compute.Reference[float32]{}.DistanceForward(want, axis, half, ent, cand, s.queries, s.cands, s.dim, lambda)
+			got, err := download(D)
+			if err != nil {
+				return err
+			}
+			return closeTo("dist", want, got, 1e-5)
+		}
+		// first: distance_fwd, two sincosf per (pair, dim); table: distance_qtab and
+		// distance_fwd_tab (the production path).
+		ar := NewArena(d)
+		run := func(first bool) func() error {
+			return func() error {
+				restore, err := distBenchMode(d, ar, first)
+				defer restore()
 				if err != nil {
 					return err
 				}
-				return closeTo("dist", want, got, 1e-5)
-			},
-		}}, b.free, b.err
+				return d.DistanceForward(D, A, H, E, C, s.queries, s.cands, s.dim, lambda)
+			}
+		}
+		reset := func() error { return nil }
+		free := func() { ar.Free(); b.free() }
+		return []benchVersion{{"first", reset, run(true), check}, {"table", reset, run(false), check}}, free, b.err
 	}},
-	{"distance_bwd_ent", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+	{"distance_bwd", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+		// The whole backward of the training step: dAxis, dHalf and the entity gradient,
+		// deterministic (the CSR sum the trainer uses) or atomic, with the first kernels
+		// (distance_bwd_q, distance_bwd_ent_csr) and the table kernels (distance_qtab,
+		// distance_bwd_q_tab, distance_bwd_ent_csr_tab).
 		const lambda = 0.1
 		b := &benchBuffers{d: d}
 		axis, half := randF32(rng, s.queries*s.dim, -math.Pi, math.Pi), randF32(rng, s.queries*s.dim, 0, math.Pi)
 		ent, cand := randF32(rng, s.entities*s.dim, -math.Pi, math.Pi), randIDs(rng, s.queries*s.cands, s.entities)
 		dDist := randF32(rng, s.queries*s.cands, -1, 1)
 		A, H, E, C, DD := b.f(axis), b.f(half), b.f(ent), b.i(cand), b.f(dDist)
-		DE := b.f(make([]float32, s.entities*s.dim))
+		DA, DH, DE := b.f(make([]float32, s.queries*s.dim)), b.f(make([]float32, s.queries*s.dim)), b.f(make([]float32, s.entities*s.dim))
 		ix := RowCSR(cand, s.entities, nil)
 		IR, IS, IP := b.i(ix.Rows), b.i(ix.Start), b.i(ix.Pairs)
 		index := &DeviceRowIndex{Rows: IR, Start: IS, Pairs: IP, N: len(ix.Rows)}
 		check := func() error {
-			want := make([]float32, s.entities*s.dim)
-			compute.Reference[float32]{}.DistanceBackward(nil, nil, want, dDist, axis, half, ent, cand, s.queries, s.cands, s.dim, lambda)
-			got, err := download(DE)
-			if err != nil {
-				return err
+			da, dh, de := make([]float32, s.queries*s.dim), make([]float32, s.queries*s.dim), make([]float32, s.entities*s.dim)
+			compute.Reference[float32]{}.DistanceBackward(da, dh, de, dDist, axis, half, ent, cand, s.queries, s.cands, s.dim, lambda)
+			for _, o := range []struct {
+				name string
+				want []float32
+				buf  *F32
+			}{{"dAxis", da, DA}, {"dHalf", dh, DH}, {"dEnt", de, DE}} {
+				got, err := download(o.buf)
+				if err != nil {
+					return err
+				}
+				if err := closeTo(o.name, o.want, got, 1e-5); err != nil {
+					return err
+				}
 			}
-			return closeTo("dEnt", want, got, 1e-5)
+			return nil
 		}
-		reset := func() error { return DE.Zero() }
+		reset := func() error {
+			for _, z := range []*F32{DA, DH, DE} {
+				if err := z.Zero(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		ar := NewArena(d)
+		run := func(first bool, ix *DeviceRowIndex) func() error {
+			return func() error {
+				restore, err := distBenchMode(d, ar, first)
+				defer restore()
+				if err != nil {
+					return err
+				}
+				return d.DistanceBackward(DA, DH, DE, DD, A, H, E, C, ix, s.queries, s.cands, s.dim, lambda)
+			}
+		}
+		free := func() { ar.Free(); b.free() }
 		return []benchVersion{
-			{"atomic", reset, func() error {
-				return d.DistanceBackward(nil, nil, DE, DD, A, H, E, C, nil, s.queries, s.cands, s.dim, lambda)
-			}, check},
-			{"csr", reset, func() error {
-				return d.DistanceBackward(nil, nil, DE, DD, A, H, E, C, index, s.queries, s.cands, s.dim, lambda)
-			}, check},
-		}, b.free, b.err
+			{"first_csr", reset, run(true, index), check},
+			{"first_atomic", reset, run(true, nil), check},
+			{"table_csr", reset, run(false, index), check},
+			{"table_atomic", reset, run(false, nil), check},
+		}, free, b.err
 	}},
 	{"gather_rows", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
 		b := &benchBuffers{d: d}
@@ -299,8 +340,12 @@ var kernelBenches = []benchCase{
 	{"linear", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
 		// The intersection's first layer, rows × 2d inputs into d outputs: forward
 		// (gemm_nt) and backward (gemm_nn for dx, gemm_tn for dW, col_sum), through each
-		// GEMM tile; the version's name is the tile (first: gemm64_*; by-shape: the
-		// production choice, K split where the tiles are too few).
+		// GEMM tile, FP32 and TF32 (tf32-*: SetMatmul(tf32)); the version's name is the tile
+		// (first: gemm64_* or gemm64_tf32_*; by-shape: the production choice, K split where
+		// the tiles are too few). TF32 versions are checked against the reference with
+		// TF32 products, within 1e-5 of the largest output: the accumulation order's
+		// error, well below TF32's own (≈1e-4 of it at checkSize), so that a kernel that
+		// did not round its factors fails too.
 		b := &benchBuffers{d: d}
 		rows, in, out := s.rows, 2*s.dim, s.dim
 		x, w, bias := randF32(rng, rows*in, -1, 1), randF32(rng, out*in, -0.1, 0.1), randF32(rng, out, -1, 1)
@@ -315,8 +360,12 @@ var kernelBenches = []benchCase{
 			}
 			return nil
 		}
-		check := func() error {
-			ref := compute.Reference[float32]{}
+		check := func(tf32 bool) error {
+			var ref compute.Kernels[float32] = compute.Reference[float32]{}
+			tol := 1e-4
+			if tf32 {
+				ref, tol = compute.WithMatmul(ref, compute.MatmulTF32), 1e-5
+			}
 			y, dx, dw, db := make([]float32, rows*out), make([]float32, rows*in), make([]float32, out*in), make([]float32, out)
 			ref.LinearForward(y, x, w, bias, rows, in, out)
 			ref.LinearBackward(dx, dw, db, dy, x, w, rows, in, out)
@@ -329,25 +378,48 @@ var kernelBenches = []benchCase{
 				if err != nil {
 					return err
 				}
-				if err := closeTo(c.name, c.want, got, 1e-4); err != nil {
+				if err := closeTo(c.name, c.want, got, tol); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
-		version := func(name string, tile, splits int) benchVersion {
+		version := func(name string, tile, splits int, tf32 bool) benchVersion {
+			m := compute.MatmulFP32
+			if tf32 {
+				name, m = "tf32-"+name, compute.MatmulTF32
+			}
 			return benchVersion{name, reset, func() error {
 				d.gemmTile, d.gemmSplit = tile, splits
-				defer func() { d.gemmTile, d.gemmSplit = gemmTileAuto, 0 }()
+				if err := d.SetMatmul(m); err != nil {
+					return err
+				}
+				defer func() {
+					d.gemmTile, d.gemmSplit = gemmTileAuto, 0
+					_ = d.SetMatmul(compute.MatmulFP32) // a known precision: cannot fail
+				}()
 				if err := d.LinearForward(Y, X, W, B, rows, in, out); err != nil {
 					return err
 				}
 				return d.LinearBackward(DX, DW, DB, DY, X, W, rows, in, out)
-			}, check}
+			}, func() error { return check(tf32) }}
 		}
-		return []benchVersion{version("first", gemmTileFirst, 1), version("reg64", 64, 1), version("reg128", 128, 1),
-			version("by-shape", gemmTileAuto, 0)}, b.free, b.err
+		var vs []benchVersion
+		for _, tf32 := range []bool{false, true} {
+			vs = append(vs, version("first", gemmTileFirst, 1, tf32), version("reg64", 64, 1, tf32),
+				version("reg128", 128, 1, tf32), version("by-shape", gemmTileAuto, 0, tf32))
+		}
+		return vs, b.free, b.err
 	}},
+}
+
+// distBenchMode selects the distance kernels (first or table) and gives the device an
+// arena, reset, for the query table, as the trainer does (a separate allocation would
+// cost a cuMemAlloc and a synchronising cuMemFree a call); restore undoes both.
+func distBenchMode(d *Device, ar *Arena, first bool) (restore func(), err error) {
+	d.distFirst = first
+	d.UseArena(ar)
+	return func() { d.distFirst = false; d.UseArena(nil) }, ar.Reset()
 }
 
 // checkVersions runs every version of c once from its initial buffers at size s and

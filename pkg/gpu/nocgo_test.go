@@ -12,5 +12,5 @@ import (
 // of the device path under the CUDA launch emulator (named in the message), so that they
 // cannot vanish without a word (emu.NoCgoHelp).
 func TestEmulatorNeedsCgo(t *testing.T) {
-	t.Fatalf("left out: emu_test.go (TestEmulatorParity, TestBackendFallback, TestCandCSR), batched_emu_test.go (TestBatchedLaunches): %s", emu.NoCgoHelp)
+	t.Fatalf("left out: emu_test.go (TestEmulatorParity, TestEmulatorTF32RoundNaN), batched_emu_test.go (TestBatchedLaunches): %s", emu.NoCgoHelp)
 }

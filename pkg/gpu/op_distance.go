@@ -4,6 +4,37 @@ import (
 	"fmt"
 )
 
+// The candidate distances (kernels/distance.cu). Two sets of kernels compute them:
+//   - the table kernels (the default): a query table of the half-angle sines and cosines
+//     (distance_qtab, per call), then distance_fwd_tab, distance_bwd_q_tab and
+//     distance_bwd_ent_{csr,all}_tab, which rotate the entity's half-angle by the
+//     query's: one sincosf per entity value, multiply-adds per (pair, dimension);
+//   - the first kernels (Device.distFirst, kept for the kernel bench and the parity
+//     tests): two sincosf per (pair, dimension) in each of them.
+//
+// Both are deterministic except the atomic entity scatter (DistanceBackward with cand and
+// no index).
+
+const (
+	dtabThreads = 256 // distance.cu DTAB_THREADS
+	dtabCands   = 32  // DTAB_CANDS
+)
+
+// queryTable returns the query table of the cones axis, half [queries][dim] (four floats
+// per element, distance_qtab), from scratch: the caller frees it.
+func (d *Device) queryTable(axis, half *F32, n int) (*F32, error) {
+	tab, err := scratch[float32](d, 4*n)
+	if err != nil {
+		return nil, err
+	}
+	// Reads the cones, writes four floats each; two multiplies and two sincosf.
+	if err := d.each("distance_qtab", n, Work{Bytes: words(2*n, 4*n), FLOPs: flops(n, 4)}, ptr(tab), ptr(axis), ptr(half), i32(n)); err != nil {
+		tab.Free()
+		return nil, err
+	}
+	return tab, nil
+}
+
 // DistanceForward computes dist [queries][cands] for cones axis, half [queries][dim]
 // against the entity angles ent, candidate rows cand [queries][cands] (nil: rows 0 …
 // cands−1 for every query).
@@ -22,23 +53,45 @@ func (d *Device) DistanceForward(dist, axis, half, ent *F32, cand *I32, queries,
 	if c.err != nil || queries == 0 || cands == 0 {
 		return c.err
 	}
-	// Reads the cones, the candidates' entity rows (gathered through cand, or the first
-	// cands rows) and cand itself; writes dist. dim_distance per (query, candidate, dim).
-	w := Work{Bytes: words(2*queries*dim, queries*cands), FLOPs: flops(queries*cands*dim, distFwdFlops)}
+	// The candidates' entity rows (gathered through cand, or the first cands rows) and
+	// cand itself are read, dist written; the cones (first) or their table are read.
+	rows := cands
 	if cand != nil {
-		w.Bytes += words(queries*cands, gathered(queries*cands, tableRows(ent, dim))*dim)
-	} else {
-		w.Bytes += words(cands * dim)
+		rows = gathered(queries*cands, tableRows(ent, dim))
 	}
-	grid := [3]int{ceilDiv(cands, distCands), min(ceilDiv(queries, distQB), d.gridY), 1}
-	return d.launch("distance_fwd", w, grid, [3]int{distThreads, 1, 1},
-		ptr(dist), ptr(axis), ptr(half), ptr(ent), ptr(cand), i32(queries), i32(cands), i32(dim), f32(lambda))
+	w := Work{Bytes: words(rows*dim, queries*cands)}
+	if cand != nil {
+		w.Bytes += words(queries * cands)
+	}
+	if d.distFirst {
+		// dim_distance per (query, candidate, dim).
+		w.Bytes += words(2 * queries * dim)
+		w.FLOPs = flops(queries*cands*dim, distFwdFlops)
+		grid := [3]int{ceilDiv(cands, distCands), min(ceilDiv(queries, distQB), d.gridY), 1}
+		return d.launch("distance_fwd", w, grid, [3]int{distThreads, 1, 1},
+			ptr(dist), ptr(axis), ptr(half), ptr(ent), ptr(cand), i32(queries), i32(cands), i32(dim), f32(lambda))
+	}
+	if dim == 0 {
+		return d.zero(dist.ptr, 4*queries*cands)
+	}
+	tab, err := d.queryTable(axis, half, queries*dim)
+	if err != nil {
+		return err
+	}
+	defer tab.Free()
+	// Per (query, candidate, dim): the entity's half-angle sincosf and the rotation.
+	w.Bytes += words(4 * queries * dim)
+	w.FLOPs = flops(queries*cands*dim, distHalfAngleFlops+distTabFwdFlops)
+	grid := [3]int{ceilDiv(cands, dtabCands), min(queries, d.gridY), 1}
+	return d.launch("distance_fwd_tab", w, grid, [3]int{dtabThreads, 1, 1},
+		ptr(dist), ptr(tab), ptr(ent), ptr(cand), i32(queries), i32(cands), i32(dim), f32(lambda))
 }
 
 // DistanceBackward accumulates the gradients of DistanceForward given dDist into dAxis,
 // dHalf [queries][dim] and dEnt (rows of ent), any of which may be nil. With cand nil the
-// entity gradient is a deterministic per-row sum; with cand and index (RowCSR of cand) it is the deterministic CSR gather; with cand and a nil index it is
-// scattered with atomicAdd (faster, summation order not reproducible).
+// entity gradient is a deterministic per-row sum; with cand and index (RowCSR of cand) it
+// is the deterministic CSR gather; with cand and a nil index it is scattered with
+// atomicAdd (faster, summation order not reproducible).
 func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F32, cand *I32, index *DeviceRowIndex,
 	queries, cands, dim int, lambda float32) error {
 	c := check{op: "DistanceBackward"}
@@ -57,6 +110,86 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 	if c.err != nil || queries == 0 || cands == 0 || dim == 0 {
 		return c.err
 	}
+	atomic := dEnt != nil && cand != nil && index == nil
+	csr := dEnt != nil && cand != nil && index != nil
+	if csr && index.N > 0 && index.Pairs.Len() != queries*cands {
+		return fmt.Errorf("cuda: DistanceBackward: the index has %d pairs, the candidates %d", index.Pairs.Len(), queries*cands)
+	}
+	if d.distFirst {
+		return d.distanceBackwardFirst(dAxis, dHalf, dEnt, dDist, axis, half, ent, cand, index, queries, cands, dim, lambda)
+	}
+	q := dAxis != nil || dHalf != nil || atomic
+	if !q && (dEnt == nil || csr && index.N == 0) {
+		return nil
+	}
+	tab, err := d.queryTable(axis, half, queries*dim)
+	if err != nil {
+		return err
+	}
+	defer tab.Free()
+	block := [3]int{distBwdThreads, 1, 1}
+	gx := ceilDiv(dim, distBwdThreads)
+	rows := cands
+	if cand != nil {
+		rows = gathered(queries*cands, tableRows(ent, dim))
+	}
+	// Per (query, candidate, dim) that a kernel visits: the entity's half-angle sincosf
+	// (once per (row, dim) in the entity-side sums), the rotation and the gradient.
+	per := distHalfAngleFlops + distTabGradFlops
+	if q {
+		// Reads the table, dDist, cand and the candidates' rows; reads and writes dAxis,
+		// dHalf (and, atomic, the touched rows of dEnt). Two accumulations (and the atomic
+		// add) per (query, candidate, dim).
+		w := Work{Bytes: words(4*queries*dim, queries*cands, rows*dim), FLOPs: flops(queries*cands*dim, per+4)}
+		if cand != nil {
+			w.Bytes += words(queries * cands)
+		}
+		for _, g := range []*F32{dAxis, dHalf} {
+			if g != nil {
+				w.Bytes += words(2 * queries * dim)
+			}
+		}
+		if atomic {
+			w.Bytes += words(2 * rows * dim)
+			w.FLOPs += flops(queries*cands*dim, 3)
+		}
+		if err := d.launch("distance_bwd_q_tab", w, [3]int{gx, min(queries, d.gridY), 1}, block,
+			ptr(dAxis), ptr(dHalf), ptr(dEnt), ptr(dDist), ptr(tab), ptr(ent), ptr(cand),
+			i32(queries), i32(cands), i32(dim), f32(lambda), boolArg(atomic)); err != nil {
+			return err
+		}
+	}
+	switch {
+	case dEnt == nil || atomic:
+		return nil
+	case cand == nil:
+		// Reads dDist, the table and the cands rows of ent; reads and writes those of
+		// dEnt. A half-angle per (row, dim); a gradient and an accumulation per (query,
+		// row, dim).
+		w := Work{Bytes: words(queries*cands, 4*queries*dim, cands*dim, 2*cands*dim),
+			FLOPs: flops(cands*dim, distHalfAngleFlops) + flops(queries*cands*dim, distTabGradFlops+2)}
+		return d.launch("distance_bwd_ent_all_tab", w, [3]int{gx, min(cands, d.gridY), 1}, block,
+			ptr(dEnt), ptr(dDist), ptr(tab), ptr(ent), i32(queries), i32(cands), i32(dim), f32(lambda))
+	default:
+		if index.N == 0 {
+			return nil
+		}
+		// Reads the index, dDist, the table and the index's rows of ent; reads and writes
+		// those of dEnt. A half-angle per (row, dim); a gradient and an accumulation per
+		// (pair, dim).
+		np := index.Pairs.Len()
+		w := Work{Bytes: words(index.N, index.N+1, np, np, 4*queries*dim, index.N*dim, 2*index.N*dim),
+			FLOPs: flops(index.N*dim, distHalfAngleFlops) + flops(np*dim, distTabGradFlops+2)}
+		return d.launch("distance_bwd_ent_csr_tab", w, [3]int{gx, min(index.N, d.gridY), 1}, block,
+			ptr(dEnt), ptr(dDist), ptr(tab), ptr(ent), ptr(index.Rows), ptr(index.Start), ptr(index.Pairs),
+			i32(index.N), i32(cands), i32(dim), f32(lambda))
+	}
+}
+
+// distanceBackwardFirst is DistanceBackward with the first kernels (Device.distFirst),
+// whose arguments DistanceBackward has checked.
+func (d *Device) distanceBackwardFirst(dAxis, dHalf, dEnt, dDist, axis, half, ent *F32, cand *I32, index *DeviceRowIndex,
+	queries, cands, dim int, lambda float32) error {
 	block := [3]int{distBwdThreads, 1, 1}
 	gx := ceilDiv(dim, distBwdThreads)
 	atomic := dEnt != nil && cand != nil && index == nil
@@ -100,9 +233,6 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 		if index.N == 0 {
 			return nil
 		}
-		if index.Pairs.Len() != queries*cands {
-			return fmt.Errorf("cuda: DistanceBackward: the index has %d pairs, the candidates %d", index.Pairs.Len(), queries*cands)
-		}
 		// Reads the index, dDist, the cones and the index's rows of ent; reads and writes
 		// those of dEnt. One gradient and accumulation per (pair, dim).
 		np := index.Pairs.Len()
@@ -114,10 +244,24 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 	}
 }
 
-// FLOPs of distance.cu's per-dimension functions (Work): dim_distance, two sincosf (one
-// each) and 19 adds, multiplies, absolute values, minima and comparisons on the outside
-// path; dim_distance_grad, two sincosf and 48 more on the outside path.
+// FLOPs of distance.cu's per-dimension functions (Work).
+//
+// The first kernels: dim_distance, two sincosf (one each) and 19 adds, multiplies,
+// absolute values, minima and comparisons on the outside path; dim_distance_grad, two
+// sincosf and 48 more on the outside path.
+//
+// The table kernels: the entity's half angle, a multiply and a sincosf; then
+// dim_distance_tab, the rotation (st and ct: 2 products and a sum each; sl and sh: 2
+// products, a sum and a difference: 10) and 10 more (the inside test's product and
+// comparison, 4 absolute values, 2 minima, 2 sums); dim_grad_tab, the rotation, the
+// inside test's product and comparison (12), on the outside path the boundary cosines
+// (2 products, a sum and a difference), 2 signs and their products, 2 absolute values
+// and 2 comparisons (12), then the inside term (a sign, 2 products and a sum; λ·sign·cos
+// of the half-aperture, 3) and the tie's comparison (8).
 const (
-	distFwdFlops  = 21
-	distGradFlops = 50
+	distFwdFlops       = 21
+	distGradFlops      = 50
+	distHalfAngleFlops = 2
+	distTabFwdFlops    = 20
+	distTabGradFlops   = 32
 )

@@ -7,8 +7,16 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 )
 
+// distVersions are the two sets of distance kernels (op_distance.go): the table kernels,
+// the default, and the first ones, kept for the kernel bench.
+var distVersions = []struct {
+	name  string
+	first bool
+}{{"table", false}, {"first", true}}
+
 // testDistance: dimensions over 32 lanes and 128 threads, query counts not a multiple of
-// 4, both candidate modes and all three entity-gradient scatters.
+// 4, both candidate modes and all three entity-gradient scatters, for both kernel sets;
+// then the cone boundaries (testDistanceBoundary).
 func testDistance(h *harness) {
 	ref := compute.Reference[float32]{}
 	const queries, cands, dim, rows, lambda = 11, 21, 133, 17, 0.05
@@ -19,41 +27,115 @@ func testDistance(h *harness) {
 		cand[i] = int32(h.rng.IntN(rows))
 	}
 	A, H, E := h.up(axis), h.up(half), h.up(ent)
-	for _, mode := range []string{"atomic", "csr", "all"} {
-		h.t.Run(mode, func(t *testing.T) {
-			c, k, C := cand, cands, h.upI(cand)
-			if mode == "all" {
-				c, k, C = nil, rows, nil
-			}
-			dist := make([]float32, queries*k)
-			ref.DistanceForward(dist, axis, half, ent, c, queries, k, dim, lambda)
-			D := h.zeros(len(dist))
-			h.ok(h.d.DistanceForward(D, A, H, E, C, queries, k, dim, lambda))
-			compare(t, "dist", dist, h.down(D))
+	for _, v := range distVersions {
+		h.t.Run(v.name, func(t *testing.T) {
+			h.d.distFirst = v.first
+			defer func() { h.d.distFirst = false }()
+			for _, mode := range []string{"atomic", "csr", "all"} {
+				t.Run(mode, func(t *testing.T) {
+					h := &harness{t: t, d: h.d, rng: h.rng}
+					c, k, C := cand, cands, h.upI(cand)
+					if mode == "all" {
+						c, k, C = nil, rows, nil
+					}
+					dist := make([]float32, queries*k)
+					ref.DistanceForward(dist, axis, half, ent, c, queries, k, dim, lambda)
+					D := h.zeros(len(dist))
+					h.ok(h.d.DistanceForward(D, A, H, E, C, queries, k, dim, lambda))
+					compare(t, "dist", dist, h.down(D))
 
-			dDist := h.uniform(queries*k, -1, 1)
-			dDist[3] = 0 // skipped, as in the reference
-			dA, dH, dE := h.uniform(len(axis), -1, 1), h.uniform(len(half), -1, 1), h.uniform(len(ent), -1, 1)
-			DA, DH, DE := h.up(dA), h.up(dH), h.up(dE)
-			var ix *DeviceRowIndex
-			if mode == "csr" {
-				var err error
-				ix, err = NewDeviceRowIndex(h.d, RowCSR(cand, rows, nil))
-				h.ok(err)
-				defer ix.Free()
-			}
-			ref.DistanceBackward(dA, dH, dE, dDist, axis, half, ent, c, queries, k, dim, lambda)
-			h.ok(h.d.DistanceBackward(DA, DH, DE, h.up(dDist), A, H, E, C, ix, queries, k, dim, lambda))
-			compare(t, "dAxis", dA, h.down(DA))
-			compare(t, "dHalf", dH, h.down(DH))
-			compare(t, "dEnt", dE, h.down(DE))
+					dDist := h.uniform(queries*k, -1, 1)
+					dDist[3] = 0 // skipped, as in the reference
+					dA, dH, dE := h.uniform(len(axis), -1, 1), h.uniform(len(half), -1, 1), h.uniform(len(ent), -1, 1)
+					DA, DH, DE := h.up(dA), h.up(dH), h.up(dE)
+					var ix *DeviceRowIndex
+					if mode == "csr" {
+						ix = h.upIndex(RowCSR(cand, rows, nil))
+					}
+					ref.DistanceBackward(dA, dH, dE, dDist, axis, half, ent, c, queries, k, dim, lambda)
+					h.ok(h.d.DistanceBackward(DA, DH, DE, h.up(dDist), A, H, E, C, ix, queries, k, dim, lambda))
+					compare(t, "dAxis", dA, h.down(DA))
+					compare(t, "dHalf", dH, h.down(DH))
+					compare(t, "dEnt", dE, h.down(DE))
 
-			// Only the entity gradient.
-			dE2 := make([]float32, len(ent))
-			DE2 := h.zeros(len(ent))
-			ref.DistanceBackward(nil, nil, dE2, dDist, axis, half, ent, c, queries, k, dim, lambda)
-			h.ok(h.d.DistanceBackward(nil, nil, DE2, h.up(dDist), A, H, E, C, ix, queries, k, dim, lambda))
-			compare(t, "dEnt only", dE2, h.down(DE2))
+					// Only the entity gradient.
+					dE2 := make([]float32, len(ent))
+					DE2 := h.zeros(len(ent))
+					ref.DistanceBackward(nil, nil, dE2, dDist, axis, half, ent, c, queries, k, dim, lambda)
+					h.ok(h.d.DistanceBackward(nil, nil, DE2, h.up(dDist), A, H, E, C, ix, queries, k, dim, lambda))
+					compare(t, "dEnt only", dE2, h.down(DE2))
+				})
+			}
+		})
+	}
+	h.t.Run("boundary", func(t *testing.T) { testDistanceBoundary(&harness{t: t, d: h.d, rng: h.rng}) })
+}
+
+// testDistanceBoundary: the subgradient conventions and the inside test where they
+// decide, against the float64 reference, element by element (one dimension, so that no
+// sum hides a wrong element): entities exactly on the axis (sign(0) = 0), cones of
+// aperture 0 (lo and hi tie) and π (Trunc's; β rounds to 1 in float, where t < β cannot
+// tell inside from outside for entities within 5e-4 of the antipode), and entities just
+// inside and just outside either boundary of random cones and of the full cone. The
+// offsets, 2e-5 and more, are well above the float rounding of the angles (about 2e-7),
+// where the reference's and the device's decisions may differ.
+func testDistanceBoundary(h *harness) {
+	ref := compute.Reference[float32]{}
+	const lambda = 0.05
+	type pair struct{ a, h, th float64 }
+	var pairs []pair
+	wrap := func(x float64) float64 { return math.Remainder(x, 2*math.Pi) }
+	for i := 0; i < 6; i++ {
+		a, hf := -math.Pi+2*math.Pi*h.rng.Float64(), math.Pi*h.rng.Float64()
+		a32, h32 := float64(float32(a)), float64(float32(hf))
+		pairs = append(pairs, pair{a32, h32, a32}, pair{a32, 0, a32}, pair{a32, math.Pi, a32})
+		for _, d := range []float64{2e-5, 1e-3, 0.3} {
+			for _, s := range []float64{-1, 1} {
+				pairs = append(pairs,
+					pair{a32, h32, wrap(a32 + h32 + s*d)}, pair{a32, h32, wrap(a32 - h32 + s*d)},
+					pair{a32, 0, wrap(a32 + s*d)},
+					pair{a32, math.Pi, wrap(a32 + math.Pi + s*d)}, pair{a32, math.Pi, wrap(a32 - math.Pi + s*d)})
+			}
+		}
+	}
+	n := len(pairs)
+	axis, half, ent := make([]float32, n), make([]float32, n), make([]float32, n)
+	for i, p := range pairs {
+		axis[i], half[i], ent[i] = float32(p.a), float32(p.h), float32(p.th)
+	}
+	// Query i against entity row i alone: cand = i, one candidate, dim 1.
+	cand := make([]int32, n)
+	for i := range cand {
+		cand[i] = int32(i)
+	}
+	dDist := h.uniform(n, 0.5, 1)
+	for _, v := range distVersions {
+		h.t.Run(v.name, func(t *testing.T) {
+			h := &harness{t: t, d: h.d, rng: h.rng}
+			h.d.distFirst = v.first
+			defer func() { h.d.distFirst = false }()
+			A, H, E, C := h.up(axis), h.up(half), h.up(ent), h.upI(cand)
+			dist := make([]float32, n)
+			ref.DistanceForward(dist, axis, half, ent, cand, n, 1, 1, lambda)
+			D := h.zeros(n)
+			h.ok(h.d.DistanceForward(D, A, H, E, C, n, 1, 1, lambda))
+			dA, dH, dE := make([]float32, n), make([]float32, n), make([]float32, n)
+			ref.DistanceBackward(dA, dH, dE, dDist, axis, half, ent, cand, n, 1, 1, lambda)
+			ix := h.upIndex(RowCSR(cand, n, nil))
+			DA, DH, DE := h.zeros(n), h.zeros(n), h.zeros(n)
+			h.ok(h.d.DistanceBackward(DA, DH, DE, h.up(dDist), A, H, E, C, ix, n, 1, 1, lambda))
+			for _, o := range []struct {
+				name      string
+				want, got []float32
+			}{{"dist", dist, h.down(D)}, {"dAxis", dA, h.down(DA)}, {"dHalf", dH, h.down(DH)}, {"dEnt", dE, h.down(DE)}} {
+				for i := range o.want {
+					// Each element on its own scale: 1e-4 of the largest gradient a
+					// pair can have (½(1 + λ)), or of the element.
+					if d := math.Abs(float64(o.got[i] - o.want[i])); !(d <= tol*math.Max(0.5, math.Abs(float64(o.want[i])))) {
+						t.Errorf("%s[%d] (a %.9g, h %.9g, θ %.9g) = %.9g, reference %.9g", o.name, i, axis[i], half[i], ent[i], o.got[i], o.want[i])
+					}
+				}
+			}
 		})
 	}
 }

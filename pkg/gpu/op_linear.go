@@ -85,43 +85,49 @@ func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) er
 }
 
 // gemm launches one of the GEMM kernels for C [M][N] (name: gemm_nt, gemm_nn or gemm_tn):
-// linear.cu's register-tiled kernel of that name with 128×128 tiles; or, when those tiles
-// would not give every SM a block, the same kernel with K split S ways into a workspace
-// that gemm_splitk_sum adds up in order (gemmSplits), or its 64×64 twin (gemm_*_64) when K
-// is too short to split. With TF32 products (SetMatmul) it is tf32.cu's gemm_tf32_* on the
-// first versions' 64×64 geometry. Without a split every output's sum runs over k in order,
-// so the tile does not change a bit; a split sums S partial sums in order, deterministic
-// for a given shape and SM count. Either way, the work stated to a profiler is 2·M·N·K
-// FLOPs (gemmWork), the split's reads and writes of its workspace added.
+// the register-tiled kernel of that name, linear.cu's (FP32) or, with TF32 products
+// (SetMatmul), tf32.cu's gemm_tf32_*, with 128×128 tiles; or, when those tiles would not
+// give every SM a block, the same kernel with K split S ways into a workspace that
+// gemm_splitk_sum adds up in order (gemmShape), or its 64×64 twin (_64) when K is too
+// short to split. Without a split every output's sum runs over k in order, so the tile
+// does not change a bit; a split sums S partial sums in order, deterministic for a given
+// shape and SM count. Either way, the work stated to a profiler is 2·M·N·K FLOPs
+// (gemmWork), the split's reads and writes of its workspace added. The first versions
+// (gemm64_*, gemm64_tf32_*) run only when a test or the bench fixes gemmTileFirst.
 func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, ldc int, bias *F32, acc bool) error {
 	w := gemmWork(M, N, K, bias != nil, acc)
 	args := []arg{i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(ldc), ptr(bias), boolArg(acc)}
+	layout := name[len("gemm_"):] // nt, nn or tn
 	tile, splits := d.gemmTile, d.gemmSplit
-	if d.tf32 {
-		name, tile = "gemm_tf32_"+name[len("gemm_"):], gemmTileFirst
-	}
 	if tile == gemmTileAuto {
 		tile, splits = d.gemmShape(M, N, K)
 	}
-	switch tile {
-	case gemmTileFirst:
-		if !d.tf32 {
-			name = "gemm64_" + name[len("gemm_"):]
+	if tile == gemmTileFirst {
+		name = "gemm64_" + layout
+		if d.tf32 {
+			name = "gemm64_tf32_" + layout
 		}
 		grid := [3]int{ceilDiv(N, tileN), min(ceilDiv(M, tileM), d.gridY), 1}
 		return d.launch(name, w, grid, [3]int{tileThreads, 1, 1}, args...)
-	case 64:
+	}
+	// linear.cu: threads of 8×8 outputs; tf32.cu: 8 warps of 64×32 outputs (128×128
+	// tiles) or 4 of 32×32 (64×64), 2·tile threads either way.
+	threads := tile * tile / 64
+	if d.tf32 {
+		name, threads = "gemm_tf32_"+layout, 2*tile
+	}
+	if tile == 64 {
 		name += "_64"
 	}
 	// 16-byte loads need 16-byte aligned rows: an aligned base and a leading dimension
 	// that is a multiple of 4.
 	vec := func(b *F32, ld int) arg { return boolArg(b.Ptr()%16 == 0 && ld%4 == 0) }
-	block := [3]int{tile * tile / 64, 1, 1}
+	block := [3]int{threads, 1, 1}
 	grid := [3]int{ceilDiv(N, tile), min(ceilDiv(M, tile), d.gridY), 1}
 	if splits <= 1 || K == 0 || splits*M*N > math.MaxInt32 {
 		return d.launch(name, w, grid, block, append(args, vec(A, lda), vec(B, ldb), i32(max(K, 1)), i32(0))...)
 	}
-	// Split-K: slices of kSplit (a multiple of the kernel's 8), one grid layer each, into
+	// Split-K: slices of kSplit (a multiple of the kernels' 8), one grid layer each, into
 	// the workspace W [S][M][N], then their sum into C.
 	kSplit := ceilDiv(ceilDiv(K, splits), 8) * 8
 	splits = ceilDiv(K, kSplit)
@@ -150,10 +156,10 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 	return d.each("gemm_splitk_sum", M*N, sum, ptr(C), i32(ldc), ptr(W), i32(splits), i32(M), i32(N), ptr(bias), boolArg(acc))
 }
 
-// gemmShape picks the FP32 GEMM's tile and K splits for a shape: 128×128 tiles, unsplit
-// when they give every SM a block; otherwise K split so that the device gets about two
-// blocks per SM, with at least 256 of K per split; 64×64 tiles when K is too short for two
-// splits.
+// gemmShape picks the GEMM's tile and K splits for a shape, FP32 and TF32 alike: 128×128
+// tiles, unsplit when they give every SM a block; otherwise K split so that the device
+// gets about two blocks per SM, with at least 256 of K per split; 64×64 tiles when K is
+// too short for two splits.
 func (d *Device) gemmShape(M, N, K int) (tile, splits int) {
 	sms := d.multiprocessors()
 	blocks := ceilDiv(M, 128) * ceilDiv(N, 128)
@@ -167,7 +173,7 @@ func (d *Device) gemmShape(M, N, K int) (tile, splits int) {
 }
 
 // The GEMM tiles (Device.gemmTile): chosen by shape, the register-tiled kernels' two, or
-// the first version's (linear.cu's gemm64_*).
+// the first versions' (linear.cu's gemm64_*, tf32.cu's gemm64_tf32_*).
 const (
 	gemmTileAuto  = 0
 	gemmTileFirst = -1

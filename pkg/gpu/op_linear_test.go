@@ -58,6 +58,12 @@ func testLinear(h *harness) {
 				compare(t, r.name+": dx", dx, got[1])
 				compare(t, r.name+": dw", dw, got[2])
 				compare(t, r.name+": db", db, got[3])
+				// The weight gradient alone (no dx, no db).
+				dw2 := append([]float32{}, dw0...)
+				DW2 := up(dw0)
+				ref.LinearBackward(nil, dw2, nil, dy, x, w, sh.rows, sh.in, sh.out)
+				h.ok(h.d.LinearBackward(nil, DW2, nil, up(dy), X, W, sh.rows, sh.in, sh.out))
+				compare(t, r.name+": dw (no dx, db)", dw2, h.down(DW2))
 				if r.sameBits == "" {
 					continue
 				}
@@ -74,41 +80,84 @@ func testLinear(h *harness) {
 	}
 }
 
-// testLinearTF32: the TF32 GEMMs (SetMatmul(tf32): tf32.cu) against the CPU reference that
-// rounds the same way, at shapes over several tiles with ragged edges, K not a multiple of
-// the MMA's 8 nor of the tile's 16, and rows past the grid's y cap (tiny-grid); within the
-// float32 accumulation error of the rounded products, and at TF32's distance from the
-// FP32 products (computetest.CheckTF32). Then FP32 again: the setting switches back.
+// testLinearTF32: the TF32 GEMMs (SetMatmul(tf32): tf32.cu) through every tile
+// (gemm_tf32_* at 128×128 and 64×64, the first version gemm64_tf32_*, K split 3 ways and
+// twice 5 ways, the choice by shape) against the CPU reference that rounds the same way,
+// at shapes over several tiles with ragged edges, K not a multiple of the MMA's 8 nor of
+// the slice's 16, leading dimensions that are not multiples of 4 and operands off a
+// 16-byte boundary (the scalar loads), K = 0, K long enough for the choice to split, and
+// rows past the grid's y cap (tiny-grid); within the float32 accumulation error of the
+// rounded products, and at TF32's distance from the FP32 products
+// (computetest.CheckTF32). Unsplit, every tile's outputs are equal bit for bit (each
+// output is the same MMAs over k in order); a split repeated gives the same bits. Then
+// FP32 again: the setting switches back.
 func testLinearTF32(h *harness) {
 	h.ok(h.d.SetMatmul(compute.MatmulTF32))
-	defer func() { h.ok(h.d.SetMatmul(compute.MatmulFP32)) }()
-	shapes := [][3]int{{1, 1, 1}, {1, 8, 8}, {16, 8, 8}, {64, 64, 64}, {130, 37, 67}, {5, 131, 3}, {65, 17, 129}, {200, 300, 50}, {3, 1600, 7}}
-	for i := 0; i < 6; i++ { // and random ones
-		shapes = append(shapes, [3]int{1 + h.rng.IntN(150), 1 + h.rng.IntN(150), 1 + h.rng.IntN(150)})
+	defer func() {
+		h.ok(h.d.SetMatmul(compute.MatmulFP32))
+		h.d.gemmTile, h.d.gemmSplit = gemmTileAuto, 0
+	}()
+	type shape struct {
+		rows, in, out int
+		offset        bool // operands one float into their buffers
 	}
+	shapes := []shape{{1, 1, 1, false}, {1, 8, 8, false}, {16, 8, 8, false}, {64, 64, 64, false}, {130, 37, 67, false},
+		{5, 131, 3, false}, {65, 17, 129, false}, {200, 300, 50, false}, {3, 1600, 7, false}, {1, 0, 4, false},
+		{260, 64, 132, false}, {129, 200, 136, true}, {70, 12, 300, true}}
+	for i := 0; i < 4; i++ { // and random ones
+		shapes = append(shapes, shape{1 + h.rng.IntN(150), 1 + h.rng.IntN(150), 1 + h.rng.IntN(150), false})
+	}
+	type run struct {
+		name         string
+		tile, splits int
+		sameBits     string // the run whose bits this one must equal, if any
+	}
+	runs := []run{{"128", 128, 1, ""}, {"64", 64, 1, "128"}, {"first", gemmTileFirst, 1, "128"},
+		{"split3", 128, 3, ""}, {"split5", 64, 5, ""}, {"split5 again", 64, 5, "split5"}, {"by shape", gemmTileAuto, 0, ""}}
 	for _, sh := range shapes {
-		rows, in, out := sh[0], sh[1], sh[2]
-		h.t.Run(fmt.Sprint(rows, "x", in, "x", out), func(t *testing.T) {
+		rows, in, out := sh.rows, sh.in, sh.out
+		h.t.Run(fmt.Sprint(rows, "x", in, "x", out, map[bool]string{true: "+1"}[sh.offset]), func(t *testing.T) {
 			l := computetest.NewLinearTF32(h.rng, rows, in, out)
-			X, W, B, Y := h.up(l.X), h.up(l.W), h.up(l.B), h.zeros(rows*out)
-			h.ok(h.d.LinearForward(Y, X, W, B, rows, in, out))
-			DX, DW, DB := h.up(l.DX0), h.up(l.DW0), h.zeros(out)
-			h.ok(h.d.LinearBackward(DX, DW, DB, h.up(l.DY), X, W, rows, in, out))
-			for _, c := range []struct {
-				name string
-				got  []float32
-				e    computetest.Expect
-				k    int
-			}{{"y", h.down(Y), l.Y, in}, {"dx", h.down(DX), l.DX, out}, {"dw", h.down(DW), l.DW, rows}} {
-				if _, _, err := computetest.CheckTF32(c.name, c.got, c.e, c.k); err != nil {
-					t.Fatal(err)
-				}
+			up := h.up
+			if sh.offset {
+				up = func(v []float32) *F32 { return h.up(append([]float32{7}, v...)).Slice(1, len(v)) }
 			}
 			db := make([]float32, out)
 			compute.Reference[float32]{}.LinearBackward(nil, make([]float32, out*in), db, l.DY, l.X, l.W, rows, in, out)
-			compare(t, "db (float32, not a matrix product)", db, h.down(DB))
+			results := map[string][3][]float32{}
+			for _, r := range runs {
+				h.d.gemmTile, h.d.gemmSplit = r.tile, r.splits
+				X, W, B, Y := up(l.X), up(l.W), up(l.B), up(make([]float32, rows*out))
+				h.ok(h.d.LinearForward(Y, X, W, B, rows, in, out))
+				DX, DW, DB := up(l.DX0), up(l.DW0), up(make([]float32, out))
+				h.ok(h.d.LinearBackward(DX, DW, DB, up(l.DY), X, W, rows, in, out))
+				got := [3][]float32{h.down(Y), h.down(DX), h.down(DW)}
+				results[r.name] = got
+				for k, c := range []struct {
+					name string
+					e    computetest.Expect
+					k    int
+				}{{"y", l.Y, in}, {"dx", l.DX, out}, {"dw", l.DW, rows}} {
+					if _, _, err := computetest.CheckTF32(r.name+": "+c.name, got[k], c.e, c.k); err != nil {
+						t.Fatal(err)
+					}
+				}
+				compare(t, r.name+": db (float32, not a matrix product)", db, h.down(DB))
+				if r.sameBits == "" {
+					continue
+				}
+				want := results[r.sameBits]
+				for k, what := range []string{"y", "dx", "dw"} {
+					for i := range got[k] {
+						if math.Float32bits(got[k][i]) != math.Float32bits(want[k][i]) {
+							t.Fatalf("%s: %s[%d] = %v, %s gives %v", r.name, what, i, got[k][i], r.sameBits, want[k][i])
+						}
+					}
+				}
+			}
 		})
 	}
+	h.d.gemmTile, h.d.gemmSplit = gemmTileAuto, 0
 	h.ok(h.d.SetMatmul(compute.MatmulFP32))
 	l := computetest.NewLinearTF32(h.rng, 70, 90, 40)
 	Y := h.zeros(70 * 40)

@@ -68,31 +68,6 @@ type DeviceRowIndex struct {
 	N                  int // distinct rows
 }
 
-// NewDeviceRowIndex uploads ix into buffers of its own (Free releases them); a batch's
-// indexes are usually views of one slab instead (see gpumodel).
-func NewDeviceRowIndex(d *Device, ix RowIndex) (*DeviceRowIndex, error) {
-	out := &DeviceRowIndex{N: len(ix.Rows)}
-	var err error
-	if out.Rows, err = FromHost(d, ix.Rows); err == nil {
-		if out.Start, err = FromHost(d, ix.Start); err == nil {
-			out.Pairs, err = FromHost(d, ix.Pairs)
-		}
-	}
-	if err != nil {
-		out.Free()
-		return nil, err
-	}
-	return out, nil
-}
-
-// Free releases the buffers of an index made by NewDeviceRowIndex.
-func (ix *DeviceRowIndex) Free() error {
-	if ix == nil {
-		return nil
-	}
-	return FreeAll(ix.Rows, ix.Start, ix.Pairs)
-}
-
 // RowsSum adds, for every distinct row u of ix, the sum of src's rows at its positions
 // into dst's row ix.Rows[u]: dst[Rows[u]] += Σ src[Pairs[i]], rows of width dim, summed
 // in increasing position (deterministic).

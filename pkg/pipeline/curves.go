@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -166,7 +167,38 @@ func writeCurveTables(w io.Writer, l curveLog, points int) error {
 		}
 		fmt.Fprintf(w, "| %d | %s |\n", s, strings.Join(cells, " | "))
 	}
-	_, err := fmt.Fprintln(w)
+	fmt.Fprintln(w)
+	return writeBest(w, l.meta)
+}
+
+// writeBest says, for a run that compares its validations (train --keep-best,
+// --patience), which was the best and whether the run stopped early (the log's best
+// and early_stop metadata).
+func writeBest(w io.Writer, meta artifact.TrainLogMeta) error {
+	if meta.Best == "" {
+		return nil
+	}
+	var best struct {
+		Metric string  `json:"metric"`
+		Step   int64   `json:"step"`
+		Value  float64 `json:"value"`
+		Since  int     `json:"since"`
+	}
+	if err := json.Unmarshal([]byte(meta.Best), &best); err != nil {
+		return fmt.Errorf("the log's best metadata: %w", err)
+	}
+	fmt.Fprintf(w, "Best validation by %s: %.2f (×100) after step %d, %d validation(s) since.", best.Metric, 100*best.Value, best.Step, best.Since)
+	if meta.EarlyStop != "" {
+		var stop struct {
+			Step     int64 `json:"step"`
+			Patience int   `json:"patience"`
+		}
+		if err := json.Unmarshal([]byte(meta.EarlyStop), &stop); err != nil {
+			return fmt.Errorf("the log's early_stop metadata: %w", err)
+		}
+		fmt.Fprintf(w, " Stopped early after step %d: %d validations without improvement.", stop.Step, stop.Patience)
+	}
+	_, err := fmt.Fprint(w, "\n\n")
 	return err
 }
 

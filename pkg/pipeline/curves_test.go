@@ -132,3 +132,40 @@ func TestCurvesRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestCurvesBest: for a run that keeps its best validation and stops early, the curves
+// say which validation was the best and where the run stopped, as its log records.
+func TestCurvesBest(t *testing.T) {
+	dir := t.TempDir()
+	trainFile := traintest.Generate(t, dir, "train.arrow", "train", nil, 1)
+	validFile := traintest.Generate(t, dir, "valid.arrow", "valid", nil, 2)
+	cfg, err := train.NewConfig("", []train.Setting{{Key: "dim", Value: 8}, {Key: "steps", Value: 40}, {Key: "eval_every", Value: 2},
+		{Key: "batch", Value: 16}, {Key: "negatives", Value: 4}, {Key: "lr", Value: 0.01}, {Key: "keep_best", Value: true},
+		{Key: "patience", Value: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "log.arrow")
+	res, err := train.Run(context.Background(), cfg, train.Options{Train: trainFile, Valid: validFile,
+		Checkpoint: filepath.Join(dir, "m.arrow"), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.EarlyStop == nil {
+		t.Fatalf("the run did not stop early: %+v", res)
+	}
+	var out bytes.Buffer
+	if err := Curves(CurvesConfig{Logs: []string{log}, Points: 2}, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("Best validation by mrr:epfo: %.2f (×100) after step %d, 1 validation(s) since. Stopped early after step %d: 1 validations without improvement.",
+		100*res.Best.Value, res.Best.Step, res.EarlyStop.Step)
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("no %q in:\n%s", want, out.String())
+	}
+	// A log without them says nothing of the kind.
+	out.Reset()
+	if err := Curves(CurvesConfig{Logs: []string{curvesLog(t, t.TempDir())}, Points: 2}, &out); err != nil || strings.Contains(out.String(), "Best validation") {
+		t.Fatalf("%v:\n%s", err, out.String())
+	}
+}

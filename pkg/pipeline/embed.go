@@ -18,6 +18,12 @@ type EmbedConfig struct {
 	Queries    string // "-" for stdin
 	Output     string // "-" for stdout
 	Kernels    compute.Backend
+	// Device, if not nil, embeds on that accelerator (device.RankDevice): the model is
+	// loaded there once and each batch is the device walk's forward pass, its branch cones
+	// downloaded in one copy. Batches are then ShardBlock's (rank's batch on the device):
+	// a query's cones on the device do not depend on its batch, and fewer, larger batches
+	// cost fewer round trips.
+	Device eval.RankDevice
 	// Shard, unless the whole, embeds only that part of the queries: the whole blocks of
 	// shard.Spec.BlockRange, so the n shards' cones together are the unsharded cones.
 	Shard shard.Spec
@@ -29,9 +35,10 @@ type EmbedConfig struct {
 }
 
 // Embed writes the cones of every query of a queries artifact: one row per query and DNF
-// branch. Queries are embedded in the batches eval.RankQueries scores (DefaultRankBatch
-// consecutive queries, grouped by structure), so that `rank --cones` reproduces the ranks
-// of `rank` without cones bit for bit.
+// branch. On the CPU, queries are embedded in the batches eval.RankQueries scores
+// (DefaultRankBatch consecutive queries, grouped by structure), so that `rank --cones`
+// reproduces the ranks of `rank` without cones bit for bit; on a device (cfg.Device) in
+// the device's batches, which reproduce `rank --device cuda` alike.
 func Embed(cfg EmbedConfig) error {
 	release, err := cfg.checkOutputs()
 	if err != nil {
@@ -58,20 +65,14 @@ func Embed(cfg EmbedConfig) error {
 		return err
 	}
 	defer w.Abort()
-	d, batch := mc.Dim, eval.DefaultRankBatch
-	first, end, err := shardRange(cfg.Shard, cfg.Queries, len(rq), shardBlock(cfg.ShardBlock, len(rq)))
+	block := shardBlock(cfg.ShardBlock, len(rq))
+	first, end, err := shardRange(cfg.Shard, cfg.Queries, len(rq), block)
 	if err != nil {
 		return err
 	}
-	prog := newProgress(cfg.Log, "embed", end-first)
-	for lo := first; lo < end; lo += batch {
-		hi := min(lo+batch, end)
-		grounded := make([]query.Grounded, hi-lo)
-		for i := range grounded {
-			grounded[i] = rq[lo+i].Query
-		}
-		cones := make([][]model.Cones[float32], len(grounded)) // per query: its group's branches
-		row := make([]int, len(grounded))                      // and its row in them
+	d, batch := mc.Dim, eval.DefaultRankBatch
+	embed := func(grounded []query.Grounded, lo int) ([][]model.Cones[float32], error) {
+		var out [][]model.Cones[float32]
 		for _, group := range model.GroupByStructure(grounded) {
 			var anchors, relations []int32
 			for _, i := range group {
@@ -80,16 +81,44 @@ func Embed(cfg EmbedConfig) error {
 			}
 			emb, err := l.model.Embed(grounded[group[0]].Structure, anchors, relations, len(group), nil)
 			if err != nil {
-				return fmt.Errorf("query %d: %w", rows[lo+group[0]].ID, err)
+				return nil, fmt.Errorf("query %d: %w", rows[lo+group[0]].ID, err)
 			}
-			for r, i := range group {
-				cones[i], row[i] = emb.Branches, r
-			}
+			out = append(out, emb.Branches)
 		}
-		// A device backend's error (compute.Err) ends the stage before the cones computed
-		// since reach the artifact; w.Abort then removes it.
-		if err := compute.Err(l.model.Kernels); err != nil {
-			return fmt.Errorf("embedding queries %d to %d: %w", rows[lo].ID, rows[hi-1].ID, err)
+		return out, nil
+	}
+	if cfg.Device != nil {
+		dm, err := cfg.Device.Load(l.model)
+		if err != nil {
+			return fmt.Errorf("loading %s on the device: %w", cfg.Checkpoint, err)
+		}
+		defer dm.Close()
+		batch = block
+		embed = func(grounded []query.Grounded, lo int) ([][]model.Cones[float32], error) {
+			out, err := dm.EmbedBatch(grounded)
+			if err != nil {
+				return nil, fmt.Errorf("embedding queries %d to %d on the device: %w", rows[lo].ID, rows[lo+len(grounded)-1].ID, err)
+			}
+			return out, nil
+		}
+	}
+	prog := newProgress(cfg.Log, "embed", end-first)
+	for lo := first; lo < end; lo += batch {
+		hi := min(lo+batch, end)
+		grounded := make([]query.Grounded, hi-lo)
+		for i := range grounded {
+			grounded[i] = rq[lo+i].Query
+		}
+		groups, err := embed(grounded, lo)
+		if err != nil {
+			return err
+		}
+		cones := make([][]model.Cones[float32], len(grounded)) // per query: its group's branches
+		row := make([]int, len(grounded))                      // and its row in them
+		for gi, group := range model.GroupByStructure(grounded) {
+			for r, i := range group {
+				cones[i], row[i] = groups[gi], r
+			}
 		}
 		for i := range grounded {
 			q, r := &rows[lo+i], row[i]

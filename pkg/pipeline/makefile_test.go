@@ -47,7 +47,7 @@ func TestMakeCaching(t *testing.T) {
 		n := map[string]int{}
 		for _, line := range strings.Split(dry, "\n") {
 			for _, s := range []string{"sample", "train", "embed", "rank", "metrics"} {
-				if strings.HasPrefix(strings.TrimSpace(line), "bin/"+s+" ") {
+				if strings.HasPrefix(strings.TrimPrefix(strings.TrimSpace(line), "exec "), "bin/"+s+" ") {
 					n[s]++
 				}
 			}

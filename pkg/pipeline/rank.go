@@ -61,8 +61,10 @@ type RankConfig struct {
 	TopK       int    // also write each query's K best entities
 	Data       string // dataset folder, for entity names in the top-K; optional
 	Kernels    compute.Backend
-	// Device, if not nil, is the accelerator the Kernels run on (device.RankDevice):
-	// without Cones and TopK, the whole ranking runs there, and only ranks come back.
+	// Device, if not nil, ranks on that accelerator (device.RankDevice): the queries are
+	// embedded there (or the Cones uploaded), scored and ranked, and only the ranks come
+	// back, plus each batch's scores with TopK (the top K is picked on the host, by
+	// eval.TopEntities, while the device ranks the next batch).
 	Device  eval.RankDevice
 	Workers int // 0: every core
 	// Batch is how many queries are scored together; 0: eval.DefaultRankBatch. It is
@@ -180,7 +182,7 @@ func Rank(cfg RankConfig) error {
 			tops[i].ids, tops[i].scores = eval.TopEntities(scores, cfg.TopK, nil)
 		}
 	}
-	if cfg.Device != nil && opts.Cones == nil && opts.Scores == nil {
+	if cfg.Device != nil {
 		dm, err := cfg.Device.Load(l.model)
 		if err != nil {
 			return fmt.Errorf("loading %s on the device: %w", cfg.Checkpoint, err)

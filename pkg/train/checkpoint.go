@@ -2,7 +2,10 @@ package train
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/rocone/rocone/pkg/artifact"
@@ -28,6 +31,12 @@ import (
 //	                   reached it (Adam.Started); absent: all have
 //	adam_lag           per tensor, the updates of the current optimiser it sat out
 //	                   before that (Adam.Lag); absent: none
+//	best               the best validation so far by Config.BestMetric and the
+//	                   validations since without improvement (bestState); absent: none
+//	                   yet, or no best asked for
+//	pending_valid      a validation that an interruption cut short (the step after which
+//	                   it runs and that step's learning rate, for the log): a resumed run
+//	                   runs it first, as the uninterrupted run did; absent: none
 type state struct {
 	EvalEvery        int                    `json:"eval_every"`
 	EvalSlowed       bool                   `json:"eval_slowed"`
@@ -40,6 +49,16 @@ type state struct {
 	// written before them: every tensor started, no lag).
 	AdamStarted []bool  `json:"adam_started,omitempty"`
 	AdamLag     []int64 `json:"adam_lag,omitempty"`
+	// Best and PendingValid: keep-best and early stopping (best.go), exact across resumes.
+	Best         *bestState    `json:"best,omitempty"`
+	PendingValid *pendingValid `json:"pending_valid,omitempty"`
+}
+
+// pendingValid is a validation an interruption cut short: the one after Step, whose
+// updates ran at learning rate LR.
+type pendingValid struct {
+	Step int     `json:"step"`
+	LR   float64 `json:"lr"`
 }
 
 // ReadCheckpointConfig returns the configuration a checkpoint was trained with and the
@@ -71,6 +90,8 @@ func (t *trainer) checkpoint() (*artifact.Checkpoint, error) {
 		Timings:          tm,
 		AdamStarted:      t.adam.Started,
 		AdamLag:          t.adam.Lag,
+		Best:             t.best,
+		PendingValid:     t.pending,
 	}
 	var err error
 	if st.DropoutRNG, err = t.dropSrc.MarshalBinary(); err != nil {
@@ -97,29 +118,86 @@ func (t *trainer) checkpoint() (*artifact.Checkpoint, error) {
 	return ck, nil
 }
 
+// finished reports whether the run has nothing left to do: every step and its
+// validation done, or stopped early.
+func (t *trainer) finished() bool {
+	return (t.stepsDone >= t.cfg.Steps && t.pending == nil) || t.cfg.stopped(t.best)
+}
+
+// destination is where the checkpoint of the current state goes: Options.Partial while
+// the run is unfinished (when given), Options.Checkpoint once it is finished.
+func (t *trainer) destination() string {
+	if t.opts.Partial != "" && !t.finished() {
+		return t.opts.Partial
+	}
+	return t.opts.Checkpoint
+}
+
 // save writes the train log, then the checkpoint, each atomically. In that order a crash
 // between the two leaves a log ahead of the checkpoint, which a resumed run trims.
-func (t *trainer) save() error {
+func (t *trainer) save() error { return t.persist(false, true) }
+
+// persist writes, from one snapshot of the state, the best checkpoint (best) and the
+// train log and checkpoint (checkpoint). The best goes first: a crash after it replays
+// from an older checkpoint and writes it again, bit for bit, where the other order could
+// leave a checkpoint that records a best never written. The finished run's checkpoint
+// goes to Options.Checkpoint, after which Options.Partial is removed.
+func (t *trainer) persist(best, checkpoint bool) error {
+	if !best && !checkpoint {
+		return nil
+	}
 	start := time.Now()
 	ck, err := t.checkpoint()
 	if err != nil {
 		return err
 	}
+	if best {
+		if err := artifact.WriteCheckpoint(t.opts.bestPath(), ck); err != nil {
+			return fmt.Errorf("the best checkpoint: %w", err)
+		}
+	}
+	if !checkpoint {
+		t.timings.Checkpoint += time.Since(start).Seconds()
+		return nil
+	}
 	if t.opts.Log != "" {
 		tm, _ := json.Marshal(t.currentTimings())
 		meta := artifact.TrainLogMeta{Dataset: t.cfg.Dataset, Model: t.cfg.Model, Config: t.cfg.JSON(), Timings: string(tm),
 			KGDigest: t.kg, TrainFingerprint: t.ts.fingerprint}
+		meta.Best, meta.EarlyStop = t.logBest()
 		if err := artifact.WriteTrainLog(t.opts.Log, meta, t.log); err != nil {
 			return err
 		}
 	}
-	if err := artifact.WriteCheckpoint(t.opts.Checkpoint, ck); err != nil {
+	dest := t.destination()
+	if err := artifact.WriteCheckpoint(dest, ck); err != nil {
 		return err
 	}
-	t.savedSteps = t.stepsDone
+	if dest != t.opts.Partial && t.opts.Partial != "" {
+		if err := os.Remove(t.opts.Partial); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("the run is finished in %s; removing --partial %s: %w", dest, t.opts.Partial, err)
+		}
+	}
+	t.savedSteps, t.written = t.stepsDone, dest
 	t.timings.Checkpoint += time.Since(start).Seconds()
 	if t.opts.AfterCheckpoint != nil {
 		t.opts.AfterCheckpoint(t.stepsDone)
 	}
 	return nil
+}
+
+// logBest is the train log's best and early_stop metadata (JSON; "" for none).
+func (t *trainer) logBest() (best, stop string) {
+	if t.best == nil {
+		return "", ""
+	}
+	b := map[string]any{"metric": t.cfg.BestMetric, "step": t.best.Step, "value": t.best.Value, "since": t.best.Since}
+	js, _ := json.Marshal(b)
+	best = string(js)
+	if t.earlyStopped() {
+		js, _ := json.Marshal(map[string]any{"step": t.stepsDone - 1, "patience": t.cfg.Patience,
+			"metric": t.cfg.BestMetric, "best_step": t.best.Step, "best_value": t.best.Value})
+		stop = string(js)
+	}
+	return best, stop
 }

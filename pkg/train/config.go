@@ -41,6 +41,17 @@ type Config struct {
 	// FP32 runs' configurations read as before.
 	Matmul string `json:"matmul,omitempty"`
 
+	// KeepBest also writes the checkpoint of the best validation so far, by BestMetric,
+	// beside the last (train --keep-best, best.go). Left out of the JSON when false.
+	KeepBest bool `json:"keep_best,omitempty"`
+	// BestMetric is what "best" compares, in ParseBestMetric's canonical form (e.g.
+	// "mrr:epfo", "hits@10:2p"); set (by Normalize, "mrr:epfo" by default) exactly when
+	// KeepBest or Patience is, and left out of the JSON otherwise.
+	BestMetric string `json:"best_metric,omitempty"`
+	// Patience stops training after this many validations in a row without an improvement
+	// of BestMetric (early stopping); 0: never. Left out of the JSON when 0.
+	Patience int `json:"patience,omitempty"`
+
 	// The knowledge graph, taken from the train file.
 	Dataset      string `json:"dataset"`
 	NumEntities  int    `json:"num_entities"`
@@ -93,7 +104,10 @@ func PresetNames() []string {
 // validates and checkpoints. None of them changes what a step computes. (Changing steps
 // moves the ×4 point of the validation interval, 2·steps//3; the learning-rate schedule
 // continues from the checkpoint's bookkeeping, as the reference does on restore.)
-var ResumableKeys = []string{"steps", "eval_every", "checkpoint_every"}
+//
+// patience may change too: it only decides when the run stops (a run that stopped early
+// continues when resumed with a larger patience, or 0), never what a step computes.
+var ResumableKeys = []string{"steps", "eval_every", "checkpoint_every", "patience"}
 
 // Setting is one configuration value given by the user: the Config key (its JSON name),
 // the value, and where it came from (a flag, a preset) for error messages.
@@ -142,6 +156,22 @@ func (c *Config) Set(key string, value any) error {
 			return err
 		}
 		f.SetString(canonicalMatmul(m))
+		return nil
+	}
+	if key == "best_metric" {
+		str, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("%s: want a metric such as mrr:epfo, got %v", key, value)
+		}
+		if str == "" {
+			f.SetString("")
+			return nil
+		}
+		m, err := ParseBestMetric(str)
+		if err != nil {
+			return err
+		}
+		f.SetString(m.String())
 		return nil
 	}
 	switch f.Kind() {
@@ -244,7 +274,19 @@ func NewConfig(preset string, settings []Setting) (Config, error) {
 			return c, fmt.Errorf("%s: %w", s.Source, err)
 		}
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	c.Normalize()
+	return c, nil
+}
+
+// Normalize fills in what the other values imply: the default BestMetric, mrr:epfo,
+// when KeepBest or Patience asks for a best validation and none is named.
+func (c *Config) Normalize() {
+	if (c.KeepBest || c.Patience > 0) && c.BestMetric == "" {
+		c.BestMetric = DefaultBestMetric
+	}
 }
 
 // ResumeConfig is the configuration of a run resumed from a checkpoint saved with saved
@@ -280,6 +322,10 @@ func ResumeConfig(saved Config, stepsDone int, settings []Setting) (Config, erro
 	}
 	if c.Steps < stepsDone {
 		return c, fmt.Errorf("steps %d is below the %d steps the checkpoint has done", c.Steps, stepsDone)
+	}
+	if c.Patience > 0 && saved.BestMetric == "" {
+		return c, fmt.Errorf("patience %d: the checkpoint's run kept no best validation to count from (it was started "+
+			"with neither --keep-best nor --patience); early stopping must be asked for when a run starts", c.Patience)
 	}
 	return c, c.Validate()
 }
@@ -317,6 +363,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cone-hidden %d: the hidden width of ConE's projection MLP applies to --model cone only, not %s", c.ConeHidden, c.Model)
 	case c.Matmul != "" && c.Matmul != string(compute.MatmulTF32):
 		return fmt.Errorf("matmul %q: want fp32 (stored as no value) or tf32", c.Matmul)
+	case c.Patience < 0:
+		return fmt.Errorf("patience must not be negative (0: no early stopping), got %d", c.Patience)
+	case c.Patience > 0 && c.EvalEvery == 0:
+		return fmt.Errorf("patience %d counts validations during training, but eval-every is 0 (validation only after the last step): give --eval-every N", c.Patience)
+	case c.KeepBest && c.EvalEvery == 0:
+		return fmt.Errorf("keep-best: with eval-every 0 the only validation is after the last step, so the best checkpoint would be the last one: give --eval-every N")
+	case c.BestMetric != "" && !c.KeepBest && c.Patience == 0:
+		return fmt.Errorf("best-metric %s chooses what --keep-best and --patience compare: give --keep-best or --patience N with it", c.BestMetric)
+	}
+	if c.BestMetric != "" {
+		if _, err := ParseBestMetric(c.BestMetric); err != nil {
+			return err
+		}
 	}
 	return nil
 }

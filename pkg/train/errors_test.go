@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/rocone/rocone/pkg/compute"
 )
 
 // TestUpdateErrorsWrap: an update's error reaches Run's caller wrapped (%w), not
@@ -37,32 +35,5 @@ func TestUpdateErrorsWrap(t *testing.T) {
 				t.Errorf("the folder holds %d entries after the failed run, want none", len(entries))
 			}
 		})
-	}
-}
-
-var errFakeDevice = errors.New("fake device: an illegal memory access was encountered")
-
-// deviceFailed computes like the reference kernels but reports a recorded device error
-// (compute.DeferredErrors), as cuda.Backend does after falling back to the CPU.
-type deviceFailed struct{ compute.Reference[float32] }
-
-func (deviceFailed) Err() error { return errFakeDevice }
-
-// TestDeviceBackendErrorStopsTraining: training on kernels that record a device error stops
-// at the first update with that error (errors.Is finds it through the timing wrapper) and
-// writes no checkpoint, instead of training on the CPU fallback.
-func TestDeviceBackendErrorStopsTraining(t *testing.T) {
-	train, _ := files(t)
-	dir := t.TempDir()
-	opts := Options{Train: train, Checkpoint: filepath.Join(dir, "c.arrow"), Log: filepath.Join(dir, "l.arrow"), Kernels: deviceFailed{}}
-	_, err := Run(context.Background(), tinyConfig("rocone"), opts)
-	if !errors.Is(err, errFakeDevice) {
-		t.Fatalf("error %v, want the device error", err)
-	}
-	if !strings.Contains(err.Error(), "step 0") || !strings.Contains(err.Error(), "compute backend failed") {
-		t.Errorf("error %q does not name the step and the backend", err)
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-		t.Errorf("the folder holds %d entries after the failed run, want none", len(entries))
 	}
 }

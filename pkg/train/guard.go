@@ -41,14 +41,21 @@ func checkOverwrite(cfg Config, opts Options) error {
 	if opts.Resume || opts.Overwrite {
 		return nil
 	}
+	ckConfig := func(p string) (string, error) {
+		m, err := artifact.ReadCheckpointMeta(p)
+		return m.Config, err
+	}
+	best := ""
+	if cfg.KeepBest {
+		best = opts.bestPath()
+	}
 	for _, out := range []struct {
 		flag, path, kind string
 		config           func(string) (string, error)
 	}{
-		{"--checkpoint", opts.Checkpoint, "checkpoint", func(p string) (string, error) {
-			m, err := artifact.ReadCheckpointMeta(p)
-			return m.Config, err
-		}},
+		{"--checkpoint", opts.Checkpoint, "checkpoint", ckConfig},
+		{"--partial", opts.Partial, "checkpoint", ckConfig},
+		{"--best", best, "checkpoint", ckConfig},
 		{"--log", opts.Log, "train log", func(p string) (string, error) {
 			m, _, err := artifact.ReadTrainLog(p)
 			return m.Config, err

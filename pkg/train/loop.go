@@ -14,11 +14,39 @@ import (
 // run is the step loop (docs/training.md §1–§3).
 func (t *trainer) run(ctx context.Context) (*Result, error) {
 	cfg := t.cfg
-	res := &Result{Config: cfg}
+	res := &Result{Config: cfg, Resumed: t.resumed, Written: t.written}
 	t.sessionStart = time.Now()
-	if t.stepsDone >= cfg.Steps {
-		t.printf("the checkpoint already holds %d of %d steps; nothing to do\n", t.stepsDone, cfg.Steps)
-		res.StepsDone, res.Timings = t.stepsDone, t.currentTimings()
+	ranPending := t.pending != nil
+	if ranPending {
+		// The validation an interruption cut short, on the checkpoint's parameters (those
+		// after its step), as the uninterrupted run ran it.
+		p := *t.pending
+		if err := t.validate(ctx, p.Step, p.LR, res); err != nil {
+			return nil, err
+		}
+		if res.Interrupted {
+			return t.result(res), nil
+		}
+		if err := t.persist(res.improved && cfg.KeepBest, t.finished()); err != nil {
+			return nil, err
+		}
+	}
+	if t.finished() {
+		moved := t.written != t.destination()
+		if moved {
+			// Finished in Partial (an earlier run ended between its last checkpoint and
+			// the final one): the finished run goes where it belongs.
+			if err := t.save(); err != nil {
+				return nil, err
+			}
+		}
+		if !ranPending && !moved {
+			t.printf("the checkpoint already holds %d of %d steps%s; nothing to do\n", t.stepsDone, cfg.Steps, t.stopNote())
+			return t.result(res), nil
+		}
+		t.result(res)
+		t.bestLine(res)
+		t.printf("done: %d of %d steps%s\n", t.stepsDone, cfg.Steps, t.stopNote())
 		return res, nil
 	}
 	every := t.opts.ProgressEvery
@@ -113,30 +141,29 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			}
 			t.printf("step %d: learning rate %.3g → %.3g, new Adam; next drop at the end of step %g\n", s, lr, t.sched.LR, math.Ceil(t.sched.WarmUpSteps))
 		}
+		res.improved = false
 		if len(t.valid) > 0 && (t.sched.evalDue(s) || s == cfg.Steps-1) {
-			sum, err := t.evaluate(ctx, s, lr)
-			if err != nil && ctx.Err() != nil {
-				res.Interrupted = true
-			} else if err != nil {
+			if err := t.validate(ctx, s, lr, res); err != nil {
 				return nil, err
-			} else {
-				res.Valid = sum
 			}
 		}
 		t.stepsDone = s + 1
 
+		early := cfg.stopped(t.best)
 		stop := t.opts.StopAfter > 0 && t.stepsDone >= t.opts.StopAfter
-		if t.stepsDone == cfg.Steps || stop || res.Interrupted ||
-			(cfg.CheckpointEvery > 0 && t.stepsDone%cfg.CheckpointEvery == 0) {
-			if err := t.save(); err != nil {
-				return nil, err
-			}
+		due := t.stepsDone == cfg.Steps || stop || early || res.Interrupted ||
+			(cfg.CheckpointEvery > 0 && t.stepsDone%cfg.CheckpointEvery == 0)
+		if err := t.persist(res.improved && cfg.KeepBest, due); err != nil {
+			return nil, err
+		}
+		if t.opts.AfterStep != nil {
+			t.opts.AfterStep(t.stepsDone)
 		}
 		if time.Since(lastPrint) >= every {
 			lastPrint = time.Now()
 			t.progressLine(s, first, row)
 		}
-		if stop || res.Interrupted {
+		if stop || early || res.Interrupted {
 			break
 		}
 	}
@@ -145,12 +172,103 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
-	res.StepsDone, res.Timings = t.stepsDone, t.currentTimings()
+	t.result(res)
 	if t.opts.Progress != nil {
-		fmt.Fprintf(t.opts.Progress, "done: %d of %d steps; time spent:\n", t.stepsDone, cfg.Steps)
+		t.bestLine(res)
+		fmt.Fprintf(t.opts.Progress, "done: %d of %d steps%s; time spent:\n", t.stepsDone, cfg.Steps, t.stopNote())
 		res.Timings.Write(t.opts.Progress)
 	}
 	return res, nil
+}
+
+// validate runs the validation after step s (whose updates ran at lr), logs it and
+// judges it against the best so far (res.improved). An interruption during it is not an
+// error: it sets res.Interrupted and leaves the validation pending in the checkpoint.
+func (t *trainer) validate(ctx context.Context, s int, lr float64, res *Result) error {
+	sum, err := t.evaluate(ctx, s, lr)
+	if err != nil && ctx.Err() != nil {
+		res.Interrupted = true
+		t.pending = &pendingValid{Step: s, LR: lr}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	t.pending = nil
+	res.Valid = sum
+	if t.cfg.BestMetric == "" {
+		return nil
+	}
+	row, ok := t.validRow(s, t.metric.LogType())
+	if !ok {
+		return fmt.Errorf("validation after step %d: no %s row for the best metric %s", s, t.metric.LogType(), t.metric)
+	}
+	v := t.metric.value(row)
+	t.best, res.improved = improve(t.best, s, v)
+	switch {
+	case res.improved && t.cfg.KeepBest:
+		t.printf("step %d: %s %.4f, the best so far: kept in %s\n", s, t.metric, v, t.opts.bestPath())
+	case res.improved:
+		t.printf("step %d: %s %.4f, the best so far\n", s, t.metric, v)
+	case t.best != nil && t.cfg.Patience > 0:
+		t.printf("step %d: %s %.4f, not above %.4f (step %d): %d of %d validations without improvement\n",
+			s, t.metric, v, t.best.Value, t.best.Step, t.best.Since, t.cfg.Patience)
+	case t.best != nil:
+		t.printf("step %d: %s %.4f, not above %.4f (step %d)\n", s, t.metric, v, t.best.Value, t.best.Step)
+	}
+	return nil
+}
+
+// validRow finds the train log's validation row of type typ after step s.
+func (t *trainer) validRow(s int, typ string) (artifact.TrainLogRow, bool) {
+	for i := len(t.log) - 1; i >= 0 && t.log[i].Step == int64(s); i-- {
+		if r := t.log[i]; r.Kind == artifact.LogValid && r.Type == typ {
+			return r, true
+		}
+	}
+	return artifact.TrainLogRow{}, false
+}
+
+// result fills in the end of a run.
+func (t *trainer) result(res *Result) *Result {
+	res.StepsDone, res.Timings, res.Written = t.stepsDone, t.currentTimings(), t.written
+	if t.best != nil {
+		b := Best{Metric: t.cfg.BestMetric, Step: t.best.Step, Value: t.best.Value}
+		if t.cfg.KeepBest {
+			b.Path = t.opts.bestPath()
+		}
+		res.Best = &b
+		if t.earlyStopped() {
+			res.EarlyStop = &EarlyStop{Step: t.stepsDone - 1, Patience: t.cfg.Patience, Best: b}
+		}
+	}
+	return res
+}
+
+// earlyStopped reports whether early stopping ended the run before its last step.
+func (t *trainer) earlyStopped() bool {
+	return t.cfg.stopped(t.best) && t.stepsDone < t.cfg.Steps
+}
+
+// bestLine prints the best validation and where it is kept.
+func (t *trainer) bestLine(res *Result) {
+	if res.Best == nil {
+		return
+	}
+	kept := ""
+	if res.Best.Path != "" {
+		kept = ", kept in " + res.Best.Path
+	}
+	t.printf("best validation: %s %.4f after step %d%s\n", res.Best.Metric, res.Best.Value, res.Best.Step, kept)
+}
+
+// stopNote says, for the final line, that the run stopped early and why.
+func (t *trainer) stopNote() string {
+	if !t.earlyStopped() {
+		return ""
+	}
+	return fmt.Sprintf(", stopped early after step %d: %s has not improved for %d validations (best %.4f after step %d)",
+		t.stepsDone-1, t.cfg.BestMetric, t.best.Since, t.best.Value, t.best.Step)
 }
 
 // update is one optimiser update on a batch of pool p during step s. It returns the

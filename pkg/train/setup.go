@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"strings"
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/checkpoint"
@@ -25,7 +27,20 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 	if cfg.SparseAdam && opts.Device != nil {
 		return nil, errors.New("sparse Adam (--adam sparse) runs on the CPU only: the CUDA backend's optimiser is dense; use --device cpu or --adam dense")
 	}
-	release, err := checkOutputs(opts)
+	if opts.Resume && opts.AutoResume {
+		return nil, errors.New("--resume continues the checkpoint, --auto-resume decides whether to: give one of them")
+	}
+	if (cfg.KeepBest || cfg.Patience > 0) && opts.Valid == "" {
+		what := "--keep-best"
+		if !cfg.KeepBest {
+			what = fmt.Sprintf("--patience %d", cfg.Patience)
+		}
+		return nil, fmt.Errorf("%s compares validations: give the held-out queries with --valid FILE", what)
+	}
+	if !cfg.KeepBest && opts.Best != "" {
+		return nil, fmt.Errorf("--best %s is where --keep-best writes the best checkpoint: give --keep-best with it", opts.Best)
+	}
+	release, err := checkOutputs(opts, cfg.KeepBest)
 	if err != nil {
 		return nil, err
 	}
@@ -50,26 +65,52 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 	if tmeta.Split != "train" {
 		return nil, fmt.Errorf("%s: a %s queries file; training needs a train file (split train)", opts.Train, tmeta.Split)
 	}
+	if tmeta.NumEntities <= 0 || tmeta.NumRelations <= 0 {
+		return nil, fmt.Errorf("%s: the KG has %d entities and %d relations", opts.Train, tmeta.NumEntities, tmeta.NumRelations)
+	}
+	ts, members, err := newTrainSet(rows, tmeta.NumEntities, tmeta.NumRelations)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Train, err)
+	}
+	if len(members[0])+len(members[1]) == 0 {
+		return nil, fmt.Errorf("%s: no training queries", opts.Train)
+	}
 
+	// Resume (or, with AutoResume, perhaps): from Partial when there is one.
+	source := ResumeSource(opts)
 	var ck *artifact.Checkpoint
 	var st state
-	if opts.Resume {
-		if ck, err = artifact.ReadCheckpoint(opts.Checkpoint); err != nil {
+	if opts.AutoResume {
+		var why string
+		if ck, st, why, err = autoResume(cfg, source, tmeta, ts); err != nil {
+			return nil, err
+		}
+		if ck != nil {
+			saved, _ := ParseConfig(ck.Meta.Config)
+			saved.CheckpointEvery = cfg.CheckpointEvery
+			cfg, t.cfg, opts.Resume, t.opts.Resume = saved, saved, true, true
+		}
+		t.printf("%s\n", why)
+	} else if opts.Resume {
+		if ck, err = artifact.ReadCheckpoint(source); err != nil {
 			return nil, err
 		}
 		saved, err := ParseConfig(ck.Meta.Config)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.Checkpoint, err)
+			return nil, fmt.Errorf("%s: %w", source, err)
 		}
 		if err := sameTrajectory(saved, cfg); err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.Checkpoint, err)
+			return nil, fmt.Errorf("%s: %w", source, err)
 		}
 		if err := json.Unmarshal([]byte(ck.Meta.State), &st); err != nil {
-			return nil, fmt.Errorf("%s: training state: %w", opts.Checkpoint, err)
+			return nil, fmt.Errorf("%s: training state: %w", source, err)
 		}
+	}
+	if opts.Resume {
+		t.resumed = true
 		if tmeta.Dataset != cfg.Dataset || tmeta.NumEntities != cfg.NumEntities || tmeta.NumRelations != cfg.NumRelations {
 			return nil, fmt.Errorf("%s is from dataset %s (%d entities, %d relations); the checkpoint %s was trained on %s (%d entities, %d relations)",
-				opts.Train, tmeta.Dataset, tmeta.NumEntities, tmeta.NumRelations, opts.Checkpoint, cfg.Dataset, cfg.NumEntities, cfg.NumRelations)
+				opts.Train, tmeta.Dataset, tmeta.NumEntities, tmeta.NumRelations, source, cfg.Dataset, cfg.NumEntities, cfg.NumRelations)
 		}
 	} else {
 		if cfg.Dataset != "" && (cfg.Dataset != tmeta.Dataset || cfg.NumEntities != tmeta.NumEntities || cfg.NumRelations != tmeta.NumRelations) {
@@ -86,31 +127,26 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 	if ck != nil && ck.Meta.EntitiesDigest != "" {
 		if t.entities != "" && t.entities != ck.Meta.EntitiesDigest {
 			return nil, fmt.Errorf("%s names another entity table (digest %.12s) than the checkpoint %s was trained on (%.12s)",
-				opts.Train, t.entities, opts.Checkpoint, ck.Meta.EntitiesDigest)
+				opts.Train, t.entities, source, ck.Meta.EntitiesDigest)
 		}
 		t.entities = ck.Meta.EntitiesDigest
 	}
 	t.kg = tmeta.KGDigest
 	if ck != nil && ck.Meta.KGDigest != t.kg {
 		return nil, fmt.Errorf("%s: queries of another KG (digest %.12s) than the one the checkpoint %s was trained on (%.12s), though dataset and counts agree",
-			opts.Train, t.kg, opts.Checkpoint, ck.Meta.KGDigest)
-	}
-	if cfg.NumEntities <= 0 || cfg.NumRelations <= 0 {
-		return nil, fmt.Errorf("%s: the KG has %d entities and %d relations", opts.Train, cfg.NumEntities, cfg.NumRelations)
+			opts.Train, t.kg, source, ck.Meta.KGDigest)
 	}
 	if err := checkMemory(cfg); err != nil {
 		return nil, err
 	}
-	ts, members, err := newTrainSet(rows, cfg.NumEntities, cfg.NumRelations)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", opts.Train, err)
-	}
-	if len(members[0])+len(members[1]) == 0 {
-		return nil, fmt.Errorf("%s: no training queries", opts.Train)
-	}
 	t.ts = ts
 	t.pools[0] = newPool(PoolPath, 0, members[0], cfg.Seed)
 	t.pools[1] = newPool(PoolOther, 1, members[1], cfg.Seed)
+	if cfg.BestMetric != "" {
+		if t.metric, err = ParseBestMetric(cfg.BestMetric); err != nil {
+			return nil, err
+		}
+	}
 
 	// The valid file.
 	if opts.Valid != "" {
@@ -140,6 +176,11 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 		if t.valid, err = eval.QueriesFromArtifact(vrows, cfg.NumEntities, cfg.NumRelations); err != nil {
 			return nil, fmt.Errorf("%s: %w", opts.Valid, err)
 		}
+		if cfg.BestMetric != "" {
+			if err := t.metric.checkValid(t.valid, opts.Valid); err != nil {
+				return nil, err
+			}
+		}
 	}
 
 	// The model and optimiser.
@@ -150,11 +191,11 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 	t.kernels = &timedKernels{inner: inner}
 	if ck != nil {
 		if t.model, err = checkpoint.NewModel(ck, t.kernels); err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.Checkpoint, err)
+			return nil, fmt.Errorf("%s: %w", source, err)
 		}
 		if t.model.Config != cfg.ModelConfig() {
 			return nil, fmt.Errorf("%s: the model configuration %+v disagrees with the training configuration's %+v",
-				opts.Checkpoint, t.model.Config, cfg.ModelConfig())
+				source, t.model.Config, cfg.ModelConfig())
 		}
 	} else if t.model, err = model.New[float32](cfg.ModelConfig(), t.kernels); err != nil {
 		return nil, err
@@ -189,8 +230,9 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 	t.drop = rand.New(t.dropSrc)
 	if ck != nil {
 		if err := t.restore(ck, &st); err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.Checkpoint, err)
+			return nil, fmt.Errorf("%s: %w", source, err)
 		}
+		t.written = source
 		if opts.Log != "" {
 			if err := t.continueLog(); err != nil {
 				return nil, err
@@ -274,6 +316,18 @@ func (t *trainer) restore(ck *artifact.Checkpoint, st *state) error {
 	}
 	t.stepsDone = int(m.Step)
 	t.savedSteps = t.stepsDone
+	t.best, t.pending = st.Best, st.PendingValid
+	if t.best != nil && t.cfg.BestMetric == "" {
+		return fmt.Errorf("the training state holds a best validation but the configuration names no best metric")
+	}
+	if t.pending != nil && t.pending.Step != t.stepsDone-1 {
+		return fmt.Errorf("the training state holds a validation of step %d still to run, but %d steps done", t.pending.Step, t.stepsDone)
+	}
+	if t.pending != nil && len(t.valid) == 0 {
+		// Resumed without --valid (allowed unless the best is compared): no validation runs.
+		t.printf("the validation after step %d was cut short; without --valid it is not run\n", t.pending.Step)
+		t.pending = nil
+	}
 	t.timings = st.Timings
 	t.baseTotal = st.Timings.Total
 	return nil
@@ -307,4 +361,56 @@ func (t *trainer) continueLog() error {
 		}
 	}
 	return nil
+}
+
+// ResumeSource is the checkpoint a resumed run reads: Options.Partial when it exists
+// (an unfinished run keeps its checkpoints there), Options.Checkpoint otherwise.
+func ResumeSource(opts Options) string {
+	if opts.Partial != "" {
+		if _, err := os.Stat(opts.Partial); err == nil {
+			return opts.Partial
+		}
+	}
+	return opts.Checkpoint
+}
+
+// autoResume decides Options.AutoResume: it returns the checkpoint at source and its
+// state when it holds an unfinished run of cfg (every key the same but checkpoint_every;
+// the KG's keys are the train file's) on this train file, and nil otherwise, with a line
+// saying what it chose and why.
+func autoResume(cfg Config, source string, tmeta artifact.QueriesMeta, ts *trainSet) (*artifact.Checkpoint, state, string, error) {
+	var st state
+	fresh := func(why string, args ...any) (*artifact.Checkpoint, state, string, error) {
+		return nil, st, "starting a new run: " + fmt.Sprintf(why, args...), nil
+	}
+	if _, err := os.Stat(source); errors.Is(err, fs.ErrNotExist) {
+		return fresh("no checkpoint at %s to continue", source)
+	}
+	meta, err := artifact.ReadCheckpointMeta(source)
+	if err != nil {
+		return fresh("%s is not a checkpoint to continue (%v)", source, err)
+	}
+	saved, err := ParseConfig(meta.Config)
+	if err != nil {
+		return fresh("%s: %v", source, err)
+	}
+	cfg.Dataset, cfg.NumEntities, cfg.NumRelations = tmeta.Dataset, tmeta.NumEntities, tmeta.NumRelations
+	if diff := Diff(saved, cfg, "checkpoint_every"); len(diff) > 0 {
+		return fresh("%s holds another run (%s)", source, strings.Join(diff, ", "))
+	}
+	if err := json.Unmarshal([]byte(meta.State), &st); err != nil {
+		return fresh("%s: its training state does not read (%v)", source, err)
+	}
+	if st.TrainQueries != len(ts.queries) || st.TrainFingerprint != ts.fingerprint ||
+		(meta.EntitiesDigest != "" && tmeta.EntitiesDigest != "" && meta.EntitiesDigest != tmeta.EntitiesDigest) {
+		return fresh("%s was trained on other train queries", source)
+	}
+	if (int(meta.Step) >= saved.Steps && st.PendingValid == nil) || saved.stopped(st.Best) {
+		return fresh("%s holds this run finished (%d of %d steps)", source, meta.Step, saved.Steps)
+	}
+	ck, err := artifact.ReadCheckpoint(source)
+	if err != nil {
+		return nil, st, "", err
+	}
+	return ck, st, fmt.Sprintf("resuming %s: it holds %d of %d steps of this run", source, meta.Step, saved.Steps), nil
 }

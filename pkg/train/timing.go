@@ -97,7 +97,6 @@ func (k *timedKernels) addDistance(t time.Time) {
 var (
 	_ compute.Kernels[float32]        = (*timedKernels)(nil)
 	_ compute.EntityPreparer[float32] = (*timedKernels)(nil)
-	_ compute.DeferredErrors          = (*timedKernels)(nil)
 )
 
 func (k *timedKernels) LinearForward(y, x, w, b []float32, rows, in, out int) {
@@ -122,15 +121,6 @@ func (k *timedKernels) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, e
 	t := time.Now()
 	k.inner.DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent, cand, queries, cands, dim, lambda)
 	k.addDistance(t)
-}
-
-// Err implements compute.DeferredErrors: the inner backend's recorded error, if it records
-// any (a device backend), so that compute.Err sees through the wrapper.
-func (k *timedKernels) Err() error {
-	if d, ok := k.inner.(compute.DeferredErrors); ok {
-		return d.Err()
-	}
-	return nil
 }
 
 // PrepareEntities implements compute.EntityPreparer: the inner backend's table (or the

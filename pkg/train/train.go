@@ -45,7 +45,13 @@ type trainer struct {
 	entities   string // the KG's entity-table digest (artifact.QueriesMeta.EntitiesDigest)
 	kg         string // the KG's content digest (artifact.QueriesMeta.KGDigest)
 	stepsDone  int
-	savedSteps int // steps in the checkpoint on disk; -1: none written by this run or before
+	savedSteps int    // steps in the checkpoint on disk; -1: none written by this run or before
+	written    string // where that checkpoint is: Options.Checkpoint or Options.Partial
+	resumed    bool   // the run continues a checkpoint (Options.Resume, or AutoResume's choice)
+
+	metric  BestMetric    // Config.BestMetric, parsed; the zero value without one
+	best    *bestState    // the best validation so far (best.go); nil: none yet
+	pending *pendingValid // a validation cut short by an interruption, run first on resume
 
 	timings      Timings // cumulative, except Total
 	baseTotal    float64 // Total before this run

@@ -10,8 +10,14 @@ import (
 	"github.com/rocone/rocone/pkg/eval"
 )
 
+// testHookBeforeValidation, when set by a test, runs before every validation.
+var testHookBeforeValidation func(step int)
+
 // evaluate validates after step s and logs the results.
 func (t *trainer) evaluate(ctx context.Context, s int, lr float64) (*eval.Summary, error) {
+	if testHookBeforeValidation != nil {
+		testHookBeforeValidation(s)
+	}
 	start := time.Now()
 	if err := t.upd.Download(false); err != nil {
 		return nil, fmt.Errorf("validation after step %d: reading the parameters from the device: %w", s, err)

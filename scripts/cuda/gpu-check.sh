@@ -115,17 +115,17 @@ run_tests() { # $1: a test binary, or empty for go test
 		local dir
 		dir=$(dirname "$1")
 		"$1" -test.run '^TestGPU' -test.v -test.count=1 "${short[@]}" || failed+=("GPU tests")
-		step "GPU: the device-resident training step vs the CPU model (loss and every gradient)"
+		step "GPU: the device-resident model vs the CPU (training step: loss and every gradient; ranks, also from cones and with scores; cones)"
 		"$dir/gpumodel.test" -test.run '^TestGPU' -test.v -test.count=1 || failed+=("GPU step tests")
 		step "GPU: 200 training steps vs the CPU (loss curves), two GPU runs bit-identical"
 		"$dir/train.test" -test.run '^TestGPU' -test.v -test.count=1 || failed+=("GPU training tests")
 		step "emulator parity (CPU) in the same binary"
-		"$1" -test.run 'TestEmulatorParity|TestBackendFallback' -test.count=1 || failed+=("emulator tests")
+		"$1" -test.run 'TestEmulatorParity' -test.count=1 || failed+=("emulator tests")
 	else
 		local gs=()
 		[ ${#short[@]} -gt 0 ] && gs=(-short)
 		go test -tags cuda -count=1 -v -run '^TestGPU' "${gs[@]}" ./pkg/gpu/ || failed+=("GPU tests")
-		step "GPU: the device-resident training step vs the CPU model (loss and every gradient)"
+		step "GPU: the device-resident model vs the CPU (training step: loss and every gradient; ranks, also from cones and with scores; cones)"
 		go test -tags cuda -count=1 -v -run '^TestGPU' ./pkg/gpu/gpumodel/ || failed+=("GPU step tests")
 		step "GPU: 200 training steps vs the CPU (loss curves), two GPU runs bit-identical"
 		go test -tags cuda -count=1 -v -run '^TestGPU' ./pkg/train/ || failed+=("GPU training tests")

@@ -128,7 +128,9 @@ SlurmdUser=root
 SlurmctldPort=${ports[0]}
 SlurmdPort=${ports[1]}
 AuthType=auth/munge
-AuthInfo=socket=$SOCKET
+# cred_expire: also how long a requeued job waits before it may start again (default
+# 120 s); the test's time-limited training requeues itself, so 10 s here.
+AuthInfo=socket=$SOCKET,cred_expire=10
 CredType=cred/munge
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool

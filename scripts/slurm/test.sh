@@ -15,6 +15,11 @@
 #     after touching the train queries, train, embed and rank of both seeds and metrics;
 #  4. a failing stage: a training that fails is reported by wait.sh with its log, and the jobs
 #     after it are cancelled (none is left pending) and write nothing;
+#  4b. a time limit: a training of 320 slowed-down steps (64 s) under a 1-minute limit
+#     with TRAIN_GRACE=5 is signalled before the limit, checkpoints, requeues itself and
+#     resumes (not restarts) from its partial checkpoint; the DAG after it completes by
+#     itself, and the model equals an uninterrupted training's, tensors and state bit for
+#     bit (scripts/checkpoint-diff); per-stage partitions reach sbatch (a dry run);
 #  5. job.sh's clean-up, without Slurm: a command that changes its target and fails leaves it
 #     at TARGET.failed-ID, one that succeeds without writing its target fails;
 #  6. runs pipelines/Makefile on the same inputs into the same OUT path (the Slurm run moved
@@ -92,6 +97,15 @@ done
 pipelines/slurm/submit.sh -n "${VARS[@]}" "${SLURM_VARS[@]}" OUT="$T/cuda" DEVICE=cuda >"$T/dry-cuda"
 [ "$(grep -c -- '--gres=gpu:1 ' "$T/dry-cuda")" -eq 3 ] && ! grep -E -- '--job-name=rocone-(sample|merge|metrics) .*--gres' "$T/dry-cuda" &&
 	grep -q -- ' --device cuda ' "$T/dry-cuda" || fail "DEVICE=cuda's sbatch lines:"$'\n'"$(cat "$T/dry-cuda")"
+# Per-stage partitions: the GPU stages on GPU_PARTITION, the rest on CPU_PARTITION, one
+# stage's own over both; with DEVICE=cpu every stage is a CPU stage.
+partitions() { grep '^sbatch ' "$1" | sed 's/.*--job-name=rocone-\([a-z]*\) .*--partition=\([^ ]*\) .*/\1:\2/' | tr '\n' ' '; }
+pipelines/slurm/submit.sh -n "${VARS[@]}" "${SLURM_VARS[@]}" OUT="$T/parts" DEVICE=cuda GPU_PARTITION=gpu CPU_PARTITION=cpu PARTITION_RANK=big >"$T/dry-parts"
+[ "$(partitions "$T/dry-parts")" = "sample:cpu merge:cpu train:gpu embed:gpu rank:big metrics:cpu " ] ||
+	fail "per-stage partitions (DEVICE=cuda):"$'\n'"$(cat "$T/dry-parts")"
+pipelines/slurm/submit.sh -n "${VARS[@]}" "${SLURM_VARS[@]}" OUT="$T/parts" GPU_PARTITION=gpu CPU_PARTITION=cpu >"$T/dry-parts"
+[ "$(partitions "$T/dry-parts")" = "sample:cpu merge:cpu train:cpu embed:cpu rank:cpu metrics:cpu " ] ||
+	fail "per-stage partitions (DEVICE=cpu):"$'\n'"$(cat "$T/dry-parts")"
 
 # --- 3. caching ---------------------------------------------------------------------------------
 step "caching: a second submit"
@@ -139,6 +153,37 @@ grep -q "^---- .*rocone-train FAILED.*train-" "$T/wait5" || fail "wait.sh does n
 	fail "embed, rank and metrics should be cancelled after the failed training"
 [ ! -e "$BAD/rocone/seed0/model.arrow" ] && [ ! -e "$BAD/rocone/metrics.arrow" ] || fail "the failed run left artifacts"
 
+# --- 4b. a training cut by its time limit ------------------------------------------------------
+step "a training under a 1-minute time limit: checkpoint, requeue, resume, the DAG completes (about 2 minutes)"
+LIM=$T/limit
+mkdir -p "$LIM"
+cp -p "$OUT"/*-queries.arrow "$LIM/" # cached queries: train and what follows run
+LFLAGS="--dim 8 --steps 320 --batch 16 --negatives 4 --eval-every 80"
+# --test-step-sleep (a hidden flag of train: a sleep after every step, nothing computed
+# changes) makes the 320 steps last 64 s. slurmctld checks time limits every 30 s and
+# sends the --signal once the end is less than TRAIN_GRACE + 30 s away: with a 1-minute
+# limit and TRAIN_GRACE=5, between 25 and 55 s into each run, before the limit's own kill
+# (60 to 90 s). So the first run is certainly cut short, every run makes 25 s of progress,
+# and the training ends in its second or third run.
+pipelines/slurm/submit.sh "${VARS[@]}" "${SLURM_VARS[@]}" "OUT=$LIM" SEEDS=0 SHARDS=1 SAMPLE_SHARDS=1 \
+	"TRAIN_FLAGS=$LFLAGS --test-step-sleep 200ms" TIME_TRAIN=0:01:00 TRAIN_GRACE=5 >"$T/jobs6"
+[ "$(awk '{ print $1 }' "$T/jobs6" | tr '\n' ' ')" = "train embed rank metrics " ] || fail "the time-limit run's submit:"$'\n'"$(cat "$T/jobs6")"
+trainjob=$(awk '$1 == "train" { print $2 }' "$T/jobs6")
+waitfor "$T/jobs6" 420 || fail "the pipeline with a time-limited training did not complete by itself (logs above)"
+restarts=$(scontrol show job -o "$trainjob" | grep -o 'Restarts=[0-9]*' | head -1 | cut -d= -f2)
+tlog=$(ls "$LIM"/logs/train-"$trainjob"_0.log)
+[ "${restarts:-0}" -ge 1 ] || fail "the train job was not requeued (Restarts=${restarts:-?}):"$'\n'"$(cat "$tlog")"
+grep -q 'the time limit is near (SIGUSR1)' "$tlog" && grep -q ': requeued after .* it continues from its checkpoint' "$tlog" &&
+	grep -q "^resuming $LIM/rocone/seed0/model.partial.arrow: it holds [1-9][0-9]* of 320 steps of this run" "$tlog" &&
+	! grep -q '^starting a new run: .*holds' "$tlog" || fail "the train job's log does not show a checkpoint, a requeue and a resume:"$'\n'"$(cat "$tlog")"
+[ ! -e "$LIM/rocone/seed0/model.partial.arrow" ] || fail "the partial checkpoint is left after the training finished"
+[ -s "$LIM/rocone/metrics.arrow" ] || fail "no metrics after the time-limited training"
+bin/train --train "$LIM/train-queries.arrow" --valid "$LIM/valid-queries.arrow" --model rocone --seed 0 --device cpu $LFLAGS -q \
+	--checkpoint "$T/straight.arrow" --log "" || fail "the uninterrupted training failed"
+go run ./scripts/checkpoint-diff "$T/straight.arrow" "$LIM/rocone/seed0/model.arrow" ||
+	fail "the training Slurm's time limit interrupted differs from an uninterrupted one"
+step "the train job ran $((restarts + 1)) times and ended as the uninterrupted training"
+
 # --- 5. job.sh's clean-up -------------------------------------------------------------------------
 step "job.sh: a failed command's target is moved aside"
 J=$T/job
@@ -183,4 +228,4 @@ cmp <(tail -n +2 "$T/whole-metrics.md") <(tail -n +2 "$T/slurm-out/rocone/metric
 	fail "the metrics of 3 rank shards per seed differ from the unsharded ranks' metrics:"$'\n'"$(diff "$T/whole-metrics.md" "$T/slurm-out/rocone/metrics.md")"
 
 ok=1
-echo "test-slurm: PASS in $((SECONDS - t0)) s (cluster start, pipeline with 2 sample shards and 3 embed/rank shards, caching, failure, Makefile comparison, shards = unsharded)" >&2
+echo "test-slurm: PASS in $((SECONDS - t0)) s (cluster start, pipeline with 2 sample shards and 3 embed/rank shards, caching, failure, a time-limited training that requeues itself, Makefile comparison, shards = unsharded)" >&2

@@ -30,6 +30,7 @@ extern thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __shared__ static thread_local
 #define __restrict__ __restrict
 #define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(...) // occupancy hints for nvcc only
 
 void __syncthreads();
 

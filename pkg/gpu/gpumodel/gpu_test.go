@@ -34,3 +34,16 @@ func TestGPURankMatchesCPU(t *testing.T) {
 		t.Run(string(v), func(t *testing.T) { checkRankMatchesCPU(t, dev, v, 3000, 96) })
 	}
 }
+
+// TestGPUEmbedMatchesCPU is TestEmulatorEmbedMatchesCPU on a real device (embed --device
+// cuda's EmbedBatch against the CPU's cones, and batch-invariant).
+func TestGPUEmbedMatchesCPU(t *testing.T) {
+	dev, err := gpu.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	for _, v := range model.Variants {
+		t.Run(string(v), func(t *testing.T) { checkEmbedMatchesCPU(t, dev, v, 96) })
+	}
+}

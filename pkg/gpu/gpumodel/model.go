@@ -64,8 +64,8 @@ func New(dev *gpu.Device, host *model.Model[float32], lr float64) (m *Model, err
 	return newModel(dev, host, true, lr)
 }
 
-// NewEval uploads host's parameters to dev for evaluation only (RankBatch): no gradients,
-// no optimiser, so a third of the memory of New. Update fails on it.
+// NewEval uploads host's parameters to dev for evaluation only (RankBatch, EmbedBatch):
+// no gradients, no optimiser, so a third of the memory of New. Update fails on it.
 func NewEval(dev *gpu.Device, host *model.Model[float32]) (*Model, error) {
 	return newModel(dev, host, false, 0)
 }

@@ -12,5 +12,5 @@ import (
 // of the device path under the CUDA launch emulator (named in the message), so that they
 // cannot vanish without a word (emu.NoCgoHelp).
 func TestEmulatorNeedsCgo(t *testing.T) {
-	t.Fatalf("left out: model_test.go (TestEmulatorMatchesCPU), rank_test.go (TestEmulatorRankMatchesCPU) and host_test.go (BenchmarkHostShare): %s", emu.NoCgoHelp)
+	t.Fatalf("left out: model_test.go (TestEmulatorMatchesCPU), rank_test.go (TestEmulatorRankMatchesCPU, TestEmulatorEmbedMatchesCPU) and host_test.go (BenchmarkHostShare): %s", emu.NoCgoHelp)
 }

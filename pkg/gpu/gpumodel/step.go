@@ -1,6 +1,8 @@
 package gpumodel
 
 import (
+	"slices"
+
 	"github.com/rocone/rocone/pkg/gpu"
 	"github.com/rocone/rocone/pkg/model"
 )
@@ -15,6 +17,17 @@ func (s *slab[T]) add(x []T) int {
 	s.offs = append(s.offs, [2]int{len(s.data), len(x)})
 	s.data = append(s.data, x...)
 	return len(s.offs) - 1
+}
+
+// reserve appends a part of n elements for the caller to fill in place (a large table:
+// RankBatch's given cones, copied once) and returns its number and the part, which is
+// valid until the next add or reserve.
+func (s *slab[T]) reserve(n int) (int, []T) {
+	at := len(s.data)
+	s.offs = append(s.offs, [2]int{at, n})
+	s.data = slices.Grow(s.data, n)[:at+n]
+	clear(s.data[at:])
+	return len(s.offs) - 1, s.data[at:]
 }
 
 // upload copies the slab into an arena buffer and returns a view per part.

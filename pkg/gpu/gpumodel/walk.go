@@ -31,7 +31,10 @@ type devWalk struct {
 	floats slab[float32]
 	iv     []*gpu.I32 // the uploaded parts of ints
 	fv     []*gpu.F32 // and of floats
-	th     angleTables
+	// tablePart is the floats part holding the cone table when the cones are given
+	// (RankBatch with cones: coneTable) instead of walked.
+	tablePart int
+	th        angleTables
 
 	rows   int     // cone rows in the table
 	at     [][]int // per group and cone: the cone's first row
@@ -287,8 +290,9 @@ func (w *devWalk) levelErr(l int, o string) error {
 	return nil
 }
 
-// devHead is the device's end of a walk (model.Head): the loss head (training: head.go)
-// or the scoring of every entity (rank.go).
+// devHead is the device's end of a walk (model.Head): the loss head (training: head.go),
+// the scoring of every entity (rank.go: rankHead) or the branch cones' gather
+// (rank.go: embedHead).
 type devHead interface {
 	forward(w *devWalk) error
 	backward(w *devWalk) error

@@ -46,57 +46,84 @@ KERNEL adam_step(float* p, float* g, float* m, float* v, int n, float beta2, flo
 // ADAM_CLASSES is how many step counts one adam_multi launch handles (see there).
 #define ADAM_CLASSES 8
 
-// adam_multi is adam_step over several tensors in one launch. Tensor t's buffers are
-// ptrs[8t … 8t+7]: the device addresses of p, g, m, v, each as two 32-bit halves (low
-// first); its elements are i = off[t] … off[t+1] − 1 of the launch (off [T+1],
-// off[T] = total). The tensors take different step numbers (a tensor that joined late,
-// Adam.SetLags): tensor t is in class cls[t] < ADAM_CLASSES, whose step size and bias
-// correction are stepSize<c> and bc2Sqrt<c>, and which steps only if bit c of active is
-// set (a class not started yet only has its gradient cleared, with zeroGrad). The element
-// arithmetic is adam_step's, so the results are bit-identical to one adam_step launch
-// per tensor.
-KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, int total, float beta2, float oneMinusBeta1,
-                  float oneMinusBeta2, float eps, float stepSize0, float bc2Sqrt0, float stepSize1, float bc2Sqrt1,
-                  float stepSize2, float bc2Sqrt2, float stepSize3, float bc2Sqrt3, float stepSize4, float bc2Sqrt4,
-                  float stepSize5, float bc2Sqrt5, float stepSize6, float bc2Sqrt6, float stepSize7, float bc2Sqrt7,
-                  int active, int zeroGrad) {
-	// A thread's elements increase, so its tensor only moves forward: t, its pointers and
-	// its class's constants change only where e crosses into the next tensor (next).
+// adam_cursor follows one thread of an adam_multi launch through the tensors: the
+// thread's element indices e increase, so its tensor only moves forward, and t, the
+// tensor's pointers and its class's constants change only where e crosses into the next
+// tensor. Tensor t's buffers are ptrs[8t … 8t+7], the device addresses of p, g, m, v, each
+// as two 32-bit halves (low first); its indices are off[t] … off[t+1] − 1.
+struct adam_cursor {
 	int t = -1;
-	long long next = 0, first = 0;
+	long long first = 0, next = 0;
 	float *p = 0, *g = 0, *m = 0, *v = 0;
-	float stepSize = 0.f, bc2Sqrt = 0.f;
+	int cls = 0;
+
+	// seek moves to e's tensor; it returns whether it moved (cls is then its class).
+	__device__ __forceinline__ bool seek(long long e, const unsigned* ptrs, const int* off, const int* clsOf, int T) {
+		if (e < next) return false;
+		do t++;
+		while (t < T - 1 && e >= off[t + 1]);
+		first = off[t];
+		next = off[t + 1];
+		const unsigned* q = ptrs + 8 * t;
+		p = (float*)(((unsigned long long)q[1] << 32) | q[0]);
+		g = (float*)(((unsigned long long)q[3] << 32) | q[2]);
+		m = (float*)(((unsigned long long)q[5] << 32) | q[4]);
+		v = (float*)(((unsigned long long)q[7] << 32) | q[6]);
+		cls = clsOf[t];
+		return true;
+	}
+};
+
+// adam_pick8 is x<c>, the constant of class c of a launch's eight.
+__device__ __forceinline__ float adam_pick8(int c, float x0, float x1, float x2, float x3, float x4, float x5, float x6,
+                                            float x7) {
+	switch (c) {
+	case 0: return x0;
+	case 1: return x1;
+	case 2: return x2;
+	case 3: return x3;
+	case 4: return x4;
+	case 5: return x5;
+	case 6: return x6;
+	default: return x7;
+	}
+}
+
+// The classes' constants, as one launch's arguments list them.
+#define ADAM_CLASS_ARGS                                                                                               \
+	float stepSize0, float bc2Sqrt0, float stepSize1, float bc2Sqrt1, float stepSize2, float bc2Sqrt2, float stepSize3, \
+	    float bc2Sqrt3, float stepSize4, float bc2Sqrt4, float stepSize5, float bc2Sqrt5, float stepSize6,              \
+	    float bc2Sqrt6, float stepSize7, float bc2Sqrt7
+// ADAM_SEEK moves cursor c to element e's tensor and sets steps, stepSize and bc2Sqrt from
+// its class.
+#define ADAM_SEEK(c, e, ptrs, off, cls, T)                                                                          \
+	if (c.seek(e, ptrs, off, cls, T)) {                                                                           \
+		steps = (active >> c.cls) & 1;                                                                            \
+		stepSize = adam_pick8(c.cls, stepSize0, stepSize1, stepSize2, stepSize3, stepSize4, stepSize5, stepSize6, \
+		                      stepSize7);                                                                         \
+		bc2Sqrt = adam_pick8(c.cls, bc2Sqrt0, bc2Sqrt1, bc2Sqrt2, bc2Sqrt3, bc2Sqrt4, bc2Sqrt5, bc2Sqrt6, bc2Sqrt7); \
+	}
+
+// adam_multi is adam_step over several tensors in one launch (adam_cursor: the tensors'
+// buffers and index ranges, off [T+1], off[T] = total). The tensors take different step
+// numbers (a tensor that joined late, Adam.SetLags): tensor t is in class cls[t] <
+// ADAM_CLASSES, whose step size and bias correction are stepSize<c> and bc2Sqrt<c>, and
+// which steps only if bit c of active is set (a class not started yet only has its
+// gradient cleared, with zeroGrad). The element arithmetic is adam_step's, so the results
+// are bit-identical to one adam_step launch per tensor.
+KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, int total, float beta2, float oneMinusBeta1,
+                  float oneMinusBeta2, float eps, ADAM_CLASS_ARGS, int active, int zeroGrad) {
+	adam_cursor c;
 	bool steps = false;
+	float stepSize = 0.f, bc2Sqrt = 0.f;
 	GRID_STRIDE(e, total) {
-		if (e >= next) {
-			do t++;
-			while (t < T - 1 && e >= off[t + 1]);
-			first = off[t];
-			next = off[t + 1];
-			const unsigned* q = ptrs + 8 * t;
-			p = (float*)(((unsigned long long)q[1] << 32) | q[0]);
-			g = (float*)(((unsigned long long)q[3] << 32) | q[2]);
-			m = (float*)(((unsigned long long)q[5] << 32) | q[4]);
-			v = (float*)(((unsigned long long)q[7] << 32) | q[6]);
-			const int c = cls[t];
-			steps = (active >> c) & 1;
-			switch (c) {
-			case 0: stepSize = stepSize0, bc2Sqrt = bc2Sqrt0; break;
-			case 1: stepSize = stepSize1, bc2Sqrt = bc2Sqrt1; break;
-			case 2: stepSize = stepSize2, bc2Sqrt = bc2Sqrt2; break;
-			case 3: stepSize = stepSize3, bc2Sqrt = bc2Sqrt3; break;
-			case 4: stepSize = stepSize4, bc2Sqrt = bc2Sqrt4; break;
-			case 5: stepSize = stepSize5, bc2Sqrt = bc2Sqrt5; break;
-			case 6: stepSize = stepSize6, bc2Sqrt = bc2Sqrt6; break;
-			default: stepSize = stepSize7, bc2Sqrt = bc2Sqrt7; break;
-			}
-		}
-		const long long i = e - first;
+		ADAM_SEEK(c, e, ptrs, off, cls, T);
+		const long long i = e - c.first;
 		if (!steps) {
-			if (zeroGrad) g[i] = 0.f;
+			if (zeroGrad) c.g[i] = 0.f;
 			continue;
 		}
-		adam_element(p, g, m, v, i, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt, zeroGrad);
+		adam_element(c.p, c.g, c.m, c.v, i, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt, zeroGrad);
 	}
 }
 
@@ -108,42 +135,17 @@ KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, i
 // host checks, and launches adam_multi otherwise). The arithmetic is adam_math, so the
 // results are bit-identical to adam_multi's and adam_step's.
 KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, const int* cls, int T, int totalq,
-                       float beta2, float oneMinusBeta1, float oneMinusBeta2, float eps, float stepSize0, float bc2Sqrt0,
-                       float stepSize1, float bc2Sqrt1, float stepSize2, float bc2Sqrt2, float stepSize3,
-                       float bc2Sqrt3, float stepSize4, float bc2Sqrt4, float stepSize5, float bc2Sqrt5,
-                       float stepSize6, float bc2Sqrt6, float stepSize7, float bc2Sqrt7, int active, int zeroGrad) {
-	int t = -1;
-	long long next = 0, first = 0;
-	int n = 0;
-	float *p = 0, *g = 0, *m = 0, *v = 0;
-	float stepSize = 0.f, bc2Sqrt = 0.f;
+                       float beta2, float oneMinusBeta1, float oneMinusBeta2, float eps, ADAM_CLASS_ARGS, int active,
+                       int zeroGrad) {
+	adam_cursor c;
 	bool steps = false;
+	float stepSize = 0.f, bc2Sqrt = 0.f;
+	int n = 0;
 	GRID_STRIDE(e, totalq) {
-		if (e >= next) {
-			do t++;
-			while (t < T - 1 && e >= offq[t + 1]);
-			first = offq[t];
-			next = offq[t + 1];
-			n = cnt[t];
-			const unsigned* q = ptrs + 8 * t;
-			p = (float*)(((unsigned long long)q[1] << 32) | q[0]);
-			g = (float*)(((unsigned long long)q[3] << 32) | q[2]);
-			m = (float*)(((unsigned long long)q[5] << 32) | q[4]);
-			v = (float*)(((unsigned long long)q[7] << 32) | q[6]);
-			const int c = cls[t];
-			steps = (active >> c) & 1;
-			switch (c) {
-			case 0: stepSize = stepSize0, bc2Sqrt = bc2Sqrt0; break;
-			case 1: stepSize = stepSize1, bc2Sqrt = bc2Sqrt1; break;
-			case 2: stepSize = stepSize2, bc2Sqrt = bc2Sqrt2; break;
-			case 3: stepSize = stepSize3, bc2Sqrt = bc2Sqrt3; break;
-			case 4: stepSize = stepSize4, bc2Sqrt = bc2Sqrt4; break;
-			case 5: stepSize = stepSize5, bc2Sqrt = bc2Sqrt5; break;
-			case 6: stepSize = stepSize6, bc2Sqrt = bc2Sqrt6; break;
-			default: stepSize = stepSize7, bc2Sqrt = bc2Sqrt7; break;
-			}
-		}
-		const long long i = 4 * (e - first);
+		ADAM_SEEK(c, e, ptrs, offq, cls, T)
+		n = cnt[c.t];
+		float *p = c.p, *g = c.g, *m = c.m, *v = c.v;
+		const long long i = 4 * (e - c.first);
 		if (i + 4 > n) { // the tensor's partial last quad, element by element
 			for (long long k = i; k < n; k++) {
 				if (steps) {

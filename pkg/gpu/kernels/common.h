@@ -60,4 +60,19 @@ __device__ __forceinline__ float wrapf(float x) {
 	return (float)(y - 2.0 * PI_D * floor(y / (2.0 * PI_D)) - PI_D);
 }
 
+// rt_load4 (the GEMMs of linear.cu and tf32.cu) reads four consecutive elements at
+// p[base …] of which the first `valid` exist (0 … 4), zero-filling the rest; in one 16-byte
+// load when vec (the host's check that the rows are 16-byte aligned) and all four exist.
+__device__ __forceinline__ void rt_load4(float r[4], const float* p, long long base, int valid, int vec) {
+	if (vec && valid == 4) {
+		float4 v = *(const float4*)(p + base);
+		r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
+		return;
+	}
+	for (int c = 0; c < 4; c++) r[c] = c < valid ? p[base + c] : 0.f;
+}
+
+// rt_clamp4 clamps a count of remaining elements to rt_load4's 0 … 4.
+__device__ __forceinline__ int rt_clamp4(int n) { return n < 0 ? 0 : (n > 4 ? 4 : n); }
+
 #endif

@@ -13,6 +13,13 @@
 // Candidates: row c = cand[q·cands + k] of ent, or c = k when cand is NULL (every query
 // against the first cands rows, as in evaluation).
 //
+// Two sets of kernels: the first ones, here, which compute both sincosf per (pair,
+// dimension) in each kernel, kept for the kernel bench (op_distance.go: Device.distFirst);
+// and the table kernels below (distance_qtab, distance_*_tab), the production path, which
+// take the query's half-angles from a table made once per call and rotate the entity's:
+// one sincosf per entity value. What follows about the backward's three ways holds for
+// both.
+//
 // Backward: dAxis/dHalf are owned per (query, dimension) by one thread that loops over
 // the candidates (no atomics, deterministic). dEnt needs a scatter-add; three ways:
 //   - distance_bwd_q with entAtomic = 1: atomicAdd into dEnt as the candidates are
@@ -187,5 +194,287 @@ KERNEL distance_bwd_ent_csr(float* dEnt, const float* dDist, const float* axis, 
 			acc += g * gT;
 		}
 		dEnt[c * dim + j] += acc;
+	}
+}
+
+// ---------------------------------------------------------------------------------------
+// The production kernels: the same distance and subgradients from a query table, with one
+// sincosf per entity value and none per (query, candidate) pair.
+//
+// With u = θ/2, α = a/2 and v = h/2, the table holds per (query, dimension) the float4
+// (sin α, cos α, sin v, cos v) (distance_qtab: two sincosf per (query, dimension), once
+// per call instead of once per candidate). Per element, from sin u and cos u:
+//
+//	st = sin(u − α) = sin u·cos α − cos u·sin α,  ct = cos(u − α) = cos u·cos α + sin u·sin α
+//	sl = sin(u − α + v) = st·cos v + ct·sin v     (the lower boundary a − h: lo = |sl|)
+//	sh = sin(u − α − v) = st·cos v − ct·sin v     (the upper boundary a + h: hi = |sh|)
+//
+// so t = |st|, β = |sin v|, and the pair's trigonometry is multiply-adds. st's two
+// products are rounded separately (no FMA contraction), so that st is exactly 0 where
+// θ = a (both sides then hold the same sincosf of the same float) and sign(0) = 0 picks
+// the reference's subgradient; with h = 0, sin v = 0 and sl = sh exactly, so lo and hi
+// tie and the gradient splits as in the reference.
+//
+// The inside test is sl·sh < 0 (t² − β² = sin(x + y)·sin(x − y) = −sl·sh with x = u − α,
+// y = v), the CPU backend's (pkg/compute/cpu): the two boundary sines are small where the
+// test is decided, so it is well conditioned everywhere, where t < β in float flips on
+// rounding wherever the sine is flat (β near 1: a wide cone and an entity near the
+// antipode of its axis). For h = π it reduces to |ct| > |cos v|, the cosine tie-break
+// of inside_cone. The same sign decides the inside term's min(t, β) split (t < β ⟺
+// sl·sh < 0; a tie splits), as in the CPU backend.
+//
+// Where the entity's sin u, cos u come from: in the forward and the query-side backward
+// each (pair, dimension) reads a different entity value, so it costs one sincosf there
+// (a table of the entity half-angles would double the gathered bytes, 8 per value
+// instead of 4); in the CSR entity-side backward a thread owns (row, dimension), so one
+// sincosf serves all the row's pairs, and the table's float4 of each pair's query is
+// read instead (16 bytes from L2 where the old kernel computed two sincosf).
+//
+// Gradients are computed doubled (G = 2·∂d/∂x: the halves of d|sin(x/2)|/dx fold into one
+// final multiply by 0.5, exact), and ∂d/∂a = −∂d/∂θ, so a pair's element yields two
+// numbers, Gθ and Gh.
+
+#define DTAB_WARPS 8                      // distance_fwd_tab: warps per block
+#define DTAB_CW 4                         // candidates per warp
+#define DTAB_CANDS (DTAB_WARPS * DTAB_CW) // candidates per block
+#define DTAB_THREADS (32 * DTAB_WARPS)
+
+// Query table: tab[i] = (sin(a/2), cos(a/2), sin(h/2), cos(h/2)) for a = axis[i],
+// h = half[i], i < n.
+KERNEL distance_qtab(float4* tab, const float* axis, const float* half, int n) {
+	GRID_STRIDE(i, n) {
+		float sa, ca, sv, cv;
+		sincosf(axis[i] * 0.5f, &sa, &ca);
+		sincosf(half[i] * 0.5f, &sv, &cv);
+		tab[i] = make_float4(sa, ca, sv, cv);
+	}
+}
+
+// The rotated sines of one (pair, dimension): st, ct, sl, sh above.
+struct dim_rot {
+	float st, ct, sl, sh;
+};
+
+__device__ __forceinline__ dim_rot rotate_half(float su, float cu, float4 Q) {
+	dim_rot r;
+	r.st = __fsub_rn(__fmul_rn(su, Q.y), __fmul_rn(cu, Q.x));
+	r.ct = cu * Q.y + su * Q.x;
+	float a = r.st * Q.w, b = r.ct * Q.z;
+	r.sl = a + b;
+	r.sh = a - b;
+	return r;
+}
+
+// d_o and d_i of one (pair, dimension).
+__device__ __forceinline__ void dim_distance_tab(float su, float cu, float4 Q, float* dOut, float* dIn) {
+	dim_rot r = rotate_half(su, cu, Q);
+	*dIn = fminf(fabsf(r.st), fabsf(Q.z));
+	*dOut = r.sl * r.sh < 0.f ? 0.f : fminf(fabsf(r.sl), fabsf(r.sh));
+}
+
+// Gθ = 2·∂d/∂θ and Gh = 2·∂d/∂h of one (pair, dimension) (∂d/∂a = −∂d/∂θ); the
+// subgradients of dim_distance_grad, with the inside test above.
+__device__ __forceinline__ void dim_grad_tab(float su, float cu, float4 Q, float lambda, float* gTheta, float* gH) {
+	dim_rot r = rotate_half(su, cu, Q);
+	const float p = r.sl * r.sh; // < 0: inside (t < β); 0: t = β
+	float gt = 0.f, gh = 0.f;
+	if (!(p < 0.f)) {
+		float cl = r.ct * Q.w - r.st * Q.z, ch = r.ct * Q.w + r.st * Q.z; // cosines of u − α ± v
+		float gl = sgnf(r.sl) * cl, gu = sgnf(r.sh) * ch;                 // ∂(θ, h): lo (gl, gl), hi (gu, −gu)
+		float lo = fabsf(r.sl), hi = fabsf(r.sh);
+		if (lo < hi) {
+			gt = gl;
+			gh = gl;
+		} else if (lo > hi) {
+			gt = gu;
+			gh = -gu;
+		} else {
+			gt = 0.5f * (gl + gu);
+			gh = 0.5f * (gl - gu);
+		}
+	}
+	const float gIn = lambda * (sgnf(r.st) * r.ct), gB = lambda * (sgnf(Q.z) * Q.w); // λ·2∂t/∂θ, λ·2∂β/∂h
+	if (p < 0.f) {
+		gt += gIn;
+	} else if (p > 0.f) {
+		gh += gB;
+	} else {
+		gt += 0.5f * gIn;
+		gh += 0.5f * gB;
+	}
+	*gTheta = gt;
+	*gH = gh;
+}
+
+// dist [queries][cands] from the query table qtab [queries][dim] (distance_qtab). Block
+// DTAB_THREADS: warp w takes candidates blockIdx.x·DTAB_CANDS + w·DTAB_CW + c, c <
+// DTAB_CW, its lanes stride over the dimensions (each load of a row coalesced); a lane
+// reads its (query, dimension) float4 once for the warp's DTAB_CW candidates (the other
+// warps of the block find it in L1). Each lane sums its dimensions in order, then the 32
+// lane sums are added in order through shared memory: deterministic, and independent of
+// the grid. Grid (ceil(cands/DTAB_CANDS), min(queries, 65535)), y grid-strided.
+KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const int* cand, int queries, int cands, int dim,
+                        float lambda) {
+	__shared__ float red[DTAB_CANDS][33];
+	const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+	const int k0 = blockIdx.x * DTAB_CANDS + w * DTAB_CW;
+	int nc = cands - k0; // this warp's candidates
+	nc = nc < 0 ? 0 : (nc > DTAB_CW ? DTAB_CW : nc);
+	for (int q = blockIdx.y; q < queries; q += gridDim.y) {
+		const float* row[DTAB_CW];
+		for (int c = 0; c < DTAB_CW; c++) {
+			long long r = 0;
+			if (c < nc) r = cand ? (long long)cand[(long long)q * cands + k0 + c] : (long long)(k0 + c);
+			row[c] = ent + r * dim;
+		}
+		const float4* qt = qtab + (long long)q * dim;
+		float accO[DTAB_CW], accI[DTAB_CW];
+		for (int c = 0; c < DTAB_CW; c++) accO[c] = accI[c] = 0.f;
+		if (nc == DTAB_CW) {
+			for (int j = lane; j < dim; j += 32) {
+				const float4 Q = qt[j];
+				float th[DTAB_CW];
+				for (int c = 0; c < DTAB_CW; c++) th[c] = row[c][j];
+				for (int c = 0; c < DTAB_CW; c++) {
+					float su, cu, o, i;
+					sincosf(th[c] * 0.5f, &su, &cu);
+					dim_distance_tab(su, cu, Q, &o, &i);
+					accO[c] += o;
+					accI[c] += i;
+				}
+			}
+		} else {
+			for (int c = 0; c < DTAB_CW; c++) // constant indices: the arrays stay in registers
+				for (int j = lane; c < nc && j < dim; j += 32) {
+					float su, cu, o, i;
+					sincosf(row[c][j] * 0.5f, &su, &cu);
+					dim_distance_tab(su, cu, qt[j], &o, &i);
+					accO[c] += o;
+					accI[c] += i;
+				}
+		}
+		for (int c = 0; c < DTAB_CW; c++) red[w * DTAB_CW + c][lane] = accO[c] + lambda * accI[c];
+		__syncthreads();
+		if (t < DTAB_CANDS) {
+			const int k = blockIdx.x * DTAB_CANDS + t;
+			if (k < cands) {
+				float s = 0.f;
+				for (int l = 0; l < 32; l++) s += red[t][l];
+				dist[(long long)q * cands + k] = s;
+			}
+		}
+		__syncthreads();
+	}
+}
+
+// The query side of the backward from the query table: one thread per (query q,
+// dimension j) adds −½Σ_k g·Gθ into dAxis and ½Σ_k g·Gh into dHalf (either may be NULL),
+// g = dDist[q][k], skipping g = 0; with entAtomic ≠ 0 it also atomically adds ½g·Gθ into
+// dEnt (not deterministic; cand non-NULL or the rows distinct). The block stages the
+// query's candidate rows and gradients in shared memory, DIST_BWD_THREADS at a time, so
+// the candidate loop reads only the entity values from global memory. Block
+// DIST_BWD_THREADS over j, grid (ceil(dim/DIST_BWD_THREADS), min(queries, 65535)), y
+// grid-strided.
+KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, const float* dDist, const float4* qtab, const float* ent,
+                          const int* cand, int queries, int cands, int dim, float lambda, int entAtomic) {
+	__shared__ long long srow[DIST_BWD_THREADS];
+	__shared__ float sg[DIST_BWD_THREADS];
+	const int t = threadIdx.x, j = blockIdx.x * DIST_BWD_THREADS + t;
+	const bool on = j < dim;
+	for (int q = blockIdx.y; q < queries; q += gridDim.y) {
+		const float4 Q = on ? qtab[(long long)q * dim + j] : make_float4(0.f, 1.f, 0.f, 1.f);
+		float accT = 0.f, accH = 0.f;
+		for (int k0 = 0; k0 < cands; k0 += DIST_BWD_THREADS) {
+			const int n = cands - k0 < DIST_BWD_THREADS ? cands - k0 : DIST_BWD_THREADS;
+			if (t < n) {
+				const long long p = (long long)q * cands + k0 + t;
+				sg[t] = dDist[p];
+				srow[t] = (cand ? (long long)cand[p] : (long long)(k0 + t)) * dim;
+			}
+			__syncthreads();
+			if (on) {
+				// The next candidate's entity value is loaded before this one is computed,
+				// so that a load is always in flight.
+				float next = sg[0] != 0.f ? ent[srow[0] + j] : 0.f;
+				for (int i = 0; i < n; i++) {
+					const float th = next;
+					if (i + 1 < n && sg[i + 1] != 0.f) next = ent[srow[i + 1] + j];
+					const float g = sg[i];
+					if (g == 0.f) continue;
+					const long long e = srow[i] + j;
+					float su, cu, gT, gH;
+					sincosf(th * 0.5f, &su, &cu);
+					dim_grad_tab(su, cu, Q, lambda, &gT, &gH);
+					accT += g * gT;
+					accH += g * gH;
+					if (entAtomic && dEnt) atomicAdd(&dEnt[e], 0.5f * (g * gT));
+				}
+			}
+			__syncthreads();
+		}
+		if (on && dAxis) dAxis[(long long)q * dim + j] -= 0.5f * accT;
+		if (on && dHalf) dHalf[(long long)q * dim + j] += 0.5f * accH;
+	}
+}
+
+// cand == NULL: dEnt[c][j] += ½Σ_q dDist[q][c]·Gθ for c < cands, from the query table.
+// One thread per (row c, dimension j), which computes its sincosf once: grid
+// (ceil(dim/DIST_BWD_THREADS), min(cands, 65535)), y grid-strided.
+KERNEL distance_bwd_ent_all_tab(float* dEnt, const float* dDist, const float4* qtab, const float* ent, int queries, int cands,
+                                int dim, float lambda) {
+	const int j = blockIdx.x * blockDim.x + threadIdx.x;
+	if (j >= dim) return;
+	for (int c = blockIdx.y; c < cands; c += gridDim.y) {
+		float su, cu;
+		sincosf(ent[(long long)c * dim + j] * 0.5f, &su, &cu);
+		float acc = 0.f;
+		for (int q = 0; q < queries; q++) {
+			const float g = dDist[(long long)q * cands + c];
+			if (g == 0.f) continue;
+			float gT, gH;
+			dim_grad_tab(su, cu, qtab[(long long)q * dim + j], lambda, &gT, &gH);
+			acc += g * gT;
+		}
+		dEnt[(long long)c * dim + j] += 0.5f * acc;
+	}
+}
+
+// The deterministic CSR entity gradient from the query table: for u < nrows, row
+// rowIds[u] of ent is candidate pairs[start[u]] … pairs[start[u+1]−1] (p = q·cands + k,
+// in increasing order). One thread per (u, dimension j) computes its sincosf once and
+// sums ½g·Gθ over the pairs in order; the block stages each pair's query and gradient in
+// shared memory (the division by cands once per pair and block, not per thread). Grid
+// (ceil(dim/DIST_BWD_THREADS), min(nrows, 65535)), y grid-strided.
+KERNEL distance_bwd_ent_csr_tab(float* dEnt, const float* dDist, const float4* qtab, const float* ent, const int* rowIds,
+                                const int* start, const int* pairs, int nrows, int cands, int dim, float lambda) {
+	__shared__ long long sq[DIST_BWD_THREADS];
+	__shared__ float sg[DIST_BWD_THREADS];
+	const int t = threadIdx.x, j = blockIdx.x * DIST_BWD_THREADS + t;
+	const bool on = j < dim;
+	for (int u = blockIdx.y; u < nrows; u += gridDim.y) {
+		const long long e = (long long)rowIds[u] * dim + j;
+		float su = 0.f, cu = 1.f;
+		if (on) sincosf(ent[e] * 0.5f, &su, &cu);
+		float acc = 0.f;
+		const int s0 = start[u], s1 = start[u + 1];
+		for (int i0 = s0; i0 < s1; i0 += DIST_BWD_THREADS) {
+			const int n = s1 - i0 < DIST_BWD_THREADS ? s1 - i0 : DIST_BWD_THREADS;
+			if (t < n) {
+				const int p = pairs[i0 + t];
+				sg[t] = dDist[p];
+				sq[t] = (long long)(p / cands) * dim;
+			}
+			__syncthreads();
+			if (on)
+				for (int i = 0; i < n; i++) {
+					const float g = sg[i];
+					if (g == 0.f) continue;
+					float gT, gH;
+					dim_grad_tab(su, cu, qtab[sq[i] + j], lambda, &gT, &gH);
+					acc += g * gT;
+				}
+			__syncthreads();
+		}
+		if (on) dEnt[e] += 0.5f * acc;
 	}
 }

@@ -9,7 +9,8 @@
 //
 // gemm_* (and gemm_*_64) are the register-tiled kernels described below gemm_reg; the
 // first versions, gemm64_* (64×64 tiles, 256 threads of 4×4 outputs spaced 16 apart,
-// scalar shared reads), stay for the kernel bench and as tf32.cu's launch geometry. Plain
+// scalar shared reads), stay for the kernel bench (so does tf32.cu's gemm64_tf32_*, on
+// their launch geometry). Plain
 // FP32 FMA, no tensor cores (TF32 is tf32.cu's, opt-in).
 //
 // Launch: gemm64_*: block 256, grid (ceil(N/64), min(ceil(M/64), 65535)); gemm_*: block
@@ -89,8 +90,8 @@ __device__ __forceinline__ void gemm_tiled(int M, int N, int K, const float* A, 
 	}
 }
 
-// The first versions, kept for the kernel bench (kernelbench_test.go) and as the launch
-// geometry of tf32.cu's kernels.
+// The first versions, kept for the kernel bench (kernelbench_test.go); tf32.cu's first
+// versions, gemm64_tf32_*, have their launch geometry.
 KERNEL gemm64_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
                  const float* bias, int accumulate) {
 	gemm_tiled<false, true>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
@@ -124,19 +125,6 @@ KERNEL gemm64_tn(int M, int N, int K, const float* A, int lda, const float* B, i
 // tile, every output gets the same bits as from gemm64_* (nvcc contracts the product and
 // sum into an FMA in both; the emulator, compiled without FMA, in neither).
 #define RT_BK 8
-
-// rt_load4 reads four consecutive elements at p[base …] of which the first `valid` exist
-// (0 … 4), zero-filling the rest; in one 16-byte load when vec and all four exist.
-__device__ __forceinline__ void rt_load4(float r[4], const float* p, long long base, int valid, int vec) {
-	if (vec && valid == 4) {
-		float4 v = *(const float4*)(p + base);
-		r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
-		return;
-	}
-	for (int c = 0; c < 4; c++) r[c] = c < valid ? p[base + c] : 0.f;
-}
-
-__device__ __forceinline__ int rt_clamp4(int n) { return n < 0 ? 0 : (n > 4 ? 4 : n); }
 
 template <bool TA, bool TB, int BM, int BN>
 __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,

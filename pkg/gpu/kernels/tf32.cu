@@ -7,18 +7,21 @@
 //	gemm_tf32_tn   C += Aᵀ·B           dW += dyᵀ·x      M=out  N=in  K=rows
 //	tf32_round_f32 y[i] = tf32_round(x[i]), for the tests of the rounding
 //
-// They are linear.cu's gemm_nt/nn/tn (same arguments, same launch: block 256, grid
-// (ceil(N/64), min(ceil(M/64), 65535)), y grid-strided) with the inner product on the
-// tensor cores; linear.cu and its FP32 kernels are untouched. The tile of C (64×64) is
-// split over the 8 warps, 32 rows × 16 columns each: 2×2 MMAs of 16×8 per step of 8 along
-// K. The K slices (16) of A and B are staged in shared memory k-major, [k][m] and [k][n],
-// rows padded to 72 floats so that a warp's fragment loads hit 32 distinct banks, and are
-// rounded to TF32 once, as they are stored there.
+// They take linear.cu's arguments and split-K, and the host chooses their tiles as for
+// FP32 (op_linear.go): the register-tiled kernels below (128×128 block tiles, or 64×64
+// ones, gemm_tf32_*_64), and the first versions, gemm64_tf32_* (the old FP32 kernels'
+// launch: block 256, grid (ceil(N/64), min(ceil(M/64), 65535)), y grid-strided), kept for
+// the kernel bench. In the first versions the tile of C (64×64) is split over the 8 warps,
+// 32 rows × 16 columns each: 2×2 MMAs of 16×8 per step of 8 along K, each loading its own
+// fragments. Their K slices (16) of A and B are staged in shared memory k-major, [k][m]
+// and [k][n], rows padded to 72 floats so that a warp's fragment loads hit 32 distinct
+// banks, and are rounded to TF32 once, as they are stored there.
 //
 // On the device the MMA is the instruction itself (sm_80 and later: the H100 runs this
 // PTX). Under the launch emulator (package emu: this file compiled as C++) there is no
 // warp to cooperate with, but there need not be: every lane reads the whole 16×8×8 tile
-// from shared memory, so mma_tf32_16x8x8 computes each of its four outputs itself,
+// from shared memory, so mma_tf32_16x8x8 (and tf_mma_tile) computes each of its four
+// outputs itself,
 //
 //	d = (((d + a₀b₀) + a₁b₁) + … + a₇b₇)   in float32, k in order,
 //
@@ -99,7 +102,7 @@ __device__ __forceinline__ void mma_tf32_16x8x8(float d[4], const float* As, int
 
 // C[m][n] (row stride ldc) = (accumulate ? C[m][n] : 0) + Σ_k r(A(m,k))·r(B(k,n)) + bias[n],
 // r = tf32_round, A(m,k) = TA ? A[k·lda + m] : A[m·lda + k], B(k,n) = TB ? B[n·ldb + k] :
-// B[k·ldb + n]. blockDim.x must be 256.
+// B[k·ldb + n]. blockDim.x must be 256. The first version (gemm64_tf32_*).
 template <bool TA, bool TB>
 __device__ __forceinline__ void gemm_tf32_tiled(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
                                                 float* C, int ldc, const float* bias, int accumulate) {
@@ -164,20 +167,229 @@ __device__ __forceinline__ void gemm_tf32_tiled(int M, int N, int K, const float
 	}
 }
 
-KERNEL gemm_tf32_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+KERNEL gemm64_tf32_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
                     const float* bias, int accumulate) {
 	gemm_tf32_tiled<false, true>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
 }
 
-KERNEL gemm_tf32_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+KERNEL gemm64_tf32_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
                     const float* bias, int accumulate) {
 	gemm_tf32_tiled<false, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
 }
 
-KERNEL gemm_tf32_tn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+KERNEL gemm64_tf32_tn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
                     const float* bias, int accumulate) {
 	gemm_tf32_tiled<true, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
 }
+
+// ---------------------------------------------------------------------------------------
+// The register-tiled TF32 GEMM: gemm_tf32_nt / nn / tn with 128×128 block tiles (256
+// threads, 8 warps of 64×32: 4×4 MMAs per K step of 8) and gemm_tf32_*_64 with 64×64
+// tiles (128 threads, 4 warps of 32×32: 2×4 MMAs), the same arguments, split-K and host
+// choice as linear.cu's gemm_reg (see op_linear.go's Device.gemm).
+//
+// A warp loads its A fragments (4 registers per 16 rows) and B fragments (2 per 8
+// columns) once per K step and issues every MMA of its tile from them: 1.5 shared loads
+// per MMA, against 6 in gemm64_tf32_*. K is walked in slices of 8 (one K step), double
+// buffered as in gemm_reg: the next slice's global loads (16 bytes where the host
+// allows, vecA/vecB) are in flight during the MMAs of the current one, then rounded to
+// TF32 and stored into the other buffer, one barrier per slice. The shared slices are k-major, [k][m] and
+// [k][n], rows padded by 8 floats (a row ≡ 8 banks mod 32): a warp's fragment loads (rows
+// t and t+4, columns g, t = lane%4, g = lane/4) hit 32 distinct banks, and every fragment
+// address is the lane's base plus a constant. The transposing stores of the operands
+// whose rows run along k (4 consecutive k of one m or n per lane, 16 rows × 2 k-groups
+// per warp) would hit 16 banks twice if all lanes stored their c-th value together; the
+// lanes of the second k-group store theirs from the third on (tf_rot4), which spreads
+// them over 32. (Slices of 8 rather than 16 keep the registers at 128 without spills:
+// 64 accumulators, 8 for the next slice, 12 of fragments.)
+//
+// Each output is accumulated over the K steps in order by one lane's MMAs: deterministic,
+// and under the emulator (which computes each MMA per lane, as described above) the same
+// sums in the same order as gemm64_tf32_*.
+#define TF_BK 8
+
+// tf_rot4 sets v[c] = r[(c + s) mod 4] (s in 0 … 3) by selects, not by an index that
+// would put r in local memory.
+__device__ __forceinline__ void tf_rot4(float v[4], const float r[4], int s) {
+	const bool s1 = s & 1, s2 = s & 2;
+	const float a0 = s1 ? r[1] : r[0], a1 = s1 ? r[2] : r[1], a2 = s1 ? r[3] : r[2], a3 = s1 ? r[0] : r[3];
+	v[0] = s2 ? a2 : a0, v[1] = s2 ? a3 : a1, v[2] = s2 ? a0 : a2, v[3] = s2 ? a1 : a3;
+}
+
+// tf_mma_tile: one warp's MI×NJ MMAs of one K step of 8 at k: acc[i][j] += A(16i…, k…)·
+// B(k…, 8j…), A(m, k) at As[k·LA + m] for the warp's rows wm…, B(k, n) at Bs[k·LB + n]
+// for its columns wn…, shared and already rounded to TF32. All 32 lanes of the warp call
+// it together.
+template <int LA, int LB, int MI, int NJ>
+__device__ __forceinline__ void tf_mma_tile(float acc[MI][NJ][4], const float* As, const float* Bs, int k, int wm,
+                                            int wn) {
+	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#ifdef __CUDA_ARCH__
+	const int k0 = k + t, k1 = k + t + 4;
+	// The fragments (PTX ISA, mma.m16n8k8 .tf32): a0 (g, t), a1 (g+8, t), a2 (g, t+4),
+	// a3 (g+8, t+4) of A [m][k]; b0 (t, g), b1 (t+4, g) of B [k][n].
+	// B's fragments first, then A's one 16-row block at a time with its NJ MMAs: every
+	// fragment loaded once, and 4 + 2·NJ of them live rather than 4·MI + 2·NJ.
+	unsigned b[NJ][2];
+	for (int j = 0; j < NJ; j++) {
+		const int n = wn + 8 * j + g;
+		b[j][0] = __float_as_uint(Bs[k0 * LB + n]);
+		b[j][1] = __float_as_uint(Bs[k1 * LB + n]);
+	}
+	for (int i = 0; i < MI; i++) {
+		const int m = wm + 16 * i + g;
+		const unsigned a0 = __float_as_uint(As[k0 * LA + m]);
+		const unsigned a1 = __float_as_uint(As[k0 * LA + m + 8]);
+		const unsigned a2 = __float_as_uint(As[k1 * LA + m]);
+		const unsigned a3 = __float_as_uint(As[k1 * LA + m + 8]);
+		for (int j = 0; j < NJ; j++)
+			asm volatile(
+			    "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+			    "{%0, %1, %2, %3};\n"
+			    : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
+			    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b[j][0]), "r"(b[j][1]));
+	}
+#else
+	// Each lane its own outputs of every MMA, (g + 8·(q/2), 2t + q%2) of tile (i, j), the
+	// eight products added in k order (see the top of the file).
+	for (int i = 0; i < MI; i++)
+		for (int j = 0; j < NJ; j++)
+			for (int q = 0; q < 4; q++) {
+				const int m = wm + 16 * i + g + 8 * (q >> 1), n = wn + 8 * j + 2 * t + (q & 1);
+				float s = acc[i][j][q];
+				for (int kk = k; kk < k + 8; kk++) s += As[kk * LA + m] * Bs[kk * LB + n];
+				acc[i][j][q] = s;
+			}
+#endif
+}
+
+// C[m][n] (row stride ldc) = (accumulate ? C[m][n] : 0) + Σ_k r(A(m,k))·r(B(k,n)) + bias[n]
+// as gemm_tf32_tiled, over k in [z·kSplit, min(K, (z+1)·kSplit)) into C + z·splitStride for
+// the grid's layer z (split-K; one layer: the whole GEMM). BM×BN block tiles of warps of
+// WM×WN; blockDim.x must be 32·(BM/WM)·(BN/WN).
+template <bool TA, bool TB, int BM, int BN, int WM, int WN>
+__device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
+                                              float* C, int ldc, const float* bias, int accumulate, int vecA, int vecB,
+                                              int kSplit, int splitStride) {
+	{
+		const int kb = blockIdx.z * kSplit;
+		K = K - kb < kSplit ? K - kb : kSplit;
+		A += TA ? (long long)kb * lda : kb;
+		B += TB ? kb : (long long)kb * ldb;
+		C += (long long)blockIdx.z * splitStride;
+	}
+	constexpr int WX = BN / WN, T = 32 * WX * (BM / WM), MI = WM / 16, NJ = WN / 8;
+	constexpr int QA = BM * TF_BK / (4 * T), QB = BN * TF_BK / (4 * T); // 16-byte loads per thread per slice
+	static_assert(QA * 4 * T == BM * TF_BK && QB * 4 * T == BN * TF_BK, "a slice is whole 16-byte loads");
+	static_assert(TF_BK == 8, "the stores' rotation spreads 2 k-groups (see above)");
+	constexpr int LA = BM + 8, LB = BN + 8; // padded rows, ≡ 8 banks mod 32
+	static_assert(BM % 32 == 0 && BN % 32 == 0, "rows of whole bank cycles before the padding");
+	__shared__ __align__(16) float As[2][TF_BK][LA];
+	__shared__ __align__(16) float Bs[2][TF_BK][LB];
+	const int t = threadIdx.x, warp = t >> 5;
+	const int wm = warp / WX * WM, wn = warp % WX * WN;
+	const int n0 = blockIdx.x * BN;
+	for (int m0 = blockIdx.y * BM; m0 < M; m0 += gridDim.y * BM) {
+		float ra[QA][4], rb[QB][4];
+		// Global → registers: slice k0 of A's rows m0… and of B's columns n0…, as gemm_reg.
+		auto load = [&](int k0) {
+			for (int i = 0; i < QA; i++) {
+				const int q = t + i * T;
+				if (TA) { // A(m, k) = A[k·lda + m]: 4 consecutive m of one k
+					const int kk = q / (BM / 4), mq = q % (BM / 4) * 4, gk = k0 + kk, gm = m0 + mq;
+					rt_load4(ra[i], A, (long long)gk * lda + gm, gk < K ? rt_clamp4(M - gm) : 0, vecA);
+				} else { // A(m, k) = A[m·lda + k]: 4 consecutive k of one m
+					const int row = q / (TF_BK / 4), kq = q % (TF_BK / 4) * 4, gm = m0 + row, gk = k0 + kq;
+					rt_load4(ra[i], A, (long long)gm * lda + gk, gm < M ? rt_clamp4(K - gk) : 0, vecA);
+				}
+			}
+			for (int i = 0; i < QB; i++) {
+				const int q = t + i * T;
+				if (TB) { // B(k, n) = B[n·ldb + k]: 4 consecutive k of one n
+					const int col = q / (TF_BK / 4), kq = q % (TF_BK / 4) * 4, gn = n0 + col, gk = k0 + kq;
+					rt_load4(rb[i], B, (long long)gn * ldb + gk, gn < N ? rt_clamp4(K - gk) : 0, vecB);
+				} else { // B(k, n) = B[k·ldb + n]: 4 consecutive n of one k
+					const int kk = q / (BN / 4), nq = q % (BN / 4) * 4, gk = k0 + kk, gn = n0 + nq;
+					rt_load4(rb[i], B, (long long)gk * ldb + gn, gk < K ? rt_clamp4(N - gn) : 0, vecB);
+				}
+			}
+		};
+		// Registers → shared buffer buf: rounded to TF32, k-major. A lane whose 4 values run
+		// along k stores them from 2·its k-group's number on (tf_rot4; see above).
+		auto store = [&](int buf) {
+			for (int i = 0; i < QA; i++) {
+				const int q = t + i * T;
+				if (TA) {
+					const int kk = q / (BM / 4), mq = q % (BM / 4) * 4;
+					*(float4*)&As[buf][kk][mq] =
+					    make_float4(tf32_round(ra[i][0]), tf32_round(ra[i][1]), tf32_round(ra[i][2]), tf32_round(ra[i][3]));
+				} else {
+					const int row = q / (TF_BK / 4), g4 = q % (TF_BK / 4), kq = g4 * 4;
+					float v[4];
+					tf_rot4(v, ra[i], 2 * g4);
+					for (int c = 0; c < 4; c++) As[buf][kq + (c + 2 * g4) % 4][row] = tf32_round(v[c]);
+				}
+			}
+			for (int i = 0; i < QB; i++) {
+				const int q = t + i * T;
+				if (TB) {
+					const int col = q / (TF_BK / 4), g4 = q % (TF_BK / 4), kq = g4 * 4;
+					float v[4];
+					tf_rot4(v, rb[i], 2 * g4);
+					for (int c = 0; c < 4; c++) Bs[buf][kq + (c + 2 * g4) % 4][col] = tf32_round(v[c]);
+				} else {
+					const int kk = q / (BN / 4), nq = q % (BN / 4) * 4;
+					*(float4*)&Bs[buf][kk][nq] =
+					    make_float4(tf32_round(rb[i][0]), tf32_round(rb[i][1]), tf32_round(rb[i][2]), tf32_round(rb[i][3]));
+				}
+			}
+		};
+		float acc[MI][NJ][4];
+		for (int i = 0; i < MI; i++)
+			for (int j = 0; j < NJ; j++)
+				for (int q = 0; q < 4; q++) acc[i][j][q] = 0.f;
+		load(0);
+		store(0);
+		__syncthreads();
+		for (int k0 = 0, buf = 0; k0 < K; k0 += TF_BK, buf ^= 1) {
+			const bool more = k0 + TF_BK < K;
+			if (more) load(k0 + TF_BK);
+			tf_mma_tile<LA, LB, MI, NJ>(acc, &As[buf][0][0], &Bs[buf][0][0], 0, wm, wn);
+			if (more) store(buf ^ 1);
+			__syncthreads();
+		}
+		const int lane = t & 31, g = lane >> 2, tg = lane & 3;
+#pragma unroll
+		for (int i = 0; i < MI; i++)
+#pragma unroll
+			for (int j = 0; j < NJ; j++)
+#pragma unroll
+				for (int q = 0; q < 4; q++) {
+					const int gm = m0 + wm + 16 * i + g + 8 * (q >> 1), gn = n0 + wn + 8 * j + 2 * tg + (q & 1);
+					if (gm >= M || gn >= N) continue;
+					float v = acc[i][j][q];
+					if (bias) v += bias[gn];
+					float* c = &C[(long long)gm * ldc + gn];
+					*c = accumulate ? *c + v : v;
+				}
+	}
+}
+
+// Launch bounds: 2 blocks of 8 warps (or 4 of 4) per SM, i.e. at most 128 registers.
+#define GEMM_TF32(name, TA, TB, BM, BN, WM, WN)                                                                \
+	extern "C" __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN), 16 / ((BM / WM) * (BN / WN)))       \
+	    name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,            \
+	         const float* bias, int accumulate, int vecA, int vecB, int kSplit, int splitStride) {                \
+		gemm_tf32_reg<TA, TB, BM, BN, WM, WN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, vecA, vecB,  \
+		                                      kSplit, splitStride);                                           \
+	}
+
+GEMM_TF32(gemm_tf32_nt, false, true, 128, 128, 64, 32)
+GEMM_TF32(gemm_tf32_nn, false, false, 128, 128, 64, 32)
+GEMM_TF32(gemm_tf32_tn, true, false, 128, 128, 64, 32)
+GEMM_TF32(gemm_tf32_nt_64, false, true, 64, 64, 32, 32)
+GEMM_TF32(gemm_tf32_nn_64, false, false, 64, 64, 32, 32)
+GEMM_TF32(gemm_tf32_tn_64, true, false, 64, 64, 32, 32)
 
 // y[i] = tf32_round(x[i]): the rounding alone, for its tests (the emulator's bits and the
 // device's cvt.rna.tf32.f32 against Go's compute.RoundTF32).
