@@ -75,4 +75,33 @@ __device__ __forceinline__ void rt_load4(float r[4], const float* p, long long b
 // rt_clamp4 clamps a count of remaining elements to rt_load4's 0 … 4.
 __device__ __forceinline__ int rt_clamp4(int n) { return n < 0 ? 0 : (n > 4 ? 4 : n); }
 
+// rt_load_slice is thread t's share (Q loads of 4 elements, of T threads) of a slice of 8
+// along k of one GEMM operand X, for the register-tiled GEMMs of linear.cu and tf32.cu:
+// the BX values of x from x0 (of X's XN) and k from k0 (of K). KMAJOR: X(x, k) = X[k·ld +
+// x], each load 4 consecutive x of one k; otherwise X(x, k) = X[x·ld + k], 4 consecutive k
+// of one x. A is (m, k), KMAJOR when transposed; B is (n, k), KMAJOR when not.
+template <bool KMAJOR, int BX, int Q, int T>
+__device__ __forceinline__ void rt_load_slice(float r[Q][4], const float* X, int ld, int x0, int XN, int k0, int K, int t,
+                                              int vec) {
+	for (int i = 0; i < Q; i++) {
+		const int q = t + i * T;
+		if (KMAJOR) {
+			const int kk = q / (BX / 4), xq = q % (BX / 4) * 4, gk = k0 + kk, gx = x0 + xq;
+			rt_load4(r[i], X, (long long)gk * ld + gx, gk < K ? rt_clamp4(XN - gx) : 0, vec);
+		} else {
+			const int row = q / 2, kq = q % 2 * 4, gx = x0 + row, gk = k0 + kq;
+			rt_load4(r[i], X, (long long)gx * ld + gk, gx < XN ? rt_clamp4(K - gk) : 0, vec);
+		}
+	}
+}
+
+// gemm_epilogue writes one GEMM output: C[m][n] = (accumulate ? C[m][n] : 0) + (v +
+// bias[n]), the order every GEMM kernel (and the split-K sum) adds in.
+__device__ __forceinline__ void gemm_epilogue(float* C, int ldc, long long m, long long n, float v, const float* bias,
+                                              int accumulate) {
+	if (bias) v += bias[n];
+	float* c = &C[m * ldc + n];
+	*c = accumulate ? *c + v : v;
+}
+
 #endif

@@ -81,10 +81,7 @@ __device__ __forceinline__ void gemm_tiled(int M, int N, int K, const float* A, 
 			for (int j = 0; j < 4; j++) {
 				int gn = n0 + tx + 16 * j;
 				if (gn >= N) continue;
-				float v = acc[i][j];
-				if (bias) v += bias[gn];
-				float* c = &C[(long long)gm * ldc + gn];
-				*c = accumulate ? *c + v : v;
+				gemm_epilogue(C, ldc, gm, gn, acc[i][j], bias, accumulate);
 			}
 		}
 	}
@@ -149,26 +146,8 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
 		float ra[QA][4], rb[QB][4];
 		// Global → registers: slice k0 of A's rows m0… and of B's columns n0….
 		auto load = [&](int k0) {
-			for (int i = 0; i < QA; i++) {
-				const int q = t + i * T;
-				if (TA) { // A(m, k) = A[k·lda + m]: 4 consecutive m of one k
-					const int kk = q / (BM / 4), mq = q % (BM / 4) * 4, gk = k0 + kk, gm = m0 + mq;
-					rt_load4(ra[i], A, (long long)gk * lda + gm, gk < K ? rt_clamp4(M - gm) : 0, vecA);
-				} else { // A(m, k) = A[m·lda + k]: 4 consecutive k of one m
-					const int row = q / 2, kq = q % 2 * 4, gm = m0 + row, gk = k0 + kq;
-					rt_load4(ra[i], A, (long long)gm * lda + gk, gm < M ? rt_clamp4(K - gk) : 0, vecA);
-				}
-			}
-			for (int i = 0; i < QB; i++) {
-				const int q = t + i * T;
-				if (TB) { // B(k, n) = B[n·ldb + k]: 4 consecutive k of one n
-					const int col = q / 2, kq = q % 2 * 4, gn = n0 + col, gk = k0 + kq;
-					rt_load4(rb[i], B, (long long)gn * ldb + gk, gn < N ? rt_clamp4(K - gk) : 0, vecB);
-				} else { // B(k, n) = B[k·ldb + n]: 4 consecutive n of one k
-					const int kk = q / (BN / 4), nq = q % (BN / 4) * 4, gk = k0 + kk, gn = n0 + nq;
-					rt_load4(rb[i], B, (long long)gk * ldb + gn, gk < K ? rt_clamp4(N - gn) : 0, vecB);
-				}
-			}
+			rt_load_slice<TA, BM, QA, T>(ra, A, lda, m0, M, k0, K, t, vecA);
+			rt_load_slice<!TB, BN, QB, T>(rb, B, ldb, n0, N, k0, K, t, vecB);
 		};
 		// Registers → shared buffer buf, k-major.
 		auto store = [&](int buf) {
@@ -222,10 +201,7 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
 			for (int j = 0; j < 8; j++) {
 				const int gn = n0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4);
 				if (gn >= N) continue;
-				float v = acc[i][j];
-				if (bias) v += bias[gn];
-				float* c = &C[(long long)gm * ldc + gn];
-				*c = accumulate ? *c + v : v;
+				gemm_epilogue(C, ldc, gm, gn, acc[i][j], bias, accumulate);
 			}
 		}
 	}
@@ -255,9 +231,7 @@ KERNEL gemm_splitk_sum(float* C, int ldc, const float* W, int S, int M, int N, c
 		const long long m = i / N, n = i % N;
 		float v = W[i];
 		for (int s = 1; s < S; s++) v += W[(long long)s * M * N + i];
-		if (bias) v += bias[n];
-		float* c = &C[m * ldc + n];
-		*c = accumulate ? *c + v : v;
+		gemm_epilogue(C, ldc, m, n, v, bias, accumulate);
 	}
 }
 

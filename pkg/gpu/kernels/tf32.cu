@@ -159,10 +159,7 @@ __device__ __forceinline__ void gemm_tf32_tiled(int M, int N, int K, const float
 				for (int q = 0; q < 4; q++) {
 					int gm = m0 + wm + 16 * i + g + 8 * (q >> 1), gn = n0 + wn + 8 * j + 2 * tg + (q & 1);
 					if (gm >= M || gn >= N) continue;
-					float v = acc[i][j][q];
-					if (bias) v += bias[gn];
-					float* c = &C[(long long)gm * ldc + gn];
-					*c = accumulate ? *c + v : v;
+					gemm_epilogue(C, ldc, gm, gn, acc[i][j][q], bias, accumulate);
 				}
 	}
 }
@@ -293,26 +290,8 @@ __device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* 
 		float ra[QA][4], rb[QB][4];
 		// Global → registers: slice k0 of A's rows m0… and of B's columns n0…, as gemm_reg.
 		auto load = [&](int k0) {
-			for (int i = 0; i < QA; i++) {
-				const int q = t + i * T;
-				if (TA) { // A(m, k) = A[k·lda + m]: 4 consecutive m of one k
-					const int kk = q / (BM / 4), mq = q % (BM / 4) * 4, gk = k0 + kk, gm = m0 + mq;
-					rt_load4(ra[i], A, (long long)gk * lda + gm, gk < K ? rt_clamp4(M - gm) : 0, vecA);
-				} else { // A(m, k) = A[m·lda + k]: 4 consecutive k of one m
-					const int row = q / (TF_BK / 4), kq = q % (TF_BK / 4) * 4, gm = m0 + row, gk = k0 + kq;
-					rt_load4(ra[i], A, (long long)gm * lda + gk, gm < M ? rt_clamp4(K - gk) : 0, vecA);
-				}
-			}
-			for (int i = 0; i < QB; i++) {
-				const int q = t + i * T;
-				if (TB) { // B(k, n) = B[n·ldb + k]: 4 consecutive k of one n
-					const int col = q / (TF_BK / 4), kq = q % (TF_BK / 4) * 4, gn = n0 + col, gk = k0 + kq;
-					rt_load4(rb[i], B, (long long)gn * ldb + gk, gn < N ? rt_clamp4(K - gk) : 0, vecB);
-				} else { // B(k, n) = B[k·ldb + n]: 4 consecutive n of one k
-					const int kk = q / (BN / 4), nq = q % (BN / 4) * 4, gk = k0 + kk, gn = n0 + nq;
-					rt_load4(rb[i], B, (long long)gk * ldb + gn, gk < K ? rt_clamp4(N - gn) : 0, vecB);
-				}
-			}
+			rt_load_slice<TA, BM, QA, T>(ra, A, lda, m0, M, k0, K, t, vecA);
+			rt_load_slice<!TB, BN, QB, T>(rb, B, ldb, n0, N, k0, K, t, vecB);
 		};
 		// Registers → shared buffer buf: rounded to TF32, k-major. A lane whose 4 values run
 		// along k stores them from 2·its k-group's number on (tf_rot4; see above).
@@ -367,10 +346,7 @@ __device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* 
 				for (int q = 0; q < 4; q++) {
 					const int gm = m0 + wm + 16 * i + g + 8 * (q >> 1), gn = n0 + wn + 8 * j + 2 * tg + (q & 1);
 					if (gm >= M || gn >= N) continue;
-					float v = acc[i][j][q];
-					if (bias) v += bias[gn];
-					float* c = &C[(long long)gm * ldc + gn];
-					*c = accumulate ? *c + v : v;
+					gemm_epilogue(C, ldc, gm, gn, acc[i][j][q], bias, accumulate);
 				}
 	}
 }
