@@ -94,10 +94,11 @@ __device__ __forceinline__ float adam_pick8(int c, float x0, float x1, float x2,
 	float stepSize0, float bc2Sqrt0, float stepSize1, float bc2Sqrt1, float stepSize2, float bc2Sqrt2, float stepSize3, \
 	    float bc2Sqrt3, float stepSize4, float bc2Sqrt4, float stepSize5, float bc2Sqrt5, float stepSize6,              \
 	    float bc2Sqrt6, float stepSize7, float bc2Sqrt7
-// ADAM_SEEK moves cursor c to element e's tensor and sets steps, stepSize and bc2Sqrt from
-// its class.
-#define ADAM_SEEK(c, e, ptrs, off, cls, T)                                                                          \
+// ADAM_SEEK moves cursor c to element e's tensor and, when it moved, sets steps, stepSize
+// and bc2Sqrt from its class and runs onMove.
+#define ADAM_SEEK(c, e, ptrs, off, cls, T, onMove)                                                                  \
 	if (c.seek(e, ptrs, off, cls, T)) {                                                                           \
+		onMove;                                                                                                   \
 		steps = (active >> c.cls) & 1;                                                                            \
 		stepSize = adam_pick8(c.cls, stepSize0, stepSize1, stepSize2, stepSize3, stepSize4, stepSize5, stepSize6, \
 		                      stepSize7);                                                                         \
@@ -117,7 +118,7 @@ KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, i
 	bool steps = false;
 	float stepSize = 0.f, bc2Sqrt = 0.f;
 	GRID_STRIDE(e, total) {
-		ADAM_SEEK(c, e, ptrs, off, cls, T);
+		ADAM_SEEK(c, e, ptrs, off, cls, T, );
 		const long long i = e - c.first;
 		if (!steps) {
 			if (zeroGrad) c.g[i] = 0.f;
@@ -142,8 +143,7 @@ KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, co
 	float stepSize = 0.f, bc2Sqrt = 0.f;
 	int n = 0;
 	GRID_STRIDE(e, totalq) {
-		ADAM_SEEK(c, e, ptrs, offq, cls, T)
-		n = cnt[c.t];
+		ADAM_SEEK(c, e, ptrs, offq, cls, T, n = cnt[c.t])
 		float *p = c.p, *g = c.g, *m = c.m, *v = c.v;
 		const long long i = 4 * (e - c.first);
 		if (i + 4 > n) { // the tensor's partial last quad, element by element
