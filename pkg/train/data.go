@@ -35,7 +35,6 @@ type trainSet struct {
 	weights     []float64 // (4 + |answers|)^(−1/2)
 	numEntities int
 	fingerprint string
-	marks       answerMarks // scratch of sampleNegatives (the pools sample one at a time)
 }
 
 // IsPath reports whether a structure belongs to the path pool: a plain chain of
@@ -63,7 +62,6 @@ func newTrainSet(rows []artifact.Query, numEntities, numRelations int) (*trainSe
 		answers:     make([][]int32, len(rows)),
 		weights:     make([]float64, len(rows)),
 		numEntities: numEntities,
-		marks:       newAnswerMarks(numEntities),
 	}
 	var structures query.Cache
 	h := fnv.New64a()
@@ -194,7 +192,8 @@ type pool struct {
 	src *rand.PCG // sampler state
 	rng *rand.Rand
 
-	batch model.Batch // reused
+	batch model.Batch // next's, reused
+	marks answerMarks // sampleNegatives' scratch, this pool's own (a sampler's pool runs on its goroutine)
 }
 
 func newPool(name string, index int, members []int32, seed uint64) *pool {
@@ -215,6 +214,15 @@ func (p *pool) permutation(epoch uint64) []int32 {
 // next returns the next batch of at most size queries, with a positive, k negatives and a
 // weight each. The batch is reused by the next call.
 func (p *pool) next(ts *trainSet, size, k int) *model.Batch {
+	p.fill(ts, size, k, &p.batch)
+	return &p.batch
+}
+
+// fill samples the next batch into b (its buffers reused).
+func (p *pool) fill(ts *trainSet, size, k int, b *model.Batch) {
+	if p.marks == nil {
+		p.marks = newAnswerMarks(ts.numEntities)
+	}
 	if p.perm == nil {
 		p.perm = p.permutation(p.epoch)
 	}
@@ -227,7 +235,6 @@ func (p *pool) next(ts *trainSet, size, k int) *model.Batch {
 		p.perm = nil
 	}
 
-	b := &p.batch
 	n := len(ids)
 	b.NumNegative = k
 	b.Queries = b.Queries[:0]
@@ -238,33 +245,34 @@ func (p *pool) next(ts *trainSet, size, k int) *model.Batch {
 		b.Queries = append(b.Queries, ts.queries[q])
 		ans := ts.answers[q]
 		b.Positive[i] = positive(p.rng, ans)
-		sampleNegatives(p.rng, ts.numEntities, ans, k, b.Negative[i*k:(i+1)*k], ts.marks)
+		sampleNegatives(p.rng, ts.numEntities, ans, k, b.Negative[i*k:(i+1)*k], p.marks)
 		b.Weight[i] = ts.weights[q]
 	}
-	return b
 }
 
-// ahead returns a copy of the pool one batch further on, holding that batch (in buf, a
-// buffer the pool does not hold): the loop samples a step's first batch while a device runs
-// the step before, without moving the pool itself, so that a checkpoint written in between
-// holds the pool as it was.
-func (p *pool) ahead(ts *trainSet, size, k int, buf model.Batch) *pool {
-	src := *p.src
-	a := &pool{name: p.name, index: p.index, members: p.members, seed: p.seed,
-		epoch: p.epoch, pos: p.pos, perm: p.perm, src: &src, batch: buf}
-	a.rng = rand.New(a.src)
-	a.next(ts, size, k)
-	return a
+// cursor is where a pool's loader stands: what a checkpoint saves of it.
+type cursor struct {
+	epoch uint64
+	pos   int
+	src   rand.PCG
 }
 
-// catchUp moves the pool to a (its ahead) and returns a's batch, which the pool now
-// holds, and the pool's former batch buffer.
-func (p *pool) catchUp(a *pool) (b *model.Batch, spare model.Batch) {
-	spare = p.batch
-	p.epoch, p.pos, p.perm = a.epoch, a.pos, a.perm
-	*p.src = *a.src
-	p.batch = a.batch
-	return &p.batch, spare
+func (p *pool) cursor() cursor { return cursor{p.epoch, p.pos, *p.src} }
+
+// seek moves the loader to c. The epoch's order is rebuilt when next needed.
+func (p *pool) seek(c cursor) {
+	if c.epoch != p.epoch {
+		p.perm = nil
+	}
+	p.epoch, p.pos, *p.src = c.epoch, c.pos, c.src
+}
+
+// clone is a copy of the pool at its cursor, with its own generator and scratch, to sample
+// ahead on another goroutine (sampler).
+func (p *pool) clone() *pool {
+	c := newPool(p.name, p.index, p.members, p.seed)
+	c.seek(p.cursor())
+	return c
 }
 
 // loaderState is a pool's loader in a checkpoint.

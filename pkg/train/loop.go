@@ -77,6 +77,13 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	default:
 		order = []*pool{t.pools[0], t.pools[1], t.pools[0]}
 	}
+	// Each pool's batches are sampled ahead, on a goroutine of its own (sampler.go).
+	for _, p := range order {
+		if t.samplers[p.index] == nil {
+			t.samplers[p.index] = startSampler(p, t.ts, cfg.Batch, cfg.Negatives)
+			defer func() { t.samplers[p.index].close(); t.samplers[p.index] = nil }()
+		}
+	}
 
 	for s := t.stepsDone; s < cfg.Steps; s++ {
 		if ctx.Err() != nil {
@@ -91,28 +98,22 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		var sum, sumPath float64
 		var nPath int
 		lossOther := math.NaN()
-		// The updates are enqueued first (on a GPU, the next batch is sampled while the
-		// device runs the last one), then their losses read.
+		// The updates are enqueued first (on a GPU, they queue on the device while the
+		// host goes on), then their losses read.
 		pending := make([]func() (float64, error), len(order))
+		batches := make([]*model.Batch, len(order))
 		for i, p := range order {
 			var err error
-			if pending[i], err = t.update(s, p); err != nil {
+			if batches[i], pending[i], err = t.update(s, p); err != nil {
 				return nil, err
 			}
-		}
-		// On a device, the next step's first batch too: sampled at the next step's start,
-		// it would leave the device idle meanwhile.
-		if t.opts.Device != nil && s+1 < cfg.Steps {
-			t0 := time.Now()
-			t.ahead = order[0].ahead(t.ts, cfg.Batch, cfg.Negatives, t.spare)
-			t.spare = model.Batch{}
-			t.timings.Sampling += time.Since(t0).Seconds()
 		}
 		for i, p := range order {
 			loss, err := pending[i]()
 			if err != nil {
 				return nil, err
 			}
+			t.samplers[p.index].release(batches[i])
 			sum += loss
 			if p.index == 0 {
 				sumPath += loss
@@ -271,20 +272,14 @@ func (t *trainer) stopNote() string {
 		t.stepsDone-1, t.cfg.BestMetric, t.best.Since, t.best.Value, t.best.Step)
 }
 
-// update is one optimiser update on a batch of pool p during step s. It returns the
-// update's loss as a function: on a device the update is only enqueued (Updater), and
-// the function waits for it.
-func (t *trainer) update(s int, p *pool) (func() (float64, error), error) {
+// update is one optimiser update on the next batch of pool p during step s. It returns
+// the batch, which is the update's until its loss is read, and the update's loss as a
+// function: on a device the update is only enqueued (Updater), and the function waits
+// for it.
+func (t *trainer) update(s int, p *pool) (*model.Batch, func() (float64, error), error) {
 	t0 := time.Now()
-	var batch *model.Batch
-	if a := t.ahead; a != nil && a.index == p.index {
-		batch, t.spare = p.catchUp(a)
-		t.ahead = nil
-	} else {
-		batch = p.next(t.ts, t.cfg.Batch, t.cfg.Negatives)
-	}
-	t1 := time.Now()
-	t.timings.Sampling += t1.Sub(t0).Seconds()
+	batch := t.samplers[p.index].take()
+	t.timings.Sampling += time.Since(t0).Seconds()
 	if testHookBeforeUpdate != nil {
 		testHookBeforeUpdate(s, p.name, t.model)
 	}
@@ -298,13 +293,13 @@ func (t *trainer) update(s int, p *pool) (func() (float64, error), error) {
 		return fmt.Errorf("step %d, %s-pool update: %w; stopping: %s", s, p.name, err, kept)
 	}
 	if err := t.reach(batch); err != nil {
-		return nil, fmt.Errorf("step %d, %s-pool update: %w", s, p.name, err)
+		return nil, nil, fmt.Errorf("step %d, %s-pool update: %w", s, p.name, err)
 	}
 	wait, err := t.upd.Update(batch, t.drop)
 	if err != nil {
-		return nil, fail(err) // on the CPU: before the step's other updates run
+		return nil, nil, fail(err) // on the CPU: before the step's other updates run
 	}
-	return func() (float64, error) {
+	return batch, func() (float64, error) {
 		loss, err := wait()
 		if err != nil {
 			return 0, fail(err)

@@ -11,7 +11,9 @@ import (
 
 // Timings is where the wall time of training went, in seconds, summed over resumed runs.
 type Timings struct {
-	// Sampling is batch assembly: the loaders, positives, negatives and weights.
+	// Sampling is the time the loop waited for batches (the loaders, positives,
+	// negatives and weights): each pool's are sampled ahead on a goroutine of its own, so
+	// this is the part of sampling that the updates did not hide.
 	Sampling float64 `json:"sampling"`
 	// Embedding is the loss's forward and backward passes outside the distance kernels:
 	// embedding the queries (anchors, projections, intersections, negations) and their
@@ -26,7 +28,7 @@ type Timings struct {
 	Optimizer float64 `json:"optimizer"`
 	// Device is, when training on a GPU, the time the host waited for the device's
 	// updates (forward, backward and Adam, all on the device: the split above is then
-	// not measured). Sampling overlaps the device's work and is not part of it.
+	// not measured).
 	Device float64 `json:"device,omitempty"`
 	// Eval is validation: scoring every entity and ranking.
 	Eval float64 `json:"eval"`
@@ -48,7 +50,7 @@ func (t Timings) Write(w io.Writer) {
 		name string
 		x    float64
 	}{
-		{"sampling", t.Sampling},
+		{"sampling (waited for)", t.Sampling},
 		{"intersection/projection (embedding fwd+bwd)", t.Embedding},
 		{"  of which linear layers", t.Linear},
 		{"distance (loss fwd+bwd)", t.Distance},

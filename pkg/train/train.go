@@ -35,11 +35,9 @@ type trainer struct {
 
 	ts    *trainSet
 	pools [2]*pool // path, other
-	// ahead is the next step's first pool one batch on (pool.ahead), sampled while a device
-	// runs the step before; spare is the batch buffer it takes next.
-	ahead *pool
-	spare model.Batch
-	valid []eval.RankQuery
+	// samplers sample the pools' batches ahead during run (sampler.go), by pool index.
+	samplers [2]*sampler
+	valid    []eval.RankQuery
 
 	log        []artifact.TrainLogRow
 	entities   string // the KG's entity-table digest (artifact.QueriesMeta.EntitiesDigest)

@@ -5,17 +5,20 @@
 # memory-bandwidth bound, with the device's peaks beside them.
 #
 # Usage: scripts/cuda/bench.sh [BIN_DIR]
-#   BIN_DIR holds cuda-tagged sample, train, rank and cuda.test (default: bin/cuda, built
+#   BIN_DIR holds cuda-tagged sample, train, rank, metrics and cuda.test (default: bin/cuda, built
 #   here with `make build-cuda` and scripts/cuda/gpu-check.sh --build-test-binary bin/cuda).
-# Environment: STEPS (default 300) training steps per configuration; OUT_DIR (default
-# out/gpu-bench) for the queries, checkpoints and logs.
+# Environment: STEPS (default 300) training steps per configuration, WARMUP (default 20)
+# the first of them left out of the steady rate; OUT_DIR (default out/gpu-bench) for the
+# queries, checkpoints and logs.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 bin=${1:-bin/cuda}
 steps=${STEPS:-300}
+warm=${WARMUP:-20}
+[ "$steps" -gt "$warm" ] || { echo "bench.sh: STEPS ($steps) must exceed WARMUP ($warm)" >&2; exit 2; }
 out=${OUT_DIR:-out/gpu-bench}
 mkdir -p "$out"
-for b in sample train rank cuda.test; do
+for b in sample train rank metrics cuda.test; do
 	[ -x "$bin/$b" ] || { echo "bench.sh: $bin/$b missing (make build-cuda; scripts/cuda/gpu-check.sh --build-test-binary $bin)" >&2; exit 2; }
 done
 
@@ -28,19 +31,32 @@ echo "== sampling (FB15k-237 train/test, NELL-995 train)"
 [ -f "$out/fb-test.arrow" ] || "$bin/sample" generate --data data/fb15k-237 --split test -q -o "$out/fb-test.arrow" || exit 1
 [ -f "$out/nell-train.arrow" ] || "$bin/sample" generate --data data/nell-995 --split train -q -o "$out/nell-train.arrow" || exit 1
 
-# train_rate NAME ARGS...: trains $steps steps and prints s/step of the loop, excluding
-# the checkpoint at the end, and the projection to 300k steps.
+# train_rate NAME ARGS...: trains $steps steps and prints the steady rate, ms per step over
+# the steps after the first $warm (from the train log's elapsed_s), and its projection to
+# 300k steps; then the whole loop's rate (the first steps grow the device's buffers), and
+# where the host's time went (GPU wait, and the time the loop waited for sampled batches).
 train_rate() {
 	local name=$1
 	shift
 	local log="$out/$name.txt"
 	if ! "$bin/train" "$@" --steps "$steps" --eval-every 0 --checkpoint-every 0 --device cuda \
-		--checkpoint "$out/$name.arrow" --log "" >"$log" 2>&1; then
+		--checkpoint "$out/$name.arrow" --log "$out/$name-log.arrow" --overwrite >"$log" 2>&1; then
 		echo "$name: FAILED"; tail -5 "$log"; return 1
 	fi
-	awk -v name="$name" -v steps="$steps" '
-		/^  total/ {total=$2+0} /checkpoints and logs/ {ck=$4+0} /GPU updates/ {gpu=$5+0} /^  sampling/ {smp=$2+0}
-		END { s=(total-ck)/steps; printf "%-28s %8.1f ms/step  (%5.1f steps/s; GPU wait %.1fs, sampling %.1fs of %.1fs)  300k steps: %.2f h\n", name, 1000*s, 1/s, gpu, smp, total-ck, s*300000/3600 }' "$log"
+	if ! "$bin/metrics" curves --csv "$out/$name-log.csv" "$out/$name-log.arrow" >/dev/null 2>>"$log"; then
+		echo "$name: metrics curves FAILED"; tail -5 "$log"; return 1
+	fi
+	local first last
+	read -r first last < <(awk -F, -v w="$warm" '
+		NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		$c["kind"] == "train" && $c["step"] == w - 1 { a = $c["elapsed_s"] }
+		$c["kind"] == "train" { b = $c["elapsed_s"] }
+		END { print a, b }' "$out/$name-log.csv")
+	awk -v name="$name" -v steps="$steps" -v warm="$warm" -v first="$first" -v last="$last" '
+		/GPU updates/ {gpu=$5+0} /^  sampling/ {smp=$4+0}
+		END { s=(last-first)/(steps-warm)
+			printf "%-28s %8.1f ms/step  (%5.1f steps/s, steps %d-%d)  300k steps: %.2f h;  whole loop %.1f ms/step (first %d steps %.2fs; GPU wait %.1fs, sampling waited for %.1fs, of %.2fs)\n",
+				name, 1000*s, 1/s, warm, steps-1, s*300000/3600, 1000*last/steps, warm, first, gpu, smp, last }' "$log"
 }
 echo "== training, $steps steps each"
 train_rate fb15k-237-rocone-d1600 --train "$out/fb-train.arrow" --preset fb15k-237
