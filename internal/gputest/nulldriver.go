@@ -19,6 +19,8 @@ type NullDriver struct {
 	next     atomic.Uint64
 	launches atomic.Int64
 	memsets  atomic.Int64
+	waits    atomic.Int64
+	async    atomic.Int64
 }
 
 // Launches counts the launches so far.
@@ -27,16 +29,36 @@ func (n *NullDriver) Launches() int64 { return n.launches.Load() }
 // Memsets counts the memsets so far (each is a command on the stream, like a launch).
 func (n *NullDriver) Memsets() int64 { return n.memsets.Load() }
 
+// Waits counts the calls that wait for the device: the synchronous copies, Sync and Free
+// (cuMemFree waits for the device).
+func (n *NullDriver) Waits() int64 { return n.waits.Load() }
+
+// AsyncCopies counts the copies enqueued without waiting (gpu.AsyncCopier).
+func (n *NullDriver) AsyncCopies() int64 { return n.async.Load() }
+
 func (n *NullDriver) Name() string { return "null" }
 
 func (n *NullDriver) Alloc(bytes int) (uint64, error) {
 	return n.next.Add(uint64(bytes+4096)&^4095) + 1<<40, nil
 }
 
-func (n *NullDriver) Free(uint64) error                        { return nil }
-func (n *NullDriver) CopyIn(uint64, unsafe.Pointer, int) error { return nil }
+func (n *NullDriver) Free(uint64) error {
+	n.waits.Add(1)
+	return nil
+}
+
+func (n *NullDriver) CopyIn(uint64, unsafe.Pointer, int) error {
+	n.waits.Add(1)
+	return nil
+}
+
+func (n *NullDriver) CopyInAsync(uint64, unsafe.Pointer, int) error {
+	n.async.Add(1)
+	return nil
+}
 
 func (n *NullDriver) CopyOut(dst unsafe.Pointer, _ uint64, bytes int) error {
+	n.waits.Add(1)
 	b := unsafe.Slice((*byte)(dst), bytes)
 	for i := range b {
 		b[i] = n.Fill
@@ -55,7 +77,13 @@ func (n *NullDriver) Launch(string, [3]int, [3]int, []uint64) error {
 	return nil
 }
 
-func (n *NullDriver) Sync() error  { return nil }
+func (n *NullDriver) Sync() error {
+	n.waits.Add(1)
+	return nil
+}
 func (n *NullDriver) Close() error { return nil }
 
-var _ gpu.Driver = (*NullDriver)(nil)
+var (
+	_ gpu.Driver      = (*NullDriver)(nil)
+	_ gpu.AsyncCopier = (*NullDriver)(nil)
+)

@@ -111,6 +111,24 @@ func (b *Buffer[T]) Upload(src []T) error {
 	return b.dev.drv.CopyIn(b.ptr, unsafe.Pointer(&src[0]), len(src)*sizeOf[T]())
 }
 
+// UploadAsync copies src into the first len(src) elements in stream order, without
+// waiting for the kernels enqueued before it (AsyncCopier); src may be reused at once.
+// A training update's index arrays go up this way, so that the host enqueues the next
+// update while the device runs the last.
+func (b *Buffer[T]) UploadAsync(src []T) error {
+	ac, ok := b.dev.drv.(AsyncCopier)
+	if !ok {
+		return b.Upload(src)
+	}
+	if len(src) > b.Len() {
+		return fmt.Errorf("cuda: upload of %d elements into a %d-element buffer", len(src), b.Len())
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	return ac.CopyInAsync(b.ptr, unsafe.Pointer(&src[0]), len(src)*sizeOf[T]())
+}
+
 // Download copies the first len(dst) elements into dst, waiting for pending kernels.
 func (b *Buffer[T]) Download(dst []T) error {
 	if len(dst) > b.Len() {

@@ -26,6 +26,16 @@ type Driver interface {
 	Close() error
 }
 
+// AsyncCopier is a Driver that can enqueue a host → device copy in stream order, after the
+// work enqueued before it and before the work enqueued after it, without waiting for the
+// device. src may be reused as soon as CopyInAsync returns: the driver stages it. The CUDA
+// driver stages through page-locked memory (staging_cuda.go); a driver without it (the
+// emulator, which runs every launch before returning) copies with CopyIn, which is then
+// the same thing (Buffer.UploadAsync).
+type AsyncCopier interface {
+	CopyInAsync(dst uint64, src unsafe.Pointer, bytes int) error
+}
+
 // ErrNotBuilt is returned by Open in a binary built without the cuda build tag.
 var ErrNotBuilt = errors.New("cuda: this binary was built without GPU support (rebuild with -tags cuda; see scripts/cuda/install-deps.sh)")
 

@@ -90,16 +90,17 @@ func DeviceInfo(d *Device) (Info, error) {
 // cuDriver implements Driver with gorgonia.org/cu's driver API. All calls go through do,
 // which serialises them and makes the context current on a locked OS thread.
 type cuDriver struct {
-	mu     sync.Mutex
-	dev    cu.Device
-	ctx    cu.CUContext
-	stream cu.Stream
-	mods   []cu.Module
-	funcs  map[string]cu.Function
-	info   Info
-	closed bool
-	events []cu.Event // the pool of Mark's events (Timer), created as needed
-	marks  int        // events in use since the last ResetMarks
+	mu      sync.Mutex
+	dev     cu.Device
+	ctx     cu.CUContext
+	stream  cu.Stream
+	mods    []cu.Module
+	funcs   map[string]cu.Function
+	info    Info
+	closed  bool
+	events  []cu.Event // the pool of Mark's events (Timer), created as needed
+	marks   int        // events in use since the last ResetMarks
+	staging staging    // CopyInAsync's page-locked ring (staging_cuda.go)
 }
 
 func openDriver(ordinal int) (drv *cuDriver, err error) {
@@ -187,6 +188,7 @@ func (d *cuDriver) release() error {
 		keep(cu.DestroyEvent(&d.events[i]))
 	}
 	d.events, d.marks = nil, 0
+	keep(d.releaseStaging())
 	if d.stream != (cu.Stream{}) {
 		keep(d.stream.Destroy())
 	}
@@ -286,8 +288,10 @@ func (d *cuDriver) Launch(kernel string, grid, block [3]int, args []uint64) erro
 		params[i] = unsafe.Pointer(&args[i])
 	}
 	return d.do(func() error {
-		err := f.Launch(grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, d.stream, params)
-		return wrap(fmt.Sprintf("launching %s (grid %v, block %v)", kernel, grid, block), err)
+		if err := f.Launch(grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, d.stream, params); err != nil {
+			return wrap(fmt.Sprintf("launching %s (grid %v, block %v)", kernel, grid, block), err)
+		}
+		return nil
 	})
 }
 

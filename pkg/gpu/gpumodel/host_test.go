@@ -24,16 +24,74 @@ func BenchmarkHostShare(b *testing.B) {
 }
 
 func benchmarkHostShare(b *testing.B, dropRate float64) {
-	cfg := model.Config{Variant: model.RoConE, NumEntities: 14505, NumRelations: 474, Dim: 1600, Gamma: 30, CenterReg: 0.1, Drop: dropRate}
+	null := &gputest.NullDriver{}
+	m, batch := hostShareModel(b, null, 1600, dropRate)
+	drop := rand.New(rand.NewPCG(3, 4))
+	b.ResetTimer()
+	start, startZ := null.Launches(), null.Memsets()
+	for i := 0; i < b.N; i++ {
+		p, err := m.Update(batch, drop)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, _, err := p.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(null.Launches()-start)/float64(b.N), "launches/op")
+	b.ReportMetric(float64(null.Memsets()-startZ)/float64(b.N), "memsets/op")
+}
+
+// TestUpdateDoesNotWait checks that enqueueing an update never waits for the device
+// (no synchronous copy, Sync or Free once the arena has grown): its index arrays go up
+// with AsyncCopier, so the host enqueues the next update while the device runs the last,
+// and only reading a loss waits.
+func TestUpdateDoesNotWait(t *testing.T) {
+	null := &gputest.NullDriver{}
+	m, batch := hostShareModel(t, null, 32, 0.1)
+	drop := rand.New(rand.NewPCG(3, 4))
+	for range 2 { // the first overflows the arena, the second's Reset frees that and grows it
+		if _, err := m.Update(batch, drop); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waits, async := null.Waits(), null.AsyncCopies()
+	var pend []Pending
+	for range 3 {
+		p, err := m.Update(batch, drop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pend = append(pend, p)
+	}
+	if w := null.Waits() - waits; w != 0 {
+		t.Errorf("three updates waited for the device %d times", w)
+	}
+	if a := null.AsyncCopies() - async; a == 0 {
+		t.Errorf("three updates made no asynchronous upload")
+	}
+	for _, p := range pend {
+		if _, _, _, err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if null.Waits() == waits {
+		t.Errorf("reading the losses did not wait for the device")
+	}
+}
+
+// hostShareModel is a RoConE model at FB15k-237's sizes (dimension dim) on a device over
+// drv, and a batch of 512 queries of the "other" pool's structures (those with
+// intersections, and so dropout masks) with 128 negatives each.
+func hostShareModel(tb testing.TB, drv gpu.Driver, dim int, dropRate float64) (*Model, *model.Batch) {
+	cfg := model.Config{Variant: model.RoConE, NumEntities: 14505, NumRelations: 474, Dim: dim, Gamma: 30, CenterReg: 0.1, Drop: dropRate}
 	host, err := model.New[float32](cfg, compute.Reference[float32]{})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	null := &gputest.NullDriver{}
-	dev := gpu.NewDevice(null)
-	m, err := New(dev, host, 5e-5)
+	m, err := New(gpu.NewDevice(drv), host, 5e-5)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var structures []*query.Structure
@@ -59,18 +117,5 @@ func benchmarkHostShare(b *testing.B, dropRate float64) {
 		}
 		batch.Weight = append(batch.Weight, 0.2)
 	}
-	drop := rand.New(rand.NewPCG(3, 4))
-	b.ResetTimer()
-	start, startZ := null.Launches(), null.Memsets()
-	for i := 0; i < b.N; i++ {
-		p, err := m.Update(batch, drop)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, _, _, err := p.Wait(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(null.Launches()-start)/float64(b.N), "launches/op")
-	b.ReportMetric(float64(null.Memsets()-startZ)/float64(b.N), "memsets/op")
+	return m, batch
 }

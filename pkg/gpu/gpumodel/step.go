@@ -30,13 +30,14 @@ func (s *slab[T]) reserve(n int) (int, []T) {
 	return len(s.offs) - 1, s.data[at:]
 }
 
-// upload copies the slab into an arena buffer and returns a view per part.
+// upload copies the slab into an arena buffer (in stream order, without waiting for the
+// device: Buffer.UploadAsync) and returns a view per part.
 func upload[T int32 | float32](a *gpu.Arena, s *slab[T]) ([]*gpu.Buffer[T], error) {
 	buf, err := gpu.Take[T](a, max(len(s.data), 1))
 	if err != nil {
 		return nil, err
 	}
-	if err := buf.Upload(s.data); err != nil {
+	if err := buf.UploadAsync(s.data); err != nil {
 		return nil, err
 	}
 	views := make([]*gpu.Buffer[T], len(s.offs))

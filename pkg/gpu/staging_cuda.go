@@ -1,0 +1,119 @@
+//go:build cuda
+
+package gpu
+
+/*
+#cgo linux CFLAGS: -I/usr/local/cuda/include
+#cgo linux LDFLAGS: -L/usr/local/cuda/lib64 -L/usr/local/cuda/lib64/stubs -lcuda
+#include <cuda.h>
+
+static CUresult stagingAlloc(void** p, size_t bytes) { return cuMemAllocHost(p, bytes); }
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// staging is the page-locked host memory through which CopyInAsync enqueues its copies: a
+// ring of slots, each a buffer and the event recorded after the copy that last read it. A
+// copy from pageable memory (CopyIn) has to wait for the stream, so that every update's
+// index upload would drain the device's queue; from a slot it is enqueued like a kernel,
+// and the host can prepare and enqueue the next update while the device runs the last.
+// A slot is reused stagingSlots copies later, after its event: the copy that read it has
+// then landed.
+type staging struct {
+	slots [stagingSlots]stagingSlot
+	next  int
+}
+
+type stagingSlot struct {
+	host  unsafe.Pointer // cuMemAllocHost'd, bytes long; nil until first used
+	bytes int
+	ev    cu.Event
+	armed bool // ev was recorded after a copy from host
+}
+
+// stagingSlots is the ring's length: two uploads an update, three updates a step, and the
+// host one step ahead at most before it reads the losses.
+const stagingSlots = 8
+
+// stagingMin is a slot's smallest buffer; buffers grow to the next power of two.
+const stagingMin = 1 << 20
+
+// cuResult is a CUresult from a call made here (not through gorgonia.org/cu): an int
+// kind, so that code and wrap explain it as they do cu's.
+type cuResult int
+
+func (r cuResult) Error() string { return fmt.Sprintf("CUDA error %d", int(r)) }
+
+// CopyInAsync implements AsyncCopier: src is copied into the next slot, whose copy to dst
+// is then enqueued on the stream.
+func (d *cuDriver) CopyInAsync(dst uint64, src unsafe.Pointer, bytes int) error {
+	return d.do(func() error {
+		s := &d.staging.slots[d.staging.next%stagingSlots]
+		d.staging.next++
+		if s.armed {
+			if err := s.ev.Synchronize(); err != nil {
+				return wrap("kernel execution (cuEventSynchronize on a staging slot)", err)
+			}
+			s.armed = false
+		}
+		if s.ev == (cu.Event{}) {
+			ev, err := cu.MakeEvent(cu.DisableTiming)
+			if err != nil {
+				return wrap("cuEventCreate", err)
+			}
+			s.ev = ev
+		}
+		if s.bytes < bytes {
+			if s.host != nil {
+				if err := cu.MemFreeHost(s.host); err != nil {
+					return wrap("cuMemFreeHost", err)
+				}
+				s.host, s.bytes = nil, 0
+			}
+			n := stagingMin
+			for n < bytes {
+				n *= 2
+			}
+			var p unsafe.Pointer
+			if r := C.stagingAlloc(&p, C.size_t(n)); r != C.CUDA_SUCCESS {
+				return wrap(fmt.Sprintf("allocating %d bytes of page-locked host memory (cuMemAllocHost)", n), cuResult(r))
+			}
+			s.host, s.bytes = p, n
+		}
+		copy(unsafe.Slice((*byte)(s.host), bytes), unsafe.Slice((*byte)(src), bytes))
+		if err := cu.MemcpyHtoDAsync(cu.DevicePtr(dst), s.host, int64(bytes), d.stream); err != nil {
+			return wrap("cuMemcpyHtoDAsync", err)
+		}
+		if err := s.ev.Record(d.stream); err != nil {
+			return wrap("cuEventRecord", err)
+		}
+		s.armed = true
+		return nil
+	})
+}
+
+// releaseStaging frees the slots; called with the context current, the stream synchronised.
+func (d *cuDriver) releaseStaging() error {
+	var first error
+	for i := range d.staging.slots {
+		s := &d.staging.slots[i]
+		if s.host != nil {
+			if err := cu.MemFreeHost(s.host); err != nil && first == nil {
+				first = wrap("cuMemFreeHost", err)
+			}
+		}
+		if s.ev != (cu.Event{}) {
+			if err := cu.DestroyEvent(&s.ev); err != nil && first == nil {
+				first = wrap("cuEventDestroy", err)
+			}
+		}
+		*s = stagingSlot{}
+	}
+	return first
+}
