@@ -166,6 +166,7 @@ var parityCases = []struct {
 	{"Adam", testAdam},
 	{"AdamOptimiser", testAdamOptimiser},
 	{"AdamMulti", testAdamMulti},
+	{"UploadAsync", testUploadAsync},
 	{"Errors", testErrors},
 }
 
