@@ -18,7 +18,7 @@ func (d *Device) LogitForward(logit, dist, modulus *F32, gamma float32) error {
 }
 
 // LogitBackward adds −m·dLogit into dDist (if not nil) and −Σ dLogit·dist into
-// dModulus[0] (if not nil; summed in double in one block, deterministic).
+// dModulus[0] (if not nil; summed in double in a fixed order, deterministic).
 func (d *Device) LogitBackward(dDist, dModulus, dLogit, dist, modulus *F32) error {
 	n := dLogit.Len()
 	c := check{op: "LogitBackward"}
@@ -36,12 +36,27 @@ func (d *Device) LogitBackward(dDist, dModulus, dLogit, dist, modulus *F32) erro
 		}
 	}
 	if dModulus != nil && n > 0 {
-		// Reads dLogit and dist, reads and writes dModulus; one multiply-add each.
-		w := Work{Bytes: words(2*n, 2), FLOPs: flops(n, 2)}
-		return d.launch("logit_bwd_modulus", w, [3]int{1, 1, 1}, [3]int{reduceThreads, 1, 1}, ptr(dModulus), ptr(dLogit), ptr(dist), i32(n))
+		// The parts: a block per 4·reduceThreads elements, at most modulusParts (fixed by
+		// n alone: the order of the sums, and so the bits, do not depend on the device).
+		parts := min(ceilDiv(n, 4*reduceThreads), modulusParts)
+		part, err := scratch[float64](d, parts)
+		if err != nil {
+			return err
+		}
+		defer part.Free()
+		// Reads dLogit and dist, writes a double per block; one multiply-add each.
+		w := Work{Bytes: words(2*n) + int64(8*parts), FLOPs: flops(n, 2)}
+		if err := d.launch("logit_bwd_modulus_part", w, [3]int{parts, 1, 1}, [3]int{reduceThreads, 1, 1}, ptr(part), ptr(dLogit), ptr(dist), i32(n)); err != nil {
+			return err
+		}
+		w = Work{Bytes: int64(8*parts) + words(2), FLOPs: flops(parts, 1)}
+		return d.launch("logit_bwd_modulus_sum", w, [3]int{1, 1, 1}, [3]int{reduceThreads, 1, 1}, ptr(dModulus), ptr(part), i32(parts))
 	}
 	return nil
 }
+
+// modulusParts caps logit_bwd_modulus_part's blocks: about two per SM.
+const modulusParts = 256
 
 // UnionMaxForward sets score[i] = max_b branches[b][i] and arg[i] the first b attaining
 // it, for branches [nb][n] back to back.
@@ -85,11 +100,24 @@ func (d *Device) LossForward(stats *F64, pos, neg, w *F32, Q, k int) error {
 	if c.err != nil {
 		return c.err
 	}
-	// Reads pos, neg and w, writes 4 doubles; a log-sigmoid (exp, log1p and 4 more) and
-	// an add per logit (and a negation per negative), 6 more per query.
-	w4 := Work{Bytes: words(2*Q, Q*k, 8), FLOPs: flops(Q*k, 8) + flops(Q, 12)}
-	return d.launch("loss_fwd", w4, [3]int{1, 1, 1}, [3]int{reduceThreads, 1, 1}, ptr(stats), ptr(pos), ptr(neg), ptr(w), i32(Q), i32(k))
+	part, err := scratch[float64](d, 3*Q)
+	if err != nil {
+		return err
+	}
+	defer part.Free()
+	// Reads pos, neg and w, writes three doubles a query; a log-sigmoid (exp, log1p and 4
+	// more) and an add per logit (and a negation per negative), 6 more per query.
+	blocks := min(ceilDiv(Q, lossQueries), d.maxBlocks)
+	w3 := Work{Bytes: words(2*Q, Q*k) + int64(24*Q), FLOPs: flops(Q*k, 8) + flops(Q, 6)}
+	if err := d.launch("loss_fwd_terms", w3, [3]int{blocks, 1, 1}, [3]int{32 * lossQueries, 1, 1}, ptr(part), ptr(pos), ptr(neg), ptr(w), i32(Q), i32(k)); err != nil {
+		return err
+	}
+	// Reads the terms, writes 4 doubles; three adds a query and 6 more.
+	w4 := Work{Bytes: int64(24*Q) + 32, FLOPs: flops(Q, 3) + 6}
+	return d.launch("loss_fwd_sum", w4, [3]int{1, 1, 1}, [3]int{reduceThreads, 1, 1}, ptr(stats), ptr(part), i32(Q))
 }
+
+const lossQueries = 8 // loss.cu LOSS_QUERIES
 
 // ReadLoss downloads LossForward's result: L, L_pos, L_neg.
 func ReadLoss(stats *F64) (loss, lossPos, lossNeg float64, err error) {

@@ -23,6 +23,17 @@ func testLogitUnion(h *harness) {
 	h.ok(h.d.LogitBackward(DD, DM, h.up(dLogit), D, M))
 	compare(h.t, "dDist", dDist, h.down(DD))
 	compare(h.t, "dModulus", []float32{float32(0.25 + dm)}, h.down(DM))
+	// The modulus's sum over one part, several, and more than modulusParts blocks (each
+	// then strides), against the reference's double sum.
+	for _, n := range []int{1, 5000, 4*reduceThreads*modulusParts + 777} {
+		dist, dLogit := h.uniform(n, 0, 40), h.uniform(n, -1, 1)
+		DM := h.up([]float32{0.25})
+		h.ok(h.d.LogitBackward(nil, DM, h.up(dLogit), h.up(dist), M))
+		dm := model.LogitBackward(make([]float32, n), dLogit, dist, modulus[0])
+		if got, want := h.down(DM)[0], float32(0.25+dm); math.Abs(float64(got-want)) > 1e-6*math.Abs(float64(want)) {
+			h.t.Fatalf("n=%d: dModulus %.9g, reference %.9g", n, got, want)
+		}
+	}
 
 	branches := make([][]float32, nb)
 	flat := make([]float32, 0, nb*n)
@@ -57,8 +68,15 @@ func testLogitUnion(h *harness) {
 	}
 }
 
+// testLoss runs the loss at shapes of one query, fewer and more negatives than a warp's
+// lanes, and a batch that strides over the grid (with the tiny geometry).
 func testLoss(h *harness) {
-	const Q, k = 37, 19
+	for _, s := range []struct{ Q, k int }{{37, 19}, {1, 1}, {9, 70}, {513, 128}} {
+		testLossShape(h, s.Q, s.k)
+	}
+}
+
+func testLossShape(h *harness, Q, k int) {
 	pos, neg := h.uniform(Q, -30, 30), h.uniform(Q*k, -30, 30)
 	w := h.uniform(Q, 0.05, 0.5)
 	L, Lp, Ln := model.LossForward(pos, neg, w, k)
@@ -74,7 +92,7 @@ func testLoss(h *harness) {
 		want, got float64
 	}{{"L", L, gl}, {"L_pos", Lp, glp}, {"L_neg", Ln, gln}} {
 		if math.Abs(c.got-c.want) > 1e-6*math.Abs(c.want) {
-			h.t.Fatalf("%s = %.12g, reference %.12g", c.name, c.got, c.want)
+			h.t.Fatalf("Q=%d k=%d: %s = %.12g, reference %.12g", Q, k, c.name, c.got, c.want)
 		}
 	}
 	dPos, dNeg := h.uniform(Q, -1, 1), h.uniform(Q*k, -1, 1)
