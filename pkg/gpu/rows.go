@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 )
 
 // GatherRows sets out[r] = table[idx[r]] for rows of width dim.
@@ -36,22 +37,30 @@ type RowIndex struct {
 // CSR index of the package: gradients of gathered rows (RowsSum) and of the candidates
 // of a distance (DistanceBackward) are summed through it.
 func RowCSR(ids []int32, tableRows int, count []int32) RowIndex {
+	var ix RowIndex
+	RowCSRInto(&ix, ids, tableRows, count)
+	return ix
+}
+
+// RowCSRInto is RowCSR into ix, reusing its arrays' storage.
+func RowCSRInto(ix *RowIndex, ids []int32, tableRows int, count []int32) {
 	if len(count) < tableRows {
 		count = make([]int32, tableRows)
 	}
-	var ix RowIndex
+	ix.Rows = ix.Rows[:0]
 	for _, id := range ids {
 		if count[id] == 0 {
 			ix.Rows = append(ix.Rows, id)
 		}
 		count[id]++
 	}
-	ix.Start = make([]int32, len(ix.Rows)+1)
+	ix.Start = slices.Grow(ix.Start[:0], len(ix.Rows)+1)[:len(ix.Rows)+1]
+	ix.Start[0] = 0
 	for u, r := range ix.Rows {
 		ix.Start[u+1] = ix.Start[u] + count[r]
 		count[r] = ix.Start[u] // now the next free slot of row r
 	}
-	ix.Pairs = make([]int32, len(ids))
+	ix.Pairs = slices.Grow(ix.Pairs[:0], len(ids))[:len(ids)]
 	for p, id := range ids {
 		ix.Pairs[count[id]] = int32(p)
 		count[id]++
@@ -59,7 +68,6 @@ func RowCSR(ids []int32, tableRows int, count []int32) RowIndex {
 	for _, r := range ix.Rows {
 		count[r] = 0
 	}
-	return ix
 }
 
 // DeviceRowIndex is a RowIndex on the device.

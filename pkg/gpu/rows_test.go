@@ -61,6 +61,16 @@ func TestRowCSR(t *testing.T) {
 	if got := fmt.Sprint(count); got != "[0 0 0 0 0 0]" {
 		t.Fatalf("RowCSR left its scratch %v, want it zeroed", got)
 	}
+	// Into an index that holds a longer one: the same result, in its storage.
+	big := RowCSR([]int32{3, 2, 2, 0, 1, 4, 4, 3, 1}, 5, count)
+	RowCSRInto(&big, []int32{4, 1, 4, 0, 1, 4}, 5, count)
+	if got := fmt.Sprint(big.Rows, big.Start, big.Pairs); got != "[4 1 0] [0 3 5 6] [0 2 5 1 4 3]" {
+		t.Fatalf("RowCSRInto over a longer index = %v", got)
+	}
+	RowCSRInto(&big, nil, 5, count)
+	if got := fmt.Sprint(big.Rows, big.Start, big.Pairs); got != "[] [0] []" {
+		t.Fatalf("RowCSRInto of no ids = %v", got)
+	}
 }
 
 // ScatterAddRows adds src[r] into table[idx[r]] (atomically): the first version of the

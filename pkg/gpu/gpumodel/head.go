@@ -50,8 +50,8 @@ func (w *devWalk) layoutLoss(b *model.Batch, stats *gpu.F64) *lossHead {
 		}
 		byNB[nb] = append(byNB[nb], gi)
 	}
-	var rows, cand []int32
-	var weight []float32
+	hb := &m.hostBufs
+	rows, cand, weight := hb.rows[:0], hb.cand[:0], hb.weight[:0]
 	for _, nb := range nbs {
 		c := headClass{nb: nb, qOff: h.Q, rootOff: len(rows)}
 		for _, gi := range byNB[nb] {
@@ -79,10 +79,11 @@ func (w *devWalk) layoutLoss(b *model.Batch, stats *gpu.F64) *lossHead {
 		rows[i] += int32(w.rows)
 	}
 	h.rootIdx = w.ints.add(rows)
-	h.scatter = addIndex(&w.ints, gpu.RowCSR(rows, 2*w.rows, m.counts(2*w.rows)))
+	h.scatter = w.addCSR(rows, 2*w.rows)
 	h.cand = w.ints.add(cand)
-	h.candIx = addIndex(&w.ints, gpu.RowCSR(cand, m.cfg.NumEntities, m.counts(m.cfg.NumEntities)))
+	h.candIx = w.addCSR(cand, m.cfg.NumEntities)
 	h.weight = w.floats.add(weight)
+	hb.rows, hb.cand, hb.weight = rows, cand, weight // copied into the slabs: reusable
 	return h
 }
 

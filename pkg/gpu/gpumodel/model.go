@@ -41,6 +41,7 @@ type Model struct {
 	adam          *gpu.Adam
 	arena         *gpu.Arena
 	count         []int32 // RowCSR scratch, max(entities, relations) zeros
+	hostBufs      hostBufs
 
 	stats   []*gpu.F64 // a ring of loss results, one per pending update
 	nextRes int

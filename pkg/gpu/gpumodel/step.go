@@ -30,6 +30,20 @@ func (s *slab[T]) reserve(n int) (int, []T) {
 	return len(s.offs) - 1, s.data[at:]
 }
 
+// hostBufs are the host-side arrays a walk lays out, kept by the Model between walks so
+// that a steady state allocates and regrows nothing (they were a third of the host's
+// share of an update): the slabs' storage, a CSR index's, and the loss head's lists. A
+// walk takes them in newWalk and gives them back once uploaded (devWalk.upload): the
+// uploads copy them (Buffer.UploadAsync stages them), so the next walk may refill them.
+type hostBufs struct {
+	ints             []int32
+	floats           []float32
+	intOffs, fltOffs [][2]int
+	csr              gpu.RowIndex
+	rows, cand       []int32
+	weight           []float32
+}
+
 // upload copies the slab into an arena buffer (in stream order, without waiting for the
 // device: Buffer.UploadAsync) and returns a view per part.
 func upload[T int32 | float32](a *gpu.Arena, s *slab[T]) ([]*gpu.Buffer[T], error) {
@@ -52,6 +66,14 @@ type rowIndex struct{ rows, start, pairs, n int }
 
 func addIndex(s *slab[int32], ix gpu.RowIndex) rowIndex {
 	return rowIndex{rows: s.add(ix.Rows), start: s.add(ix.Start), pairs: s.add(ix.Pairs), n: len(ix.Rows)}
+}
+
+// addCSR adds the CSR index of ids (gpu.RowCSRInto, on the Model's reused index) to the
+// walk's int slab.
+func (w *devWalk) addCSR(ids []int32, tableRows int) rowIndex {
+	m := w.m
+	gpu.RowCSRInto(&m.hostBufs.csr, ids, tableRows, m.counts(tableRows))
+	return addIndex(&w.ints, m.hostBufs.csr)
 }
 
 func (r rowIndex) on(v []*gpu.I32) gpu.DeviceRowIndex {

@@ -86,6 +86,9 @@ type levelInter struct {
 func (m *Model) newWalk(groups []*group, train bool) (*devWalk, error) {
 	plans := make([]*model.Plan, len(groups))
 	w := &devWalk{m: m, s: &scratch{a: m.arena, dim: m.cfg.Dim}, groups: groups, train: train}
+	hb := &m.hostBufs
+	w.ints = slab[int32]{data: hb.ints[:0], offs: hb.intOffs[:0]}
+	w.floats = slab[float32]{data: hb.floats[:0], offs: hb.fltOffs[:0]}
 	w.at = make([][]int, len(groups))
 	for gi, g := range groups {
 		plans[gi] = g.plan
@@ -137,13 +140,13 @@ func (m *Model) newWalk(groups []*group, train bool) (*devWalk, error) {
 			}
 			lv.stage = w.ints.add(stage)
 			if train {
-				lv.scatter = addIndex(&w.ints, gpu.RowCSR(stage, 2*w.rows, m.counts(2*w.rows)))
+				lv.scatter = w.addCSR(stage, 2*w.rows)
 			}
 		}
 		if len(anchors) > 0 {
 			lv.anchors = w.ints.add(anchors)
 			if train {
-				lv.anchorIx = addIndex(&w.ints, gpu.RowCSR(anchors, nE, m.counts(nE)))
+				lv.anchorIx = w.addCSR(anchors, nE)
 			}
 		}
 		if P := len(rels); P > 0 {
@@ -155,7 +158,7 @@ func (m *Model) newWalk(groups []*group, train bool) (*devWalk, error) {
 			}
 			lv.rels = w.ints.add(rels)
 			if train {
-				lv.relIx = addIndex(&w.ints, gpu.RowCSR(rels, nRel*nR, m.counts(nRel*nR)))
+				lv.relIx = w.addCSR(rels, nRel*nR)
 			}
 		}
 	}
@@ -223,8 +226,15 @@ func (m *Model) counts(n int) []int32 {
 	return m.count
 }
 
-// upload copies the slabs to the device.
+// upload copies the slabs to the device and gives their storage back to the Model
+// (hostBufs): the walk reads only the device's copies after it.
 func (w *devWalk) upload() (err error) {
+	defer func() {
+		hb := &w.m.hostBufs
+		hb.ints, hb.intOffs = w.ints.data[:0], w.ints.offs[:0]
+		hb.floats, hb.fltOffs = w.floats.data[:0], w.floats.offs[:0]
+		w.ints, w.floats = slab[int32]{}, slab[float32]{}
+	}()
 	if w.iv, err = upload(w.m.arena, &w.ints); err != nil {
 		return err
 	}
