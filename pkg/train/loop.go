@@ -85,6 +85,17 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		}
 	}
 
+	// A step's losses are read after the next step's updates are enqueued (lagging), so
+	// that a device always has the next update queued behind the one it runs; steps that
+	// validate, checkpoint or stop, and a profiled run, read theirs at once.
+	var lagging *enqueuedStep
+	finish := func(e *enqueuedStep) (artifact.TrainLogRow, error) {
+		row, err := t.finishStep(e)
+		if err == nil {
+			t.stepsDone = e.step + 1
+		}
+		return row, err
+	}
 	for s := t.stepsDone; s < cfg.Steps; s++ {
 		if ctx.Err() != nil {
 			res.Interrupted = true
@@ -94,79 +105,67 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		t.sched.beforeStep(s, cfg.Steps)
-		lr := t.sched.LR
-		var sum, sumPath float64
-		var nPath int
-		lossOther := math.NaN()
+		cur := &enqueuedStep{step: s, lr: t.sched.LR, order: order}
 		// The updates are enqueued first (on a GPU, they queue on the device while the
 		// host goes on), then their losses read.
-		pending := make([]func() (float64, error), len(order))
-		batches := make([]*model.Batch, len(order))
-		for i, p := range order {
-			var err error
-			if batches[i], pending[i], err = t.update(s, p); err != nil {
-				return nil, err
-			}
-		}
-		for i, p := range order {
-			loss, err := pending[i]()
+		for _, p := range order {
+			batch, wait, err := t.update(s, p)
 			if err != nil {
 				return nil, err
 			}
-			t.samplers[p.index].release(batches[i])
-			sum += loss
-			if p.index == 0 {
-				sumPath += loss
-				nPath++
-			} else {
-				lossOther = loss
+			cur.batches = append(cur.batches, batch)
+			cur.pending = append(cur.pending, wait)
+		}
+		if lagging != nil {
+			row, err := finish(lagging)
+			if err != nil {
+				return nil, err
 			}
+			t.stepEnded(lagging.step, first, row, &lastPrint, every)
+			lagging = nil
 		}
-		if err := prof.end(s, t); err != nil {
-			return nil, err
-		}
-		lossPath := math.NaN()
-		if nPath > 0 {
-			lossPath = sumPath / float64(nPath)
-		}
-		row := artifact.TrainLogRow{Step: int64(s), Kind: artifact.LogTrain, LR: lr,
-			Loss: sum / float64(len(order)), LossPath: lossPath, LossOther: lossOther,
-			MRR: math.NaN(), Hits1: math.NaN(), Hits3: math.NaN(), Hits10: math.NaN(),
-			ElapsedS: t.elapsed()}
-		t.log = append(t.log, row)
-
 		if t.sched.afterStep(s) {
 			t.adam.Reset(t.sched.LR)
 			if err := t.upd.ResetAdam(t.sched.LR); err != nil {
 				return nil, fmt.Errorf("step %d: resetting Adam on the device: %w", s, err)
 			}
-			t.printf("step %d: learning rate %.3g → %.3g, new Adam; next drop at the end of step %g\n", s, lr, t.sched.LR, math.Ceil(t.sched.WarmUpSteps))
+			t.printf("step %d: learning rate %.3g → %.3g, new Adam; next drop at the end of step %g\n", s, cur.lr, t.sched.LR, math.Ceil(t.sched.WarmUpSteps))
+		}
+		validating := len(t.valid) > 0 && (t.sched.evalDue(s) || s == cfg.Steps-1)
+		stop := t.opts.StopAfter > 0 && s+1 >= t.opts.StopAfter
+		due := s+1 == cfg.Steps || stop || (cfg.CheckpointEvery > 0 && (s+1)%cfg.CheckpointEvery == 0)
+		if !validating && !due && prof == nil {
+			lagging = cur
+			continue
+		}
+		row, err := finish(cur)
+		if err != nil {
+			return nil, err
+		}
+		if err := prof.end(s, t); err != nil {
+			return nil, err
 		}
 		res.improved = false
-		if len(t.valid) > 0 && (t.sched.evalDue(s) || s == cfg.Steps-1) {
-			if err := t.validate(ctx, s, lr, res); err != nil {
+		if validating {
+			if err := t.validate(ctx, s, cur.lr, res); err != nil {
 				return nil, err
 			}
 		}
-		t.stepsDone = s + 1
-
 		early := cfg.stopped(t.best)
-		stop := t.opts.StopAfter > 0 && t.stepsDone >= t.opts.StopAfter
-		due := t.stepsDone == cfg.Steps || stop || early || res.Interrupted ||
-			(cfg.CheckpointEvery > 0 && t.stepsDone%cfg.CheckpointEvery == 0)
-		if err := t.persist(res.improved && cfg.KeepBest, due); err != nil {
+		if err := t.persist(res.improved && cfg.KeepBest, due || early || res.Interrupted); err != nil {
 			return nil, err
 		}
-		if t.opts.AfterStep != nil {
-			t.opts.AfterStep(t.stepsDone)
-		}
-		if time.Since(lastPrint) >= every {
-			lastPrint = time.Now()
-			t.progressLine(s, first, row)
-		}
+		t.stepEnded(s, first, row, &lastPrint, every)
 		if stop || early || res.Interrupted {
 			break
 		}
+	}
+	if lagging != nil { // interrupted: the last enqueued step is done on the device too
+		row, err := finish(lagging)
+		if err != nil {
+			return nil, err
+		}
+		t.stepEnded(lagging.step, first, row, &lastPrint, every)
 	}
 	if res.Interrupted && t.savedSteps != t.stepsDone {
 		if err := t.save(); err != nil {
@@ -180,6 +179,58 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		res.Timings.Write(t.opts.Progress)
 	}
 	return res, nil
+}
+
+// enqueuedStep is a step whose updates are enqueued and whose losses are not yet read.
+type enqueuedStep struct {
+	step    int
+	lr      float64
+	order   []*pool
+	batches []*model.Batch
+	pending []func() (float64, error)
+}
+
+// finishStep reads e's losses (waiting for its updates), hands its batches back to the
+// samplers and logs the step's train row.
+func (t *trainer) finishStep(e *enqueuedStep) (artifact.TrainLogRow, error) {
+	var sum, sumPath float64
+	var nPath int
+	lossOther := math.NaN()
+	for i, p := range e.order {
+		loss, err := e.pending[i]()
+		if err != nil {
+			return artifact.TrainLogRow{}, err
+		}
+		t.samplers[p.index].release(e.batches[i])
+		sum += loss
+		if p.index == 0 {
+			sumPath += loss
+			nPath++
+		} else {
+			lossOther = loss
+		}
+	}
+	lossPath := math.NaN()
+	if nPath > 0 {
+		lossPath = sumPath / float64(nPath)
+	}
+	row := artifact.TrainLogRow{Step: int64(e.step), Kind: artifact.LogTrain, LR: e.lr,
+		Loss: sum / float64(len(e.order)), LossPath: lossPath, LossOther: lossOther,
+		MRR: math.NaN(), Hits1: math.NaN(), Hits3: math.NaN(), Hits10: math.NaN(),
+		ElapsedS: t.elapsed()}
+	t.log = append(t.log, row)
+	return row, nil
+}
+
+// stepEnded calls the AfterStep hook and prints the progress line when it is due.
+func (t *trainer) stepEnded(s, first int, row artifact.TrainLogRow, lastPrint *time.Time, every time.Duration) {
+	if t.opts.AfterStep != nil {
+		t.opts.AfterStep(s + 1)
+	}
+	if time.Since(*lastPrint) >= every {
+		*lastPrint = time.Now()
+		t.progressLine(s, first, row)
+	}
 }
 
 // validate runs the validation after step s (whose updates ran at lr), logs it and

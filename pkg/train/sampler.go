@@ -24,11 +24,14 @@ type sampled struct {
 }
 
 // samplerAhead is how many batches a sampler keeps ready; samplerBuffers is its batch
-// buffers: those ready, the one it fills and the two the loop may hold (a step's two
-// path updates, released when their losses are read).
+// buffers: those ready, the one it fills and the four the loop may hold (a pool is used
+// twice a step, and the loop holds two steps' batches while the first's losses are read
+// after the second is enqueued; a batch is released when its loss is read). With fewer,
+// take would wait for a release that waits for take.
 const (
 	samplerAhead   = 2
-	samplerBuffers = samplerAhead + 3
+	samplerHeld    = 4
+	samplerBuffers = samplerAhead + 1 + samplerHeld
 )
 
 // startSampler starts sampling p's batches of size queries and k negatives from p's

@@ -40,7 +40,7 @@ func TestSamplerMatchesPool(t *testing.T) {
 				t.Fatalf("%s pool, batch %d: cursor %+v after take, %+v sampling in place", name, i, got.state(), want.state())
 			}
 			held = append(held, b)
-			if i%3 == 2 { // the loop's most: two held at once, then released
+			if i%5 == 4 { // the loop's most: four held at once, then released
 				for _, h := range held[:len(held)-1] {
 					s.release(h)
 				}
