@@ -212,7 +212,7 @@ var kernelBenches = []benchCase{
 		b := &benchBuffers{d: d}
 		table, idx := randF32(rng, s.entities*s.dim, -1, 1), randIDs(rng, s.rows, s.entities)
 		T, I, O := b.f(table), b.i(idx), b.f(make([]float32, s.rows*s.dim))
-		return []benchVersion{{"gather_rows", func() error { return nil }, func() error { return d.GatherRows(O, T, I, s.dim) }, func() error {
+		check := func() error {
 			want := make([]float32, s.rows*s.dim)
 			for r, id := range idx {
 				copy(want[r*s.dim:(r+1)*s.dim], table[int(id)*s.dim:])
@@ -222,7 +222,16 @@ var kernelBenches = []benchCase{
 				return err
 			}
 			return closeTo("out", want, got, 0)
-		}}}, b.free, b.err
+		}
+		gather := func(scalar bool) func() error {
+			return func() error {
+				defer func() { d.rowsScalar = false }()
+				d.rowsScalar = scalar
+				return d.GatherRows(O, T, I, s.dim)
+			}
+		}
+		reset := func() error { return O.Zero() }
+		return []benchVersion{{"gather_rows", reset, gather(true), check}, {"gather_rows4", reset, gather(false), check}}, b.free, b.err
 	}},
 	{"scatter_rows", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
 		b := &benchBuffers{d: d}
@@ -246,7 +255,12 @@ var kernelBenches = []benchCase{
 		reset := func() error { return T.Zero() }
 		return []benchVersion{
 			{"scatter_add_rows", reset, func() error { return d.ScatterAddRows(T, S, I, s.dim) }, check},
-			{"rows_sum_csr", reset, func() error { return d.RowsSum(T, S, index, s.dim) }, check},
+			{"rows_sum_csr", reset, func() error {
+				defer func() { d.rowsScalar = false }()
+				d.rowsScalar = true
+				return d.RowsSum(T, S, index, s.dim)
+			}, check},
+			{"rows_sum_csr4", reset, func() error { return d.RowsSum(T, S, index, s.dim) }, check},
 		}, b.free, b.err
 	}},
 	{"adam_step", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {

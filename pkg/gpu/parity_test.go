@@ -155,6 +155,7 @@ var parityCases = []struct {
 	{"FilteredRanks", testFilteredRanks},
 	{"Angle", testAngle},
 	{"Gather", testGather},
+	{"RowsQuads", testRowsQuads},
 	{"Rotate", testRotate},
 	{"Negate", testNegate},
 	{"MLP", testMLP},

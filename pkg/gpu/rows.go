@@ -15,7 +15,27 @@ func (d *Device) GatherRows(out, table *F32, idx *I32, dim int) error {
 	}
 	// Reads the index and the gathered rows, writes out.
 	w := Work{Bytes: words(rows, gathered(rows, tableRows(table, dim))*dim, rows*dim)}
+	if d.quads(dim, out, table) && rows > 0 {
+		d4 := dim / 4
+		return d.launch("gather_rows4", w, [3]int{ceilDiv(d4, rowsThreads), min(rows, d.gridY), 1}, [3]int{rowsThreads, 1, 1},
+			ptr(out), ptr(table), ptr(idx), i32(rows), i32(d4))
+	}
 	return d.each("gather_rows", rows*dim, w, ptr(out), ptr(table), ptr(idx), i32(rows), i32(dim))
+}
+
+// quads reports whether rows of width dim of every buffer can be read as float4: dim a
+// multiple of 4 and every buffer 16-byte aligned (and the row kernels' float4 versions
+// not switched off, Device.rowsScalar).
+func (d *Device) quads(dim int, bufs ...*F32) bool {
+	if d.rowsScalar || dim%4 != 0 {
+		return false
+	}
+	for _, b := range bufs {
+		if b == nil || b.Ptr()%16 != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Fill sets every element of x to v.
@@ -94,6 +114,11 @@ func (d *Device) RowsSum(dst, src *F32, ix DeviceRowIndex, dim int) error {
 	// one add per source element.
 	np := ix.Pairs.Len()
 	w := Work{Bytes: words(ix.N, ix.N+1, np, np*dim, 2*ix.N*dim), FLOPs: flops(np*dim, 1)}
+	if d.quads(dim, dst, src) {
+		d4 := dim / 4
+		return d.launch("rows_sum_csr4", w, [3]int{ceilDiv(d4, rowsThreads), min(ix.N, d.gridY), 1}, [3]int{rowsThreads, 1, 1},
+			ptr(dst), ptr(src), ptr(ix.Rows), ptr(ix.Start), ptr(ix.Pairs), i32(ix.N), i32(d4))
+	}
 	return d.launch("rows_sum_csr", w, [3]int{ceilDiv(dim, rowsThreads), min(ix.N, d.gridY), 1}, [3]int{rowsThreads, 1, 1},
 		ptr(dst), ptr(src), ptr(ix.Rows), ptr(ix.Start), ptr(ix.Pairs), i32(ix.N), i32(dim))
 }

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/rocone/rocone/pkg/model"
@@ -48,6 +49,60 @@ func testGather(h *harness) {
 	for i, v := range h.down(F) {
 		if v != 1.5 {
 			h.t.Fatalf("fill[%d] = %g", i, v)
+		}
+	}
+}
+
+// testRowsQuads runs GatherRows and RowsSum at a width of 20 (their float4 kernels), 19
+// and on views 4 bytes off alignment (the scalar ones), against the plain loops, and
+// checks that both kernels give the same bits.
+func testRowsQuads(h *harness) {
+	const tableRows, rows = 11, 40
+	for _, c := range []struct {
+		d, off int
+	}{{20, 0}, {19, 0}, {20, 1}} {
+		table := h.uniform(tableRows*c.d+c.off, -1, 1)
+		idx := make([]int32, rows)
+		for i := range idx {
+			idx[i] = int32(h.rng.IntN(tableRows))
+		}
+		tb := table[c.off:]
+		Tb, Ix := h.up(table).Slice(c.off, tableRows*c.d), h.upI(idx)
+		want := make([]float32, rows*c.d)
+		for r, id := range idx {
+			copy(want[r*c.d:(r+1)*c.d], tb[int(id)*c.d:int(id+1)*c.d])
+		}
+		var got [2][]float32
+		for k, scalar := range []bool{false, true} {
+			h.d.rowsScalar = scalar
+			G := h.zeros(rows*c.d + c.off).Slice(c.off, rows*c.d)
+			h.ok(h.d.GatherRows(G, Tb, Ix, c.d))
+			got[k] = h.down(G)
+			compare(h.t, fmt.Sprintf("gather d=%d off=%d scalar=%v", c.d, c.off, scalar), want, got[k])
+		}
+		h.d.rowsScalar = false
+		src := h.uniform(rows*c.d, -1, 1)
+		dst := h.uniform(tableRows*c.d+c.off, -1, 1)
+		sum := clone(dst[c.off:])
+		for r, id := range idx {
+			for j := range c.d {
+				sum[int(id)*c.d+j] += src[r*c.d+j] // in increasing position, as RowsSum
+			}
+		}
+		ix := RowCSR(idx, tableRows, nil)
+		dix := DeviceRowIndex{Rows: h.upI(ix.Rows), Start: h.upI(ix.Start), Pairs: h.upI(ix.Pairs), N: len(ix.Rows)}
+		for k, scalar := range []bool{false, true} {
+			h.d.rowsScalar = scalar
+			D := h.up(dst).Slice(c.off, tableRows*c.d)
+			h.ok(h.d.RowsSum(D, h.up(src), dix, c.d))
+			got[k] = h.down(D)
+			compare(h.t, fmt.Sprintf("rows sum d=%d off=%d scalar=%v", c.d, c.off, scalar), sum, got[k])
+		}
+		h.d.rowsScalar = false
+		for i := range got[0] {
+			if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
+				h.t.Fatalf("rows sum d=%d off=%d: element %d is %g by float4, %g by float", c.d, c.off, i, got[0][i], got[1][i])
+			}
 		}
 	}
 }
