@@ -55,6 +55,7 @@ type Adam struct {
 	offq, cnt  *I32
 	totalq     int
 	scalarOnly bool    // the tests' and the bench's switch to adam_multi
+	angleR     float32 // the angle tensors' range R (AngleGrad)
 	clsHost    []int32 // the classes on the device
 	classLag   []int64 // per class: its lag; nil: more classes than one launch takes
 }
@@ -62,17 +63,56 @@ type Adam struct {
 // adamClasses is ADAM_CLASSES in kernels/adam.cu: the lag classes one launch handles.
 const adamClasses = 8
 
-type adamSlot struct{ p, g, m, v *F32 }
+// adamPtrs is ADAM_PTRS: the buffers per tensor in the one-launch kernels' table.
+const adamPtrs = 5
+
+// launchPtrs are the slot's buffers as the one-launch kernels see them: p, g, m, v and
+// theta, where an angle tensor's g is the gradient of its angles.
+func (s adamSlot) launchPtrs() [adamPtrs]*F32 {
+	if s.dTheta != nil {
+		return [adamPtrs]*F32{s.p, s.dTheta, s.m, s.v, s.theta}
+	}
+	return [adamPtrs]*F32{s.p, s.g, s.m, s.v, nil}
+}
+
+// adamSlot is a parameter tensor p with its gradient g and moments m, v; an angle tensor
+// (AngleGrad) has the gradient of its angles dTheta and the angles theta besides.
+type adamSlot struct{ p, g, m, v, dTheta, theta *F32 }
+
+// AngleGrad makes a parameter tensor an angle tensor of the optimiser: its values x are
+// used as angles θ = π·tanh(x/R) (the entity and relation tables), the backward pass
+// accumulates the gradient of θ into DTheta, and Step maps it to x's (the arithmetic of
+// AngleBackward) as it reads it, then clears DTheta: one pass over the table instead of
+// AngleBackward's and Adam's. Theta is the forward's θ of the same update. The tensor's
+// own gradient buffer is then only Step's scratch on its per-tensor path.
+type AngleGrad struct {
+	DTheta, Theta *F32
+}
 
 // NewAdam allocates zero moments for the parameters params[i] with gradients grads[i].
 func NewAdam(d *Device, cfg adam.Config, params, grads []*F32) (*Adam, error) {
-	if len(params) != len(grads) {
-		return nil, fmt.Errorf("cuda: NewAdam: %d parameters, %d gradients", len(params), len(grads))
+	return NewAdamAngles(d, cfg, params, grads, nil, 0)
+}
+
+// NewAdamAngles is NewAdam with angle tensors: angles[i], where its buffers are not nil,
+// makes parameter i one (AngleGrad), all with the angle map's range R.
+func NewAdamAngles(d *Device, cfg adam.Config, params, grads []*F32, angles []AngleGrad, R float32) (*Adam, error) {
+	if len(params) != len(grads) || (angles != nil && len(angles) != len(params)) {
+		return nil, fmt.Errorf("cuda: NewAdam: %d parameters, %d gradients, %d angle gradients", len(params), len(grads), len(angles))
 	}
-	a := &Adam{Config: cfg, dev: d}
+	a := &Adam{Config: cfg, dev: d, angleR: R}
 	for i, p := range params {
 		if grads[i].Len() != p.Len() {
 			return nil, fmt.Errorf("cuda: NewAdam: parameter %d has %d elements, its gradient %d", i, p.Len(), grads[i].Len())
+		}
+		var ag AngleGrad
+		if angles != nil {
+			ag = angles[i]
+		}
+		if (ag.DTheta == nil) != (ag.Theta == nil) ||
+			(ag.DTheta != nil && (ag.DTheta.Len() != p.Len() || ag.Theta.Len() != p.Len())) {
+			return nil, fmt.Errorf("cuda: NewAdam: parameter %d has %d elements, its angle gradient %d and angles %d",
+				i, p.Len(), ag.DTheta.Len(), ag.Theta.Len())
 		}
 		m, err := Alloc[float32](d, p.Len())
 		if err != nil {
@@ -85,7 +125,7 @@ func NewAdam(d *Device, cfg adam.Config, params, grads []*F32) (*Adam, error) {
 			a.Free()
 			return nil, err
 		}
-		a.slots = append(a.slots, adamSlot{p: p, g: grads[i], m: m, v: v})
+		a.slots = append(a.slots, adamSlot{p: p, g: grads[i], m: m, v: v, dTheta: ag.DTheta, theta: ag.Theta})
 	}
 	if err := a.upload(); err != nil {
 		a.Free()
@@ -98,7 +138,7 @@ func NewAdam(d *Device, cfg adam.Config, params, grads []*F32) (*Adam, error) {
 // lag).
 func (a *Adam) upload() (err error) {
 	T := len(a.slots)
-	tab, off := make([]int32, 0, 8*T), make([]int32, 0, T+1)
+	tab, off := make([]int32, 0, 2*adamPtrs*T), make([]int32, 0, T+1)
 	total := 0
 	for _, s := range a.slots {
 		off = append(off, int32(total))
@@ -106,8 +146,8 @@ func (a *Adam) upload() (err error) {
 		if total > math.MaxInt32 {
 			return nil // too many elements for one launch's int indices: Step goes per tensor
 		}
-		for _, b := range []*F32{s.p, s.g, s.m, s.v} {
-			x := b.Ptr()
+		for _, b := range s.launchPtrs() {
+			x := b.Ptr() // 0 for nil
 			tab = append(tab, int32(uint32(x)), int32(uint32(x>>32)))
 		}
 	}
@@ -122,7 +162,7 @@ func (a *Adam) upload() (err error) {
 	for _, s := range a.slots {
 		offq, cnt = append(offq, int32(totalq)), append(cnt, int32(s.p.Len()))
 		totalq += (s.p.Len() + 3) / 4
-		for _, b := range []*F32{s.p, s.g, s.m, s.v} {
+		for _, b := range s.launchPtrs() {
 			aligned = aligned && b.Ptr()%16 == 0
 		}
 	}
@@ -203,6 +243,9 @@ func (a *Adam) SetLags(lags []int64) error {
 // SetLags) is not positive is left as it is (its gradient is zero: no backward pass
 // reached it).
 func (a *Adam) Step(zeroGrad bool) error {
+	if !zeroGrad && a.hasAngles() {
+		return fmt.Errorf("cuda: Adam.Step: an optimiser with angle tensors clears their gradients (zeroGrad)")
+	}
 	a.step++
 	if a.cls == nil || a.classLag == nil {
 		return a.stepEach(zeroGrad)
@@ -226,11 +269,12 @@ func (a *Adam) Step(zeroGrad bool) error {
 		}
 		args = append(args, f32(stepSize), f32(bc2Sqrt))
 	}
-	args = append(args, i32(active), boolArg(zeroGrad))
-	// The tables, then per tensor Adam's work, or only the gradient's clear when its
-	// class takes no step.
+	args = append(args, i32(active), boolArg(zeroGrad), f32(a.angleR))
+	// The tables, then per tensor Adam's work (an angle tensor's also reads θ and maps
+	// the gradient: angle_grad's 6 FLOPs), or only the gradient's clear when its class
+	// takes no step.
 	T := len(a.slots)
-	w := Work{Bytes: words(8*T, T+1, T)}
+	w := Work{Bytes: words(2*adamPtrs*T, T+1, T)}
 	if kernel == "adam_multi_vec4" {
 		w.Bytes += words(T)
 	}
@@ -238,6 +282,9 @@ func (a *Adam) Step(zeroGrad bool) error {
 		switch {
 		case active>>a.clsHost[i]&1 == 1:
 			w = w.Add(adamWork(s.p.Len(), zeroGrad))
+			if s.dTheta != nil {
+				w = w.Add(Work{Bytes: words(s.p.Len()), FLOPs: flops(s.p.Len(), 6)})
+			}
 		case zeroGrad:
 			w.Bytes += words(s.p.Len())
 		}
@@ -254,6 +301,18 @@ func (a *Adam) stepEach(zeroGrad bool) error {
 		if a.lags != nil {
 			step -= int(a.lags[i])
 		}
+		if s.dTheta != nil {
+			// The raw gradient from the angles' (AngleBackward into the cleared g), then
+			// the angles' cleared: what the one-launch kernels do in one pass.
+			if step > 0 {
+				if err := a.dev.AngleBackward(s.g, s.dTheta, s.theta, a.angleR); err != nil {
+					return fmt.Errorf("parameter %d: %w", i, err)
+				}
+			}
+			if err := s.dTheta.Zero(); err != nil {
+				return fmt.Errorf("parameter %d: %w", i, err)
+			}
+		}
 		if step <= 0 {
 			if zeroGrad {
 				if err := s.g.Zero(); err != nil {
@@ -267,6 +326,15 @@ func (a *Adam) stepEach(zeroGrad bool) error {
 		}
 	}
 	return nil
+}
+
+func (a *Adam) hasAngles() bool {
+	for _, s := range a.slots {
+		if s.dTheta != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Reset zeroes the moments and the step count: the "brand-new Adam optimiser" ConE's

@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/rocone/rocone/pkg/adam"
@@ -19,9 +20,11 @@ func (a *Adam) stepPerTensor(zeroGrad bool) error {
 // leave a partial last quad) with lags that change as tensors start (train.Adam.Lag), a
 // Reset, a SetState, and more lag classes than one launch takes; through each of its
 // kernels: adam_multi_vec4 (16-byte aligned tensors), adam_multi (forced, and chosen for
-// tensors that are not 16-byte aligned).
+// tensors that are not 16-byte aligned). The angles- paths make three tensors angle
+// tensors (AngleGrad): the one launch maps their angles' gradients itself, the per-tensor
+// path with AngleBackward into the raw gradient first, bit for bit the same.
 func testAdamMulti(h *harness) {
-	for _, path := range []string{"vec4", "scalar", "misaligned"} {
+	for _, path := range []string{"vec4", "scalar", "misaligned", "angles-vec4", "angles-scalar", "angles-misaligned"} {
 		h.t.Run(path, func(t *testing.T) {
 			hh := *h
 			hh.t = t
@@ -32,34 +35,49 @@ func testAdamMulti(h *harness) {
 
 func adamMulti(h *harness, path string) {
 	sizes := []int{301, 7, 0, 1, 1029, 64, 3, 5, 2, 9, 4}
-	mk := func() (P, G []*F32) {
-		for _, n := range sizes {
-			if path == "misaligned" { // views one float into an allocation
-				P, G = append(P, h.zeros(n+1).Slice(1, n)), append(G, h.zeros(n+1).Slice(1, n))
-				continue
-			}
-			P, G = append(P, h.zeros(n)), append(G, h.zeros(n))
+	kernel, angled := strings.CutPrefix(path, "angles-")
+	isAngle := func(i int) bool { return angled && i%4 == 0 } // tensors 0, 4 and 8
+	const R = 0.75
+	buf := func(n int) *F32 {
+		if kernel == "misaligned" { // a view one float into an allocation
+			return h.zeros(n+1).Slice(1, n)
 		}
-		return P, G
+		return h.zeros(n)
 	}
-	P1, G1 := mk()
-	P2, G2 := mk()
+	mk := func() (P, G []*F32, A []AngleGrad) {
+		for i, n := range sizes {
+			P, G = append(P, buf(n)), append(G, buf(n))
+			var ag AngleGrad
+			if isAngle(i) {
+				ag = AngleGrad{DTheta: buf(n), Theta: buf(n)}
+			}
+			A = append(A, ag)
+		}
+		return P, G, A
+	}
+	P1, G1, A1 := mk()
+	P2, G2, A2 := mk()
 	for i, n := range sizes {
 		p := h.uniform(n, -1, 1)
 		h.ok(P1[i].Upload(p))
 		h.ok(P2[i].Upload(p))
 	}
 	cfg := adam.Default(3e-2)
-	one, err := NewAdam(h.d, cfg, P1, G1)
+	one, err := NewAdamAngles(h.d, cfg, P1, G1, A1, R)
 	h.ok(err)
 	defer one.Free()
-	one.scalarOnly = path == "scalar"
-	if vec4 := one.offq != nil; vec4 != (path != "misaligned") {
+	one.scalarOnly = kernel == "scalar"
+	if vec4 := one.offq != nil; vec4 != (kernel != "misaligned") {
 		h.t.Fatalf("%s tensors: the 16-byte path is %v", path, vec4)
 	}
-	ref, err := NewAdam(h.d, cfg, P2, G2)
+	ref, err := NewAdamAngles(h.d, cfg, P2, G2, A2, R)
 	h.ok(err)
 	defer ref.Free()
+	if angled {
+		if err := one.Step(false); err == nil {
+			h.t.Fatalf("Step(false) with angle tensors: no error")
+		}
+	}
 
 	// started[i]: the step at which tensor i is first reached (0: from the start).
 	started := []int{0, 2, 0, 3, 0, 5, 0, 2, 1, 0, 7}
@@ -87,7 +105,8 @@ func adamMulti(h *harness, path string) {
 			for _, c := range []struct {
 				what      string
 				want, got []float32
-			}{{"p", h.down(P2[i]), h.down(P1[i])}, {"g", h.down(G2[i]), h.down(G1[i])}, {"m", m2, m1}, {"v", v2, v1}} {
+			}{{"p", h.down(P2[i]), h.down(P1[i])}, {"g", h.down(G2[i]), h.down(G1[i])}, {"m", m2, m1}, {"v", v2, v1},
+				{"dTheta", h.down(A2[i].DTheta), h.down(A1[i].DTheta)}} {
 				for k := range c.want {
 					if math.Float32bits(c.want[k]) != math.Float32bits(c.got[k]) {
 						h.t.Fatalf("step %d, tensor %d: %s[%d] = %g, per-tensor launches %g", step, i, c.what, k, c.got[k], c.want[k])
@@ -122,10 +141,20 @@ func adamMulti(h *harness, path string) {
 		}
 		for i, n := range sizes {
 			g := h.uniform(n, -1, 1)
+			if isAngle(i) { // the angles' gradient and the forward's angles
+				th := h.uniform(n, -3, 3)
+				for _, b := range []*F32{A1[i].DTheta, A2[i].DTheta} {
+					h.ok(b.Upload(g))
+				}
+				for _, b := range []*F32{A1[i].Theta, A2[i].Theta} {
+					h.ok(b.Upload(th))
+				}
+				continue
+			}
 			h.ok(G1[i].Upload(g))
 			h.ok(G2[i].Upload(g))
 		}
-		zero := step%3 != 0
+		zero := step%3 != 0 || angled
 		h.ok(one.Step(zero))
 		h.ok(ref.stepPerTensor(zero))
 		check(step)

@@ -42,6 +42,10 @@ type Model struct {
 	arena         *gpu.Arena
 	count         []int32 // RowCSR scratch, max(entities, relations) zeros
 	hostBufs      hostBufs
+	// A training model's angle tables (π·tanh(x/R) of the entity and relation tables,
+	// remade at each update) and their gradients, which the backward pass accumulates and
+	// Adam maps to the raw tables' and clears (gpu.AngleGrad); nil for evaluation.
+	theta, dTheta angleTables
 
 	stats   []*gpu.F64 // a ring of loss results, one per pending update
 	nextRes int
@@ -113,7 +117,11 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 	if m.g, err = m.named(m.grads); err != nil {
 		return nil, err
 	}
-	if m.adam, err = gpu.NewAdam(dev, adam.Default(lr), m.params, m.grads); err != nil {
+	angles, err := m.allocAngles()
+	if err != nil {
+		return nil, err
+	}
+	if m.adam, err = gpu.NewAdamAngles(dev, adam.Default(lr), m.params, m.grads, angles, float32(m.cfg.EmbeddingRange())); err != nil {
 		return nil, err
 	}
 	for range pendingRing {
@@ -124,6 +132,39 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 		m.stats = append(m.stats, s)
 	}
 	return m, nil
+}
+
+// allocAngles allocates a training model's angle tables and their gradients (zero) and
+// returns them as Adam's angle gradients, per parameter tensor: the entity table, the
+// relation axes and (all but rocone-se) the relation aperture offsets.
+func (m *Model) allocAngles() ([]gpu.AngleGrad, error) {
+	nR, d := m.cfg.NumRelations, m.cfg.Dim
+	nRel := 1
+	if m.p.relAperture != nil {
+		nRel = 2
+	}
+	for _, t := range []*angleTables{&m.theta, &m.dTheta} {
+		var err error
+		t.nRel = nRel
+		if t.ent, err = gpu.Alloc[float32](m.dev, m.p.entity.Len()); err != nil {
+			return nil, fmt.Errorf("allocating the entity angles: %w", err)
+		}
+		if t.rel, err = gpu.Alloc[float32](m.dev, nRel*nR*d); err != nil {
+			return nil, fmt.Errorf("allocating the relation angles: %w", err)
+		}
+	}
+	angles := make([]gpu.AngleGrad, len(m.params))
+	for i, p := range m.params {
+		switch p {
+		case m.p.entity:
+			angles[i] = gpu.AngleGrad{DTheta: m.dTheta.ent, Theta: m.theta.ent}
+		case m.p.relAxis:
+			angles[i] = gpu.AngleGrad{DTheta: m.dTheta.rel.Slice(0, nR*d), Theta: m.theta.rel.Slice(0, nR*d)}
+		case m.p.relAperture:
+			angles[i] = gpu.AngleGrad{DTheta: m.dTheta.rel.Slice(nR*d, nR*d), Theta: m.theta.rel.Slice(nR*d, nR*d)}
+		}
+	}
+	return angles, nil
 }
 
 // named sorts the tensors bufs (in m.names order) into their roles; a tensor the device
@@ -160,6 +201,7 @@ func (m *Model) Close() error {
 	for _, s := range m.stats {
 		all = append(all, s)
 	}
+	all = append(all, m.theta.ent, m.theta.rel, m.dTheta.ent, m.dTheta.rel)
 	err := gpu.FreeAll(all...)
 	if m.adam != nil {
 		if e := m.adam.Free(); e != nil && err == nil {
@@ -172,6 +214,7 @@ func (m *Model) Close() error {
 		}
 	}
 	m.params, m.grads, m.stats, m.adam, m.arena = nil, nil, nil, nil, nil
+	m.theta, m.dTheta = angleTables{}, angleTables{}
 	return err
 }
 

@@ -121,15 +121,19 @@ type angleTables struct {
 	nRel int // 1 or 2
 }
 
-// angles maps the entity and relation tables to angles.
+// angles maps the entity and relation tables to angles: into the training model's own
+// tables (Model.theta, which Adam reads), or an evaluation model's scratch.
 func (m *Model) angles(s *scratch) angleTables {
 	R := float32(m.cfg.EmbeddingRange())
 	nR, d := m.cfg.NumRelations, m.cfg.Dim
-	th := angleTables{ent: s.take(m.p.entity.Len()), nRel: 1}
-	if m.p.relAperture != nil {
-		th.nRel = 2
+	th := m.theta
+	if th.ent == nil {
+		th = angleTables{ent: s.take(m.p.entity.Len()), nRel: 1}
+		if m.p.relAperture != nil {
+			th.nRel = 2
+		}
+		th.rel = s.take(th.nRel * nR * d)
 	}
-	th.rel = s.take(th.nRel * nR * d)
 	if s.err != nil {
 		return th
 	}
@@ -165,15 +169,23 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *gpu.F64) error {
 		return err
 	}
 
-	// Through the angle maps into the raw tables, then Adam (which clears the gradients).
-	nR, d := cfg.NumRelations, cfg.Dim
-	s.ok(dev.AngleBackward(m.g.entity, w.dThEnt, w.th.ent, R))
-	s.ok(dev.AngleBackward(m.g.relAxis, w.dThRel.Slice(0, nR*d), w.th.rel.Slice(0, nR*d), R))
-	if w.th.nRel == 2 {
-		s.ok(dev.AngleBackward(m.g.relAperture, w.dThRel.Slice(nR*d, nR*d), w.th.rel.Slice(nR*d, nR*d), R))
-	}
-	if s.err != nil || m.keepGrads {
+	if s.err != nil {
 		return s.err
 	}
+	if m.keepGrads {
+		// The tests' stop before Adam: the raw tables' gradients, through the angle maps,
+		// and the angles' gradients cleared for the next update (Adam's part).
+		nR, d := cfg.NumRelations, cfg.Dim
+		s.ok(dev.AngleBackward(m.g.entity, w.dThEnt, w.th.ent, R))
+		s.ok(dev.AngleBackward(m.g.relAxis, w.dThRel.Slice(0, nR*d), w.th.rel.Slice(0, nR*d), R))
+		if w.th.nRel == 2 {
+			s.ok(dev.AngleBackward(m.g.relAperture, w.dThRel.Slice(nR*d, nR*d), w.th.rel.Slice(nR*d, nR*d), R))
+		}
+		s.ok(w.dThEnt.Zero())
+		s.ok(w.dThRel.Zero())
+		return s.err
+	}
+	// Adam maps the angles' gradients to the raw tables' as it reads them (gpu.AngleGrad)
+	// and clears every gradient.
 	return m.adam.Step(true)
 }

@@ -41,7 +41,7 @@ type devWalk struct {
 	levels []devLevel
 
 	table, dTable  *gpu.F32 // the cones and (training) their gradients, [2][rows][d]
-	dThEnt, dThRel *gpu.F32 // training: the gradients of the angle tables
+	dThEnt, dThRel *gpu.F32 // training: the gradients of the angle tables (Model.dTheta)
 }
 
 // devLevel is one level's layout, and its device buffers while the walk runs.
@@ -248,8 +248,8 @@ func (w *devWalk) allocate() error {
 	w.table = s.take(2 * w.rows * d)
 	if w.train {
 		w.dTable = s.take(2 * w.rows * d)
-		w.dThEnt = s.take(w.th.ent.Len())
-		w.dThRel = s.take(w.th.rel.Len())
+		// The model's own, zero: Adam cleared them after the last update.
+		w.dThEnt, w.dThRel = w.m.dTheta.ent, w.m.dTheta.rel
 	}
 	return s.err
 }

@@ -8,6 +8,13 @@
 // with stepSize = lr/(1 − β1^t), bc2Sqrt = sqrt(1 − β2^t), 1 − β1 and 1 − β2 computed by
 // the host in double and rounded to float, as PyTorch passes its Python-float scalars. Every element is updated, gradient zero or not (docs/training.md §1). When
 // zeroGrad ≠ 0 the gradient is cleared after it is read, ready for the next step.
+//
+// In the one-launch kernels a tensor may be an angle tensor: its parameters x are used as
+// angles θ = π·tanh(x/R) (the entity and relation tables), its g is the gradient of θ, and
+// its theta the forward's θ; the kernel maps the gradient to x's (angle_grad, angle_bwd's
+// arithmetic) as it reads it. That saves the separate angle_bwd pass over the table
+// (reading dθ, θ and the raw gradient, writing the raw gradient) and the raw gradient's
+// clearing. R is the launch's (every angle tensor shares it).
 #include "common.h"
 
 // adam_math is one element's update on registers: the arithmetic of every kernel below,
@@ -46,15 +53,20 @@ KERNEL adam_step(float* p, float* g, float* m, float* v, int n, float beta2, flo
 // ADAM_CLASSES is how many step counts one adam_multi launch handles (see there).
 #define ADAM_CLASSES 8
 
+// ADAM_PTRS is the pointers per tensor in an adam_multi launch's table: p, g, m, v, theta.
+#define ADAM_PTRS 5
+
 // adam_cursor follows one thread of an adam_multi launch through the tensors: the
 // thread's element indices e increase, so its tensor only moves forward, and t, the
 // tensor's pointers and its class's constants change only where e crosses into the next
-// tensor. Tensor t's buffers are ptrs[8t … 8t+7], the device addresses of p, g, m, v, each
-// as two 32-bit halves (low first); its indices are off[t] … off[t+1] − 1.
+// tensor. Tensor t's buffers are ptrs[2·ADAM_PTRS·t …], the device addresses of p, g, m, v
+// and theta (NULL but for an angle tensor), each as two 32-bit halves (low first); its
+// indices are off[t] … off[t+1] − 1.
 struct adam_cursor {
 	int t = -1;
 	long long first = 0, next = 0;
 	float *p = 0, *g = 0, *m = 0, *v = 0;
+	const float* th = 0;
 	int cls = 0;
 
 	// seek moves to e's tensor; it returns whether it moved (cls is then its class).
@@ -64,11 +76,12 @@ struct adam_cursor {
 		while (t < T - 1 && e >= off[t + 1]);
 		first = off[t];
 		next = off[t + 1];
-		const unsigned* q = ptrs + 8 * t;
+		const unsigned* q = ptrs + 2 * ADAM_PTRS * t;
 		p = (float*)(((unsigned long long)q[1] << 32) | q[0]);
 		g = (float*)(((unsigned long long)q[3] << 32) | q[2]);
 		m = (float*)(((unsigned long long)q[5] << 32) | q[4]);
 		v = (float*)(((unsigned long long)q[7] << 32) | q[6]);
+		th = (const float*)(((unsigned long long)q[9] << 32) | q[8]);
 		cls = clsOf[t];
 		return true;
 	}
@@ -113,7 +126,7 @@ __device__ __forceinline__ float adam_pick8(int c, float x0, float x1, float x2,
 // gradient cleared, with zeroGrad). The element arithmetic is adam_step's, so the results
 // are bit-identical to one adam_step launch per tensor.
 KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, int total, float beta2, float oneMinusBeta1,
-                  float oneMinusBeta2, float eps, ADAM_CLASS_ARGS, int active, int zeroGrad) {
+                  float oneMinusBeta2, float eps, ADAM_CLASS_ARGS, int active, int zeroGrad, float R) {
 	adam_cursor c;
 	bool steps = false;
 	float stepSize = 0.f, bc2Sqrt = 0.f;
@@ -121,6 +134,16 @@ KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, i
 		ADAM_SEEK(c, e, ptrs, off, cls, T, );
 		const long long i = e - c.first;
 		if (!steps) {
+			if (zeroGrad) c.g[i] = 0.f;
+			continue;
+		}
+		if (c.th) {
+			float pi = c.p[i], mi = c.m[i], vi = c.v[i];
+			adam_math(pi, angle_grad(c.g[i], c.th[i], R), mi, vi, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize,
+			          bc2Sqrt);
+			c.m[i] = mi;
+			c.v[i] = vi;
+			c.p[i] = pi;
 			if (zeroGrad) c.g[i] = 0.f;
 			continue;
 		}
@@ -133,11 +156,12 @@ KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, i
 // streams of the parameters' size, 8 with zeroGrad). Its index space is quads: tensor t
 // owns quads offq[t] … offq[t+1] − 1, ⌈cnt[t]/4⌉ of them, the last one partial (its
 // elements past cnt[t] are left alone). Every p, g, m and v must be 16-byte aligned (the
-// host checks, and launches adam_multi otherwise). The arithmetic is adam_math, so the
-// results are bit-identical to adam_multi's and adam_step's.
+// host checks, and launches adam_multi otherwise; theta too, for an angle tensor). The
+// arithmetic is adam_math (and angle_grad), so the results are bit-identical to
+// adam_multi's, and to angle_bwd then adam_step.
 KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, const int* cls, int T, int totalq,
                        float beta2, float oneMinusBeta1, float oneMinusBeta2, float eps, ADAM_CLASS_ARGS, int active,
-                       int zeroGrad) {
+                       int zeroGrad, float R) {
 	adam_cursor c;
 	bool steps = false;
 	float stepSize = 0.f, bc2Sqrt = 0.f;
@@ -146,13 +170,18 @@ KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, co
 		ADAM_SEEK(c, e, ptrs, offq, cls, T, n = cnt[c.t])
 		float *p = c.p, *g = c.g, *m = c.m, *v = c.v;
 		const long long i = 4 * (e - c.first);
+		const float* th = c.th;
 		if (i + 4 > n) { // the tensor's partial last quad, element by element
 			for (long long k = i; k < n; k++) {
 				if (steps) {
-					adam_element(p, g, m, v, k, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt, zeroGrad);
-				} else if (zeroGrad) {
-					g[k] = 0.f;
+					float pk = p[k], mk = m[k], vk = v[k];
+					float gk = th ? angle_grad(g[k], th[k], R) : g[k];
+					adam_math(pk, gk, mk, vk, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt);
+					m[k] = mk;
+					v[k] = vk;
+					p[k] = pk;
 				}
+				if (zeroGrad) g[k] = 0.f;
 			}
 			continue;
 		}
@@ -165,6 +194,11 @@ KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, co
 		float4* m4 = (float4*)(m + i);
 		float4* v4 = (float4*)(v + i);
 		float4 gv = *g4, pv = *p4, mv = *m4, vv = *v4;
+		if (th) {
+			float4 tv = *(const float4*)(th + i);
+			gv = make_float4(angle_grad(gv.x, tv.x, R), angle_grad(gv.y, tv.y, R), angle_grad(gv.z, tv.z, R),
+			                 angle_grad(gv.w, tv.w, R));
+		}
 		adam_math(pv.x, gv.x, mv.x, vv.x, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt);
 		adam_math(pv.y, gv.y, mv.y, vv.y, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt);
 		adam_math(pv.z, gv.z, mv.z, vv.z, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt);

@@ -7,12 +7,9 @@ KERNEL angle_fwd(float* theta, const float* raw, int n, float R) {
 	GRID_STRIDE(i, n) { theta[i] = PI_F * tanhf(raw[i] / R); }
 }
 
-// dRaw[i] += dTheta[i]·(π/R)·(1 − (θ_i/π)²), from the forward output θ.
+// dRaw[i] += dTheta[i]·(π/R)·(1 − (θ_i/π)²), from the forward output θ (angle_grad).
 KERNEL angle_bwd(float* dRaw, const float* dTheta, const float* theta, int n, float R) {
-	GRID_STRIDE(i, n) {
-		float t = theta[i] / PI_F;
-		dRaw[i] += dTheta[i] * (PI_F / R) * (1.f - t * t);
-	}
+	GRID_STRIDE(i, n) { dRaw[i] = __fadd_rn(dRaw[i], angle_grad(dTheta[i], theta[i], R)); }
 }
 
 // Gather and map: theta[r][j] = π·tanh(table[idx[r]][j]/R) for r < rows, j < d.

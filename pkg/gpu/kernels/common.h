@@ -29,6 +29,15 @@
 	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
 	     i += (long long)blockDim.x * gridDim.x)
 
+// angle_grad is the gradient through the angle map θ = π·tanh(x/R), from its output θ:
+// dθ·(π/R)·(1 − (θ/π)²). angle_bwd and Adam's fused angle tensors (adam.cu) both use it,
+// rounded one operation at a time (no FMA contraction, whatever the code around it), so
+// that they agree bit for bit.
+__device__ __forceinline__ float angle_grad(float dTheta, float theta, float R) {
+	float t = theta / PI_F;
+	return __fmul_rn(__fmul_rn(dTheta, PI_F / R), __fsub_rn(1.f, __fmul_rn(t, t)));
+}
+
 // sign with sign(0) = 0: the subgradient of |x| (PyTorch's abs backward).
 __device__ __forceinline__ float sgnf(float x) { return x > 0.f ? 1.f : (x < 0.f ? -1.f : 0.f); }
 
