@@ -213,10 +213,8 @@ func TestNegatives(t *testing.T) {
 	}
 }
 
-// TestBatches checks the batches of a real train file: positives are answers, negatives
-// are not, weights are (4 + |answers|)^(−1/2), every query of a pool is visited once per
-// epoch, the last batch of an epoch holds the rest, and the pools split by shape.
-func TestBatches(t *testing.T) {
+// testTrainSet is the test train file's rows, train set and pools' members.
+func testTrainSet(t *testing.T) ([]artifact.Query, *trainSet, [2][]int32) {
 	train, _ := files(t)
 	meta, rows, err := artifact.ReadQueries(train)
 	if err != nil {
@@ -226,6 +224,14 @@ func TestBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rows, ts, members
+}
+
+// TestBatches checks the batches of a real train file: positives are answers, negatives
+// are not, weights are (4 + |answers|)^(−1/2), every query of a pool is visited once per
+// epoch, the last batch of an epoch holds the rest, and the pools split by shape.
+func TestBatches(t *testing.T) {
+	rows, ts, members := testTrainSet(t)
 	for pi, mem := range members {
 		for _, q := range mem {
 			if want := pi == 0; IsPath(ts.queries[q].Structure) != want || (rows[q].Type == "1p" || rows[q].Type == "2p" || rows[q].Type == "3p") != want {

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/model"
 )
 
@@ -13,15 +12,7 @@ import (
 // that take leaves the pool where sampling in the loop would, and that a sampler started
 // from a restored cursor goes on with the same batches.
 func TestSamplerMatchesPool(t *testing.T) {
-	train, _ := files(t)
-	meta, rows, err := artifact.ReadQueries(train)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts, members, err := newTrainSet(rows, meta.NumEntities, meta.NumRelations)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ts, members := testTrainSet(t)
 	const size, k, seed = 7, 5, 11
 	for pi, name := range []string{PoolPath, PoolOther} {
 		want := newPool(name, pi, members[pi], seed)
