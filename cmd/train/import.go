@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/rocone/rocone/pkg/kg"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -18,12 +19,13 @@ func importCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "import-qecone",
 		Usage:     "convert a QE-ConE (ConE, PyTorch) checkpoint into a cone checkpoint artifact",
-		UsageText: "train import-qecone --from PATH [--config FILE] [--lambda L] [--dataset NAME] -o FILE",
+		UsageText: "train import-qecone --from PATH [--data DIR] [--config FILE] [--lambda L] [--dataset NAME] -o FILE",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", Usage: "QE-ConE's checkpoint `PATH`: the torch.save file main.py writes (named checkpoint) or its folder", DefaultText: cliargs.Required},
 			&cli.StringFlag{Name: "config", Usage: "QE-ConE's config.json `FILE`: λ (center_reg), dropout, the run's arguments", DefaultText: "the one beside the checkpoint, if any"},
 			&cli.Float64Flag{Name: "lambda", Usage: "λ, ConE's center_reg (the checkpoint does not hold it); needed without config.json", DefaultText: "config.json's center_reg"},
-			&cli.StringFlag{Name: "dataset", Usage: "dataset name in the artifact; must match the queries rank is given", DefaultText: "config.json's data_path's last element"},
+			&cli.StringFlag{Name: "data", Usage: "the dataset `DIR` of the KG the model was trained on (as sample's --data): its sizes are checked and its digest recorded, so that rank, embed and metrics check queries against it", DefaultText: "none: no KG digest recorded, and those stages warn"},
+			&cli.StringFlag{Name: "dataset", Usage: "dataset name in the artifact; must match the queries rank is given", DefaultText: "--data's folder name, else config.json's data_path's last element"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "checkpoint artifact `FILE` to write", DefaultText: cliargs.Required},
 		},
 		Action: func(c *cli.Context) error {
@@ -38,6 +40,9 @@ func importCommand() *cli.Command {
 				return fmt.Errorf("-o is required")
 			}
 			inputs := []outfile.Path{{Flag: "--from", Path: from}, {Flag: "--config", Path: c.String("config")}}
+			if dir := c.String("data"); dir != "" {
+				inputs = append(inputs, outfile.DirFiles("--data", dir)...)
+			}
 			if st, err := os.Stat(from); err == nil && st.IsDir() {
 				// Every file of the run folder is an input: the checkpoint, and the
 				// config.json read when --config is not given.
@@ -49,6 +54,11 @@ func importCommand() *cli.Command {
 			}
 			defer release()
 			opts := qecone.ImportOptions{Checkpoint: from, Config: c.String("config"), Dataset: c.String("dataset")}
+			if dir := c.String("data"); dir != "" {
+				if opts.KG, err = kg.Load(dir, kg.FormatAuto); err != nil {
+					return err
+				}
+			}
 			if c.IsSet("lambda") {
 				l := c.Float64("lambda")
 				opts.Lambda = &l

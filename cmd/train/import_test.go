@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/device"
+	"github.com/rocone/rocone/pkg/kg"
 	"github.com/rocone/rocone/pkg/pipeline"
 	"github.com/rocone/rocone/pkg/qecone"
 )
@@ -90,6 +92,71 @@ func TestImportQEConERanks(t *testing.T) {
 }
 
 // TestImportQEConEErrors: what import-qecone refuses, each with a message naming it.
+// TestImportQEConELineage: with --data the imported checkpoint records the KG's digest
+// and name, so that queries of another KG with the same sizes are refused as for a model
+// trained here; a KG of other sizes is refused at import.
+func TestImportQEConELineage(t *testing.T) {
+	dir := t.TempDir()
+	// mkKG writes an ids-format KG of entities 0 … maxEnt and relations 0 … 19.
+	mkKG := func(name string, maxEnt int, extra string) string {
+		d := filepath.Join(dir, name)
+		var train strings.Builder
+		for e := range maxEnt + 1 { // both directions, as BetaE's id files
+			r, f := 2*(e%10), (e+1)%(maxEnt+1)
+			fmt.Fprintf(&train, "%d\t%d\t%d\n%d\t%d\t%d\n", e, r, f, f, r+1, e)
+		}
+		train.WriteString(extra)
+		for split, text := range map[string]string{"train": train.String(), "valid": "", "test": ""} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, split+".tsv"), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	same, other := mkKG("same", 299, ""), mkKG("other", 299, "3\t2\t7\n7\t3\t3\n")
+	ck := filepath.Join(dir, "model.arrow")
+	if err := runApp("import-qecone", "--from", qeconeDir, "--data", same, "-o", ck); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := artifact.ReadCheckpointMeta(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := kg.Load(same, kg.FormatAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.KGDigest != g.Digest() || meta.Dataset != "same" {
+		t.Fatalf("imported lineage: digest %q dataset %q, want %q and %q", meta.KGDigest, meta.Dataset, g.Digest(), "same")
+	}
+	// Queries of another KG of the same sizes and name: refused by the digest.
+	qf := filepath.Join(dir, "queries.arrow")
+	o, err := kg.Load(other, kg.FormatAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := artifact.WriteQueries(qf, artifact.QueriesMeta{Split: "test", Dataset: "same", NumEntities: 300, NumRelations: 20,
+		KGDigest: o.Digest()}, []artifact.Query{{Type: "1p", Structure: "('e',('r',))", Anchors: []int32{0}, Relations: []int32{1},
+		Easy: []int32{}, Hard: []int32{2}}}); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := device.Open("cpu", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = pipeline.Rank(pipeline.RankConfig{Checkpoint: ck, Queries: qf, Output: filepath.Join(dir, "ranks.arrow"), Kernels: ch.Kernels})
+	if err == nil || !strings.Contains(err.Error(), "another KG") {
+		t.Fatalf("rank with queries of another KG: %v", err)
+	}
+	err = runApp("import-qecone", "--from", qeconeDir, "--data", mkKG("bigger", 300, ""), "-o", filepath.Join(dir, "b.arrow"))
+	if err == nil || !strings.Contains(err.Error(), "not the KG the model was trained on") {
+		t.Fatalf("import with a KG of other sizes: %v", err)
+	}
+}
+
 func TestImportQEConEErrors(t *testing.T) {
 	dir := t.TempDir()
 	notTorch := filepath.Join(dir, "checkpoint")

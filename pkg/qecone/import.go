@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rocone/rocone/pkg/kg"
 	"io/fs"
 	"math"
 	"os"
@@ -30,9 +31,14 @@ type ImportOptions struct {
 	// config.json's center_reg (an error if there is none). When both are given they must
 	// agree.
 	Lambda *float64
-	// Dataset names the dataset in the artifact; "" means config.json's data_path's last
-	// element, else "qecone".
+	// Dataset names the dataset in the artifact; "" means KG's name, else config.json's
+	// data_path's last element, else "qecone".
 	Dataset string
+	// KG, if not nil, is the KG the model was trained on: its sizes must be the
+	// checkpoint's, and its digest is recorded as the checkpoint's lineage (KGDigest), so
+	// that rank, embed and metrics check queries and datasets against it as they do for a
+	// model trained here. nil records none (those stages then warn).
+	KG *kg.Dataset
 }
 
 // stateDictNames maps QE-ConE's KGReasoning state_dict keys to this project's tensor
@@ -217,6 +223,17 @@ func Import(opts ImportOptions) (*artifact.Checkpoint, error) {
 		warm = 0
 	}
 	dataset := opts.Dataset
+	var kgDigest string
+	if g := opts.KG; g != nil {
+		if g.NumEntities != nE || g.NumRelations != nR {
+			return nil, fail("%d entities and %d relations, but the KG %s has %d and %d: not the KG the model was trained on",
+				nE, nR, g.Dir, g.NumEntities, g.NumRelations)
+		}
+		kgDigest = g.Digest()
+		if dataset == "" {
+			dataset = g.Name
+		}
+	}
 	if dataset == "" {
 		dataset = "qecone"
 		if dp, ok := cfg["data_path"].(string); ok && dp != "" {
@@ -248,7 +265,7 @@ func Import(opts ImportOptions) (*artifact.Checkpoint, error) {
 			Model: string(model.ConE), Dim: d, Dataset: dataset, NumEntities: nE, NumRelations: nR,
 			// QE-ConE saves after running step index `step`: step+1 steps are done.
 			Step: int64(step) + 1, LR: lr, WarmUpSteps: warm, AdamStep: adamStep,
-			Config: string(cj), ModelConfig: string(mj), State: string(sj),
+			Config: string(cj), ModelConfig: string(mj), State: string(sj), KGDigest: kgDigest,
 		},
 		Tensors: tensors,
 	}, nil
