@@ -46,6 +46,7 @@ func app() *cli.App {
 			&cli.IntFlag{Name: "batch", Usage: "queries scored together, at least 1, at most the number of queries (on the CPU the entity table stays in cache; on CUDA each call to the device costs a round trip)", DefaultText: "16 on the CPU, 512 on CUDA"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "ranks artifact `FILE` (- for an IPC stream on stdout); with --ask, the answers artifact", DefaultText: cliargs.RequiredWhen("unless --ask or --ask-file")},
 			&cli.StringFlag{Name: "shard", Usage: "rank only shard `i/n` of the queries (0 <= i < n; whole batches; rows keep the queries' ids); metrics takes the n shards as one run"},
+			&cli.StringFlag{Name: "profile", Usage: "write a device profile of the run to `FILE` (a Markdown roofline table per kernel, per batch) and its CSV beside it (.csv for .md); needs --device cuda"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 		},
 		Action: func(c *cli.Context) error {
@@ -83,7 +84,8 @@ func app() *cli.App {
 			}
 			return pipeline.Rank(pipeline.RankConfig{Checkpoint: c.String("checkpoint"), Queries: c.String("queries"),
 				Cones: c.String("cones"), Output: c.String("output"), TopK: c.Int("top"), Data: c.String("data"),
-				Kernels: dev.Kernels, Device: dev.Rank, Workers: c.Int("workers"), Batch: batch, Shard: sh, Log: log})
+				Kernels: dev.Kernels, Device: dev.Rank, Workers: c.Int("workers"), Batch: batch, Shard: sh, Log: log,
+				Profile: c.String("profile"), ProfileCommand: strings.Join(append([]string{"rank"}, os.Args[1:]...), " ")})
 		},
 	}
 }
@@ -92,7 +94,7 @@ func app() *cli.App {
 // own queries; without them rank ranks a queries artifact into a ranks artifact.
 func checkMode(c *cli.Context, asking bool) error {
 	if asking {
-		for _, f := range []string{"queries", "cones", "shard"} {
+		for _, f := range []string{"queries", "cones", "shard", "profile"} {
 			if c.IsSet(f) {
 				return fmt.Errorf("--%s is not used with --ask or --ask-file, which rank the queries they give", f)
 			}

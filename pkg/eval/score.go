@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -126,6 +127,28 @@ type DeviceRanker interface {
 	// plan's order), row r the group's r-th query.
 	EmbedBatch(queries []query.Grounded) ([][]model.Cones[float32], error)
 	Close() error
+}
+
+// A ProfilingRanker is a DeviceRanker whose kernels can be timed launch by launch (rank
+// --profile); package gpumodel's Model is one.
+type ProfilingRanker interface {
+	DeviceRanker
+	// Sync waits until the device has done the work enqueued so far.
+	Sync() error
+	// ProfileStart times every launch from here, until ProfileStop.
+	ProfileStart()
+	ProfileStop()
+	// WriteProfile writes the launches timed so far as a roofline table per kernel, per
+	// batch: Markdown to md and CSV to csv. It returns how many launches there were.
+	WriteProfile(md, csv io.Writer, run ProfileRun) (launches int, err error)
+}
+
+// ProfileRun is what a profiled rank run knows of itself, for the table's header.
+type ProfileRun struct {
+	Config  string  // the run, in words
+	Command string  // its command line
+	Batches int     // the batches ranked while profiling
+	Wall    float64 // seconds of wall time over them
 }
 
 // rankOnDevice is RankQueries through opts.Device. With opts.Scores, each batch's scores

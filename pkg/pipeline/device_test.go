@@ -280,3 +280,46 @@ func TestDeviceErrorFailsStage(t *testing.T) {
 		})
 	}
 }
+
+// TestRankProfileOnEmulator: rank --profile on the launch emulator writes the roofline
+// table per batch (Markdown and CSV) with rank's kernels, and the ranks are the
+// unprofiled run's; without a device it is refused.
+func TestRankProfileOnEmulator(t *testing.T) {
+	dir := t.TempDir()
+	queries := fixture(t, dir)
+	ck := filepath.Join(dir, "rocone.arrow")
+	writeCheckpoint(t, ck, model.RoConE, 12, 3)
+	ref := compute.Reference[float32]{}
+	dev := device.RankDevice(gputest.Emulator(t))
+	plain, profiled := filepath.Join(dir, "plain.arrow"), filepath.Join(dir, "profiled.arrow")
+	md := filepath.Join(dir, "rank-profile.md")
+	if err := Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: plain, Kernels: ref, Device: dev, Batch: deviceBatch}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: profiled, Kernels: ref, Device: dev, Batch: deviceBatch,
+		Profile: md, ProfileCommand: "rank --profile rank-profile.md"}); err != nil {
+		t.Fatal(err)
+	}
+	sameRanks(t, "rank --profile", readRanks(t, plain), readRanks(t, profiled))
+	text, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"# Device profile: rank rocone d=12", "in batches of 64", "Window: batches 0–", "Command: `rank --profile rank-profile.md`",
+		"| kernel | launches/batch | ms/batch |", "| `score_all` |", "| `filtered_ranks` |", "| **all kernels** |", "Wall time per batch in the window:"} {
+		if !strings.Contains(string(text), s) {
+			t.Errorf("no %q in %s:\n%s", s, md, text)
+		}
+	}
+	csv, err := os.ReadFile(ProfileCSV(md))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(csv), "kernel,launches_per_batch,ms_per_batch,") || !strings.Contains(string(csv), "\nscore_all,") {
+		t.Errorf("%s:\n%s", ProfileCSV(md), csv)
+	}
+	err = Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: filepath.Join(dir, "cpu.arrow"), Kernels: ref, Profile: filepath.Join(dir, "p.md")})
+	if err == nil || !strings.Contains(err.Error(), "needs --device cuda") {
+		t.Errorf("rank --profile on the CPU: %v", err)
+	}
+}

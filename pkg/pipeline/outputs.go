@@ -15,7 +15,12 @@ func (cfg EmbedConfig) checkOutputs() (release func(), err error) {
 func (cfg RankConfig) checkOutputs() (release func(), err error) {
 	inputs := []outfile.Path{{Flag: "--checkpoint", Path: cfg.Checkpoint}, {Flag: "--queries", Path: cfg.Queries}, {Flag: "--cones", Path: cfg.Cones}}
 	inputs = append(inputs, outfile.DirFiles("--data", cfg.Data)...)
-	return outfile.Claim(inputs, []outfile.Path{{Flag: "-o", Path: cfg.Output}})
+	outputs := []outfile.Path{{Flag: "-o", Path: cfg.Output}}
+	if cfg.Profile != "" {
+		outputs = append(outputs, outfile.Path{Flag: "--profile", Path: cfg.Profile, File: true},
+			outfile.Path{Flag: "--profile (its CSV)", Path: ProfileCSV(cfg.Profile), File: true})
+	}
+	return outfile.Claim(inputs, outputs)
 }
 
 func (cfg MetricsConfig) checkOutputs() (release func(), err error) {

@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rocone/rocone/pkg/outfile"
 	"io"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute"
@@ -76,11 +79,18 @@ type RankConfig struct {
 	// are the unsharded ranks. Rows keep the query ids of the whole file.
 	Shard shard.Spec
 	Log   io.Writer
+	// Profile, if not "", is where a device profile of the run goes: every launch of
+	// every batch timed (eval.ProfilingRanker), a Markdown roofline table per kernel
+	// there and its CSV beside it (.csv for .md). It needs Device. ProfileCommand is the
+	// command line for its header.
+	Profile, ProfileCommand string
 }
 
 // check refuses option values that would otherwise be ignored or silently wrong.
 func (cfg *RankConfig) check() error {
 	switch {
+	case cfg.Profile != "" && cfg.Device == nil:
+		return fmt.Errorf("--profile %s: profiling times the device's kernels: it needs --device cuda", cfg.Profile)
 	case cfg.TopK < 0:
 		return fmt.Errorf("--top %d: want a positive number of entities (leave it out for none)", cfg.TopK)
 	case cfg.Data != "" && cfg.TopK == 0:
@@ -190,6 +200,11 @@ func Rank(cfg RankConfig) error {
 		defer dm.Close()
 		opts.Device = dm
 	}
+	prof, err := startRankProfile(cfg, opts.Device)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
 	var ranks [][]int32
 	if len(rq) > 0 { // a shard past the last batch ranks nothing
 		if ranks, err = eval.RankQueries(context.Background(), l.model, rq, opts); err != nil {
@@ -198,6 +213,14 @@ func Rank(cfg RankConfig) error {
 				return in // the cones' fault, not the queries'
 			}
 			return fmt.Errorf("%s: %w", displayPath(cfg.Queries), err)
+		}
+	}
+	if prof != nil {
+		batches := (len(rq) + opts.Batch - 1) / max(opts.Batch, 1)
+		run := eval.ProfileRun{Config: fmt.Sprintf("rank %s d=%d on %s: %d queries of %s in batches of %d", mc.Variant, mc.Dim, qmeta.Dataset,
+			len(rq), displayPath(cfg.Queries), opts.Batch), Command: cfg.ProfileCommand, Batches: batches}
+		if err := writeRankProfile(cfg, prof, run, start); err != nil {
+			return err
 		}
 	}
 	prog.finish()
@@ -232,6 +255,62 @@ func Rank(cfg RankConfig) error {
 	}
 	return w.Close()
 }
+
+// startRankProfile attaches a profiler to the device ranker for cfg.Profile (nil: no
+// profile), once the device is idle.
+func startRankProfile(cfg RankConfig, r eval.BatchRanker) (eval.ProfilingRanker, error) {
+	if cfg.Profile == "" {
+		return nil, nil
+	}
+	pr, ok := r.(eval.ProfilingRanker)
+	if !ok {
+		return nil, fmt.Errorf("--profile %s: this device does not time its kernels", cfg.Profile)
+	}
+	if err := pr.Sync(); err != nil {
+		return nil, err
+	}
+	pr.ProfileStart()
+	return pr, nil
+}
+
+// writeRankProfile waits for the device, detaches the profiler and writes the table and
+// its CSV (ProfileCSV), each whole or not at all.
+func writeRankProfile(cfg RankConfig, pr eval.ProfilingRanker, run eval.ProfileRun, start time.Time) error {
+	if err := pr.Sync(); err != nil {
+		return err
+	}
+	run.Wall = time.Since(start).Seconds()
+	pr.ProfileStop()
+	md, err := outfile.Create(cfg.Profile)
+	if err != nil {
+		return err
+	}
+	defer md.Abort()
+	csvPath := ProfileCSV(cfg.Profile)
+	cf, err := outfile.Create(csvPath)
+	if err != nil {
+		return err
+	}
+	defer cf.Abort()
+	launches, err := pr.WriteProfile(md, cf, run)
+	if err != nil {
+		return fmt.Errorf("--profile: %w", err)
+	}
+	if err := md.Commit(); err != nil {
+		return err
+	}
+	if err := cf.Commit(); err != nil {
+		return err
+	}
+	if cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, "profile of %d batches: %d launches; wrote %s and %s\n", run.Batches, launches, cfg.Profile, csvPath)
+	}
+	return nil
+}
+
+// ProfileCSV is the CSV written beside a profile's Markdown table at path: its name with
+// .csv for .md (or with .csv added).
+func ProfileCSV(path string) string { return strings.TrimSuffix(path, ".md") + ".csv" }
 
 // inputError is an error of one input, named by its path, that reaches the stage through
 // code that would otherwise blame another (ranking blames the queries).

@@ -4,7 +4,8 @@
 # unmodified) at ConE's FB15k-237 configuration on the same GPU, and a kernel-by-kernel
 # profile of the training step (train --profile: CUDA events around every launch, a
 # roofline table per kernel in Markdown and CSV; docs/gpu.md, "Profiling") for rocone at
-# d=1600 and cone at d=800. Everything it measures lands under RESULTS.
+# d=1600 and cone at d=800, and of rank on FB15k-237's test queries (rank --profile).
+# Everything it measures lands under RESULTS.
 #
 # Prepare here (a machine with Go and cuda.h; no GPU needed):
 #   scripts/cuda/device-step.sh --pack [QECONE_DIR]
@@ -143,6 +144,20 @@ fi
 if ! skip profile; then
 	profile rocone-d1600 --preset fb15k-237
 	profile cone-d800 "${cone[@]}"
+	# rank's: every batch of FB15k-237's test queries at d=1600 (bench.sh's checkpoint,
+	# or profile rocone-d1600's), a roofline table per batch.
+	section "device profile: rank, FB15k-237 test, d=1600"
+	ck=$bench/fb15k-237-rocone-d1600.arrow
+	[ -f "$ck" ] || ck=$out/prof-rocone-d1600.arrow
+	[ -f "$bench/fb-test.arrow" ] || "$bin/sample" generate --data data/fb15k-237 --split test -q -o "$bench/fb-test.arrow"
+	if timeout 60 "$bin/rank" --checkpoint "$ck" --queries "$bench/fb-test.arrow" --device cuda -o "$out/prof-rank.arrow" \
+		--profile "$out/profile-rank-d1600.md" >"$out/prof-rank.txt" 2>&1; then
+		cat "$out/profile-rank-d1600.md"
+		tail -1 "$out/prof-rank.txt"
+	else
+		echo "rank --profile: exit $?"
+		tail -5 "$out/prof-rank.txt"
+	fi
 	if [ "${NCU:-0}" = 1 ]; then
 		ncu_profile rocone-d1600 --preset fb15k-237
 		ncu_profile cone-d800 "${cone[@]}"

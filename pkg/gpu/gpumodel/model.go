@@ -50,7 +50,8 @@ type Model struct {
 	stats   []*gpu.F64 // a ring of loss results, one per pending update
 	nextRes int
 
-	keepGrads bool // tests: stop before Adam, leaving the gradients on the device
+	keepGrads bool      // tests: stop before Adam, leaving the gradients on the device
+	prof      profiling // rank --profile's
 }
 
 // deviceParams names the tensors of params (or grads); absent ones are nil.

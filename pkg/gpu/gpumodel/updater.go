@@ -25,7 +25,7 @@ func TrainDevice(d *gpu.Device) train.Device {
 
 type trainDevice struct {
 	dev  *gpu.Device
-	prof *gpu.Profiler // train --profile's, from the first ProfileStart
+	prof profiling // train --profile's
 }
 
 func (d *trainDevice) Name() string { return d.dev.Name() }

@@ -35,6 +35,25 @@ type Header struct {
 	UnprofiledWall float64 // seconds of wall time over UnprofiledSteps steps before the window, not profiled; 0: none
 	UnprofiledFrom int     // the first of them
 	UnprofiledN    int
+	// Unit is what a window counts: "step" (train --profile; "" means it) or "batch"
+	// (rank --profile); the table's per-unit columns are named after it.
+	Unit string
+}
+
+// plural is a unit's plural ("steps", "batches").
+func plural(u string) string {
+	if strings.HasSuffix(u, "ch") {
+		return u + "es"
+	}
+	return u + "s"
+}
+
+// unit is h.Unit, "step" by default.
+func (h Header) unit() string {
+	if h.Unit == "" {
+		return "step"
+	}
+	return h.Unit
 }
 
 // Row is one kernel's totals over the window.
@@ -178,8 +197,14 @@ func WriteMarkdown(w io.Writer, h Header, rows []Row) error {
 	if h.Command != "" {
 		fmt.Fprintf(&b, "- Command: `%s`\n", h.Command)
 	}
-	fmt.Fprintf(&b, "- Window: steps %d–%d (%d steps), after %d unprofiled\n\n", h.FirstStep, h.FirstStep+h.Steps-1, h.Steps, h.FirstStep)
-	b.WriteString("| kernel | launches/step | ms/step | % of step | MB/step | GFLOP/step | GB/s | TFLOP/s | % peak BW | % peak FP32 | FLOP/byte | bound |\n")
+	u := h.unit()
+	us := plural(u)
+	fmt.Fprintf(&b, "- Window: %s %d–%d (%d %s)", us, h.FirstStep, h.FirstStep+h.Steps-1, h.Steps, us)
+	if h.FirstStep > 0 {
+		fmt.Fprintf(&b, ", after %d unprofiled", h.FirstStep)
+	}
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "| kernel | launches/%[1]s | ms/%[1]s | %% of %[1]s | MB/%[1]s | GFLOP/%[1]s | GB/s | TFLOP/s | %% peak BW | %% peak FP32 | FLOP/byte | bound |\n", u)
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	ls, total := h.lines(rows)
 	row := func(l line, bold bool) {
@@ -196,30 +221,32 @@ func WriteMarkdown(w io.Writer, h Header, rows []Row) error {
 	}
 	row(total, true)
 	wallMS := 1e3 * h.Wall / steps
-	fmt.Fprintf(&b, "\nWall time per step in the window: %s ms; kernels (and device memsets and copies): %s ms, %s %%; the rest, %s ms, is time the device waited for the host (launch overhead, host work, synchronisation) plus the profile's own events.\n",
-		num(wallMS, 3), num(total.msPerStep, 3), num(100*total.share, 1), num(wallMS-total.msPerStep, 3))
+	fmt.Fprintf(&b, "\nWall time per %s in the window: %s ms; kernels (and device memsets and copies): %s ms, %s %%; the rest, %s ms, is time the device waited for the host (launch overhead, host work, synchronisation) plus the profile's own events.\n",
+		u, num(wallMS, 3), num(total.msPerStep, 3), num(100*total.share, 1), num(wallMS-total.msPerStep, 3))
 	if h.UnprofiledN > 0 {
-		fmt.Fprintf(&b, "Wall time per step without profiling (steps %d–%d): %s ms.\n", h.UnprofiledFrom, h.UnprofiledFrom+h.UnprofiledN-1,
+		fmt.Fprintf(&b, "Wall time per %s without profiling (%s %d–%d): %s ms.\n", u, us, h.UnprofiledFrom, h.UnprofiledFrom+h.UnprofiledN-1,
 			num(1e3*h.UnprofiledWall/float64(h.UnprofiledN), 3))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// CSVHeader is the CSV's column row.
-var CSVHeader = []string{"kernel", "launches_per_step", "ms_per_step", "share_of_step", "bytes_per_step", "flops_per_step",
-	"gb_per_s", "tflop_per_s", "pct_peak_bandwidth", "pct_peak_fp32", "flop_per_byte", "bound"}
+// CSVHeader is the CSV's column row for a unit ("step" or "batch": Header.Unit).
+func CSVHeader(unit string) []string {
+	return []string{"kernel", "launches_per_" + unit, "ms_per_" + unit, "share_of_" + unit, "bytes_per_" + unit, "flops_per_" + unit,
+		"gb_per_s", "tflop_per_s", "pct_peak_bandwidth", "pct_peak_fp32", "flop_per_byte", "bound"}
+}
 
 // WriteCSV writes the same table as CSV: the header as '#' comment lines, the columns
 // of CSVHeader, a row per kernel and the total ("all kernels"), then a row "wall" with
-// the wall time per step. Unknown values are empty.
+// the wall time per step (or batch). Unknown values are empty.
 func WriteCSV(w io.Writer, h Header, rows []Row) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# device: %s\n# peak_bandwidth_bytes_per_s: %s\n# peak_fp32_flop_per_s: %s\n# config: %s\n# commit: %s\n# date: %s\n# steps: %d-%d\n",
+	fmt.Fprintf(&b, "# device: %s\n# peak_bandwidth_bytes_per_s: %s\n# peak_fp32_flop_per_s: %s\n# config: %s\n# commit: %s\n# date: %s\n# %ss: %d-%d\n",
 		h.Device, csvPeak(h.PeakBandwidth), csvPeak(h.PeakFP32), h.Config, h.Commit, h.Date.UTC().Format(time.RFC3339),
-		h.FirstStep, h.FirstStep+h.Steps-1)
+		h.unit(), h.FirstStep, h.FirstStep+h.Steps-1)
 	cw := csv.NewWriter(&b)
-	cw.Write(CSVHeader)
+	cw.Write(CSVHeader(h.unit()))
 	ls, total := h.lines(rows)
 	for _, l := range append(ls, total) {
 		cw.Write([]string{l.kernel, csvNum(l.launchesPerStep, 2), csvNum(l.msPerStep, 6), csvNum(l.share, 6), csvNum(l.bytesPerStep, 0),
