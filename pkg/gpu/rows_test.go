@@ -75,7 +75,7 @@ func testRowsQuads(h *harness) {
 		var got [2][]float32
 		for k, scalar := range []bool{false, true} {
 			h.d.rowsScalar = scalar
-			G := h.zeros(rows*c.d + c.off).Slice(c.off, rows*c.d)
+			G := h.zeros(rows*c.d+c.off).Slice(c.off, rows*c.d)
 			h.ok(h.d.GatherRows(G, Tb, Ix, c.d))
 			got[k] = h.down(G)
 			compare(h.t, fmt.Sprintf("gather d=%d off=%d scalar=%v", c.d, c.off, scalar), want, got[k])
