@@ -15,6 +15,8 @@ type NullDriver struct {
 	// Fill is every downloaded byte (so 0x01 makes every int32 16843009, and every float
 	// 2.4e-38: not the zero some results use as a mark).
 	Fill byte
+	// OnWait, if not nil, is called at every call that waits (Waits counts them).
+	OnWait func()
 
 	next     atomic.Uint64
 	launches atomic.Int64
@@ -33,7 +35,8 @@ func (n *NullDriver) Memsets() int64 { return n.memsets.Load() }
 // (cuMemFree waits for the device).
 func (n *NullDriver) Waits() int64 { return n.waits.Load() }
 
-// AsyncCopies counts the copies enqueued without waiting (gpu.AsyncCopier).
+// AsyncCopies counts the copies enqueued without waiting (gpu.AsyncCopier,
+// gpu.AsyncDownloader).
 func (n *NullDriver) AsyncCopies() int64 { return n.async.Load() }
 
 func (n *NullDriver) Name() string { return "null" }
@@ -42,13 +45,20 @@ func (n *NullDriver) Alloc(bytes int) (uint64, error) {
 	return n.next.Add(uint64(bytes+4096)&^4095) + 1<<40, nil
 }
 
-func (n *NullDriver) Free(uint64) error {
+func (n *NullDriver) wait() {
 	n.waits.Add(1)
+	if n.OnWait != nil {
+		n.OnWait()
+	}
+}
+
+func (n *NullDriver) Free(uint64) error {
+	n.wait()
 	return nil
 }
 
 func (n *NullDriver) CopyIn(uint64, unsafe.Pointer, int) error {
-	n.waits.Add(1)
+	n.wait()
 	return nil
 }
 
@@ -58,12 +68,18 @@ func (n *NullDriver) CopyInAsync(uint64, unsafe.Pointer, int) error {
 }
 
 func (n *NullDriver) CopyOut(dst unsafe.Pointer, _ uint64, bytes int) error {
-	n.waits.Add(1)
+	n.wait()
 	b := unsafe.Slice((*byte)(dst), bytes)
 	for i := range b {
 		b[i] = n.Fill
 	}
 	return nil
+}
+
+// CopyOutAsync enqueues nothing; its fetch waits (a wait) and downloads Fill bytes.
+func (n *NullDriver) CopyOutAsync(_ uint64, bytes int) (func(dst unsafe.Pointer) error, error) {
+	n.async.Add(1)
+	return func(dst unsafe.Pointer) error { return n.CopyOut(dst, 0, bytes) }, nil
 }
 
 func (n *NullDriver) Copy(uint64, uint64, int) error { return nil }
@@ -78,12 +94,13 @@ func (n *NullDriver) Launch(string, [3]int, [3]int, []uint64) error {
 }
 
 func (n *NullDriver) Sync() error {
-	n.waits.Add(1)
+	n.wait()
 	return nil
 }
 func (n *NullDriver) Close() error { return nil }
 
 var (
-	_ gpu.Driver      = (*NullDriver)(nil)
-	_ gpu.AsyncCopier = (*NullDriver)(nil)
+	_ gpu.Driver          = (*NullDriver)(nil)
+	_ gpu.AsyncCopier     = (*NullDriver)(nil)
+	_ gpu.AsyncDownloader = (*NullDriver)(nil)
 )

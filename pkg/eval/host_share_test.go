@@ -113,3 +113,60 @@ func benchmarkRankHostShare(b *testing.B, mode string) {
 	batches := (len(qs) + opts.Batch - 1) / opts.Batch
 	b.ReportMetric(float64(null.Launches()-start)/float64(b.N*batches), "launches/batch")
 }
+
+// TestRankWaitsOncePerBatch: ranking on a device waits for it once per batch (the fetch
+// of the batch's ranks, which waits for that download alone), after the arenas have grown:
+// the uploads are staged, and every batch is enqueued before the last one is read: at
+// the fetch of batch k, the asynchronous copies of k+2 batches (uploads and the ranks'
+// download) have been made.
+func TestRankWaitsOncePerBatch(t *testing.T) {
+	cfg := model.Config{Variant: model.RoConE, NumEntities: 500, NumRelations: 20, Dim: 8, Gamma: 30, CenterReg: 0.1}
+	null := &gputest.NullDriver{Fill: 1}
+	m, err := model.New[float32](cfg, compute.Reference[float32]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm, err := gpumodel.NewEval(gpu.NewDevice(null), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var qs []eval.RankQuery
+	for len(qs) < 160 {
+		for _, ty := range query.Types {
+			s := query.MustParse(ty.Notation)
+			q := eval.RankQuery{Type: ty.Name, Query: query.Grounded{Structure: s}, Hard: []int32{int32(rng.IntN(cfg.NumEntities))}}
+			for range s.NumAnchors {
+				q.Query.Anchors = append(q.Query.Anchors, int32(rng.IntN(cfg.NumEntities)))
+			}
+			for range s.NumRelations {
+				q.Query.Relations = append(q.Query.Relations, int32(rng.IntN(cfg.NumRelations)))
+			}
+			qs = append(qs, q)
+		}
+	}
+	opts := eval.RankOptions{Batch: 16, Device: dm}
+	var asyncAtWait []int64
+	null.OnWait = func() { asyncAtWait = append(asyncAtWait, null.AsyncCopies()) }
+	for run := range 2 { // the first run grows the arenas (cuMemFree waits)
+		waits, async := null.Waits(), null.AsyncCopies()
+		asyncAtWait = asyncAtWait[:0]
+		if _, err := eval.RankQueries(context.Background(), m, qs, opts); err != nil {
+			t.Fatal(err)
+		}
+		if run == 0 {
+			continue
+		}
+		batches := int64((len(qs) + 15) / 16)
+		if got := null.Waits() - waits; got != batches {
+			t.Errorf("%d batches waited %d times", batches, got)
+		}
+		per := (null.AsyncCopies() - async) / batches
+		for k, a := range asyncAtWait[:batches-1] {
+			if want := per * (int64(k) + 2); a-async != want {
+				t.Errorf("at the fetch of batch %d, %d asynchronous copies made, want %d (batch %d enqueued)", k, a-async, want, k+1)
+			}
+		}
+	}
+}

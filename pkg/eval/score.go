@@ -108,6 +108,15 @@ type BatchRanker interface {
 	RankBatch(b DeviceBatch) ([][]int32, error)
 }
 
+// A PipelinedRanker can rank a batch in two halves, so that the host lays out the next
+// batch while the device ranks this one: EnqueueRankBatch lays out and enqueues the
+// batch and returns; wait waits for it and returns what RankBatch would. Wait must be
+// called before the batch after next is enqueued. (gpumodel's Model is one.)
+type PipelinedRanker interface {
+	BatchRanker
+	EnqueueRankBatch(b DeviceBatch) (wait func() ([][]int32, error), err error)
+}
+
 // A RankDevice is an accelerator that ranks and embeds from its own copy of a model's
 // parameters, so that scores never reach the host unless asked for (pkg/device gives the
 // one `--device` names). The stages see only this interface, not the device's packages.
@@ -151,9 +160,10 @@ type ProfileRun struct {
 	Wall    float64 // seconds of wall time over them
 }
 
-// rankOnDevice is RankQueries through opts.Device. With opts.Scores, each batch's scores
-// come back to the host and opts.Scores runs on them in workers goroutines while the
-// device ranks the next batch (two score buffers take turns).
+// rankOnDevice is RankQueries through opts.Device. On a PipelinedRanker the batches are
+// pipelined: each is enqueued before the last one's ranks are read. With opts.Scores,
+// each batch's scores come back to the host and opts.Scores runs on them in workers
+// goroutines while the device ranks the next batch (two score buffers take turns).
 func rankOnDevice(ctx context.Context, n int, qs []RankQuery, batch, workers int, opts RankOptions) ([][]int32, error) {
 	ranks := make([][]int32, len(qs))
 	seen := make([]uint8, n)
@@ -161,6 +171,7 @@ func rankOnDevice(ctx context.Context, n int, qs []RankQuery, batch, workers int
 	var pending [2]sync.WaitGroup // the Scores calls still reading bufs[i]
 	defer pending[0].Wait()
 	defer pending[1].Wait()
+	var last inFlight
 	for b, lo := 0, 0; lo < len(qs); b, lo = b+1, lo+batch {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -184,6 +195,18 @@ func rankOnDevice(ctx context.Context, n int, qs []RankQuery, batch, workers int
 			}
 			db.Scores = bufs[slot][:(hi-lo)*n]
 		}
+		if pr, ok := opts.Device.(PipelinedRanker); ok && opts.Scores == nil {
+			// This batch enqueued, then the last one's ranks read while it runs.
+			wait, err := pr.EnqueueRankBatch(db)
+			if err != nil {
+				return nil, fmt.Errorf("queries %d to %d: %w", lo, hi-1, err)
+			}
+			if err := last.finish(ranks, opts.Progress); err != nil {
+				return nil, err
+			}
+			last = inFlight{lo: lo, hi: hi, wait: wait}
+			continue
+		}
 		r, err := opts.Device.RankBatch(db)
 		if err != nil {
 			return nil, fmt.Errorf("queries %d to %d: %w", lo, hi-1, err)
@@ -196,7 +219,32 @@ func rankOnDevice(ctx context.Context, n int, qs []RankQuery, batch, workers int
 			opts.Progress(hi - lo)
 		}
 	}
+	if err := last.finish(ranks, opts.Progress); err != nil {
+		return nil, err
+	}
 	return ranks, nil
+}
+
+// inFlight is a batch enqueued on a PipelinedRanker whose ranks are not read yet.
+type inFlight struct {
+	lo, hi int
+	wait   func() ([][]int32, error)
+}
+
+// finish waits for the batch, if any, and stores its ranks.
+func (b inFlight) finish(ranks [][]int32, progress func(int)) error {
+	if b.wait == nil {
+		return nil
+	}
+	r, err := b.wait()
+	if err != nil {
+		return fmt.Errorf("queries %d to %d: %w", b.lo, b.hi-1, err)
+	}
+	copy(ranks[b.lo:b.hi], r)
+	if progress != nil {
+		progress(b.hi - b.lo)
+	}
+	return nil
 }
 
 // offset returns the indices of group shifted by lo.

@@ -140,6 +140,46 @@ func (b *Buffer[T]) Download(dst []T) error {
 	return b.dev.drv.CopyOut(unsafe.Pointer(&dst[0]), b.ptr, len(dst)*sizeOf[T]())
 }
 
+// DownloadAsync enqueues a copy of the first n elements to the host (AsyncDownloader)
+// and returns the function that waits for that copy alone (not for the work enqueued
+// after it) and writes the elements into dst (len(dst) == n). Without an
+// AsyncDownloader the copy is made at once (Download), and fetch only hands it over.
+func (b *Buffer[T]) DownloadAsync(n int) (fetch func(dst []T) error, err error) {
+	if n > b.Len() || n < 0 {
+		return nil, fmt.Errorf("cuda: download of %d elements from a %d-element buffer", n, b.Len())
+	}
+	check := func(dst []T) error {
+		if len(dst) != n {
+			return fmt.Errorf("cuda: a download of %d elements fetched into %d", n, len(dst))
+		}
+		return nil
+	}
+	ad, ok := b.dev.drv.(AsyncDownloader)
+	if !ok || n == 0 {
+		tmp := make([]T, n)
+		if err := b.Download(tmp); err != nil {
+			return nil, err
+		}
+		return func(dst []T) error {
+			if err := check(dst); err != nil {
+				return err
+			}
+			copy(dst, tmp)
+			return nil
+		}, nil
+	}
+	f, err := ad.CopyOutAsync(b.ptr, n*sizeOf[T]())
+	if err != nil {
+		return nil, err
+	}
+	return func(dst []T) error {
+		if err := check(dst); err != nil {
+			return err
+		}
+		return f(unsafe.Pointer(&dst[0]))
+	}, nil
+}
+
 // ToHost returns a copy of the whole buffer.
 func (b *Buffer[T]) ToHost() ([]T, error) {
 	out := make([]T, b.Len())

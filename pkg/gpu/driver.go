@@ -36,6 +36,14 @@ type AsyncCopier interface {
 	CopyInAsync(dst uint64, src unsafe.Pointer, bytes int) error
 }
 
+// AsyncDownloader is a Driver that can enqueue a device → host copy in stream order and
+// wait for that copy alone: the work enqueued after it goes on meanwhile. fetch copies the
+// bytes to dst once the copy has landed; it must be called once, before many more
+// downloads (the CUDA driver's ring of page-locked slots refuses a stale fetch).
+type AsyncDownloader interface {
+	CopyOutAsync(src uint64, bytes int) (fetch func(dst unsafe.Pointer) error, err error)
+}
+
 // ErrNotBuilt is returned by Open in a binary built without the cuda build tag.
 var ErrNotBuilt = errors.New("cuda: this binary was built without GPU support (rebuild with -tags cuda; see scripts/cuda/install-deps.sh)")
 

@@ -168,6 +168,7 @@ var parityCases = []struct {
 	{"AdamOptimiser", testAdamOptimiser},
 	{"AdamMulti", testAdamMulti},
 	{"UploadAsync", testUploadAsync},
+	{"DownloadAsync", testDownloadAsync},
 	{"Errors", testErrors},
 }
 

@@ -25,16 +25,22 @@ import (
 // and the host can prepare and enqueue the next update while the device runs the last.
 // A slot is reused stagingSlots copies later, after its event: the copy that read it has
 // then landed.
+//
+// Downloads (CopyOutAsync) have a ring of their own: a copy to a slot is enqueued, and
+// its fetch waits for that copy's event alone, not for the work enqueued after it.
 type staging struct {
 	slots [stagingSlots]stagingSlot
 	next  int
+	down  [stagingSlots]stagingSlot
+	nextD int
 }
 
 type stagingSlot struct {
 	host  unsafe.Pointer // cuMemAllocHost'd, bytes long; nil until first used
 	bytes int
 	ev    cu.Event
-	armed bool // ev was recorded after a copy from host
+	armed bool   // ev was recorded after a copy from (or to) host
+	gen   uint64 // downloads: the copies made through the slot, to refuse a stale fetch
 }
 
 // stagingSlots is the ring's length: two uploads an update, three updates a step, and the
@@ -56,35 +62,8 @@ func (d *cuDriver) CopyInAsync(dst uint64, src unsafe.Pointer, bytes int) error 
 	return d.do(func() error {
 		s := &d.staging.slots[d.staging.next%stagingSlots]
 		d.staging.next++
-		if s.armed {
-			if err := s.ev.Synchronize(); err != nil {
-				return wrap("kernel execution (cuEventSynchronize on a staging slot)", err)
-			}
-			s.armed = false
-		}
-		if s.ev == (cu.Event{}) {
-			ev, err := cu.MakeEvent(cu.DisableTiming)
-			if err != nil {
-				return wrap("cuEventCreate", err)
-			}
-			s.ev = ev
-		}
-		if s.bytes < bytes {
-			if s.host != nil {
-				if err := cu.MemFreeHost(s.host); err != nil {
-					return wrap("cuMemFreeHost", err)
-				}
-				s.host, s.bytes = nil, 0
-			}
-			n := stagingMin
-			for n < bytes {
-				n *= 2
-			}
-			var p unsafe.Pointer
-			if r := C.stagingAlloc(&p, C.size_t(n)); r != C.CUDA_SUCCESS {
-				return wrap(fmt.Sprintf("allocating %d bytes of page-locked host memory (cuMemAllocHost)", n), cuResult(r))
-			}
-			s.host, s.bytes = p, n
+		if err := s.ready(bytes); err != nil {
+			return err
 		}
 		copy(unsafe.Slice((*byte)(s.host), bytes), unsafe.Slice((*byte)(src), bytes))
 		if err := cu.MemcpyHtoDAsync(cu.DevicePtr(dst), s.host, int64(bytes), d.stream); err != nil {
@@ -98,11 +77,90 @@ func (d *cuDriver) CopyInAsync(dst uint64, src unsafe.Pointer, bytes int) error 
 	})
 }
 
+// ready waits for the slot's last copy, if any, and makes it hold bytes: its event made,
+// its buffer grown (to a power of two, at least stagingMin).
+func (s *stagingSlot) ready(bytes int) error {
+	if s.armed {
+		if err := s.ev.Synchronize(); err != nil {
+			return wrap("kernel execution (cuEventSynchronize on a staging slot)", err)
+		}
+		s.armed = false
+	}
+	if s.ev == (cu.Event{}) {
+		ev, err := cu.MakeEvent(cu.DisableTiming)
+		if err != nil {
+			return wrap("cuEventCreate", err)
+		}
+		s.ev = ev
+	}
+	if s.bytes < bytes {
+		if s.host != nil {
+			if err := cu.MemFreeHost(s.host); err != nil {
+				return wrap("cuMemFreeHost", err)
+			}
+			s.host, s.bytes = nil, 0
+		}
+		n := stagingMin
+		for n < bytes {
+			n *= 2
+		}
+		var p unsafe.Pointer
+		if r := C.stagingAlloc(&p, C.size_t(n)); r != C.CUDA_SUCCESS {
+			return wrap(fmt.Sprintf("allocating %d bytes of page-locked host memory (cuMemAllocHost)", n), cuResult(r))
+		}
+		s.host, s.bytes = p, n
+	}
+	return nil
+}
+
+// CopyOutAsync implements AsyncDownloader: the copy of bytes at src into the next
+// download slot is enqueued; fetch waits for it alone and copies it to dst.
+func (d *cuDriver) CopyOutAsync(src uint64, bytes int) (fetch func(dst unsafe.Pointer) error, err error) {
+	var s *stagingSlot
+	var gen uint64
+	err = d.do(func() error {
+		s = &d.staging.down[d.staging.nextD%stagingSlots]
+		d.staging.nextD++
+		if err := s.ready(bytes); err != nil {
+			return err
+		}
+		if err := cu.MemcpyDtoHAsync(s.host, cu.DevicePtr(src), int64(bytes), d.stream); err != nil {
+			return wrap("cuMemcpyDtoHAsync", err)
+		}
+		if err := s.ev.Record(d.stream); err != nil {
+			return wrap("cuEventRecord", err)
+		}
+		s.armed = true
+		s.gen++
+		gen = s.gen
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func(dst unsafe.Pointer) error {
+		return d.do(func() error {
+			if s.gen != gen || !s.armed {
+				return fmt.Errorf("cuda: a download was fetched after %d more downloads reused its staging slot, or twice", stagingSlots)
+			}
+			if err := s.ev.Synchronize(); err != nil {
+				return wrap("kernel execution (cuEventSynchronize on a download)", err)
+			}
+			s.armed = false
+			copy(unsafe.Slice((*byte)(dst), bytes), unsafe.Slice((*byte)(s.host), bytes))
+			return nil
+		})
+	}, nil
+}
+
 // releaseStaging frees the slots; called with the context current, the stream synchronised.
 func (d *cuDriver) releaseStaging() error {
 	var first error
-	for i := range d.staging.slots {
-		s := &d.staging.slots[i]
+	for i := range 2 * stagingSlots {
+		s := &d.staging.slots[i%stagingSlots]
+		if i >= stagingSlots {
+			s = &d.staging.down[i%stagingSlots]
+		}
 		if s.host != nil {
 			if err := cu.MemFreeHost(s.host); err != nil && first == nil {
 				first = wrap("cuMemFreeHost", err)

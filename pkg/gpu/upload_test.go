@@ -49,3 +49,48 @@ func testUploadAsync(h *harness) {
 		h.t.Errorf("an upload larger than the buffer was accepted")
 	}
 }
+
+// testDownloadAsync checks Buffer.DownloadAsync's contract: the copy sees the buffer as
+// the work enqueued before it left it, not as the work enqueued after it (which runs on
+// while the host waits for the copy alone), on more downloads than slots and sizes
+// beyond a slot's first buffer; a fetch into a slice of the wrong length is refused.
+func testDownloadAsync(h *harness) {
+	const max = 5 << 16
+	buf, err := Alloc[float32](h.d, max)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer buf.Free()
+	one := h.up(make([]float32, max))
+	h.ok(h.d.Fill(one, 1))
+	type pending struct {
+		n     int
+		want  float32
+		fetch func([]float32) error
+	}
+	var ps []pending
+	for i := range 12 {
+		n := []int{max, 3, 1 << 16, max - 5}[i%4]
+		fetch, err := buf.DownloadAsync(n)
+		h.ok(err)
+		ps = append(ps, pending{n, float32(i), fetch})
+		h.ok(h.d.Add(buf, one)) // after the copy: not in it
+		if len(ps) == 3 {       // fetched two downloads late, as a pipeline does
+			p := ps[0]
+			ps = ps[1:]
+			got := make([]float32, p.n)
+			h.ok(p.fetch(got))
+			for j, v := range got {
+				if v != p.want {
+					h.t.Fatalf("download of %d elements: element %d is %g, want %g", p.n, j, v, p.want)
+				}
+			}
+		}
+	}
+	if err := ps[0].fetch(make([]float32, ps[0].n+1)); err == nil {
+		h.t.Errorf("a fetch into a slice of another length was accepted")
+	}
+	if _, err := buf.DownloadAsync(max + 1); err == nil {
+		h.t.Errorf("a download larger than the buffer was accepted")
+	}
+}

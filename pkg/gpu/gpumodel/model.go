@@ -39,7 +39,9 @@ type Model struct {
 	params, grads []*gpu.F32 // the same order
 	p, g          deviceParams
 	adam          *gpu.Adam
-	arena         *gpu.Arena
+	arena         *gpu.Arena    // the scratch of the work being enqueued: arenas[0], or a rank batch's
+	arenas        [3]*gpu.Arena // updates and embedding; rank batches, taking turns (EnqueueRankBatch)
+	rankTurn      int
 	count         []int32 // RowCSR scratch, max(entities, relations) zeros
 	hostBufs      hostBufs
 	// A training model's angle tables (π·tanh(x/R) of the entity and relation tables,
@@ -110,7 +112,10 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 	if m.p, err = m.named(m.params); err != nil {
 		return nil, err
 	}
-	m.arena = gpu.NewArena(dev)
+	for i := range m.arenas {
+		m.arenas[i] = gpu.NewArena(dev)
+	}
+	m.arena = m.arenas[0]
 	m.count = make([]int32, max(m.cfg.NumEntities, m.cfg.NumRelations))
 	if !training {
 		return m, nil
@@ -168,6 +173,9 @@ func (m *Model) allocAngles() ([]gpu.AngleGrad, error) {
 	return angles, nil
 }
 
+// useArena makes arenas[i] the scratch of the work enqueued next.
+func (m *Model) useArena(i int) { m.arena = m.arenas[i] }
+
 // named sorts the tensors bufs (in m.names order) into their roles; a tensor the device
 // step does not know is an error, not a silent gap.
 func (m *Model) named(bufs []*gpu.F32) (deviceParams, error) {
@@ -209,10 +217,13 @@ func (m *Model) Close() error {
 			err = e
 		}
 	}
-	if m.arena != nil {
-		if e := m.arena.Free(); e != nil && err == nil {
-			err = e
+	for i, a := range m.arenas {
+		if a != nil {
+			if e := a.Free(); e != nil && err == nil {
+				err = e
+			}
 		}
+		m.arenas[i] = nil
 	}
 	m.params, m.grads, m.stats, m.adam, m.arena = nil, nil, nil, nil, nil
 	m.theta, m.dTheta = angleTables{}, angleTables{}

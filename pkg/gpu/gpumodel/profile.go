@@ -32,7 +32,11 @@ func (d *trainDevice) WriteProfile(md, csv io.Writer, run train.ProfileRun) (int
 		UnprofiledN: run.UnprofiledN})
 }
 
-// The Model is an eval.ProfilingRanker: rank --profile times every launch of its batches.
+// The Model is an eval.ProfilingRanker (rank --profile times every launch of its batches)
+// and an eval.PipelinedRanker (EnqueueRankBatch).
+var _ eval.PipelinedRanker = (*Model)(nil)
+
+// The Model is an eval.ProfilingRanker.
 var _ eval.ProfilingRanker = (*Model)(nil)
 
 // Sync waits until the device has done the work enqueued so far.

@@ -29,6 +29,20 @@ var _ eval.DeviceRanker = (*Model)(nil)
 // It implements pkg/eval.BatchRanker. It waits for the device, and is not safe for
 // concurrent use.
 func (m *Model) RankBatch(b eval.DeviceBatch) ([][]int32, error) {
+	wait, err := m.EnqueueRankBatch(b)
+	if err != nil {
+		return nil, err
+	}
+	return wait()
+}
+
+// EnqueueRankBatch is RankBatch in two halves (eval.PipelinedRanker): it lays the batch
+// out, enqueues its work and the download of its ranks, and returns; wait waits for that
+// download alone and returns the ranks. So the host lays out the next batch while the
+// device ranks this one. Batches take turns between two scratch arenas, so a batch's
+// buffers outlive the next batch's enqueueing; wait must be called before the batch
+// after next is enqueued. With b.Scores, the scores are downloaded before it returns.
+func (m *Model) EnqueueRankBatch(b eval.DeviceBatch) (wait func() ([][]int32, error), err error) {
 	queries, easy, hard := b.Queries, b.Easy, b.Hard
 	if len(easy) != len(queries) || len(hard) != len(queries) {
 		return nil, fmt.Errorf("gpumodel: RankBatch: %d queries, %d easy and %d hard answer lists", len(queries), len(easy), len(hard))
@@ -39,12 +53,15 @@ func (m *Model) RankBatch(b eval.DeviceBatch) ([][]int32, error) {
 	}
 	out := make([][]int32, len(queries))
 	if len(queries) == 0 {
-		return out, nil
+		return func() ([][]int32, error) { return out, nil }, nil
 	}
 	groups, err := m.group(queries)
 	if err != nil {
 		return nil, err
 	}
+	m.useArena(1 + m.rankTurn)
+	defer m.useArena(0)
+	m.rankTurn ^= 1
 	if err := m.arena.Reset(); err != nil {
 		return nil, err
 	}
@@ -131,21 +148,27 @@ func (m *Model) RankBatch(b eval.DeviceBatch) ([][]int32, error) {
 			return nil, err
 		}
 	}
-	all := make([]int32, len(hardIDs))
-	if err := ranks.Slice(0, len(all)).Download(all); err != nil {
+	fetch, err := ranks.DownloadAsync(len(hardIDs))
+	if err != nil {
 		return nil, err
 	}
-	for _, g := range groups {
-		for _, q := range g.queries {
-			out[q], all = all[:len(hard[q]):len(hard[q])], all[len(hard[q]):]
-			for _, v := range out[q] {
-				if v == 0 {
-					return nil, fmt.Errorf("gpumodel: query %d (%s): a score is NaN", q, g.plan.Structure)
+	return func() ([][]int32, error) {
+		all := make([]int32, len(hardIDs))
+		if err := fetch(all); err != nil {
+			return nil, err
+		}
+		for _, g := range groups {
+			for _, q := range g.queries {
+				out[q], all = all[:len(hard[q]):len(hard[q])], all[len(hard[q]):]
+				for _, v := range out[q] {
+					if v == 0 {
+						return nil, fmt.Errorf("gpumodel: query %d (%s): a score is NaN", q, g.plan.Structure)
+					}
 				}
 			}
 		}
-	}
-	return out, nil
+		return out, nil
+	}, nil
 }
 
 // coneTable lays out the given branch cones of each group (cones(g.queries)) as a
