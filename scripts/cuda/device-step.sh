@@ -4,7 +4,8 @@
 # unmodified) at ConE's FB15k-237 configuration on the same GPU, and a kernel-by-kernel
 # profile of the training step (train --profile: CUDA events around every launch, a
 # roofline table per kernel in Markdown and CSV; docs/gpu.md, "Profiling") for rocone at
-# d=1600 and cone at d=800, and of rank on FB15k-237's test queries (rank --profile).
+# d=1600 and cone at d=800 (FP32 and --matmul tf32), and of rank on FB15k-237's test
+# queries (rank --profile).
 # Everything it measures lands under RESULTS.
 #
 # Prepare here (a machine with Go and cuda.h; no GPU needed):
@@ -144,6 +145,8 @@ fi
 if ! skip profile; then
 	profile rocone-d1600 --preset fb15k-237
 	profile cone-d800 "${cone[@]}"
+	profile rocone-d1600-tf32 --preset fb15k-237 --matmul tf32
+	profile cone-d800-tf32 "${cone[@]}" --matmul tf32
 	# rank's: every batch of FB15k-237's test queries at d=1600 (bench.sh's checkpoint,
 	# or profile rocone-d1600's), a roofline table per batch.
 	section "device profile: rank, FB15k-237 test, d=1600"
