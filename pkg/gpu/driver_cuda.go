@@ -246,21 +246,25 @@ func (d *cuDriver) Free(ptr uint64) error {
 // enqueued before them; the synchronous cuMemcpy variants then complete before
 // returning. A kernel's execution error surfaces here.
 func (d *cuDriver) CopyIn(dst uint64, src unsafe.Pointer, bytes int) error {
-	return d.do(func() error {
-		if err := d.syncLocked(); err != nil {
-			return err
-		}
-		return wrap("cuMemcpyHtoD", cu.MemcpyHtoD(cu.DevicePtr(dst), src, int64(bytes)))
-	})
+	return d.do(func() error { return d.copyInLocked(dst, src, bytes) })
+}
+
+func (d *cuDriver) copyInLocked(dst uint64, src unsafe.Pointer, bytes int) error {
+	if err := d.syncLocked(); err != nil {
+		return err
+	}
+	return wrap("cuMemcpyHtoD", cu.MemcpyHtoD(cu.DevicePtr(dst), src, int64(bytes)))
 }
 
 func (d *cuDriver) CopyOut(dst unsafe.Pointer, src uint64, bytes int) error {
-	return d.do(func() error {
-		if err := d.syncLocked(); err != nil {
-			return err
-		}
-		return wrap("cuMemcpyDtoH", cu.MemcpyDtoH(dst, cu.DevicePtr(src), int64(bytes)))
-	})
+	return d.do(func() error { return d.copyOutLocked(dst, src, bytes) })
+}
+
+func (d *cuDriver) copyOutLocked(dst unsafe.Pointer, src uint64, bytes int) error {
+	if err := d.syncLocked(); err != nil {
+		return err
+	}
+	return wrap("cuMemcpyDtoH", cu.MemcpyDtoH(dst, cu.DevicePtr(src), int64(bytes)))
 }
 
 func (d *cuDriver) Copy(dst, src uint64, bytes int) error {

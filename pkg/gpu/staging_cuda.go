@@ -33,7 +33,13 @@ type staging struct {
 	next  int
 	down  [stagingSlots]stagingSlot
 	nextD int
+	// off: page-locked memory could not be had (cuMemAllocHost failed once); the copies
+	// are then made synchronously, as CopyIn and CopyOut make them.
+	off bool
 }
+
+// errNoPinned marks a failed cuMemAllocHost: the copy falls back to the synchronous path.
+type errNoPinned struct{ error }
 
 type stagingSlot struct {
 	host  unsafe.Pointer // cuMemAllocHost'd, bytes long; nil until first used
@@ -60,9 +66,16 @@ func (r cuResult) Error() string { return fmt.Sprintf("CUDA error %d", int(r)) }
 // is then enqueued on the stream.
 func (d *cuDriver) CopyInAsync(dst uint64, src unsafe.Pointer, bytes int) error {
 	return d.do(func() error {
+		if d.staging.off {
+			return d.copyInLocked(dst, src, bytes)
+		}
 		s := &d.staging.slots[d.staging.next%stagingSlots]
 		d.staging.next++
 		if err := s.ready(bytes); err != nil {
+			if _, ok := err.(errNoPinned); ok {
+				d.staging.off = true
+				return d.copyInLocked(dst, src, bytes)
+			}
 			return err
 		}
 		copy(unsafe.Slice((*byte)(s.host), bytes), unsafe.Slice((*byte)(src), bytes))
@@ -106,7 +119,7 @@ func (s *stagingSlot) ready(bytes int) error {
 		}
 		var p unsafe.Pointer
 		if r := C.stagingAlloc(&p, C.size_t(n)); r != C.CUDA_SUCCESS {
-			return wrap(fmt.Sprintf("allocating %d bytes of page-locked host memory (cuMemAllocHost)", n), cuResult(r))
+			return errNoPinned{wrap(fmt.Sprintf("allocating %d bytes of page-locked host memory (cuMemAllocHost)", n), cuResult(r))}
 		}
 		s.host, s.bytes = p, n
 	}
@@ -118,11 +131,21 @@ func (s *stagingSlot) ready(bytes int) error {
 func (d *cuDriver) CopyOutAsync(src uint64, bytes int) (fetch func(dst unsafe.Pointer) error, err error) {
 	var s *stagingSlot
 	var gen uint64
+	var now []byte // the fallback's copy, made at once
 	err = d.do(func() error {
-		s = &d.staging.down[d.staging.nextD%stagingSlots]
-		d.staging.nextD++
-		if err := s.ready(bytes); err != nil {
-			return err
+		if !d.staging.off {
+			s = &d.staging.down[d.staging.nextD%stagingSlots]
+			d.staging.nextD++
+			err := s.ready(bytes)
+			if _, ok := err.(errNoPinned); ok {
+				d.staging.off = true
+			} else if err != nil {
+				return err
+			}
+		}
+		if d.staging.off {
+			now = make([]byte, bytes)
+			return d.copyOutLocked(unsafe.Pointer(&now[0]), src, bytes)
 		}
 		if err := cu.MemcpyDtoHAsync(s.host, cu.DevicePtr(src), int64(bytes), d.stream); err != nil {
 			return wrap("cuMemcpyDtoHAsync", err)
@@ -137,6 +160,12 @@ func (d *cuDriver) CopyOutAsync(src uint64, bytes int) (fetch func(dst unsafe.Po
 	})
 	if err != nil {
 		return nil, err
+	}
+	if now != nil {
+		return func(dst unsafe.Pointer) error {
+			copy(unsafe.Slice((*byte)(dst), bytes), now)
+			return nil
+		}, nil
 	}
 	return func(dst unsafe.Pointer) error {
 		return d.do(func() error {
