@@ -8,7 +8,12 @@ func (d *Device) AngleForward(theta, raw *F32, R float32) error {
 		return c.err
 	}
 	// Reads raw, writes theta; a division, tanhf and a multiply each.
-	return d.each("angle_fwd", raw.Len(), Work{Bytes: words(2 * raw.Len()), FLOPs: flops(raw.Len(), 3)}, ptr(theta), ptr(raw), i32(raw.Len()), f32(R))
+	n := raw.Len()
+	w := Work{Bytes: words(2 * n), FLOPs: flops(n, 3)}
+	if d.quads(n, theta, raw) {
+		return d.each("angle_fwd4", n/4, w, ptr(theta), ptr(raw), i32(n/4), f32(R))
+	}
+	return d.each("angle_fwd", n, w, ptr(theta), ptr(raw), i32(n), f32(R))
 }
 
 // AngleBackward adds to dRaw the gradient through AngleForward, from its output theta.

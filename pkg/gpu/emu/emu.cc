@@ -288,6 +288,7 @@ const KernelInfo table[] = {
     K(adam_multi_vec4),
     K(fill_f32),
     K(angle_fwd),
+    K(angle_fwd4),
     K(angle_bwd),
     K(angle_gather_fwd),
     K(angle_scatter_bwd),

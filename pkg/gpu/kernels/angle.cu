@@ -3,8 +3,19 @@
 #include "common.h"
 
 // theta[i] = π·tanh(raw[i]/R).
+__device__ __forceinline__ float angle_of(float raw, float R) { return PI_F * tanhf(raw / R); }
+
 KERNEL angle_fwd(float* theta, const float* raw, int n, float R) {
-	GRID_STRIDE(i, n) { theta[i] = PI_F * tanhf(raw[i] / R); }
+	GRID_STRIDE(i, n) { theta[i] = angle_of(raw[i], R); }
+}
+
+// angle_fwd four elements at a time (float4, n4 = n/4, both 16-byte aligned): the
+// mapping of the whole entity table, every update; the same bits.
+KERNEL angle_fwd4(float4* theta, const float4* raw, int n4, float R) {
+	GRID_STRIDE(i, n4) {
+		float4 x = raw[i];
+		theta[i] = make_float4(angle_of(x.x, R), angle_of(x.y, R), angle_of(x.z, R), angle_of(x.w, R));
+	}
 }
 
 // dRaw[i] += dTheta[i]·(π/R)·(1 − (θ_i/π)²), from the forward output θ (angle_grad).
