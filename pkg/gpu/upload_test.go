@@ -4,7 +4,7 @@ package gpu
 // lands in stream order between the kernels around it (a buffer uploaded, read by a
 // kernel, then uploaded over again), the host's slice may be overwritten as soon as the
 // call returns (the driver staged it), and sizes beyond a staging slot's first buffer
-// (1 MiB) and more uploads than slots (8) work. On the emulator the copies are
+// (1 MiB) and more uploads than slots (16) work. On the emulator the copies are
 // synchronous; on a GPU they go through the page-locked ring.
 func testUploadAsync(h *harness) {
 	const max = 5 << 16 // floats: 1.25 MiB
@@ -69,7 +69,7 @@ func testDownloadAsync(h *harness) {
 		fetch func([]float32) error
 	}
 	var ps []pending
-	for i := range 12 {
+	for i := range 20 {
 		n := []int{max, 3, 1 << 16, max - 5}[i%4]
 		fetch, err := buf.DownloadAsync(n)
 		h.ok(err)
