@@ -208,6 +208,64 @@ var kernelBenches = []benchCase{
 			{"table_atomic", reset, run(false, nil), check},
 		}, free, b.err
 	}},
+	{"score_all", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+		// rank's hot loop: the queries against every entity, from the two half-angle
+		// tables (made once per call here; rank makes the entity table once per batch).
+		const lambda = 0.1
+		b := &benchBuffers{d: d}
+		axis, half := randF32(rng, s.queries*s.dim, -math.Pi, math.Pi), randF32(rng, s.queries*s.dim, 0, math.Pi)
+		ent := randF32(rng, s.entities*s.dim, -math.Pi, math.Pi)
+		A, H, E := b.f(axis), b.f(half), b.f(ent)
+		Et, Qt := b.f(make([]float32, 2*s.entities*s.dim)), b.f(make([]float32, s.queries*s.dim*QueryTableWidth))
+		D := b.f(make([]float32, s.queries*s.entities))
+		check := func() error {
+			want := make([]float32, s.queries*s.entities)
+			compute.Reference[float32]{}.DistanceForward(want, axis, half, ent, nil, s.queries, s.entities, s.dim, lambda)
+			got, err := download(D)
+			if err != nil {
+				return err
+			}
+			return closeTo("dist", want, got, 1e-4)
+		}
+		run := func() error {
+			if err := d.EntityHalfAngles(Et, E); err != nil {
+				return err
+			}
+			if err := d.QueryHalfAngles(Qt, A, H); err != nil {
+				return err
+			}
+			return d.DistanceAll(D, Qt, Et, s.queries, s.entities, s.dim, lambda)
+		}
+		return []benchVersion{{"tables", func() error { return D.Zero() }, run, check}}, b.free, b.err
+	}},
+	{"angle_fwd", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+		// The entity table mapped to angles, every update.
+		const R = 0.02
+		b := &benchBuffers{d: d}
+		n := s.entities * s.dim
+		raw := randF32(rng, n, -3*R, 3*R)
+		X, T := b.f(raw), b.f(make([]float32, n))
+		check := func() error {
+			want := make([]float32, n)
+			for i, x := range raw {
+				want[i] = float32(math.Pi * math.Tanh(float64(x)/R))
+			}
+			got, err := download(T)
+			if err != nil {
+				return err
+			}
+			return closeTo("theta", want, got, 1e-6)
+		}
+		angle := func(scalar bool) func() error {
+			return func() error {
+				defer func() { d.rowsScalar = false }()
+				d.rowsScalar = scalar
+				return d.AngleForward(T, X, R)
+			}
+		}
+		reset := func() error { return T.Zero() }
+		return []benchVersion{{"angle_fwd", reset, angle(true), check}, {"angle_fwd4", reset, angle(false), check}}, b.free, b.err
+	}},
 	{"gather_rows", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
 		b := &benchBuffers{d: d}
 		table, idx := randF32(rng, s.entities*s.dim, -1, 1), randIDs(rng, s.rows, s.entities)
