@@ -291,3 +291,32 @@ func removeLive() []string {
 	}
 	return dests
 }
+
+// WriteAll creates the outputs at paths, hands them to write in that order, and commits
+// every one when write succeeds; when it fails (or a commit does) the outputs not yet
+// committed are aborted. For outputs made together, such as a table and its CSV.
+func WriteAll(paths []string, write func(ws []io.Writer) error) error {
+	files := make([]*File, 0, len(paths))
+	defer func() {
+		for _, f := range files {
+			f.Abort()
+		}
+	}()
+	ws := make([]io.Writer, 0, len(paths))
+	for _, p := range paths {
+		f, err := Create(p)
+		if err != nil {
+			return err
+		}
+		files, ws = append(files, f), append(ws, f)
+	}
+	if err := write(ws); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := f.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

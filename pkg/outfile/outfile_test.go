@@ -682,3 +682,37 @@ func TestPatch(t *testing.T) {
 		t.Errorf("WriteAt on %s: %v", os.DevNull, err)
 	}
 }
+
+// TestWriteAll: outputs made together are all committed when the writer succeeds, and
+// none is left when it fails.
+func TestWriteAll(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.md"), filepath.Join(dir, "a.csv")
+	err := WriteAll([]string{a, b}, func(ws []io.Writer) error {
+		io.WriteString(ws[0], "table")
+		io.WriteString(ws[1], "csv")
+		return errors.New("boom")
+	})
+	if err == nil || err.Error() != "boom" {
+		t.Fatalf("WriteAll: %v", err)
+	}
+	for _, p := range []string{a, b} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s after a failed WriteAll: %v", p, err)
+		}
+	}
+	if err := WriteAll([]string{a, b}, func(ws []io.Writer) error {
+		_, err := io.WriteString(ws[0], "table")
+		if err == nil {
+			_, err = io.WriteString(ws[1], "csv")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{a: "table", b: "csv"} {
+		if got, err := os.ReadFile(p); err != nil || string(got) != want {
+			t.Errorf("%s: %q, %v", p, got, err)
+		}
+	}
+}

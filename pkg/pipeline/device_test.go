@@ -5,6 +5,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"github.com/rocone/rocone/pkg/train"
 	"math"
 	"os"
 	"path/filepath"
@@ -311,12 +312,12 @@ func TestRankProfileOnEmulator(t *testing.T) {
 			t.Errorf("no %q in %s:\n%s", s, md, text)
 		}
 	}
-	csv, err := os.ReadFile(ProfileCSV(md))
+	csv, err := os.ReadFile(train.ProfileCSV(md))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(csv), "kernel,launches_per_batch,ms_per_batch,") || !strings.Contains(string(csv), "\nscore_all,") {
-		t.Errorf("%s:\n%s", ProfileCSV(md), csv)
+		t.Errorf("%s:\n%s", train.ProfileCSV(md), csv)
 	}
 	err = Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: filepath.Join(dir, "cpu.arrow"), Kernels: ref, Profile: filepath.Join(dir, "p.md")})
 	if err == nil || !strings.Contains(err.Error(), "needs --device cuda") {

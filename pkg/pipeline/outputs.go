@@ -1,6 +1,9 @@
 package pipeline
 
-import "github.com/rocone/rocone/pkg/outfile"
+import (
+	"github.com/rocone/rocone/pkg/outfile"
+	"github.com/rocone/rocone/pkg/train"
+)
 
 // The outputs of each stage are checked before any work and before any input is read
 // (outfile.Check): writable, and neither one of the stage's inputs nor each other; the
@@ -18,7 +21,7 @@ func (cfg RankConfig) checkOutputs() (release func(), err error) {
 	outputs := []outfile.Path{{Flag: "-o", Path: cfg.Output}}
 	if cfg.Profile != "" {
 		outputs = append(outputs, outfile.Path{Flag: "--profile", Path: cfg.Profile, File: true},
-			outfile.Path{Flag: "--profile (its CSV)", Path: ProfileCSV(cfg.Profile), File: true})
+			outfile.Path{Flag: "--profile (its CSV)", Path: train.ProfileCSV(cfg.Profile), File: true})
 	}
 	return outfile.Claim(inputs, outputs)
 }

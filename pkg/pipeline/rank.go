@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rocone/rocone/pkg/outfile"
+	"github.com/rocone/rocone/pkg/train"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/rocone/rocone/pkg/artifact"
@@ -274,32 +274,22 @@ func startRankProfile(cfg RankConfig, r eval.BatchRanker) (eval.ProfilingRanker,
 }
 
 // writeRankProfile waits for the device, detaches the profiler and writes the table and
-// its CSV (ProfileCSV), each whole or not at all.
+// its CSV (train.ProfileCSV), each whole or not at all.
 func writeRankProfile(cfg RankConfig, pr eval.ProfilingRanker, run eval.ProfileRun, start time.Time) error {
 	if err := pr.Sync(); err != nil {
 		return err
 	}
 	run.Wall = time.Since(start).Seconds()
 	pr.ProfileStop()
-	md, err := outfile.Create(cfg.Profile)
+	csvPath := train.ProfileCSV(cfg.Profile)
+	var launches int
+	err := outfile.WriteAll([]string{cfg.Profile, csvPath}, func(ws []io.Writer) (err error) {
+		if launches, err = pr.WriteProfile(ws[0], ws[1], run); err != nil {
+			return fmt.Errorf("--profile: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return err
-	}
-	defer md.Abort()
-	csvPath := ProfileCSV(cfg.Profile)
-	cf, err := outfile.Create(csvPath)
-	if err != nil {
-		return err
-	}
-	defer cf.Abort()
-	launches, err := pr.WriteProfile(md, cf, run)
-	if err != nil {
-		return fmt.Errorf("--profile: %w", err)
-	}
-	if err := md.Commit(); err != nil {
-		return err
-	}
-	if err := cf.Commit(); err != nil {
 		return err
 	}
 	if cfg.Log != nil {
@@ -307,10 +297,6 @@ func writeRankProfile(cfg RankConfig, pr eval.ProfilingRanker, run eval.ProfileR
 	}
 	return nil
 }
-
-// ProfileCSV is the CSV written beside a profile's Markdown table at path: its name with
-// .csv for .md (or with .csv added).
-func ProfileCSV(path string) string { return strings.TrimSuffix(path, ".md") + ".csv" }
 
 // inputError is an error of one input, named by its path, that reaches the stage through
 // code that would otherwise blame another (ranking blames the queries).

@@ -143,25 +143,15 @@ func (p *profiler) write(t *trainer) error {
 		Config:  fmt.Sprintf("%s d=%d, batch %d, %d negatives, on %s; updates per step: %s", cfg.Model, cfg.Dim, cfg.Batch, cfg.Negatives, cfg.Dataset, updates),
 		Command: p.opts.Command, FirstStep: p.opts.From, Steps: p.opts.Steps, Wall: p.wall,
 		UnprofiledWall: p.base, UnprofiledFrom: p.baseFrom, UnprofiledN: p.opts.From - p.baseFrom}
-	md, err := outfile.Create(p.opts.Path)
-	if err != nil {
-		return err
-	}
-	defer md.Abort()
 	csvPath := ProfileCSV(p.opts.Path)
-	cf, err := outfile.Create(csvPath)
+	var launches int
+	err := outfile.WriteAll([]string{p.opts.Path, csvPath}, func(ws []io.Writer) (err error) {
+		if launches, err = p.dev.WriteProfile(ws[0], ws[1], run); err != nil {
+			return fmt.Errorf("--profile: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return err
-	}
-	defer cf.Abort()
-	launches, err := p.dev.WriteProfile(md, cf, run)
-	if err != nil {
-		return fmt.Errorf("--profile: %w", err)
-	}
-	if err := md.Commit(); err != nil {
-		return err
-	}
-	if err := cf.Commit(); err != nil {
 		return err
 	}
 	t.printf("profile of steps %d-%d: %d launches; wrote %s and %s\n", p.opts.From, p.opts.From+p.opts.Steps-1, launches, p.opts.Path, csvPath)
