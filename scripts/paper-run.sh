@@ -14,10 +14,12 @@
 # Environment: BIN (default bin; bin/device-step for the carried cuda binaries), DEVICE
 # (default cuda), BUDGET (seconds of training per call, default 540), STEPS (default 300001, the
 # presets' max_steps; fewer for a trial, which the table then shows as another configuration),
-# EXTRA (more train flags).
+# EXTRA (more train flags), SAMPLE (more `sample generate` flags, e.g. --count for a trial
+# on fewer queries; the table then shows another configuration too).
 set -uo pipefail
+export LC_NUMERIC=C # EPOCHREALTIME and awk's numbers with a decimal point
 cd "$(dirname "$0")/.." || exit 2
-[ $# -eq 5 ] || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 5 ] || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 ds=$1 model=$2 seed=$3 work=$4 entry=$5
 bin=${BIN:-bin} device=${DEVICE:-cuda} budget=${BUDGET:-540} steps=${STEPS:-300001}
 case "$ds" in
@@ -31,18 +33,19 @@ log() { echo "$*" >>"$work/commands.txt"; echo "+ $*" >&2; "$@"; }
 
 for split in train test; do
 	if [ ! -s "$work/$split.arrow" ]; then
-		log "$bin/sample" generate --data "data/$ds" --split "$split" -q -o "$work/$split.arrow" || exit 1
+		# shellcheck disable=SC2086
+		log "$bin/sample" generate --data "data/$ds" --split "$split" ${SAMPLE:-} -q -o "$work/$split.arrow" || exit 1
 	fi
 done
 resume=()
 [ -s "$work/model.arrow" ] && resume=(--resume)
-start=$SECONDS
+start=$EPOCHREALTIME
 # shellcheck disable=SC2086
 log timeout -s TERM "$budget" "$bin/train" --train "$work/train.arrow" --checkpoint "$work/model.arrow" \
 	--log "$work/train-log.arrow" --preset "$preset" --model "$model" --seed "$seed" --steps "$steps" --eval-every 0 \
 	--checkpoint-every 10000 --device "$device" "${resume[@]}" ${EXTRA:-}
 status=$?
-echo $((SECONDS - start)) >>"$work/train-seconds.txt"
+awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f\n", b - a }' >>"$work/train-seconds.txt"
 case $status in
 0) ;;
 124) echo "paper-run: the budget of ${budget}s is spent; the checkpoint is saved: call again to continue" >&2; exit 0 ;;
@@ -58,7 +61,7 @@ json() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
 commit=$(cat "$bin/COMMIT" 2>/dev/null || git describe --always --dirty --abbrev=40 2>/dev/null || echo unknown)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 [ "$device" = cpu ] && gpu="CPU ($(nproc) cores)"
-wall=$(awk '{s+=$1} END {print s}' "$work/train-seconds.txt")
+wall=$(awk '{s+=$1} END {printf "%.3f", s}' "$work/train-seconds.txt")
 {
 	printf '{\n  "dataset": %s,\n  "model": %s,\n  "seed": %s,\n  "steps": %s,\n' "$(json "$ds")" "$(json "$model")" "$seed" "$steps"
 	printf '  "commit": %s,\n  "device": %s,\n  "date": %s,\n  "wall_time_s": %s,\n  "commands": [\n' \

@@ -1,0 +1,73 @@
+package stagecheck
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPaperRun runs scripts/paper-run.sh, which makes a results entry in a lent GPU
+// session, on the CPU with a trial's settings (few queries, d=8): a call cut by its
+// budget exits 0 and says the checkpoint is saved; a call that finishes training ranks
+// the test queries and writes the entry (run.json, metrics.arrow, train-log.arrow),
+// which `metrics results` (the script's last command) accepts; a call after that does
+// nothing.
+func TestPaperRun(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	root, bin := repoRoot(t), binaries(t)
+	dir := t.TempDir()
+	script := func(work, entry, steps, budget string) (string, error) {
+		cmd := exec.Command(filepath.Join(root, "scripts", "paper-run.sh"), "fb15k-237", "rocone", "0", work, entry)
+		cmd.Env = append(os.Environ(), "BIN="+bin, "DEVICE=cpu", "STEPS="+steps, "BUDGET="+budget,
+			"SAMPLE=--types 1p,2p,2i --count 1p=300,2p=150,2i=150",
+			"EXTRA=--dim 8 --batch 32 --negatives 8 --workers 2")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	// Cut by the budget: 10^6 steps in 2 seconds.
+	out, err := script(filepath.Join(dir, "cut"), filepath.Join(dir, "results", "cut"), "1000000", "2")
+	if err != nil || !strings.Contains(out, "the budget of 2s is spent") {
+		t.Fatalf("a call cut by its budget: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results", "cut")); !os.IsNotExist(err) {
+		t.Errorf("a cut call wrote the entry: %v", err)
+	}
+
+	work, entry := filepath.Join(dir, "work"), filepath.Join(dir, "results", "fb15k-237", "rocone", "seed0-cpu")
+	out, err = script(work, entry, "200", "600")
+	if err != nil || !strings.Contains(out, "paper-run: wrote "+entry) {
+		t.Fatalf("a finishing call: %v\n%s", err, out)
+	}
+	for _, f := range []string{"run.json", "metrics.arrow", "train-log.arrow"} {
+		if _, err := os.Stat(filepath.Join(entry, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(entry, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run struct {
+		Dataset, Model, Device string
+		Seed, Steps            int
+		WallTimeS              float64 `json:"wall_time_s"`
+		Commands               []string
+	}
+	if err := json.Unmarshal(b, &run); err != nil {
+		t.Fatalf("run.json: %v\n%s", err, b)
+	}
+	if run.Dataset != "fb15k-237" || run.Model != "rocone" || run.Steps != 200 || len(run.Commands) != 5 || run.WallTimeS <= 0 ||
+		!strings.HasPrefix(run.Device, "CPU") || !strings.Contains(run.Commands[2], "--steps 200") {
+		t.Errorf("run.json: %+v", run)
+	}
+	out, err = script(work, entry, "200", "600")
+	if err != nil || !strings.Contains(out, "is complete") {
+		t.Errorf("a call after the entry: %v\n%s", err, out)
+	}
+}
