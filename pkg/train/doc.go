@@ -22,7 +22,10 @@
 // parameter. After the updates the schedule (schedule.go) may divide the learning rate
 // by 5 and recreate Adam; then validation may run (eval.RankQueries on the valid file,
 // the same function the rank stage uses), and a checkpoint and the train log are
-// written every CheckpointEvery steps and at the end.
+// written every CheckpointEvery steps and at the end. Each pool's batches are sampled
+// ahead on a goroutine of its own (sampler.go), and a step's losses are read once the
+// next step's updates are enqueued (a step that validates, checkpoints or stops reads its
+// own at once): on a device the next update is always queued behind the running one.
 //
 // # Where the updates run
 //
@@ -31,7 +34,7 @@
 // RestoreAdam (a resumed checkpoint's optimiser), Download (bring the host's parameters,
 // and for a checkpoint Adam's moments, up to date) and Ranker (validation on the device).
 // The CPU updater updates the host model in place, so Download is a no-op; the CUDA one
-// (updater_cuda.go, made by Options.Device = CUDA(d)) keeps the parameters, gradients and
+// (package gpumodel's TrainDevice, Options.Device) keeps the parameters, gradients and
 // moments on the device and the host's Adam counts its steps per tensor. The host's model
 // and Adam are what checkpoints hold, so a run resumes across devices.
 //
@@ -44,7 +47,7 @@
 //	validate.go      validation and its log rows
 //	checkpoint.go    the checkpoint's state key, assembling and writing checkpoints and logs
 //	updater.go       the Updater and Device interfaces, the CPU updater
-//	updater_cuda.go  the CUDA updater (package gpumodel)
+//	sampler.go       each pool's batches sampled ahead on a goroutine
 //	adam*.go, schedule.go, data.go, config.go, guard.go, timing.go, prefault.go: the parts
 //	gcpace.go, hugepages_*.go: memory on large graphs (GC headroom, huge pages)
 //
