@@ -124,6 +124,20 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			t.stepEnded(lagging.step, first, row, &lastPrint, every)
 			lagging = nil
 		}
+		validating := len(t.valid) > 0 && (t.sched.evalDue(s) || s == cfg.Steps-1)
+		stop := t.opts.StopAfter > 0 && s+1 >= t.opts.StopAfter
+		due := s+1 == cfg.Steps || stop || (cfg.CheckpointEvery > 0 && (s+1)%cfg.CheckpointEvery == 0)
+		now := validating || due || prof != nil
+		var row artifact.TrainLogRow
+		if now {
+			var err error
+			if row, err = finish(cur); err != nil {
+				return nil, err
+			}
+			if err := prof.end(s, t); err != nil { // before the schedule's new Adam, which is no part of the step
+				return nil, err
+			}
+		}
 		if t.sched.afterStep(s) {
 			t.adam.Reset(t.sched.LR)
 			if err := t.upd.ResetAdam(t.sched.LR); err != nil {
@@ -131,19 +145,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			}
 			t.printf("step %d: learning rate %.3g → %.3g, new Adam; next drop at the end of step %g\n", s, cur.lr, t.sched.LR, math.Ceil(t.sched.WarmUpSteps))
 		}
-		validating := len(t.valid) > 0 && (t.sched.evalDue(s) || s == cfg.Steps-1)
-		stop := t.opts.StopAfter > 0 && s+1 >= t.opts.StopAfter
-		due := s+1 == cfg.Steps || stop || (cfg.CheckpointEvery > 0 && (s+1)%cfg.CheckpointEvery == 0)
-		if !validating && !due && prof == nil {
+		if !now {
 			lagging = cur
 			continue
-		}
-		row, err := finish(cur)
-		if err != nil {
-			return nil, err
-		}
-		if err := prof.end(s, t); err != nil {
-			return nil, err
 		}
 		res.improved = false
 		if validating {
