@@ -137,22 +137,9 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 	// (once per (row, dim) in the entity-side sums), the rotation and the gradient.
 	per := distHalfAngleFlops + distTabGradFlops
 	if q {
-		// Reads the table, dDist, cand and the candidates' rows; reads and writes dAxis,
-		// dHalf (and, atomic, the touched rows of dEnt). Two accumulations (and the atomic
-		// add) per (query, candidate, dim).
-		w := Work{Bytes: words(4*queries*dim, queries*cands, rows*dim), FLOPs: flops(queries*cands*dim, per+4)}
-		if cand != nil {
-			w.Bytes += words(queries * cands)
-		}
-		for _, g := range []*F32{dAxis, dHalf} {
-			if g != nil {
-				w.Bytes += words(2 * queries * dim)
-			}
-		}
-		if atomic {
-			w.Bytes += words(2 * rows * dim)
-			w.FLOPs += flops(queries*cands*dim, 3)
-		}
+		// The table's four floats per (query, dim); two accumulations (and the atomic add's
+		// 3) per (query, candidate, dim).
+		w := distBwdQWork(4, queries, cands, dim, rows, cand, dAxis, dHalf, atomic, per+4, 3)
 		if err := d.launch("distance_bwd_q_tab", w, [3]int{gx, min(queries, d.gridY), 1}, block,
 			ptr(dAxis), ptr(dHalf), ptr(dEnt), ptr(dDist), ptr(tab), ptr(ent), ptr(cand),
 			i32(queries), i32(cands), i32(dim), f32(lambda), boolArg(atomic)); err != nil {
@@ -194,26 +181,13 @@ func (d *Device) distanceBackwardFirst(dAxis, dHalf, dEnt, dDist, axis, half, en
 	gx := ceilDiv(dim, distBwdThreads)
 	atomic := dEnt != nil && cand != nil && index == nil
 	if dAxis != nil || dHalf != nil || atomic {
-		// Reads the cones, dDist, cand and the candidates' rows; reads and writes dAxis,
-		// dHalf (and, atomic, the touched rows of dEnt). The gradient of dim_distance
-		// and two accumulations (and the atomic add) per (query, candidate, dim).
+		// The cones' two floats per (query, dim); the gradient of dim_distance and two
+		// accumulations (and the atomic add's 2) per (query, candidate, dim).
 		rows := cands
 		if cand != nil {
 			rows = gathered(queries*cands, tableRows(ent, dim))
 		}
-		w := Work{Bytes: words(2*queries*dim, queries*cands, rows*dim), FLOPs: flops(queries*cands*dim, distGradFlops+4)}
-		if cand != nil {
-			w.Bytes += words(queries * cands)
-		}
-		for _, g := range []*F32{dAxis, dHalf} {
-			if g != nil {
-				w.Bytes += words(2 * queries * dim)
-			}
-		}
-		if atomic {
-			w.Bytes += words(2 * rows * dim)
-			w.FLOPs += flops(queries*cands*dim, 2)
-		}
+		w := distBwdQWork(2, queries, cands, dim, rows, cand, dAxis, dHalf, atomic, distGradFlops+4, 2)
 		if err := d.launch("distance_bwd_q", w, [3]int{gx, min(queries, d.gridY), 1}, block,
 			ptr(dAxis), ptr(dHalf), ptr(dEnt), ptr(dDist), ptr(axis), ptr(half), ptr(ent), ptr(cand),
 			i32(queries), i32(cands), i32(dim), f32(lambda), boolArg(atomic)); err != nil {
@@ -242,6 +216,28 @@ func (d *Device) distanceBackwardFirst(dAxis, dHalf, dEnt, dDist, axis, half, en
 			ptr(dEnt), ptr(dDist), ptr(axis), ptr(half), ptr(ent), ptr(index.Rows), ptr(index.Start), ptr(index.Pairs),
 			i32(index.N), i32(cands), i32(dim), f32(lambda))
 	}
+}
+
+// distBwdQWork is the work of a query-side distance backward (distance_bwd_q and
+// distance_bwd_q_tab): it reads coneWords per (query, dim) (the cones, or their table),
+// dDist, cand (if any) and the candidates' rows (rows of them distinct), and reads and
+// writes dAxis and dHalf where given and, atomic, the touched rows of dEnt; per (query,
+// candidate, dim) it computes perFlops, and atomicFlops more when atomic.
+func distBwdQWork(coneWords, queries, cands, dim, rows int, cand *I32, dAxis, dHalf *F32, atomic bool, perFlops, atomicFlops int) Work {
+	w := Work{Bytes: words(coneWords*queries*dim, queries*cands, rows*dim), FLOPs: flops(queries*cands*dim, perFlops)}
+	if cand != nil {
+		w.Bytes += words(queries * cands)
+	}
+	for _, g := range []*F32{dAxis, dHalf} {
+		if g != nil {
+			w.Bytes += words(2 * queries * dim)
+		}
+	}
+	if atomic {
+		w.Bytes += words(2 * rows * dim)
+		w.FLOPs += flops(queries*cands*dim, atomicFlops)
+	}
+	return w
 }
 
 // FLOPs of distance.cu's per-dimension functions (Work).
