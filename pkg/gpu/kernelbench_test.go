@@ -85,17 +85,12 @@ type benchBuffers struct {
 	err  error
 }
 
-func (b *benchBuffers) f(x []float32) *F32 {
-	if b.err != nil {
-		return nil
-	}
-	buf, err := FromHost(b.d, x)
-	b.err = err
-	b.bufs = append(b.bufs, buf)
-	return buf
-}
+func (b *benchBuffers) f(x []float32) *F32 { return benchUpload(b, x) }
 
-func (b *benchBuffers) i(x []int32) *I32 {
+func (b *benchBuffers) i(x []int32) *I32 { return benchUpload(b, x) }
+
+// benchUpload copies x to the device, remembered for free; after an error, nothing.
+func benchUpload[T Elem](b *benchBuffers, x []T) *Buffer[T] {
 	if b.err != nil {
 		return nil
 	}

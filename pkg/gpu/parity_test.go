@@ -18,20 +18,12 @@ type harness struct {
 	rng *rand.Rand
 }
 
-func (h *harness) up(x []float32) *F32 {
-	h.t.Helper()
-	if x == nil {
-		return nil
-	}
-	b, err := FromHost(h.d, x)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { b.Free() })
-	return b
-}
+func (h *harness) up(x []float32) *F32 { h.t.Helper(); return upload(h, x) }
 
-func (h *harness) upI(x []int32) *I32 {
+func (h *harness) upI(x []int32) *I32 { h.t.Helper(); return upload(h, x) }
+
+// upload copies x to the device, freed when the test ends; nil stays nil.
+func upload[T Elem](h *harness, x []T) *Buffer[T] {
 	h.t.Helper()
 	if x == nil {
 		return nil
