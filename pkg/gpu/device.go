@@ -16,17 +16,17 @@ import (
 // (the real driver, in order, on one stream); a download, Sync or Close waits, and
 // reports any execution error.
 type Device struct {
-	drv        Driver
-	entries    map[string]kernels.Entry
-	maxBlocks  int                      // cap on the grid of element-wise kernels (they grid-stride)
-	gridY      int                      // cap on grid.y of the row-looping kernels (they grid-stride in y)
-	arena      *Arena                   // where operators take temporaries from (UseArena); nil: Alloc
-	prof       atomic.Pointer[Profiler] // the attached profiler (Profile); nil: none
-	tf32       bool                     // the linear layers' products on the tensor cores in TF32 (SetMatmul)
-	gemmTile   int                      // the GEMMs' tile (FP32, TF32): gemmTileAuto, 64, 128 or gemmTileFirst (tests, bench)
-	gemmSplit  int                      // with a fixed gemmTile, its K splits (≤ 1: none)
-	distFirst  bool                     // the first distance kernels, a sincosf per pair, not the table ones (tests, bench)
-	rowsScalar bool                     // the row gathers and sums one float at a time, not float4 (tests, bench)
+	drv       Driver
+	entries   map[string]kernels.Entry
+	maxBlocks int                      // cap on the grid of element-wise kernels (they grid-stride)
+	gridY     int                      // cap on grid.y of the row-looping kernels (they grid-stride in y)
+	arena     *Arena                   // where operators take temporaries from (UseArena); nil: Alloc
+	prof      atomic.Pointer[Profiler] // the attached profiler (Profile); nil: none
+	tf32      bool                     // the linear layers' products on the tensor cores in TF32 (SetMatmul)
+	gemmTile  int                      // the GEMMs' tile (FP32, TF32): gemmTileAuto, 64, 128 or gemmTileFirst (tests, bench)
+	gemmSplit int                      // with a fixed gemmTile, its K splits (≤ 1: none)
+	distFirst bool                     // the first distance kernels, a sincosf per pair, not the table ones (tests, bench)
+	noFloat4  bool                     // the row gathers and sums one float at a time, not float4 (tests, bench)
 }
 
 // NewDevice wraps a driver: the real one from Open, or package emu's emulator.

@@ -253,8 +253,8 @@ var kernelBenches = []benchCase{
 		}
 		angle := func(scalar bool) func() error {
 			return func() error {
-				defer func() { d.rowsScalar = false }()
-				d.rowsScalar = scalar
+				defer func() { d.noFloat4 = false }()
+				d.noFloat4 = scalar
 				return d.AngleForward(T, X, R)
 			}
 		}
@@ -278,8 +278,8 @@ var kernelBenches = []benchCase{
 		}
 		gather := func(scalar bool) func() error {
 			return func() error {
-				defer func() { d.rowsScalar = false }()
-				d.rowsScalar = scalar
+				defer func() { d.noFloat4 = false }()
+				d.noFloat4 = scalar
 				return d.GatherRows(O, T, I, s.dim)
 			}
 		}
@@ -309,8 +309,8 @@ var kernelBenches = []benchCase{
 		return []benchVersion{
 			{"scatter_add_rows", reset, func() error { return d.ScatterAddRows(T, S, I, s.dim) }, check},
 			{"rows_sum_csr", reset, func() error {
-				defer func() { d.rowsScalar = false }()
-				d.rowsScalar = true
+				defer func() { d.noFloat4 = false }()
+				d.noFloat4 = true
 				return d.RowsSum(T, S, index, s.dim)
 			}, check},
 			{"rows_sum_csr4", reset, func() error { return d.RowsSum(T, S, index, s.dim) }, check},

@@ -21,10 +21,10 @@ func testAngleN(h *harness, n int) {
 	T := h.zeros(n)
 	h.ok(h.d.AngleForward(T, h.up(raw), R))
 	compare(h.t, "theta", theta, h.down(T))
-	h.d.rowsScalar = true
+	h.d.noFloat4 = true
 	T1 := h.zeros(n)
 	h.ok(h.d.AngleForward(T1, h.up(raw), R))
-	h.d.rowsScalar = false
+	h.d.noFloat4 = false
 	t4 := h.down(T)
 	for i, v := range h.down(T1) {
 		if math.Float32bits(v) != math.Float32bits(t4[i]) {

@@ -25,9 +25,9 @@ func (d *Device) GatherRows(out, table *F32, idx *I32, dim int) error {
 
 // quads reports whether rows of width dim of every buffer can be read as float4: dim a
 // multiple of 4 and every buffer 16-byte aligned (and the row kernels' float4 versions
-// not switched off, Device.rowsScalar).
+// not switched off, Device.noFloat4).
 func (d *Device) quads(dim int, bufs ...*F32) bool {
-	if d.rowsScalar || dim%4 != 0 {
+	if d.noFloat4 || dim%4 != 0 {
 		return false
 	}
 	for _, b := range bufs {

@@ -74,13 +74,13 @@ func testRowsQuads(h *harness) {
 		}
 		var got [2][]float32
 		for k, scalar := range []bool{false, true} {
-			h.d.rowsScalar = scalar
+			h.d.noFloat4 = scalar
 			G := h.zeros(rows*c.d+c.off).Slice(c.off, rows*c.d)
 			h.ok(h.d.GatherRows(G, Tb, Ix, c.d))
 			got[k] = h.down(G)
 			compare(h.t, fmt.Sprintf("gather d=%d off=%d scalar=%v", c.d, c.off, scalar), want, got[k])
 		}
-		h.d.rowsScalar = false
+		h.d.noFloat4 = false
 		src := h.uniform(rows*c.d, -1, 1)
 		dst := h.uniform(tableRows*c.d+c.off, -1, 1)
 		sum := clone(dst[c.off:])
@@ -92,13 +92,13 @@ func testRowsQuads(h *harness) {
 		ix := RowCSR(idx, tableRows, nil)
 		dix := DeviceRowIndex{Rows: h.upI(ix.Rows), Start: h.upI(ix.Start), Pairs: h.upI(ix.Pairs), N: len(ix.Rows)}
 		for k, scalar := range []bool{false, true} {
-			h.d.rowsScalar = scalar
+			h.d.noFloat4 = scalar
 			D := h.up(dst).Slice(c.off, tableRows*c.d)
 			h.ok(h.d.RowsSum(D, h.up(src), dix, c.d))
 			got[k] = h.down(D)
 			compare(h.t, fmt.Sprintf("rows sum d=%d off=%d scalar=%v", c.d, c.off, scalar), sum, got[k])
 		}
-		h.d.rowsScalar = false
+		h.d.noFloat4 = false
 		for i := range got[0] {
 			if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
 				h.t.Fatalf("rows sum d=%d off=%d: element %d is %g by float4, %g by float", c.d, c.off, i, got[0][i], got[1][i])
