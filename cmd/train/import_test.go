@@ -179,6 +179,8 @@ func TestImportQEConEErrors(t *testing.T) {
 		{"bad config", []string{"--from", filepath.Join(qeconeDir, "checkpoint"), "--config", notTorch, "-o", filepath.Join(dir, "d.arrow")}, "QE-ConE config"},
 		{"no lambda", []string{"--from", filepath.Join(qeconeDir, "checkpoint"), "--config", emptyCfg, "-o", filepath.Join(dir, "d.arrow")}, "center_reg"},
 		{"lambda disagrees", []string{"--from", qeconeDir, "--lambda", "0.25", "-o", filepath.Join(dir, "e.arrow")}, "disagrees"},
+		{"no such KG", []string{"--from", qeconeDir, "--data", filepath.Join(dir, "none"), "-o", filepath.Join(dir, "f.arrow")}, "no such file"},
+		{"KG not a folder", []string{"--from", qeconeDir, "--data", notTorch, "-o", filepath.Join(dir, "g.arrow")}, "not a folder"},
 		{"overwrite input", []string{"--from", qeconeDir, "-o", filepath.Join(qeconeDir, "checkpoint")}, "same file"},
 		// config.json is read when --config is not given: an implicit input, protected too.
 		{"overwrite the implicit config", []string{"--from", qeconeDir, "-o", filepath.Join(qeconeDir, "config.json")},

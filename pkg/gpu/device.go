@@ -26,7 +26,7 @@ type Device struct {
 	gemmTile  int                      // the GEMMs' tile (FP32, TF32): gemmTileAuto, 64, 128 or gemmTileFirst (tests, bench)
 	gemmSplit int                      // with a fixed gemmTile, its K splits (≤ 1: none)
 	distFirst bool                     // the first distance kernels, a sincosf per pair, not the table ones (tests, bench)
-	noFloat4  bool                     // the row gathers and sums one float at a time, not float4 (tests, bench)
+	noFloat4  bool                     // the row gathers and sums and the angle map one float at a time, not float4 (tests, bench)
 }
 
 // NewDevice wraps a driver: the real one from Open, or package emu's emulator.
