@@ -321,6 +321,7 @@ func TestAskRefused(t *testing.T) {
 		{"bad known", []string{"--data", data, "--ask", "(ent2,(+rel0,))", "--known", "test"}, []string{`--known "test": want train or train+valid`}},
 		{"queries with ask", []string{"--data", data, "--ask", "(ent2,(+rel0,))", "--queries", f.Test}, []string{"--queries is not used with --ask"}},
 		{"shard with ask", []string{"--data", data, "--ask", "(ent2,(+rel0,))", "--shard", "0/2"}, []string{"--shard is not used with --ask"}},
+		{"profile with ask", []string{"--data", data, "--ask", "(ent2,(+rel0,))", "--profile", "p.md"}, []string{"--profile is not used with --ask"}},
 		{"empty ask", []string{"--data", data, "--ask", ""}, []string{`--ask "": an empty query`}},
 		{"exclude-known without ask", []string{"--queries", f.Test, "--exclude-known"}, []string{"--exclude-known needs --ask or --ask-file"}},
 		{"no queries", nil, []string{"--queries required"}},

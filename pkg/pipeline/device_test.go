@@ -3,6 +3,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"github.com/rocone/rocone/pkg/train"
@@ -322,5 +323,11 @@ func TestRankProfileOnEmulator(t *testing.T) {
 	err = Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: filepath.Join(dir, "cpu.arrow"), Kernels: ref, Profile: filepath.Join(dir, "p.md")})
 	if err == nil || !strings.Contains(err.Error(), "needs --device cuda") {
 		t.Errorf("rank --profile on the CPU: %v", err)
+	}
+	// A profile over an input is refused before any work, the input left alone.
+	before, _ := os.ReadFile(queries)
+	err = Rank(RankConfig{Checkpoint: ck, Queries: queries, Output: filepath.Join(dir, "x.arrow"), Kernels: ref, Device: dev, Profile: queries})
+	if after, _ := os.ReadFile(queries); err == nil || !strings.Contains(err.Error(), "same file") || !bytes.Equal(before, after) {
+		t.Errorf("rank --profile over the queries: %v", err)
 	}
 }
