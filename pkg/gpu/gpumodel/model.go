@@ -44,10 +44,14 @@ type Model struct {
 	rankTurn      int
 	count         []int32 // RowCSR scratch, max(entities, relations) zeros
 	hostBufs      hostBufs
-	// A training model's angle tables (π·tanh(x/R) of the entity and relation tables,
-	// remade at each update) and their gradients, which the backward pass accumulates and
-	// Adam maps to the raw tables' and clears (gpu.AngleGrad); nil for evaluation.
-	theta, dTheta angleTables
+	// The angle tables (π·tanh(x/R) of the entity and relation tables), remade when the
+	// parameters have changed (thetaFresh false), and, training, their gradients, which
+	// the backward pass accumulates and Adam maps to the raw tables' and clears
+	// (gpu.AngleGrad). etab is the entity table's half-angle sines and cosines that rank
+	// scores with (made on the first rank batch after the angles).
+	theta, dTheta         angleTables
+	etab                  *gpu.F32
+	thetaFresh, etabFresh bool
 
 	stats   []*gpu.F64 // a ring of loss results, one per pending update
 	nextRes int
@@ -117,16 +121,19 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 	}
 	m.arena = m.arenas[0]
 	m.count = make([]int32, max(m.cfg.NumEntities, m.cfg.NumRelations))
+	if err := m.allocAngles(&m.theta); err != nil {
+		return nil, err
+	}
 	if !training {
 		return m, nil
 	}
 	if m.g, err = m.named(m.grads); err != nil {
 		return nil, err
 	}
-	angles, err := m.allocAngles()
-	if err != nil {
+	if err := m.allocAngles(&m.dTheta); err != nil {
 		return nil, err
 	}
+	angles := m.angleGrads()
 	if m.adam, err = gpu.NewAdamAngles(dev, adam.Default(lr), m.params, m.grads, angles, float32(m.cfg.EmbeddingRange())); err != nil {
 		return nil, err
 	}
@@ -140,25 +147,28 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 	return m, nil
 }
 
-// allocAngles allocates a training model's angle tables and their gradients (zero) and
-// returns them as Adam's angle gradients, per parameter tensor: the entity table, the
-// relation axes and (all but rocone-se) the relation aperture offsets.
-func (m *Model) allocAngles() ([]gpu.AngleGrad, error) {
+// allocAngles allocates zero tables the size of the entity and relation angle tables:
+// the model's angles (Model.theta) and, for training, their gradients (Model.dTheta).
+func (m *Model) allocAngles(t *angleTables) error {
 	nR, d := m.cfg.NumRelations, m.cfg.Dim
-	nRel := 1
+	t.nRel = 1
 	if m.p.relAperture != nil {
-		nRel = 2
+		t.nRel = 2
 	}
-	for _, t := range []*angleTables{&m.theta, &m.dTheta} {
-		var err error
-		t.nRel = nRel
-		if t.ent, err = gpu.Alloc[float32](m.dev, m.p.entity.Len()); err != nil {
-			return nil, fmt.Errorf("allocating the entity angles: %w", err)
-		}
-		if t.rel, err = gpu.Alloc[float32](m.dev, nRel*nR*d); err != nil {
-			return nil, fmt.Errorf("allocating the relation angles: %w", err)
-		}
+	var err error
+	if t.ent, err = gpu.Alloc[float32](m.dev, m.p.entity.Len()); err != nil {
+		return fmt.Errorf("allocating the entity angles: %w", err)
 	}
+	if t.rel, err = gpu.Alloc[float32](m.dev, t.nRel*nR*d); err != nil {
+		return fmt.Errorf("allocating the relation angles: %w", err)
+	}
+	return nil
+}
+
+// angleGrads are Adam's angle gradients, per parameter tensor: the entity table, the
+// relation axes and (all but rocone-se) the relation aperture offsets.
+func (m *Model) angleGrads() []gpu.AngleGrad {
+	nR, d := m.cfg.NumRelations, m.cfg.Dim
 	angles := make([]gpu.AngleGrad, len(m.params))
 	for i, p := range m.params {
 		switch p {
@@ -170,7 +180,7 @@ func (m *Model) allocAngles() ([]gpu.AngleGrad, error) {
 			angles[i] = gpu.AngleGrad{DTheta: m.dTheta.rel.Slice(nR*d, nR*d), Theta: m.theta.rel.Slice(nR*d, nR*d)}
 		}
 	}
-	return angles, nil
+	return angles
 }
 
 // useArena makes arenas[i] the scratch of the work enqueued next.
@@ -210,7 +220,7 @@ func (m *Model) Close() error {
 	for _, s := range m.stats {
 		all = append(all, s)
 	}
-	all = append(all, m.theta.ent, m.theta.rel, m.dTheta.ent, m.dTheta.rel)
+	all = append(all, m.theta.ent, m.theta.rel, m.dTheta.ent, m.dTheta.rel, m.etab)
 	err := gpu.FreeAll(all...)
 	if m.adam != nil {
 		if e := m.adam.Free(); e != nil && err == nil {
@@ -226,7 +236,7 @@ func (m *Model) Close() error {
 		m.arenas[i] = nil
 	}
 	m.params, m.grads, m.stats, m.adam, m.arena = nil, nil, nil, nil, nil
-	m.theta, m.dTheta = angleTables{}, angleTables{}
+	m.theta, m.dTheta, m.etab = angleTables{}, angleTables{}, nil
 	return err
 }
 

@@ -116,10 +116,7 @@ func (m *Model) EnqueueRankBatch(b eval.DeviceBatch) (wait func() ([][]int32, er
 		}
 	} else {
 		w.table = w.fv[w.tablePart]
-		w.th.ent = s.take(m.p.entity.Len())
-		if s.err == nil {
-			s.ok(dev.AngleForward(w.th.ent, m.p.entity, float32(m.cfg.EmbeddingRange())))
-		}
+		w.th = m.angles(s)
 		if s.err != nil {
 			return nil, s.err
 		}
@@ -314,12 +311,11 @@ func (h *rankHead) forward(w *devWalk) error {
 	for _, g := range w.groups {
 		B += g.n
 	}
-	etab := s.take(2 * m.p.entity.Len())
+	etab := m.entHalfAngles(s)
 	h.scores = s.take(B * N)
 	if s.err != nil {
 		return s.err
 	}
-	s.ok(dev.EntityHalfAngles(etab, w.th.ent))
 	for gi, g := range w.groups {
 		branches, n := g.plan.Branches(), g.n
 		nb := len(branches)

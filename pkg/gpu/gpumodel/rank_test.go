@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rocone/rocone/internal/gputest"
+	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/gpu"
 	"github.com/rocone/rocone/pkg/model"
@@ -273,4 +274,69 @@ func conesByQuery(queries []query.Grounded, groups [][]model.Cones[float32]) [][
 		}
 	}
 	return out
+}
+
+// TestRankAfterUpdate: a training model that ranks (validation), updates and ranks again
+// ranks with the updated parameters: its ranks and scores after the update are those of
+// an evaluation model loaded from the updated parameters, and before it those of one
+// loaded from the first (the angle and half-angle tables kept between rank batches are
+// remade after an update).
+func TestRankAfterUpdate(t *testing.T) {
+	dev := gputest.Emulator(t)
+	cfg := testConfig(model.RoConE, 16)
+	rng := rand.New(rand.NewPCG(5, 6))
+	host := spreadModel(t, cfg, rng)
+	batch := randomBatch(rng, cfg, 4, 3)
+	var db eval.DeviceBatch
+	for _, g := range batch.Queries {
+		db.Queries = append(db.Queries, g)
+		db.Easy, db.Hard = append(db.Easy, []int32{}), append(db.Hard, []int32{int32(rng.IntN(cfg.NumEntities))})
+	}
+	scores := func(r eval.BatchRanker) []float32 {
+		t.Helper()
+		b := db
+		b.Scores = make([]float32, len(db.Queries)*cfg.NumEntities)
+		if _, err := r.RankBatch(b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Scores
+	}
+	evalOf := func(m *model.Model[float32]) []float32 {
+		t.Helper()
+		em, err := NewEval(dev, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer em.Close()
+		return scores(em)
+	}
+	dm, err := New(dev, host, 1e-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Close()
+	if got, want := scores(dm), evalOf(host); !slices.Equal(got, want) {
+		t.Fatal("before the update: the training model's scores are not an evaluation model's")
+	}
+	p, err := dm.Update(batch, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	updated, err := model.New[float32](cfg, compute.Reference[float32]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dm.Download(updated.Params, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, want := scores(dm), evalOf(updated)
+	if !slices.Equal(got, want) {
+		t.Fatal("after the update: the training model's scores are not those of its updated parameters")
+	}
+	if slices.Equal(got, evalOf(host)) {
+		t.Fatal("the update changed no score: the test does not exercise it")
+	}
 }

@@ -1,6 +1,7 @@
 package gpumodel
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/rocone/rocone/pkg/gpu"
@@ -121,29 +122,46 @@ type angleTables struct {
 	nRel int // 1 or 2
 }
 
-// angles maps the entity and relation tables to angles: into the training model's own
-// tables (Model.theta, which Adam reads), or an evaluation model's scratch.
+// angles returns the entity and relation tables mapped to angles (Model.theta), mapping
+// them first unless they already hold the parameters' angles: ranking and embedding
+// batches share one mapping, an update makes its own.
 func (m *Model) angles(s *scratch) angleTables {
+	if m.thetaFresh || s.err != nil {
+		return m.theta
+	}
 	R := float32(m.cfg.EmbeddingRange())
 	nR, d := m.cfg.NumRelations, m.cfg.Dim
 	th := m.theta
-	if th.ent == nil {
-		th = angleTables{ent: s.take(m.p.entity.Len()), nRel: 1}
-		if m.p.relAperture != nil {
-			th.nRel = 2
-		}
-		th.rel = s.take(th.nRel * nR * d)
-	}
-	if s.err != nil {
-		return th
-	}
 	s.ok(m.dev.AngleForward(th.ent, m.p.entity, R))
 	s.ok(m.dev.AngleForward(th.rel.Slice(0, nR*d), m.p.relAxis, R))
 	if th.nRel == 2 {
 		s.ok(m.dev.AngleForward(th.rel.Slice(nR*d, nR*d), m.p.relAperture, R))
 	}
+	m.thetaFresh = s.err == nil
 	return th
 }
+
+// entHalfAngles returns the entity table's half-angle table (sin, cos of θ/2, the scoring
+// kernel's), made first unless it is that of the current angles.
+func (m *Model) entHalfAngles(s *scratch) *gpu.F32 {
+	th := m.angles(s)
+	if s.err != nil || (m.etabFresh && m.thetaFresh) {
+		return m.etab
+	}
+	if m.etab == nil {
+		var err error
+		if m.etab, err = gpu.Alloc[float32](m.dev, 2*th.ent.Len()); err != nil {
+			s.ok(fmt.Errorf("allocating the entity half-angle table: %w", err))
+			return nil
+		}
+	}
+	s.ok(m.dev.EntityHalfAngles(m.etab, th.ent))
+	m.etabFresh = s.err == nil
+	return m.etab
+}
+
+// paramsChanged marks the angle tables stale: an update's Adam moves the parameters.
+func (m *Model) paramsChanged() { m.thetaFresh, m.etabFresh = false, false }
 
 // step enqueues the update: uploads, the walk forward, the loss head, the walk backward,
 // Adam.
@@ -158,6 +176,7 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *gpu.F64) error {
 	}
 	dev, cfg, s := m.dev, m.cfg, w.s
 	R := float32(cfg.EmbeddingRange())
+	m.paramsChanged() // the update's own mapping, whatever ran since the last one
 	w.th = m.angles(s)
 	if err := w.allocate(); err != nil {
 		return err
@@ -187,5 +206,6 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *gpu.F64) error {
 	}
 	// Adam maps the angles' gradients to the raw tables' as it reads them (gpu.AngleGrad)
 	// and clears every gradient.
+	m.paramsChanged()
 	return m.adam.Step(true)
 }
