@@ -192,7 +192,6 @@ type pool struct {
 	src *rand.PCG // sampler state
 	rng *rand.Rand
 
-	batch model.Batch // next's, reused
 	marks answerMarks // sampleNegatives' scratch, this pool's own (a sampler's pool runs on its goroutine)
 }
 
@@ -211,14 +210,8 @@ func (p *pool) permutation(epoch uint64) []int32 {
 	return perm
 }
 
-// next returns the next batch of at most size queries, with a positive, k negatives and a
-// weight each. The batch is reused by the next call.
-func (p *pool) next(ts *trainSet, size, k int) *model.Batch {
-	p.fill(ts, size, k, &p.batch)
-	return &p.batch
-}
-
-// fill samples the next batch into b (its buffers reused).
+// fill samples the pool's next batch into b (its buffers reused): at most size queries,
+// with a positive, k negatives and a weight each.
 func (p *pool) fill(ts *trainSet, size, k int, b *model.Batch) {
 	if p.marks == nil {
 		p.marks = newAnswerMarks(ts.numEntities)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/query"
 )
 
@@ -28,8 +29,9 @@ func BenchmarkPoolNext(b *testing.B) {
 		members[i] = int32(i)
 	}
 	p := newPool(PoolPath, 0, members, 7)
+	var batch model.Batch
 	b.ResetTimer()
 	for range b.N {
-		p.next(ts, 512, 128)
+		p.fill(ts, 512, 128, &batch)
 	}
 }

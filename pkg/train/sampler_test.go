@@ -65,3 +65,11 @@ func sameBatch(a, b *model.Batch) bool {
 	}
 	return true
 }
+
+// next samples the pool's next batch in place, as the sampler's goroutine does (the
+// tests' way to read a pool's batches in order).
+func (p *pool) next(ts *trainSet, size, k int) *model.Batch {
+	b := new(model.Batch)
+	p.fill(ts, size, k, b)
+	return b
+}
