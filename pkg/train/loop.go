@@ -89,13 +89,6 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	// that a device always has the next update queued behind the one it runs; steps that
 	// validate, checkpoint or stop, and a profiled run, read theirs at once.
 	var lagging *enqueuedStep
-	finish := func(e *enqueuedStep) (artifact.TrainLogRow, error) {
-		row, err := t.finishStep(e)
-		if err == nil {
-			t.stepsDone = e.step + 1
-		}
-		return row, err
-	}
 	for s := t.stepsDone; s < cfg.Steps; s++ {
 		if ctx.Err() != nil {
 			res.Interrupted = true
@@ -117,7 +110,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			cur.pending = append(cur.pending, wait)
 		}
 		if lagging != nil {
-			row, err := finish(lagging)
+			row, err := t.finishStep(lagging)
 			if err != nil {
 				return nil, err
 			}
@@ -131,7 +124,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		var row artifact.TrainLogRow
 		if now {
 			var err error
-			if row, err = finish(cur); err != nil {
+			if row, err = t.finishStep(cur); err != nil {
 				return nil, err
 			}
 			if err := prof.end(s, t); err != nil { // before the schedule's new Adam, which is no part of the step
@@ -165,7 +158,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	if lagging != nil { // interrupted: the last enqueued step is done on the device too
-		row, err := finish(lagging)
+		row, err := t.finishStep(lagging)
 		if err != nil {
 			return nil, err
 		}
@@ -195,7 +188,7 @@ type enqueuedStep struct {
 }
 
 // finishStep reads e's losses (waiting for its updates), hands its batches back to the
-// samplers and logs the step's train row.
+// samplers, logs the step's train row and counts the step done.
 func (t *trainer) finishStep(e *enqueuedStep) (artifact.TrainLogRow, error) {
 	var sum, sumPath float64
 	var nPath int
@@ -223,6 +216,7 @@ func (t *trainer) finishStep(e *enqueuedStep) (artifact.TrainLogRow, error) {
 		MRR: math.NaN(), Hits1: math.NaN(), Hits3: math.NaN(), Hits10: math.NaN(),
 		ElapsedS: t.elapsed()}
 	t.log = append(t.log, row)
+	t.stepsDone = e.step + 1
 	return row, nil
 }
 
