@@ -8,7 +8,8 @@ import (
 //   - the table kernels (the default): a query table of the half-angle sines and cosines
 //     (distance_qtab, per call), then distance_fwd_tab, distance_bwd_q_tab and
 //     distance_bwd_ent_{csr,all}_tab, which rotate the entity's half-angle by the
-//     query's: one sincosf per entity value, multiply-adds per (pair, dimension);
+//     query's: one half_sincos (polynomials) per entity value, multiply-adds per
+//     (pair, dimension);
 //   - the first kernels (Device.distFirst, kept for the kernel bench and the parity
 //     tests): two sincosf per (pair, dimension) in each of them.
 //
@@ -27,7 +28,7 @@ func (d *Device) queryTable(axis, half *F32, n int) (*F32, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Reads the cones, writes four floats each; two multiplies and two sincosf.
+	// Reads the cones, writes four floats each; two multiplies and two half_sincos.
 	if err := d.each("distance_qtab", n, Work{Bytes: words(2*n, 4*n), FLOPs: flops(n, 4)}, ptr(tab), ptr(axis), ptr(half), i32(n)); err != nil {
 		tab.Free()
 		return nil, err
@@ -79,7 +80,7 @@ func (d *Device) DistanceForward(dist, axis, half, ent *F32, cand *I32, queries,
 		return err
 	}
 	defer tab.Free()
-	// Per (query, candidate, dim): the entity's half-angle sincosf and the rotation.
+	// Per (query, candidate, dim): the entity's half_sincos and the rotation.
 	w.Bytes += words(4 * queries * dim)
 	w.FLOPs = flops(queries*cands*dim, distHalfAngleFlops+distTabFwdFlops)
 	grid := [3]int{ceilDiv(cands, dtabCands), min(queries, d.gridY), 1}
@@ -133,7 +134,7 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 	if cand != nil {
 		rows = gathered(queries*cands, tableRows(ent, dim))
 	}
-	// Per (query, candidate, dim) that a kernel visits: the entity's half-angle sincosf
+	// Per (query, candidate, dim) that a kernel visits: the entity's half_sincos
 	// (once per (row, dim) in the entity-side sums), the rotation and the gradient.
 	per := distHalfAngleFlops + distTabGradFlops
 	if q {
@@ -246,7 +247,8 @@ func distBwdQWork(coneWords, queries, cands, dim, rows int, cand *I32, dAxis, dH
 // absolute values, minima and comparisons on the outside path; dim_distance_grad, two
 // sincosf and 48 more on the outside path.
 //
-// The table kernels: the entity's half angle, a multiply and a sincosf; then
+// The table kernels: the entity's half angle and half_sincos on the polynomials'
+// interval (a multiply, t = x², x·t and 10 multiply-adds of 2 FLOPs: 23); then
 // dim_distance_tab, the rotation (st and ct: 2 products and a sum each; sl and sh: 2
 // products, a sum and a difference: 10) and 10 more (the inside test's product and
 // comparison, 4 absolute values, 2 minima, 2 sums); dim_grad_tab, the rotation, the
@@ -257,7 +259,7 @@ func distBwdQWork(coneWords, queries, cands, dim, rows int, cand *I32, dAxis, dH
 const (
 	distFwdFlops       = 21
 	distGradFlops      = 50
-	distHalfAngleFlops = 2
+	distHalfAngleFlops = 23
 	distTabFwdFlops    = 20
 	distTabGradFlops   = 32
 )

@@ -14,6 +14,53 @@ var distVersions = []struct {
 	first bool
 }{{"table", false}, {"first", true}}
 
+// testHalfSincos: the table kernels' sines and cosines (half_sincos, common.h), read back
+// through the query table (distance_qtab: sin, cos of axis/2, then of half/2), against
+// float64's: within 1.1e-7 absolute on the polynomials' interval |x| ≤ 1.5708 (every
+// half angle of a model's cone), sin odd and exact at 0, cos(0) = 1; and, beyond it
+// (sincosf's own path), within 2.5e-7 of float64 at the float argument.
+func testHalfSincos(h *harness) {
+	var x []float32 // the half angles
+	const steps = 1 << 16
+	for i := 0; i <= steps; i++ {
+		x = append(x, float32(-1.5708+3.1416*float64(i)/steps))
+	}
+	x = append(x, 0, float32(math.Pi/2), -float32(math.Pi/2), 1.5708, -1.5708, 1e-30, -1e-30, 1.5709, -1.6, 2.5, -3.1, 40, 1e5)
+	n := len(x)
+	axis, half := make([]float32, n), make([]float32, n)
+	for i, v := range x {
+		axis[i], half[i] = 2*v, -2*v // doubling is exact, so the kernel halves back to v
+	}
+	tab, err := h.d.queryTable(h.up(axis), h.up(half), n)
+	h.ok(err)
+	defer tab.Free()
+	got := h.down(tab)
+	for i, v := range x {
+		ws, wc := math.Sincos(float64(v))
+		tol := 1.1e-7
+		if math.Abs(float64(v)) > 1.5708 {
+			tol = 2.5e-7
+		}
+		for k, c := range []struct {
+			what      string
+			got, want float64
+		}{
+			{"sin", float64(got[4*i]), ws}, {"cos", float64(got[4*i+1]), wc},
+			{"sin of −x", float64(got[4*i+2]), -ws}, {"cos of −x", float64(got[4*i+3]), wc},
+		} {
+			if math.Abs(c.got-c.want) > tol {
+				h.t.Fatalf("x = %g (%d): %s = %.9g, float64 %.9g, error %.3g > %.3g", v, k, c.what, c.got, c.want, math.Abs(c.got-c.want), tol)
+			}
+		}
+		if got[4*i] != -got[4*i+2] || got[4*i+1] != got[4*i+3] {
+			h.t.Fatalf("x = %g: sin(−x) = %g, −sin x = %g; cos(−x) = %g, cos x = %g", v, got[4*i+2], -got[4*i], got[4*i+3], got[4*i+1])
+		}
+		if v == 0 && (got[4*i] != 0 || got[4*i+1] != 1) {
+			h.t.Fatalf("sin 0 = %g, cos 0 = %g; want 0 and 1 exactly", got[4*i], got[4*i+1])
+		}
+	}
+}
+
 // testDistance: dimensions over 32 lanes and 128 threads, query counts not a multiple of
 // 4, both candidate modes and all three entity-gradient scatters, for both kernel sets;
 // then the cone boundaries (testDistanceBoundary).

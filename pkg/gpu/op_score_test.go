@@ -15,7 +15,7 @@ import (
 // the result does not depend on the grid.
 func testDistanceAll(h *harness) {
 	ref := compute.Reference[float32]{}
-	for _, sh := range []struct{ queries, cands, rows, dim int }{{70, 301, 305, 45}, {1, 1, 1, 1}, {33, 129, 129, 16}, {5, 200, 260, 17}} {
+	for _, sh := range []struct{ queries, cands, rows, dim int }{{70, 301, 305, 45}, {1, 1, 1, 1}, {33, 129, 129, 16}, {5, 200, 260, 17}, {37, 300, 300, 50}, {40, 130, 131, 2}} {
 		h.t.Run(fmt.Sprint(sh.queries, "x", sh.cands, "x", sh.dim), func(t *testing.T) {
 			const lambda = 0.05
 			q, k, dim := sh.queries, sh.cands, sh.dim

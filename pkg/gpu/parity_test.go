@@ -142,6 +142,7 @@ var parityCases = []struct {
 	{"Linear", testLinear},
 	{"LinearTF32", testLinearTF32},
 	{"TF32Round", testTF32Round},
+	{"HalfSincos", testHalfSincos},
 	{"Distance", testDistance},
 	{"DistanceAll", testDistanceAll},
 	{"FilteredRanks", testFilteredRanks},

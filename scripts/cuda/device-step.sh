@@ -18,7 +18,8 @@
 # Environment: RESULTS (default out/device-step), STEPS (bench.sh's steps per configuration,
 # default 150), QECONE_STEPS (default 150, after 20 warm-up steps), PROFILE_STEPS (the
 # steps train --profile times, default 5-14), SKIP (space-separated parts to leave out:
-# tests bench side kernels profile). NCU=1 adds Nsight Compute's counters for the same two runs
+# tests bench side qecone kernels profile; qecone leaves out QE-ConE's half of the side by side
+# when its figure is already at hand). NCU=1 adds Nsight Compute's counters for the same two runs
 # (PROFILE_SKIP and PROFILE_COUNT: the launches ncu skips, then profiles; default 2000
 # and 1200), where ncu manages to profile them.
 set -uo pipefail
@@ -95,6 +96,8 @@ if ! skip side; then
 		--checkpoint-every 0 --device cuda --checkpoint "$out/side-cone.arrow" --log "" --overwrite \
 		>"$out/side-cone.txt" 2>&1 || echo "train: exit $?"
 	grep -E 'total|GPU|sampling|steps/s|ms/step' "$out/side-cone.txt"
+fi
+if ! skip side && ! skip qecone; then
 	section "side by side: QE-ConE, same configuration, same GPU"
 	"$bin/exportqueries" "$bench/fb-train.arrow" "$out/fb-train.json" &&
 		PYTHONUNBUFFERED=1 timeout 200 python3 scripts/reference/make_fixtures.py speed --reference bin/qecone \

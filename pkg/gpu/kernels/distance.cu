@@ -17,7 +17,7 @@
 // dimension) in each kernel, kept for the kernel bench (op_distance.go: Device.distFirst);
 // and the table kernels below (distance_qtab, distance_*_tab), the production path, which
 // take the query's half-angles from a table made once per call and rotate the entity's:
-// one sincosf per entity value. What follows about the backward's three ways holds for
+// one half_sincos per entity value. What follows about the backward's three ways holds for
 // both.
 //
 // Backward: dAxis/dHalf are owned per (query, dimension) by one thread that loops over
@@ -199,11 +199,12 @@ KERNEL distance_bwd_ent_csr(float* dEnt, const float* dDist, const float* axis, 
 
 // ---------------------------------------------------------------------------------------
 // The production kernels: the same distance and subgradients from a query table, with one
-// sincosf per entity value and none per (query, candidate) pair.
+// half_sincos (common.h: polynomials, no range reduction) per entity value and none per
+// (query, candidate) pair.
 //
 // With u = θ/2, α = a/2 and v = h/2, the table holds per (query, dimension) the float4
-// (sin α, cos α, sin v, cos v) (distance_qtab: two sincosf per (query, dimension), once
-// per call instead of once per candidate). Per element, from sin u and cos u:
+// (sin α, cos α, sin v, cos v) (distance_qtab: two half_sincos per (query, dimension),
+// once per call instead of once per candidate). Per element, from sin u and cos u:
 //
 //	st = sin(u − α) = sin u·cos α − cos u·sin α,  ct = cos(u − α) = cos u·cos α + sin u·sin α
 //	sl = sin(u − α + v) = st·cos v + ct·sin v     (the lower boundary a − h: lo = |sl|)
@@ -211,7 +212,7 @@ KERNEL distance_bwd_ent_csr(float* dEnt, const float* dDist, const float* axis, 
 //
 // so t = |st|, β = |sin v|, and the pair's trigonometry is multiply-adds. st's two
 // products are rounded separately (no FMA contraction), so that st is exactly 0 where
-// θ = a (both sides then hold the same sincosf of the same float) and sign(0) = 0 picks
+// θ = a (both sides then hold the same half_sincos of the same float) and sign(0) = 0 picks
 // the reference's subgradient; with h = 0, sin v = 0 and sl = sh exactly, so lo and hi
 // tie and the gradient splits as in the reference.
 //
@@ -224,11 +225,11 @@ KERNEL distance_bwd_ent_csr(float* dEnt, const float* dDist, const float* axis, 
 // sl·sh < 0; a tie splits), as in the CPU backend.
 //
 // Where the entity's sin u, cos u come from: in the forward and the query-side backward
-// each (pair, dimension) reads a different entity value, so it costs one sincosf there
-// (a table of the entity half-angles would double the gathered bytes, 8 per value
+// each (pair, dimension) reads a different entity value, so it costs one half_sincos
+// there (a table of the entity half-angles would double the gathered bytes, 8 per value
 // instead of 4); in the CSR entity-side backward a thread owns (row, dimension), so one
-// sincosf serves all the row's pairs, and the table's float4 of each pair's query is
-// read instead (16 bytes from L2 where the old kernel computed two sincosf).
+// half_sincos serves all the row's pairs, and the table's float4 of each pair's query
+// is read instead (16 bytes from L2 where the old kernel computed two sincosf).
 //
 // Gradients are computed doubled (G = 2·∂d/∂x: the halves of d|sin(x/2)|/dx fold into one
 // final multiply by 0.5, exact), and ∂d/∂a = −∂d/∂θ, so a pair's element yields two
@@ -244,8 +245,8 @@ KERNEL distance_bwd_ent_csr(float* dEnt, const float* dDist, const float* axis, 
 KERNEL distance_qtab(float4* tab, const float* axis, const float* half, int n) {
 	GRID_STRIDE(i, n) {
 		float sa, ca, sv, cv;
-		sincosf(axis[i] * 0.5f, &sa, &ca);
-		sincosf(half[i] * 0.5f, &sv, &cv);
+		half_sincos(axis[i] * 0.5f, &sa, &ca);
+		half_sincos(half[i] * 0.5f, &sv, &cv);
 		tab[i] = make_float4(sa, ca, sv, cv);
 	}
 }
@@ -310,7 +311,9 @@ __device__ __forceinline__ void dim_grad_tab(float su, float cu, float4 Q, float
 // DTAB_THREADS: warp w takes candidates blockIdx.x·DTAB_CANDS + w·DTAB_CW + c, c <
 // DTAB_CW, its lanes stride over the dimensions (each load of a row coalesced); a lane
 // reads its (query, dimension) float4 once for the warp's DTAB_CW candidates (the other
-// warps of the block find it in L1). Each lane sums its dimensions in order, then the 32
+// warps of the block find it in L1). The loads of a lane's next dimension are issued
+// before the current one is computed, so that the gathers' latency overlaps the
+// arithmetic. Each lane sums its dimensions in order, then the 32
 // lane sums are added in order through shared memory: deterministic, and independent of
 // the grid. Grid (ceil(cands/DTAB_CANDS), min(queries, 65535)), y grid-strided.
 KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const int* cand, int queries, int cands, int dim,
@@ -331,23 +334,32 @@ KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const
 		float accO[DTAB_CW], accI[DTAB_CW];
 		for (int c = 0; c < DTAB_CW; c++) accO[c] = accI[c] = 0.f;
 		if (nc == DTAB_CW) {
+			float4 Q = make_float4(0.f, 1.f, 0.f, 1.f);
+			float th[DTAB_CW] = {};
+			if (lane < dim) {
+				Q = qt[lane];
+				for (int c = 0; c < DTAB_CW; c++) th[c] = row[c][lane];
+			}
 			for (int j = lane; j < dim; j += 32) {
-				const float4 Q = qt[j];
-				float th[DTAB_CW];
-				for (int c = 0; c < DTAB_CW; c++) th[c] = row[c][j];
+				const int jn = j + 32 < dim ? j + 32 : j; // the last round reloads its own
+				const float4 Qn = qt[jn];
+				float thn[DTAB_CW];
+				for (int c = 0; c < DTAB_CW; c++) thn[c] = row[c][jn];
 				for (int c = 0; c < DTAB_CW; c++) {
 					float su, cu, o, i;
-					sincosf(th[c] * 0.5f, &su, &cu);
+					half_sincos(th[c] * 0.5f, &su, &cu);
 					dim_distance_tab(su, cu, Q, &o, &i);
 					accO[c] += o;
 					accI[c] += i;
 				}
+				Q = Qn;
+				for (int c = 0; c < DTAB_CW; c++) th[c] = thn[c];
 			}
 		} else {
 			for (int c = 0; c < DTAB_CW; c++) // constant indices: the arrays stay in registers
 				for (int j = lane; c < nc && j < dim; j += 32) {
 					float su, cu, o, i;
-					sincosf(row[c][j] * 0.5f, &su, &cu);
+					half_sincos(row[c][j] * 0.5f, &su, &cu);
 					dim_distance_tab(su, cu, qt[j], &o, &i);
 					accO[c] += o;
 					accI[c] += i;
@@ -403,7 +415,7 @@ KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, const float* 
 					if (g == 0.f) continue;
 					const long long e = srow[i] + j;
 					float su, cu, gT, gH;
-					sincosf(th * 0.5f, &su, &cu);
+					half_sincos(th * 0.5f, &su, &cu);
 					dim_grad_tab(su, cu, Q, lambda, &gT, &gH);
 					accT += g * gT;
 					accH += g * gH;
@@ -418,7 +430,7 @@ KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, const float* 
 }
 
 // cand == NULL: dEnt[c][j] += ½Σ_q dDist[q][c]·Gθ for c < cands, from the query table.
-// One thread per (row c, dimension j), which computes its sincosf once: grid
+// One thread per (row c, dimension j), which computes its half_sincos once: grid
 // (ceil(dim/DIST_BWD_THREADS), min(cands, 65535)), y grid-strided.
 KERNEL distance_bwd_ent_all_tab(float* dEnt, const float* dDist, const float4* qtab, const float* ent, int queries, int cands,
                                 int dim, float lambda) {
@@ -426,7 +438,7 @@ KERNEL distance_bwd_ent_all_tab(float* dEnt, const float* dDist, const float4* q
 	if (j >= dim) return;
 	for (int c = blockIdx.y; c < cands; c += gridDim.y) {
 		float su, cu;
-		sincosf(ent[(long long)c * dim + j] * 0.5f, &su, &cu);
+		half_sincos(ent[(long long)c * dim + j] * 0.5f, &su, &cu);
 		float acc = 0.f;
 		for (int q = 0; q < queries; q++) {
 			const float g = dDist[(long long)q * cands + c];
@@ -441,7 +453,7 @@ KERNEL distance_bwd_ent_all_tab(float* dEnt, const float* dDist, const float4* q
 
 // The deterministic CSR entity gradient from the query table: for u < nrows, row
 // rowIds[u] of ent is candidate pairs[start[u]] … pairs[start[u+1]−1] (p = q·cands + k,
-// in increasing order). One thread per (u, dimension j) computes its sincosf once and
+// in increasing order). One thread per (u, dimension j) computes its half_sincos once and
 // sums ½g·Gθ over the pairs in order; the block stages each pair's query and gradient in
 // shared memory (the division by cands once per pair and block, not per thread). Grid
 // (ceil(dim/DIST_BWD_THREADS), min(nrows, 65535)), y grid-strided.
@@ -454,7 +466,7 @@ KERNEL distance_bwd_ent_csr_tab(float* dEnt, const float* dDist, const float4* q
 	for (int u = blockIdx.y; u < nrows; u += gridDim.y) {
 		const long long e = (long long)rowIds[u] * dim + j;
 		float su = 0.f, cu = 1.f;
-		if (on) sincosf(ent[e] * 0.5f, &su, &cu);
+		if (on) half_sincos(ent[e] * 0.5f, &su, &cu);
 		float acc = 0.f;
 		const int s0 = start[u], s1 = start[u + 1];
 		for (int i0 = s0; i0 < s1; i0 += DIST_BWD_THREADS) {

@@ -54,37 +54,76 @@ KERNEL query_halfangles(float* tab, const float* axis, const float* half, int n)
 	}
 }
 
+// The staging of one SCORE_TD-dimension slice, 16 bytes at a time: each thread's
+// SCORE_LOADS float4s of the query tile (a query's slice is 32 contiguous float4s) and
+// SCORE_LOADS of the entity tile (a row's slice is 8 float4s: sin, cos of two dimensions),
+// consecutive threads on consecutive float4s. Needs an even dim (a row's slice then
+// starts 16-byte aligned) and a full slice.
+#define SCORE_LOADS 4 // SCORE_TQ·SCORE_TD·SCORE_QF / 4 / SCORE_THREADS, and the same for the entities
+
+__device__ __forceinline__ void score_load(float4* pq, float4* pe, const float* qtab, const float* etab, int q0, int e0,
+                                           int j0, int queries, int cands, int dim, int t) {
+	const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+	for (int r = 0; r < SCORE_LOADS; r++) {
+		const int f = t + SCORE_THREADS * r;
+		const int q = q0 + (f >> 5), e = e0 + (f >> 3);
+		pq[r] = q < queries ? ((const float4*)(qtab + ((long long)q * dim + j0) * SCORE_QF))[f & 31] : zero;
+		pe[r] = e < cands ? ((const float4*)(etab + ((long long)e * dim + j0) * 2))[f & 7] : zero;
+	}
+}
+
 // dist[q][e] for q < queries, e < cands (≤ the table's rows): Σ_j d_o + λ·Σ_j d_i.
 // qtab is [queries][dim][SCORE_QF], etab [rows][dim][2]. Block SCORE_THREADS; grid
-// (ceil(cands/SCORE_TE), min(ceil(queries/SCORE_TQ), 65535)), y grid-strided.
-KERNEL score_all(float* dist, const float* qtab, const float* etab, int queries, int cands, int dim, float lambda) {
-	__shared__ float qs[SCORE_TD][SCORE_TQ][SCORE_QF]; // query values, broadcast within a warp
-	__shared__ float es[SCORE_TD][SCORE_TE];           // sin u
-	__shared__ float ec[SCORE_TD][SCORE_TE];           // cos u
+// (ceil(cands/SCORE_TE), min(ceil(queries/SCORE_TQ), 65535)), y grid-strided. With an
+// even dim, full slices are staged through registers (score_load): the next slice's loads
+// are issued before the current one is scored, so their latency hides behind its
+// arithmetic; a last partial slice, and every slice of an odd dim, is staged a float at a
+// time. The sums are the same either way.
+extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 2)
+    score_all(float* dist, const float* qtab, const float* etab, int queries, int cands, int dim, float lambda) {
+	__shared__ __align__(16) float qs[SCORE_TD][SCORE_TQ][SCORE_QF]; // query values, broadcast within a warp
+	__shared__ float es[SCORE_TD][SCORE_TE];                          // sin u
+	__shared__ float ec[SCORE_TD][SCORE_TE];                          // cos u
 	const int t = threadIdx.x, tx = t & 31, ty = t >> 5;
 	const int e0 = blockIdx.x * SCORE_TE;
+	const bool vec = (dim & 1) == 0;
 	for (int q0 = blockIdx.y * SCORE_TQ; q0 < queries; q0 += gridDim.y * SCORE_TQ) {
 		float accOut[4][4], accIn[4][4];
 		for (int a = 0; a < 4; a++)
 			for (int b = 0; b < 4; b++) accOut[a][b] = accIn[a][b] = 0.f;
+		float4 pq[SCORE_LOADS], pe[SCORE_LOADS];
+		if (vec && SCORE_TD <= dim) score_load(pq, pe, qtab, etab, q0, e0, 0, queries, cands, dim, t);
 		for (int j0 = 0; j0 < dim; j0 += SCORE_TD) {
 			const int nd = dim - j0 < SCORE_TD ? dim - j0 : SCORE_TD;
-			// Stage: each query's nd·SCORE_QF floats and each row's 2·nd are contiguous.
-			for (int i = t; i < SCORE_TQ * SCORE_TD * SCORE_QF; i += SCORE_THREADS) {
-				int qq = i / (SCORE_TD * SCORE_QF), r = i % (SCORE_TD * SCORE_QF), jj = r / SCORE_QF, f = r % SCORE_QF;
-				int q = q0 + qq;
-				qs[jj][qq][f] = (q < queries && jj < nd) ? qtab[((long long)q * dim + j0 + jj) * SCORE_QF + f] : 0.f;
-			}
-			for (int i = t; i < SCORE_TE * SCORE_TD * 2; i += SCORE_THREADS) {
-				int ee = i / (SCORE_TD * 2), r = i % (SCORE_TD * 2), jj = r >> 1;
-				int e = e0 + ee;
-				float v = (e < cands && jj < nd) ? etab[((long long)e * dim + j0 + jj) * 2 + (r & 1)] : 0.f;
-				if (r & 1)
-					ec[jj][ee] = v;
-				else
-					es[jj][ee] = v;
+			if (vec && nd == SCORE_TD) {
+				for (int r = 0; r < SCORE_LOADS; r++) {
+					const int f = t + SCORE_THREADS * r, w = f & 31, ee = f >> 3, jj = (f & 7) * 2;
+					*(float4*)&qs[w >> 1][f >> 5][(w & 1) * 4] = pq[r];
+					es[jj][ee] = pe[r].x;
+					ec[jj][ee] = pe[r].y;
+					es[jj + 1][ee] = pe[r].z;
+					ec[jj + 1][ee] = pe[r].w;
+				}
+			} else {
+				// Each query's nd·SCORE_QF floats and each row's 2·nd are contiguous.
+				for (int i = t; i < SCORE_TQ * SCORE_TD * SCORE_QF; i += SCORE_THREADS) {
+					int qq = i / (SCORE_TD * SCORE_QF), r = i % (SCORE_TD * SCORE_QF), jj = r / SCORE_QF, f = r % SCORE_QF;
+					int q = q0 + qq;
+					qs[jj][qq][f] = (q < queries && jj < nd) ? qtab[((long long)q * dim + j0 + jj) * SCORE_QF + f] : 0.f;
+				}
+				for (int i = t; i < SCORE_TE * SCORE_TD * 2; i += SCORE_THREADS) {
+					int ee = i / (SCORE_TD * 2), r = i % (SCORE_TD * 2), jj = r >> 1;
+					int e = e0 + ee;
+					float v = (e < cands && jj < nd) ? etab[((long long)e * dim + j0 + jj) * 2 + (r & 1)] : 0.f;
+					if (r & 1)
+						ec[jj][ee] = v;
+					else
+						es[jj][ee] = v;
+				}
 			}
 			__syncthreads();
+			if (vec && j0 + 2 * SCORE_TD <= dim)
+				score_load(pq, pe, qtab, etab, q0, e0, j0 + SCORE_TD, queries, cands, dim, t); // the next slice
 			for (int jj = 0; jj < nd; jj++) {
 				float su[4], cu[4];
 				for (int b = 0; b < 4; b++) {
