@@ -18,7 +18,8 @@ import (
 
 const (
 	dtabThreads = 256 // distance.cu DTAB_THREADS
-	dtabCands   = 32  // DTAB_CANDS
+	dtabWarps   = 8   // DTAB_WARPS: warp tasks per block
+	dtabCW      = 4   // DTAB_CW: candidates per warp task
 )
 
 // queryTable returns the query table of the cones axis, half [queries][dim] (four floats
@@ -83,7 +84,7 @@ func (d *Device) DistanceForward(dist, axis, half, ent *F32, cand *I32, queries,
 	// Per (query, candidate, dim): the entity's half_sincos and the rotation.
 	w.Bytes += words(4 * queries * dim)
 	w.FLOPs = flops(queries*cands*dim, distHalfAngleFlops+distTabFwdFlops)
-	grid := [3]int{ceilDiv(cands, dtabCands), min(queries, d.gridY), 1}
+	grid := [3]int{min(ceilDiv(queries*ceilDiv(cands, dtabCW), dtabWarps), d.maxBlocks), 1, 1}
 	return d.launch("distance_fwd_tab", w, grid, [3]int{dtabThreads, 1, 1},
 		ptr(dist), ptr(tab), ptr(ent), ptr(cand), i32(queries), i32(cands), i32(dim), f32(lambda))
 }

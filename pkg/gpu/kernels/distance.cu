@@ -239,6 +239,8 @@ KERNEL distance_bwd_ent_csr(float* dEnt, const float* dDist, const float* axis, 
 #define DTAB_CW 4                         // candidates per warp
 #define DTAB_CANDS (DTAB_WARPS * DTAB_CW) // candidates per block
 #define DTAB_THREADS (32 * DTAB_WARPS)
+#define DBQ_GROUP 4                       // distance_bwd_q_tab: candidates whose loads issue together
+#define DBE_GROUP 4                       // distance_bwd_ent_*_tab: pairs whose loads issue together
 
 // Query table: tab[i] = (sin(a/2), cos(a/2), sin(h/2), cos(h/2)) for a = axis[i],
 // h = half[i], i < n.
@@ -308,22 +310,30 @@ __device__ __forceinline__ void dim_grad_tab(float su, float cu, float4 Q, float
 }
 
 // dist [queries][cands] from the query table qtab [queries][dim] (distance_qtab). Block
-// DTAB_THREADS: warp w takes candidates blockIdx.x·DTAB_CANDS + w·DTAB_CW + c, c <
-// DTAB_CW, its lanes stride over the dimensions (each load of a row coalesced); a lane
-// reads its (query, dimension) float4 once for the warp's DTAB_CW candidates (the other
-// warps of the block find it in L1). The loads of a lane's next dimension are issued
-// before the current one is computed, so that the gathers' latency overlaps the
-// arithmetic. Each lane sums its dimensions in order, then the 32
-// lane sums are added in order through shared memory: deterministic, and independent of
-// the grid. Grid (ceil(cands/DTAB_CANDS), min(queries, 65535)), y grid-strided.
+// DTAB_THREADS; the work is cut into warp tasks, task T of queries·G (G = ceil(cands /
+// DTAB_CW)) being query T / G's candidates (T mod G)·DTAB_CW + c, c < DTAB_CW, and a block
+// takes DTAB_WARPS consecutive tasks: so only a query's last task can be short (blocks
+// of one query's candidates would idle 7 of 8 warps on a training batch's 129th). The warp's lanes stride over the dimensions (each load
+// of a row coalesced); a lane reads its (query, dimension) float4 once for the warp's
+// DTAB_CW candidates (the block's other warps on the same query find it in L1), and
+// issues its next dimension's loads before the current one is computed, so that the
+// gathers' latency overlaps the arithmetic. Each lane sums its dimensions in order, then
+// the 32 lane sums are added in order through shared memory: deterministic, and
+// independent of the grid. Grid x: ceil(queries·G / DTAB_WARPS) blocks or fewer,
+// grid-strided.
 KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const int* cand, int queries, int cands, int dim,
                         float lambda) {
 	__shared__ float red[DTAB_CANDS][33];
 	const int t = threadIdx.x, lane = t & 31, w = t >> 5;
-	const int k0 = blockIdx.x * DTAB_CANDS + w * DTAB_CW;
-	int nc = cands - k0; // this warp's candidates
-	nc = nc < 0 ? 0 : (nc > DTAB_CW ? DTAB_CW : nc);
-	for (int q = blockIdx.y; q < queries; q += gridDim.y) {
+	const long long G = (cands + DTAB_CW - 1) / DTAB_CW, tasks = (long long)queries * G;
+	for (long long b0 = (long long)blockIdx.x * DTAB_WARPS; b0 < tasks; b0 += (long long)gridDim.x * DTAB_WARPS) {
+		const long long T = b0 + w;
+		int q = 0, k0 = 0, nc = 0; // this warp's query, first candidate and candidates
+		if (T < tasks) {
+			q = (int)(T / G);
+			k0 = (int)(T % G) * DTAB_CW;
+			nc = cands - k0 < DTAB_CW ? cands - k0 : DTAB_CW;
+		}
 		const float* row[DTAB_CW];
 		for (int c = 0; c < DTAB_CW; c++) {
 			long long r = 0;
@@ -368,11 +378,12 @@ KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const
 		for (int c = 0; c < DTAB_CW; c++) red[w * DTAB_CW + c][lane] = accO[c] + lambda * accI[c];
 		__syncthreads();
 		if (t < DTAB_CANDS) {
-			const int k = blockIdx.x * DTAB_CANDS + t;
-			if (k < cands) {
+			const long long Tt = b0 + t / DTAB_CW;
+			const int k = (int)(Tt % G) * DTAB_CW + t % DTAB_CW;
+			if (Tt < tasks && k < cands) {
 				float s = 0.f;
 				for (int l = 0; l < 32; l++) s += red[t][l];
-				dist[(long long)q * cands + k] = s;
+				dist[(Tt / G) * cands + k] = s;
 			}
 		}
 		__syncthreads();
@@ -405,21 +416,28 @@ KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, const float* 
 			}
 			__syncthreads();
 			if (on) {
-				// The next candidate's entity value is loaded before this one is computed,
-				// so that a load is always in flight.
-				float next = sg[0] != 0.f ? ent[srow[0] + j] : 0.f;
-				for (int i = 0; i < n; i++) {
-					const float th = next;
-					if (i + 1 < n && sg[i + 1] != 0.f) next = ent[srow[i + 1] + j];
-					const float g = sg[i];
-					if (g == 0.f) continue;
-					const long long e = srow[i] + j;
-					float su, cu, gT, gH;
-					half_sincos(th * 0.5f, &su, &cu);
-					dim_grad_tab(su, cu, Q, lambda, &gT, &gH);
-					accT += g * gT;
-					accH += g * gH;
-					if (entAtomic && dEnt) atomicAdd(&dEnt[e], 0.5f * (g * gT));
+				// The entity values of DBQ_GROUP candidates are loaded together, and the
+				// next group's before this one is computed, so that up to 2·DBQ_GROUP
+				// gathers are in flight; the candidates are still added in order.
+				float th[DBQ_GROUP], thn[DBQ_GROUP];
+				for (int u = 0; u < DBQ_GROUP; u++) th[u] = u < n && sg[u] != 0.f ? ent[srow[u] + j] : 0.f;
+				for (int i0 = 0; i0 < n; i0 += DBQ_GROUP) {
+					for (int u = 0; u < DBQ_GROUP; u++) {
+						const int i = i0 + DBQ_GROUP + u;
+						thn[u] = i < n && sg[i] != 0.f ? ent[srow[i] + j] : 0.f;
+					}
+					for (int u = 0; u < DBQ_GROUP; u++) {
+						const int i = i0 + u;
+						const float g = i < n ? sg[i] : 0.f;
+						if (g == 0.f) continue;
+						float su, cu, gT, gH;
+						half_sincos(th[u] * 0.5f, &su, &cu);
+						dim_grad_tab(su, cu, Q, lambda, &gT, &gH);
+						accT += g * gT;
+						accH += g * gH;
+						if (entAtomic && dEnt) atomicAdd(&dEnt[srow[i] + j], 0.5f * (g * gT));
+					}
+					for (int u = 0; u < DBQ_GROUP; u++) th[u] = thn[u];
 				}
 			}
 			__syncthreads();
@@ -465,8 +483,9 @@ KERNEL distance_bwd_ent_csr_tab(float* dEnt, const float* dDist, const float4* q
 	const bool on = j < dim;
 	for (int u = blockIdx.y; u < nrows; u += gridDim.y) {
 		const long long e = (long long)rowIds[u] * dim + j;
+		const float th = on ? ent[e] : 0.f; // its sines once the first pairs' loads are issued
 		float su = 0.f, cu = 1.f;
-		if (on) half_sincos(ent[e] * 0.5f, &su, &cu);
+		bool sines = false;
 		float acc = 0.f;
 		const int s0 = start[u], s1 = start[u + 1];
 		for (int i0 = s0; i0 < s1; i0 += DIST_BWD_THREADS) {
@@ -478,12 +497,26 @@ KERNEL distance_bwd_ent_csr_tab(float* dEnt, const float* dDist, const float4* q
 			}
 			__syncthreads();
 			if (on)
-				for (int i = 0; i < n; i++) {
-					const float g = sg[i];
-					if (g == 0.f) continue;
-					float gT, gH;
-					dim_grad_tab(su, cu, qtab[sq[i] + j], lambda, &gT, &gH);
-					acc += g * gT;
+				// The table entries of DBE_GROUP pairs are loaded together; the pairs are
+				// still added in order.
+				for (int i1 = 0; i1 < n; i1 += DBE_GROUP) {
+					float4 Q[DBE_GROUP];
+					for (int v = 0; v < DBE_GROUP; v++) {
+						const int i = i1 + v;
+						Q[v] = i < n && sg[i] != 0.f ? qtab[sq[i] + j] : make_float4(0.f, 1.f, 0.f, 1.f);
+					}
+					if (!sines) {
+						half_sincos(th * 0.5f, &su, &cu);
+						sines = true;
+					}
+					for (int v = 0; v < DBE_GROUP; v++) {
+						const int i = i1 + v;
+						const float g = i < n ? sg[i] : 0.f;
+						if (g == 0.f) continue;
+						float gT, gH;
+						dim_grad_tab(su, cu, Q[v], lambda, &gT, &gH);
+						acc += g * gT;
+					}
 				}
 			__syncthreads();
 		}
