@@ -137,6 +137,7 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
 		C += (long long)blockIdx.z * splitStride;
 	}
 	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY;
+	constexpr int UNROLL_KK = BM == 128 ? RT_BK : 1; // the 64-tile kernels would spill
 	constexpr int QA = BM * RT_BK / (4 * T), QB = BN * RT_BK / (4 * T); // 16-byte loads per thread per slice
 	__shared__ __align__(16) float As[2][RT_BK][BM];
 	__shared__ __align__(16) float Bs[2][RT_BK][BN];
@@ -181,6 +182,7 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
 		for (int k0 = 0, buf = 0; k0 < K; k0 += RT_BK, buf ^= 1) {
 			const bool more = k0 + RT_BK < K;
 			if (more) load(k0 + RT_BK);
+#pragma unroll(UNROLL_KK)
 			for (int kk = 0; kk < RT_BK; kk++) {
 				float a[8], b[8];
 				const float4 a0 = *(const float4*)&As[buf][kk][ty * 4];
@@ -208,7 +210,8 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
 }
 
 #define GEMM_REG(name, TA, TB, BM, BN)                                                                             \
-	KERNEL name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,           \
+	extern "C" __global__ void __launch_bounds__(BM * BN / 64, BM == 128 ? 2 : 8)                                 \
+	name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,                  \
 	            const float* bias, int accumulate, int vecA, int vecB, int kSplit, int splitStride) {              \
 		gemm_reg<TA, TB, BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, vecA, vecB, kSplit,            \
 		                         splitStride);                                                                   \
