@@ -22,6 +22,7 @@ type NullDriver struct {
 	launches atomic.Int64
 	memsets  atomic.Int64
 	waits    atomic.Int64
+	drains   atomic.Int64
 	async    atomic.Int64
 }
 
@@ -34,6 +35,11 @@ func (n *NullDriver) Memsets() int64 { return n.memsets.Load() }
 // Waits counts the calls that wait for the device: the synchronous copies, Sync and Free
 // (cuMemFree waits for the device).
 func (n *NullDriver) Waits() int64 { return n.waits.Load() }
+
+// Drains counts the waits for all the work enqueued so far (the synchronous copies, Sync
+// and Free), where a device would idle until the host enqueues more; the fetch of an
+// asynchronous download waits for that copy alone, and is a wait but no drain.
+func (n *NullDriver) Drains() int64 { return n.drains.Load() }
 
 // AsyncCopies counts the copies enqueued without waiting (gpu.AsyncCopier,
 // gpu.AsyncDownloader).
@@ -52,13 +58,19 @@ func (n *NullDriver) wait() {
 	}
 }
 
-func (n *NullDriver) Free(uint64) error {
+// drain is a wait for everything enqueued.
+func (n *NullDriver) drain() {
+	n.drains.Add(1)
 	n.wait()
+}
+
+func (n *NullDriver) Free(uint64) error {
+	n.drain()
 	return nil
 }
 
 func (n *NullDriver) CopyIn(uint64, unsafe.Pointer, int) error {
-	n.wait()
+	n.drain()
 	return nil
 }
 
@@ -68,18 +80,27 @@ func (n *NullDriver) CopyInAsync(uint64, unsafe.Pointer, int) error {
 }
 
 func (n *NullDriver) CopyOut(dst unsafe.Pointer, _ uint64, bytes int) error {
-	n.wait()
+	n.drain()
+	n.fill(dst, bytes)
+	return nil
+}
+
+func (n *NullDriver) fill(dst unsafe.Pointer, bytes int) {
 	b := unsafe.Slice((*byte)(dst), bytes)
 	for i := range b {
 		b[i] = n.Fill
 	}
-	return nil
 }
 
-// CopyOutAsync enqueues nothing; its fetch waits (a wait) and downloads Fill bytes.
+// CopyOutAsync enqueues nothing; its fetch waits (a wait, not a drain) and downloads
+// Fill bytes.
 func (n *NullDriver) CopyOutAsync(_ uint64, bytes int) (func(dst unsafe.Pointer) error, error) {
 	n.async.Add(1)
-	return func(dst unsafe.Pointer) error { return n.CopyOut(dst, 0, bytes) }, nil
+	return func(dst unsafe.Pointer) error {
+		n.wait()
+		n.fill(dst, bytes)
+		return nil
+	}, nil
 }
 
 func (n *NullDriver) Copy(uint64, uint64, int) error { return nil }
@@ -94,7 +115,7 @@ func (n *NullDriver) Launch(string, [3]int, [3]int, []uint64) error {
 }
 
 func (n *NullDriver) Sync() error {
-	n.wait()
+	n.drain()
 	return nil
 }
 func (n *NullDriver) Close() error { return nil }

@@ -45,7 +45,9 @@ func benchmarkHostShare(b *testing.B, dropRate float64) {
 // TestUpdateDoesNotWait checks that enqueueing an update never waits for the device
 // (no synchronous copy, Sync or Free once the arena has grown): its index arrays go up
 // with AsyncCopier, so the host enqueues the next update while the device runs the last,
-// and only reading a loss waits.
+// and only reading a loss waits, for that update's own download (AsyncDownloader), never
+// for the whole queue: the train loop reads a step's losses after enqueueing the next
+// step, which a drain would leave the device without.
 func TestUpdateDoesNotWait(t *testing.T) {
 	null := &gputest.NullDriver{}
 	m, batch := hostShareModel(t, null, 32, 0.1)
@@ -70,6 +72,7 @@ func TestUpdateDoesNotWait(t *testing.T) {
 	if a := null.AsyncCopies() - async; a == 0 {
 		t.Errorf("three updates made no asynchronous upload")
 	}
+	drains := null.Drains()
 	for _, p := range pend {
 		if _, _, _, err := p.Wait(); err != nil {
 			t.Fatal(err)
@@ -77,6 +80,9 @@ func TestUpdateDoesNotWait(t *testing.T) {
 	}
 	if null.Waits() == waits {
 		t.Errorf("reading the losses did not wait for the device")
+	}
+	if d := null.Drains() - drains; d != 0 {
+		t.Errorf("reading three losses waited %d times for everything enqueued", d)
 	}
 }
 

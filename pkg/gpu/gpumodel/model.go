@@ -287,17 +287,24 @@ func (m *Model) Download(p *model.Params[float32], mo, v [][]float32) error {
 // Pending is an update enqueued on the device; Wait returns its loss.
 type Pending struct {
 	m     *Model
-	stats *gpu.F64
+	fetch func([]float64) error // the update's loss statistics, downloaded behind it
 	gen   int
 }
 
 // Wait waits for the update and returns its loss (L_pos + L_neg)/2 and the two parts. It
-// must be called before pendingRing further updates are enqueued.
+// waits for that update alone, not for those enqueued after it, so that reading a step's
+// losses late leaves the device the next step's work (a synchronous read would drain the
+// queue, and the device would idle while the host enqueued more). It must be called
+// once, before pendingRing further updates are enqueued.
 func (p Pending) Wait() (loss, lossPos, lossNeg float64, err error) {
 	if p.m.nextRes-p.gen > pendingRing {
 		return 0, 0, 0, fmt.Errorf("gpumodel: the loss of an update was read after %d more updates", p.m.nextRes-p.gen)
 	}
-	return gpu.ReadLoss(p.stats)
+	s := make([]float64, 4)
+	if err := p.fetch(s); err != nil {
+		return 0, 0, 0, err
+	}
+	return s[0], s[1], s[2], nil
 }
 
 // group is the part of a batch with one structure, as the device step sees it.
@@ -342,8 +349,12 @@ func (m *Model) Update(b *model.Batch, drop *rand.Rand) (Pending, error) {
 	if err := m.step(b, groups, stats); err != nil {
 		return Pending{}, err
 	}
+	fetch, err := stats.DownloadAsync(stats.Len())
+	if err != nil {
+		return Pending{}, err
+	}
 	m.nextRes++
-	return Pending{m: m, stats: stats, gen: m.nextRes}, nil
+	return Pending{m: m, fetch: fetch, gen: m.nextRes}, nil
 }
 
 // prepare checks the batch, groups it by structure (model.GroupByStructure, the CPU's

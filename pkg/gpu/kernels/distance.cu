@@ -240,7 +240,6 @@ KERNEL distance_bwd_ent_csr(float* dEnt, const float* dDist, const float* axis, 
 #define DTAB_CANDS (DTAB_WARPS * DTAB_CW) // candidates per block
 #define DTAB_THREADS (32 * DTAB_WARPS)
 #define DBQ_GROUP 4                       // distance_bwd_q_tab: candidates whose loads issue together
-#define DBE_GROUP 4                       // distance_bwd_ent_*_tab: pairs whose loads issue together
 
 // Query table: tab[i] = (sin(a/2), cos(a/2), sin(h/2), cos(h/2)) for a = axis[i],
 // h = half[i], i < n.
@@ -483,9 +482,8 @@ KERNEL distance_bwd_ent_csr_tab(float* dEnt, const float* dDist, const float4* q
 	const bool on = j < dim;
 	for (int u = blockIdx.y; u < nrows; u += gridDim.y) {
 		const long long e = (long long)rowIds[u] * dim + j;
-		const float th = on ? ent[e] : 0.f; // its sines once the first pairs' loads are issued
 		float su = 0.f, cu = 1.f;
-		bool sines = false;
+		if (on) half_sincos(ent[e] * 0.5f, &su, &cu);
 		float acc = 0.f;
 		const int s0 = start[u], s1 = start[u + 1];
 		for (int i0 = s0; i0 < s1; i0 += DIST_BWD_THREADS) {
@@ -497,26 +495,12 @@ KERNEL distance_bwd_ent_csr_tab(float* dEnt, const float* dDist, const float4* q
 			}
 			__syncthreads();
 			if (on)
-				// The table entries of DBE_GROUP pairs are loaded together; the pairs are
-				// still added in order.
-				for (int i1 = 0; i1 < n; i1 += DBE_GROUP) {
-					float4 Q[DBE_GROUP];
-					for (int v = 0; v < DBE_GROUP; v++) {
-						const int i = i1 + v;
-						Q[v] = i < n && sg[i] != 0.f ? qtab[sq[i] + j] : make_float4(0.f, 1.f, 0.f, 1.f);
-					}
-					if (!sines) {
-						half_sincos(th * 0.5f, &su, &cu);
-						sines = true;
-					}
-					for (int v = 0; v < DBE_GROUP; v++) {
-						const int i = i1 + v;
-						const float g = i < n ? sg[i] : 0.f;
-						if (g == 0.f) continue;
-						float gT, gH;
-						dim_grad_tab(su, cu, Q[v], lambda, &gT, &gH);
-						acc += g * gT;
-					}
+				for (int i = 0; i < n; i++) {
+					const float g = sg[i];
+					if (g == 0.f) continue;
+					float gT, gH;
+					dim_grad_tab(su, cu, qtab[sq[i] + j], lambda, &gT, &gH);
+					acc += g * gT;
 				}
 			__syncthreads();
 		}
