@@ -19,7 +19,9 @@
 # default 150), QECONE_STEPS (default 150, after 20 warm-up steps), PROFILE_STEPS (the
 # steps train --profile times, default 5-14), SKIP (space-separated parts to leave out:
 # tests bench side qecone kernels profile; qecone leaves out QE-ConE's half of the side by side
-# when its figure is already at hand). NCU=1 adds Nsight Compute's counters for the same two runs
+# when its figure is already at hand). NCU=1 adds Nsight Compute: the stall reasons,
+# occupancy and speed of light of one launch of each hot kernel in the kernel bench
+# (ncu-kernel-*.txt, up to a minute each), then the counters for the two training runs
 # (PROFILE_SKIP and PROFILE_COUNT: the launches ncu skips, then profiles; default 2000
 # and 1200), where ncu manages to profile them.
 set -uo pipefail
@@ -139,6 +141,22 @@ ncu_profile() {
 		--device cuda --checkpoint "$out/prof-$name.arrow" --log "" --overwrite -q >"$out/ncu-$name.txt" 2>&1 ||
 		{ echo "ncu $name: exit $?"; tail -5 "$out/ncu-$name.txt"; }
 }
+# ncu_kernel KERNEL BENCH: Nsight Compute's sections for one launch of KERNEL at the paper's
+# size in the kernel bench BENCH (NCU=1 only): where its warps stall (WarpStateStats,
+# SchedulerStats), its occupancy and launch, and its speed of light, as text in
+# ncu-kernel-KERNEL.txt. The bench validates at a small size before it times, and Go runs a
+# bench once with N=1 before the timed run: the first 3 matching launches are skipped.
+ncu_kernel() {
+	local kernel=$1 bench=$2
+	section "ncu: $kernel ($bench)"
+	timeout 60 ncu --kernel-name "$kernel" --launch-skip 3 --launch-count 1 \
+		--section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
+		--section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+		"$bin/cuda.test" -test.run '^$' -test.bench "^BenchmarkKernels/$bench\$" -test.benchtime 3x \
+		>"$out/ncu-kernel-$kernel.txt" 2>&1 || echo "ncu $kernel: exit $?"
+	grep -E "Duration|Achieved Occupancy|Registers Per|Compute \(SM\) Throughput|Memory Throughput|Issued Ipc|No Eligible|Stall|Warp Cycles Per Issued" \
+		"$out/ncu-kernel-$kernel.txt" | head -20
+}
 # The kernel benches (pkg/gpu/kernelbench_test.go): each hot kernel's versions,
 # validated against the CPU reference, then timed at the paper's size.
 if ! skip kernels; then
@@ -165,6 +183,12 @@ if ! skip profile; then
 		tail -5 "$out/prof-rank.txt"
 	fi
 	if [ "${NCU:-0}" = 1 ]; then
+		ncu_kernel gemm_nt linear/reg128
+		ncu_kernel gemm_tf32_nt linear/tf32-reg128
+		ncu_kernel distance_fwd_tab distance_fwd/table
+		ncu_kernel distance_bwd_q_tab distance_bwd/table_csr
+		ncu_kernel distance_bwd_ent_csr_tab distance_bwd/table_csr
+		ncu_kernel score_all score_all/tables
 		ncu_profile rocone-d1600 --preset fb15k-237
 		ncu_profile cone-d800 "${cone[@]}"
 	fi
