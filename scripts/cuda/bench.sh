@@ -9,7 +9,7 @@
 #   here with `make build-cuda` and scripts/cuda/gpu-check.sh --build-test-binary bin/cuda).
 # Environment: STEPS (default 300) training steps per configuration, WARMUP (default 20)
 # the first of them left out of the steady rate; OUT_DIR (default out/gpu-bench) for the
-# queries, checkpoints and logs.
+# queries, checkpoints and logs, and rates.txt, the rate lines printed.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 bin=${1:-bin/cuda}
@@ -18,6 +18,7 @@ warm=${WARMUP:-20}
 [ "$steps" -gt "$warm" ] || { echo "bench.sh: STEPS ($steps) must exceed WARMUP ($warm)" >&2; exit 2; }
 out=${OUT_DIR:-out/gpu-bench}
 mkdir -p "$out"
+. scripts/cuda/steady.sh
 for b in sample train rank metrics cuda.test; do
 	[ -x "$bin/$b" ] || { echo "bench.sh: $bin/$b missing (make build-cuda; scripts/cuda/gpu-check.sh --build-test-binary $bin)" >&2; exit 2; }
 done
@@ -46,18 +47,16 @@ train_rate() {
 	if ! "$bin/metrics" curves --csv "$out/$name-log.csv" "$out/$name-log.arrow" >/dev/null 2>>"$log"; then
 		echo "$name: metrics curves FAILED"; tail -5 "$log"; return 1
 	fi
-	local first last
-	read -r first last < <(awk -F, -v w="$warm" '
-		NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-		$c["kind"] == "train" && $c["step"] == w - 1 { a = $c["elapsed_s"] }
-		$c["kind"] == "train" { b = $c["elapsed_s"] }
-		END { print a, b }' "$out/$name-log.csv")
+	local first last _
+	read -r first last _ < <(steady_elapsed "$out/$name-log.csv" "$warm")
 	awk -v name="$name" -v steps="$steps" -v warm="$warm" -v first="$first" -v last="$last" '
 		/GPU updates/ {gpu=$5+0} /^  sampling/ {smp=$4+0}
 		END { s=(last-first)/(steps-warm)
 			printf "%-28s %8.1f ms/step  (%5.1f steps/s, steps %d-%d)  300k steps: %.2f h;  whole loop %.1f ms/step (first %d steps %.2fs; GPU wait %.1fs, sampling waited for %.1fs, of %.2fs)\n",
-				name, 1000*s, 1/s, warm, steps-1, s*300000/3600, 1000*last/steps, warm, first, gpu, smp, last }' "$log"
+				name, 1000*s, 1/s, warm, steps-1, s*300000/3600, 1000*last/steps, warm, first, gpu, smp, last }' "$log" |
+		tee -a "$out/rates.txt"
 }
+rm -f "$out/rates.txt"
 echo "== training, $steps steps each"
 train_rate fb15k-237-rocone-d1600 --train "$out/fb-train.arrow" --preset fb15k-237
 train_rate nell995-rocone-d800 --train "$out/nell-train.arrow" --preset nell995
@@ -73,4 +72,5 @@ echo "== rank (FB15k-237 test, every entity, d=1600)"
 	-o "$out/ranks.arrow" 2>&1 | tail -1 | tee "$out/rank.txt"
 qps=$(sed -n 's/.*(\([0-9.]*\)\/s).*/\1/p' "$out/rank.txt")
 # The bound: reading the entity table (14,505 × 1,600 float32) once per query.
-awk -v bw="$bw" -v qps="$qps" 'BEGIN { b = bw*1e9 / (14505*1600*4); printf "rank: %.0f queries/s; bandwidth bound %.0f queries/s (table read once per query at %.0f GB/s): %.2f of it\n", qps, b, bw, qps/b }'
+awk -v bw="$bw" -v qps="$qps" 'BEGIN { b = bw*1e9 / (14505*1600*4); printf "rank: %.0f queries/s; bandwidth bound %.0f queries/s (table read once per query at %.0f GB/s): %.2f of it\n", qps, b, bw, qps/b }' |
+	tee -a "$out/rates.txt"

@@ -6,7 +6,8 @@
 # roofline table per kernel in Markdown and CSV; docs/gpu.md, "Profiling") for rocone at
 # d=1600 and cone at d=800 (FP32 and --matmul tf32), and of rank on FB15k-237's test
 # queries (rank --profile).
-# Everything it measures lands under RESULTS.
+# Everything it measures lands under RESULTS, and summary.md there has the lines to record
+# (the device, the rates, the side by side and its ratio, the profiles' step times).
 #
 # Prepare here (a machine with Go and cuda.h; no GPU needed):
 #   scripts/cuda/device-step.sh --pack [QECONE_DIR]
@@ -19,7 +20,8 @@
 # default 150), QECONE_STEPS (default 150, after 20 warm-up steps), PROFILE_STEPS (the
 # steps train --profile times, default 5-14), SKIP (space-separated parts to leave out:
 # tests bench side qecone kernels profile; qecone leaves out QE-ConE's half of the side by side
-# when its figure is already at hand). NCU=1 adds Nsight Compute: the stall reasons,
+# when its figure is already at hand: QECONE_JSON, an earlier run's qecone-speed.json on
+# the same kind of GPU, then gives the ratio). NCU=1 adds Nsight Compute: the stall reasons,
 # occupancy and speed of light of one launch of each hot kernel in the kernel bench
 # (ncu-kernel-*.txt, up to a minute each), then the counters for the two training runs
 # (PROFILE_SKIP and PROFILE_COUNT: the launches ncu skips, then profiles; default 2000
@@ -92,12 +94,21 @@ fi
 # ConE's FB15k-237 run (QE-ConE's scripts.sh): d 800, b 512, n 128, γ 30, center_reg 0.02,
 # lr 5e-5, dropout 0.1, four loader workers; the MLP's width is ConE's 1600 on both sides.
 cone=(--model cone --dim 800 --batch 512 --negatives 128 --gamma 30 --lambda 0.02 --lr 5e-5 --dropout 0.1)
+. scripts/cuda/steady.sh
 if ! skip side; then
 	section "side by side: train --model cone at ConE's FB15k-237 configuration"
-	timeout 90 "$bin/train" --train "$bench/fb-train.arrow" "${cone[@]}" --steps 170 --eval-every 0 \
-		--checkpoint-every 0 --device cuda --checkpoint "$out/side-cone.arrow" --log "" --overwrite \
-		>"$out/side-cone.txt" 2>&1 || echo "train: exit $?"
-	grep -E 'total|GPU|sampling|steps/s|ms/step' "$out/side-cone.txt"
+	if timeout 90 "$bin/train" --train "$bench/fb-train.arrow" "${cone[@]}" --steps 170 --eval-every 0 \
+		--checkpoint-every 0 --device cuda --checkpoint "$out/side-cone.arrow" --log "$out/side-cone-log.arrow" \
+		--overwrite >"$out/side-cone.txt" 2>&1 &&
+		"$bin/metrics" curves --csv "$out/side-cone-log.csv" "$out/side-cone-log.arrow" >/dev/null 2>>"$out/side-cone.txt"; then
+		read -r a b last < <(steady_elapsed "$out/side-cone-log.csv" 20)
+		awk -v a="$a" -v b="$b" -v last="$last" 'BEGIN { s = (b - a) / (last - 19)
+			printf "side by side: cone %.1f ms/step, %.1f steps/s (steps 20-%d)\n", 1000 * s, 1 / s, last }' |
+			tee "$out/side-cone-rate.txt"
+	else
+		echo "train: exit $?"
+	fi
+	grep -E 'total|GPU|sampling' "$out/side-cone.txt"
 fi
 if ! skip side && ! skip qecone; then
 	section "side by side: QE-ConE, same configuration, same GPU"
@@ -106,6 +117,17 @@ if ! skip side && ! skip qecone; then
 			--queries "$out/fb-train.json" --steps "${QECONE_STEPS:-150}" --warmup 20 | tee "$out/qecone-speed.json" ||
 		echo "QE-ConE: exit $?"
 	rm -f "$out/fb-train.json"
+fi
+# The ratio, from this run's QE-ConE figure or, with SKIP=qecone, from QECONE_JSON (an
+# earlier run's qecone-speed.json on the same kind of GPU).
+qj=$out/qecone-speed.json
+[ -s "$qj" ] || qj=${QECONE_JSON:-}
+if [ -s "$out/side-cone-rate.txt" ] && [ -n "$qj" ] && [ -s "$qj" ]; then
+	q=$(sed -n 's/.*"steps_per_s": *\([0-9.]*\).*/\1/p' "$qj")
+	c=$(sed -n 's/.*, \([0-9.]*\) steps\/s.*/\1/p' "$out/side-cone-rate.txt")
+	[ -n "$q" ] && [ -n "$c" ] && awk -v c="$c" -v q="$q" -v f="$qj" 'BEGIN {
+		printf "side by side: cone %.1f steps/s, QE-ConE %.2f steps/s (%s): %.2fx\n", c, q, f, c / q }' |
+		tee "$out/side-ratio.txt"
 fi
 
 # profile NAME ARGS...: the device profile of steps PROFILE_STEPS of a short run (train
@@ -194,4 +216,21 @@ if ! skip profile; then
 	fi
 fi
 rm -f "$out"/*.arrow "$bench"/*.arrow
+# summary.md: what to record (the device, bench.sh's rates and rank, the side by side, the
+# profiles' step times), from the files the parts wrote.
+{
+	echo "# Device step: commit $(cat "$bin/COMMIT" 2>/dev/null || echo unknown), $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo
+	echo '```'
+	"$bin/cuda.test" -test.run '^TestGPUInfo$' -test.v -test.count=1 2>&1 | grep -m1 '^GPU:'
+	tail -1 "$out/gpu-check.log" 2>/dev/null
+	cat "$bench/rates.txt" "$out/side-cone-rate.txt" "$out/side-ratio.txt" 2>/dev/null
+	for f in "$out"/profile-*.md; do
+		[ -f "$f" ] || continue
+		echo "${f##*/}:"
+		grep -E '^Wall time per' "$f" | sed 's/^/  /'
+	done
+	echo '```'
+} >"$out/summary.md"
+echo "summary: $out/summary.md"
 section "done"
