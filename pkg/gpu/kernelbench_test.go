@@ -478,6 +478,100 @@ var kernelBenches = []benchCase{
 		}
 		return vs, b.free, b.err
 	}},
+	{"linear_step", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+		// The GEMMs of one other-pool update, as the step runs them: the attention
+		// intersection's four layers at each of the plan levels that intersect, forward and
+		// backward. At FB15k-237 d=1600, b=512 those levels have 587, 280 and 78 branch rows
+		// and 274, 120 and 39 intersections (the gate layer's rows); W1 and W3 take 2d
+		// inputs, W2 and W4 d, all give d. Small layers, where "linear" has 1,024 rows: this
+		// is the shape set the kernels have to be good at (34.5 GFLOP a GEMM kind a step).
+		type layer struct{ rows, in int }
+		var layers []layer
+		for _, lv := range [][2]int{{587, 274}, {280, 120}, {78, 39}} {
+			r, n := max(1, s.rows*lv[0]/1024), max(1, s.rows*lv[1]/1024)
+			layers = append(layers, layer{r, 2 * s.dim}, layer{r, s.dim}, layer{r, 2 * s.dim}, layer{n, s.dim})
+		}
+		b := &benchBuffers{d: d}
+		out := s.dim
+		type bufs struct {
+			x, w, bias, dy             []float32
+			X, W, B, Y, DY, DX, DW, DB *F32
+		}
+		ls := make([]bufs, len(layers))
+		for i, l := range layers {
+			c := &ls[i]
+			c.x, c.w, c.bias = randF32(rng, l.rows*l.in, -1, 1), randF32(rng, out*l.in, -0.1, 0.1), randF32(rng, out, -1, 1)
+			c.dy = randF32(rng, l.rows*out, -1, 1)
+			c.X, c.W, c.B, c.Y = b.f(c.x), b.f(c.w), b.f(c.bias), b.f(make([]float32, l.rows*out))
+			c.DY, c.DX = b.f(c.dy), b.f(make([]float32, l.rows*l.in))
+			c.DW, c.DB = b.f(make([]float32, out*l.in)), b.f(make([]float32, out))
+		}
+		reset := func() error {
+			for i := range ls {
+				for _, z := range []*F32{ls[i].DX, ls[i].DW, ls[i].DB} {
+					if err := z.Zero(); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+		check := func(tf32 bool) error {
+			var ref compute.Kernels[float32] = compute.Reference[float32]{}
+			tol := 1e-4
+			if tf32 {
+				ref, tol = compute.WithMatmul(ref, compute.MatmulTF32), 1e-5
+			}
+			for i, l := range layers {
+				c := &ls[i]
+				y, dx, dw, db := make([]float32, l.rows*out), make([]float32, l.rows*l.in), make([]float32, out*l.in), make([]float32, out)
+				ref.LinearForward(y, c.x, c.w, c.bias, l.rows, l.in, out)
+				ref.LinearBackward(dx, dw, db, c.dy, c.x, c.w, l.rows, l.in, out)
+				for _, o := range []struct {
+					name string
+					want []float32
+					buf  *F32
+				}{{"y", y, c.Y}, {"dx", dx, c.DX}, {"dw", dw, c.DW}, {"db", db, c.DB}} {
+					got, err := download(o.buf)
+					if err != nil {
+						return err
+					}
+					if err := closeTo(fmt.Sprintf("layer %d (%d×%d): %s", i, l.rows, l.in, o.name), o.want, got, tol); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+		version := func(name string, tile, splits int, tf32 bool) benchVersion {
+			m := compute.MatmulFP32
+			if tf32 {
+				name, m = "tf32-"+name, compute.MatmulTF32
+			}
+			return benchVersion{name, reset, func() error {
+				d.gemmTile, d.gemmSplit = tile, splits
+				if err := d.SetMatmul(m); err != nil {
+					return err
+				}
+				defer func() {
+					d.gemmTile, d.gemmSplit = gemmTileAuto, 0
+					_ = d.SetMatmul(compute.MatmulFP32) // a known precision: cannot fail
+				}()
+				for i, l := range layers {
+					c := &ls[i]
+					if err := d.LinearForward(c.Y, c.X, c.W, c.B, l.rows, l.in, out); err != nil {
+						return err
+					}
+					if err := d.LinearBackward(c.DX, c.DW, c.DB, c.DY, c.X, c.W, l.rows, l.in, out); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, func() error { return check(tf32) }}
+		}
+		return []benchVersion{version("reg64", 64, 1, false), version("reg128", 128, 1, false),
+			version("by-shape", gemmTileAuto, 0, false), version("by-shape", gemmTileAuto, 0, true)}, b.free, b.err
+	}},
 }
 
 // distBenchMode selects the distance kernels (first or table) and gives the device an
