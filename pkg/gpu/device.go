@@ -132,6 +132,7 @@ const (
 	distQB         = 4   // DIST_QB
 	distBwdThreads = 128 // DIST_BWD_THREADS
 	colSumColumns  = 32
+	colSumThreads  = 32 * 32 // linear.cu: colSumColumns × COL_SUM_LANES
 	maxGridY       = 65535
 )
 

@@ -78,7 +78,7 @@ func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) er
 	if db != nil {
 		// Reads dy, reads and writes db; one add per element of dy.
 		w := Work{Bytes: words(rows*out, 2*out), FLOPs: flops(rows*out, 1)}
-		return d.launch("col_sum", w, [3]int{ceilDiv(out, colSumColumns), 1, 1}, [3]int{tileThreads, 1, 1},
+		return d.launch("col_sum", w, [3]int{ceilDiv(out, colSumColumns), 1, 1}, [3]int{colSumThreads, 1, 1},
 			ptr(db), ptr(dy), i32(rows), i32(out))
 	}
 	return nil

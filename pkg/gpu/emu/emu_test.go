@@ -110,7 +110,8 @@ func TestBarrier(t *testing.T) {
 	if err := d.CopyIn(pdy, unsafe.Pointer(&dy[0]), 4*len(dy)); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Launch("col_sum", [3]int{3, 1, 1}, [3]int{256, 1, 1}, []uint64{pdb, pdy, rows, cols}); err != nil {
+	// col_sum's block: 32 columns × COL_SUM_LANES (32) row lanes.
+	if err := d.Launch("col_sum", [3]int{3, 1, 1}, [3]int{1024, 1, 1}, []uint64{pdb, pdy, rows, cols}); err != nil {
 		t.Fatal(err)
 	}
 	db := make([]float32, cols)
