@@ -404,102 +404,57 @@ var kernelBenches = []benchCase{
 			{"adam_multi_vec4", reset, run(false), check},
 		}, free, b.err
 	}},
-	{"linear", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
-		// The intersection's first layer, rows × 2d inputs into d outputs: forward
-		// (gemm_nt) and backward (gemm_nn for dx, gemm_tn for dW, col_sum), through each
-		// GEMM tile, FP32 and TF32 (tf32-*: SetMatmul(tf32)); the version's name is the tile
-		// (first: gemm64_* or gemm64_tf32_*; by-shape: the production choice, K split where
-		// the tiles are too few). TF32 versions are checked against the reference with
-		// TF32 products, within 1e-5 of the largest output: the accumulation order's
-		// error, well below TF32's own (≈1e-4 of it at checkSize), so that a kernel that
-		// did not round its factors fails too.
-		b := &benchBuffers{d: d}
-		rows, in, out := s.rows, 2*s.dim, s.dim
-		x, w, bias := randF32(rng, rows*in, -1, 1), randF32(rng, out*in, -0.1, 0.1), randF32(rng, out, -1, 1)
-		dy := randF32(rng, rows*out, -1, 1)
-		X, W, B, Y := b.f(x), b.f(w), b.f(bias), b.f(make([]float32, rows*out))
-		DY, DX, DW, DB := b.f(dy), b.f(make([]float32, rows*in)), b.f(make([]float32, out*in)), b.f(make([]float32, out))
-		reset := func() error {
-			for _, z := range []*F32{DX, DW, DB} {
-				if err := z.Zero(); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		check := func(tf32 bool) error {
-			var ref compute.Kernels[float32] = compute.Reference[float32]{}
-			tol := 1e-4
-			if tf32 {
-				ref, tol = compute.WithMatmul(ref, compute.MatmulTF32), 1e-5
-			}
-			y, dx, dw, db := make([]float32, rows*out), make([]float32, rows*in), make([]float32, out*in), make([]float32, out)
-			ref.LinearForward(y, x, w, bias, rows, in, out)
-			ref.LinearBackward(dx, dw, db, dy, x, w, rows, in, out)
-			for _, c := range []struct {
-				name string
-				want []float32
-				buf  *F32
-			}{{"y", y, Y}, {"dx", dx, DX}, {"dw", dw, DW}, {"db", db, DB}} {
-				got, err := download(c.buf)
-				if err != nil {
-					return err
-				}
-				if err := closeTo(c.name, c.want, got, tol); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		version := func(name string, tile, splits int, tf32 bool) benchVersion {
-			m := compute.MatmulFP32
-			if tf32 {
-				name, m = "tf32-"+name, compute.MatmulTF32
-			}
-			return benchVersion{name, reset, func() error {
-				d.gemmTile, d.gemmSplit = tile, splits
-				if err := d.SetMatmul(m); err != nil {
-					return err
-				}
-				defer func() {
-					d.gemmTile, d.gemmSplit = gemmTileAuto, 0
-					_ = d.SetMatmul(compute.MatmulFP32) // a known precision: cannot fail
-				}()
-				if err := d.LinearForward(Y, X, W, B, rows, in, out); err != nil {
-					return err
-				}
-				return d.LinearBackward(DX, DW, DB, DY, X, W, rows, in, out)
-			}, func() error { return check(tf32) }}
-		}
-		var vs []benchVersion
-		for _, tf32 := range []bool{false, true} {
-			vs = append(vs, version("first", gemmTileFirst, 1, tf32), version("reg64", 64, 1, tf32),
-				version("reg128", 128, 1, tf32), version("by-shape", gemmTileAuto, 0, tf32))
-		}
-		return vs, b.free, b.err
-	}},
-	{"linear_step", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
-		// The GEMMs of one other-pool update, as the step runs them: the attention
-		// intersection's four layers at each of the plan levels that intersect, forward and
-		// backward. At FB15k-237 d=1600, b=512 those levels have 587, 280 and 78 branch rows
-		// and 274, 120 and 39 intersections (the gate layer's rows); W1 and W3 take 2d
-		// inputs, W2 and W4 d, all give d. Small layers, where "linear" has 1,024 rows: this
-		// is the shape set the kernels have to be good at (34.5 GFLOP a GEMM kind a step).
-		type layer struct{ rows, in int }
-		var layers []layer
+	// The intersection's first layer, rows × 2d inputs into d outputs: forward (gemm_nt)
+	// and backward (gemm_nn for dx, gemm_tn for dW, col_sum), through each GEMM tile, FP32
+	// and TF32 (tf32-*: SetMatmul(tf32)); the version's name is the tile (first: gemm64_*
+	// or gemm64_tf32_*; by-shape: the production choice, K split where the tiles are too
+	// few).
+	{"linear", linearBench(func(s benchSize) []linearLayer { return []linearLayer{{s.rows, 2 * s.dim}} },
+		[]gemmChoice{{"first", gemmTileFirst, 1}, {"reg64", 64, 1}, {"reg128", 128, 1}, {"by-shape", gemmTileAuto, 0}},
+		[]gemmChoice{{"first", gemmTileFirst, 1}, {"reg64", 64, 1}, {"reg128", 128, 1}, {"by-shape", gemmTileAuto, 0}})},
+	// The GEMMs of one other-pool update, as the step runs them: the attention
+	// intersection's four layers at each of the plan levels that intersect, forward and
+	// backward. At FB15k-237 d=1600, b=512 those levels have 587, 280 and 78 branch rows
+	// and 274, 120 and 39 intersections (the gate layer's rows); W1 and W3 take 2d inputs,
+	// W2 and W4 d, all give d. Small layers, where "linear" has 1,024 rows: the shape set
+	// the kernels have to be good at (34.5 GFLOP a GEMM kind a step).
+	{"linear_step", linearBench(func(s benchSize) []linearLayer {
+		var ls []linearLayer
 		for _, lv := range [][2]int{{587, 274}, {280, 120}, {78, 39}} {
 			r, n := max(1, s.rows*lv[0]/1024), max(1, s.rows*lv[1]/1024)
-			layers = append(layers, layer{r, 2 * s.dim}, layer{r, s.dim}, layer{r, 2 * s.dim}, layer{n, s.dim})
+			ls = append(ls, linearLayer{r, 2 * s.dim}, linearLayer{r, s.dim}, linearLayer{r, 2 * s.dim}, linearLayer{n, s.dim})
 		}
+		return ls
+	}, []gemmChoice{{"reg64", 64, 1}, {"reg128", 128, 1}, {"by-shape", gemmTileAuto, 0}},
+		[]gemmChoice{{"by-shape", gemmTileAuto, 0}})},
+}
+
+// linearLayer is one linear layer of a GEMM bench: rows × in inputs into the bench size's
+// dim outputs.
+type linearLayer struct{ rows, in int }
+
+// gemmChoice is a bench version's GEMM tile and K splits (Device.gemmTile, gemmSplit).
+type gemmChoice struct {
+	name         string
+	tile, splits int
+}
+
+// linearBench is a bench case of the linear layers that layers gives, forward and
+// backward, one version per FP32 choice and per TF32 choice (named tf32-*). TF32 versions
+// are checked against the reference with TF32 products, within 1e-5 of the largest
+// output: the accumulation order's error, well below TF32's own (≈1e-4 of it at
+// checkSize), so that a kernel that did not round its factors fails too.
+func linearBench(layers func(benchSize) []linearLayer, fp32, tf32 []gemmChoice) func(*Device, *rand.Rand, benchSize) ([]benchVersion, func(), error) {
+	return func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
 		b := &benchBuffers{d: d}
-		out := s.dim
+		ls, out := layers(s), s.dim
 		type bufs struct {
 			x, w, bias, dy             []float32
 			X, W, B, Y, DY, DX, DW, DB *F32
 		}
-		ls := make([]bufs, len(layers))
-		for i, l := range layers {
-			c := &ls[i]
+		bs := make([]bufs, len(ls))
+		for i, l := range ls {
+			c := &bs[i]
 			c.x, c.w, c.bias = randF32(rng, l.rows*l.in, -1, 1), randF32(rng, out*l.in, -0.1, 0.1), randF32(rng, out, -1, 1)
 			c.dy = randF32(rng, l.rows*out, -1, 1)
 			c.X, c.W, c.B, c.Y = b.f(c.x), b.f(c.w), b.f(c.bias), b.f(make([]float32, l.rows*out))
@@ -507,8 +462,8 @@ var kernelBenches = []benchCase{
 			c.DW, c.DB = b.f(make([]float32, out*l.in)), b.f(make([]float32, out))
 		}
 		reset := func() error {
-			for i := range ls {
-				for _, z := range []*F32{ls[i].DX, ls[i].DW, ls[i].DB} {
+			for i := range bs {
+				for _, z := range []*F32{bs[i].DX, bs[i].DW, bs[i].DB} {
 					if err := z.Zero(); err != nil {
 						return err
 					}
@@ -522,8 +477,8 @@ var kernelBenches = []benchCase{
 			if tf32 {
 				ref, tol = compute.WithMatmul(ref, compute.MatmulTF32), 1e-5
 			}
-			for i, l := range layers {
-				c := &ls[i]
+			for i, l := range ls {
+				c := &bs[i]
 				y, dx, dw, db := make([]float32, l.rows*out), make([]float32, l.rows*l.in), make([]float32, out*l.in), make([]float32, out)
 				ref.LinearForward(y, c.x, c.w, c.bias, l.rows, l.in, out)
 				ref.LinearBackward(dx, dw, db, c.dy, c.x, c.w, l.rows, l.in, out)
@@ -543,13 +498,13 @@ var kernelBenches = []benchCase{
 			}
 			return nil
 		}
-		version := func(name string, tile, splits int, tf32 bool) benchVersion {
-			m := compute.MatmulFP32
+		version := func(g gemmChoice, tf32 bool) benchVersion {
+			name, m := g.name, compute.MatmulFP32
 			if tf32 {
 				name, m = "tf32-"+name, compute.MatmulTF32
 			}
 			return benchVersion{name, reset, func() error {
-				d.gemmTile, d.gemmSplit = tile, splits
+				d.gemmTile, d.gemmSplit = g.tile, g.splits
 				if err := d.SetMatmul(m); err != nil {
 					return err
 				}
@@ -557,8 +512,8 @@ var kernelBenches = []benchCase{
 					d.gemmTile, d.gemmSplit = gemmTileAuto, 0
 					_ = d.SetMatmul(compute.MatmulFP32) // a known precision: cannot fail
 				}()
-				for i, l := range layers {
-					c := &ls[i]
+				for i, l := range ls {
+					c := &bs[i]
 					if err := d.LinearForward(c.Y, c.X, c.W, c.B, l.rows, l.in, out); err != nil {
 						return err
 					}
@@ -569,9 +524,15 @@ var kernelBenches = []benchCase{
 				return nil
 			}, func() error { return check(tf32) }}
 		}
-		return []benchVersion{version("reg64", 64, 1, false), version("reg128", 128, 1, false),
-			version("by-shape", gemmTileAuto, 0, false), version("by-shape", gemmTileAuto, 0, true)}, b.free, b.err
-	}},
+		var vs []benchVersion
+		for _, g := range fp32 {
+			vs = append(vs, version(g, false))
+		}
+		for _, g := range tf32 {
+			vs = append(vs, version(g, true))
+		}
+		return vs, b.free, b.err
+	}
 }
 
 // distBenchMode selects the distance kernels (first or table) and gives the device an
