@@ -410,8 +410,7 @@ var kernelBenches = []benchCase{
 	// or gemm64_tf32_*; by-shape: the production choice, K split where the tiles are too
 	// few).
 	{"linear", linearBench(func(s benchSize) []linearLayer { return []linearLayer{{s.rows, 2 * s.dim}} },
-		[]gemmChoice{{"first", gemmTileFirst, 1}, {"reg64", 64, 1}, {"reg128", 128, 1}, {"by-shape", gemmTileAuto, 0}},
-		[]gemmChoice{{"first", gemmTileFirst, 1}, {"reg64", 64, 1}, {"reg128", 128, 1}, {"by-shape", gemmTileAuto, 0}})},
+		everyTile, everyTile)},
 	// The GEMMs of one other-pool update, as the step runs them: the attention
 	// intersection's four layers at each of the plan levels that intersect, forward and
 	// backward. At FB15k-237 d=1600, b=512 those levels have 587, 280 and 78 branch rows
@@ -438,6 +437,10 @@ type gemmChoice struct {
 	name         string
 	tile, splits int
 }
+
+// everyTile: the first version's tiles, the register-tiled kernels' two, and the
+// production choice by shape.
+var everyTile = []gemmChoice{{"first", gemmTileFirst, 1}, {"reg64", 64, 1}, {"reg128", 128, 1}, {"by-shape", gemmTileAuto, 0}}
 
 // linearBench is a bench case of the linear layers that layers gives, forward and
 // backward, one version per FP32 choice and per TF32 choice (named tf32-*). TF32 versions
