@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rocone/rocone/internal/stagetest"
 )
 
 // outsidePointers are the strings that point at material outside the repository: the
@@ -42,25 +44,6 @@ func checked(path string) bool {
 	}
 	base := filepath.Base(path)
 	return base == "Makefile" || slices.Contains(checkedExt, filepath.Ext(base))
-}
-
-// repoRoot is the folder holding go.mod, above the test's working directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
 }
 
 // repoFiles lists the repository's files, relative to root: git's tracked files where
@@ -154,7 +137,7 @@ func TestScanPointers(t *testing.T) {
 // points at files outside it: the repository must stand alone, with what matters written
 // into docs/.
 func TestSelfContained(t *testing.T) {
-	root := repoRoot(t)
+	root := stagetest.RepoRoot(t)
 	n := 0
 	for _, f := range repoFiles(t, root) {
 		if !checked(f) {
@@ -240,7 +223,7 @@ func TestCitations(t *testing.T) {
 // numbered section that docs/X.md has, so that renumbering a specification cannot leave
 // the doc comments that cite it pointing at the wrong text.
 func TestSectionCitations(t *testing.T) {
-	root := repoRoot(t)
+	root := stagetest.RepoRoot(t)
 	docs := map[string]map[string]bool{}
 	n := 0
 	for _, f := range repoFiles(t, root) {

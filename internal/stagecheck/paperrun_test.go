@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rocone/rocone/internal/stagetest"
 )
 
 // TestPaperRun runs scripts/paper-run.sh, which makes a results entry in a lent GPU
@@ -19,7 +21,7 @@ func TestPaperRun(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
-	root, bin := repoRoot(t), binaries(t)
+	root, bin := stagetest.RepoRoot(t), binaries(t)
 	dir := t.TempDir()
 	script := func(work, entry, steps, budget string) (string, error) {
 		cmd := exec.Command(filepath.Join(root, "scripts", "paper-run.sh"), "fb15k-237", "rocone", "0", work, entry)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/rocone/rocone/internal/stagetest"
 )
 
 // stages are the binaries, each built from cmd/<name>.
@@ -34,7 +36,7 @@ func binaries(t *testing.T) string {
 			args = append(args, "./cmd/"+s)
 		}
 		cmd := exec.Command("go", args...)
-		cmd.Dir = repoRoot(t)
+		cmd.Dir = stagetest.RepoRoot(t)
 		build.out, build.err = cmd.CombinedOutput()
 	})
 	if build.err != nil {
@@ -49,25 +51,6 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(build.dir)
 	}
 	os.Exit(code)
-}
-
-// repoRoot is the folder holding go.mod, above the test's working directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
 }
 
 // run runs a stage binary in dir and returns its exit status, stdout and stderr.

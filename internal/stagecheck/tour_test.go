@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocone/rocone/internal/stagetest"
 	"github.com/rocone/rocone/pkg/artifact"
 )
 
@@ -174,7 +175,7 @@ func TestTour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the stages and trains a model (about 30 s)")
 	}
-	root := repoRoot(t)
+	root := stagetest.RepoRoot(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)

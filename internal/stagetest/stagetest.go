@@ -25,6 +25,25 @@ import (
 	"github.com/rocone/rocone/pkg/train"
 )
 
+// RepoRoot is the folder holding go.mod, above the test's working directory.
+func RepoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
+
 // Build builds the command in the test's working folder (its package) into a temporary folder.
 func Build(t *testing.T) string {
 	t.Helper()
