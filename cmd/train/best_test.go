@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,37 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocone/rocone/internal/artifacttest"
 	"github.com/rocone/rocone/internal/outfiletest"
 	"github.com/rocone/rocone/pkg/artifact"
 )
-
-// sameTensors fails unless the checkpoints at a and b hold the same steps and the same
-// tensors, bit for bit.
-func sameTensors(t *testing.T, a, b string) {
-	t.Helper()
-	x, err := artifact.ReadCheckpoint(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := artifact.ReadCheckpoint(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if x.Meta.Step != y.Meta.Step || x.Meta.AdamStep != y.Meta.AdamStep || x.Meta.LR != y.Meta.LR || len(x.Tensors) != len(y.Tensors) {
-		t.Fatalf("%s: step %d, %d tensors; %s: step %d, %d tensors", a, x.Meta.Step, len(x.Tensors), b, y.Meta.Step, len(y.Tensors))
-	}
-	for i := range x.Tensors {
-		p, q := x.Tensors[i], y.Tensors[i]
-		if p.Name != q.Name || p.Role != q.Role || len(p.Values) != len(q.Values) {
-			t.Fatalf("tensor %d: %s/%s vs %s/%s", i, p.Name, p.Role, q.Name, q.Role)
-		}
-		for j := range p.Values {
-			if math.Float32bits(p.Values[j]) != math.Float32bits(q.Values[j]) {
-				t.Fatalf("%s (%s)[%d]: %v in %s, %v in %s", p.Name, p.Role, j, p.Values[j], a, q.Values[j], b)
-			}
-		}
-	}
-}
 
 // TestKeepBestEndToEnd runs train --keep-best --patience to its early stop; then the same
 // command with --partial and --auto-resume, stopped by SIGTERM mid-run and run again as
@@ -111,8 +83,8 @@ func TestKeepBestEndToEnd(t *testing.T) {
 	if strings.Contains(r.Stderr, "starting a new run") {
 		t.Fatalf("the second run started over:\n%s", r.Stderr)
 	}
-	sameTensors(t, straight, b)
-	sameTensors(t, filepath.Join(dir, "a.best.arrow"), filepath.Join(dir, "b.best.arrow"))
+	artifacttest.SameTensors(t, straight, b)
+	artifacttest.SameTensors(t, filepath.Join(dir, "a.best.arrow"), filepath.Join(dir, "b.best.arrow"))
 	if _, err := os.Stat(partial); !os.IsNotExist(err) {
 		t.Fatalf("--partial %s is left after the run finished (%v)", partial, err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 
+	"github.com/rocone/rocone/internal/artifacttest"
 	"github.com/rocone/rocone/internal/traintest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/train"
@@ -347,46 +347,14 @@ func TestKilled(t *testing.T) {
 	if err := runApp(append(common, "--checkpoint", straight)...); err != nil {
 		t.Fatal(err)
 	}
-	a, err := artifact.ReadCheckpoint(straight)
+	meta, err := artifact.ReadCheckpointMeta(straight)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := artifact.ReadCheckpoint(ck)
-	if err != nil {
-		t.Fatal(err)
+	if meta.Step != steps {
+		t.Fatalf("the straight run's checkpoint holds %d steps, want %d", meta.Step, steps)
 	}
-	if a.Meta.Step != steps || b.Meta.Step != steps || a.Meta.AdamStep != b.Meta.AdamStep || a.Meta.LR != b.Meta.LR {
-		t.Fatalf("straight %+v\nresumed %+v", a.Meta, b.Meta)
-	}
-	if len(a.Tensors) != len(b.Tensors) {
-		t.Fatalf("%d vs %d tensors", len(a.Tensors), len(b.Tensors))
-	}
-	for i := range a.Tensors {
-		x, y := a.Tensors[i], b.Tensors[i]
-		if x.Name != y.Name || x.Role != y.Role || len(x.Values) != len(y.Values) {
-			t.Fatalf("tensor %d: %s/%s vs %s/%s", i, x.Name, x.Role, y.Name, y.Role)
-		}
-		for j := range x.Values {
-			if math.Float32bits(x.Values[j]) != math.Float32bits(y.Values[j]) {
-				t.Fatalf("%s (%s)[%d]: straight %v, killed and resumed %v", x.Name, x.Role, j, x.Values[j], y.Values[j])
-			}
-		}
-	}
+	artifacttest.SameTensors(t, straight, ck)
 	// The log of the killed and resumed run has every step once.
-	_, rows, err := artifact.ReadTrainLog(strings.TrimSuffix(ck, ".arrow") + "-log.arrow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := int64(0)
-	for _, r := range rows {
-		if r.Kind == artifact.LogTrain {
-			if r.Step != next {
-				t.Fatalf("log: step %d after %d", r.Step, next-1)
-			}
-			next++
-		}
-	}
-	if next != steps {
-		t.Fatalf("log ends at step %d", next)
-	}
+	artifacttest.EachStepOnce(t, strings.TrimSuffix(ck, ".arrow")+"-log.arrow", steps)
 }

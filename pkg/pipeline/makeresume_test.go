@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bytes"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocone/rocone/internal/artifacttest"
 	"github.com/rocone/rocone/pkg/artifact"
 )
 
@@ -135,57 +135,14 @@ func TestMakeResume(t *testing.T) {
 			if !strings.Contains(string(again), want) || strings.Contains(string(again), "starting a new run") {
 				t.Fatalf("the second make did not resume (want %q):\n%s", want, again)
 			}
-			sameModel(t, straight, model)
+			artifacttest.SameTensors(t, straight, model)
 			if _, err := os.Stat(partial); !os.IsNotExist(err) {
 				t.Errorf("%s is left after the training finished (%v)", partial, err)
 			}
-			_, rows, err := artifact.ReadTrainLog(filepath.Join(seed, "train-log.arrow"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			next := int64(0)
-			for _, r := range rows {
-				if r.Kind == artifact.LogTrain {
-					if r.Step != next {
-						t.Fatalf("train log: step %d after %d", r.Step, next-1)
-					}
-					next++
-				}
-			}
-			if next != steps {
-				t.Fatalf("train log ends at step %d", next)
-			}
+			artifacttest.EachStepOnce(t, filepath.Join(seed, "train-log.arrow"), steps)
 			if dry, err := makeCmd(append(vars(out, flags), "-n", "models")...).CombinedOutput(); err != nil || strings.Contains(string(dry), "bin/train") {
 				t.Fatalf("a third make would train again (%v):\n%s", err, dry)
 			}
 		})
-	}
-}
-
-// sameModel fails unless the checkpoints at a and b hold the same steps and tensors, bit
-// for bit.
-func sameModel(t *testing.T, a, b string) {
-	t.Helper()
-	x, err := artifact.ReadCheckpoint(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := artifact.ReadCheckpoint(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if x.Meta.Step != y.Meta.Step || x.Meta.AdamStep != y.Meta.AdamStep || x.Meta.LR != y.Meta.LR || len(x.Tensors) != len(y.Tensors) {
-		t.Fatalf("%s: step %d, %d tensors; %s: step %d, %d tensors", a, x.Meta.Step, len(x.Tensors), b, y.Meta.Step, len(y.Tensors))
-	}
-	for i := range x.Tensors {
-		p, q := x.Tensors[i], y.Tensors[i]
-		if p.Name != q.Name || p.Role != q.Role || len(p.Values) != len(q.Values) {
-			t.Fatalf("tensor %d: %s/%s vs %s/%s", i, p.Name, p.Role, q.Name, q.Role)
-		}
-		for j := range p.Values {
-			if math.Float32bits(p.Values[j]) != math.Float32bits(q.Values[j]) {
-				t.Fatalf("%s (%s)[%d]: %v uninterrupted, %v interrupted and resumed", p.Name, p.Role, j, p.Values[j], q.Values[j])
-			}
-		}
 	}
 }
