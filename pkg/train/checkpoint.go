@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rocone/rocone/pkg/artifact"
@@ -200,4 +202,54 @@ func (t *trainer) logBest() (best, stop string) {
 		stop = string(js)
 	}
 	return best, stop
+}
+
+// CheckpointDiff returns the first difference between the training states that the
+// checkpoints x and y hold ("" when they hold the same): every tensor bit for bit, every
+// metadata key, and the state apart from its wall-clock timings, which are all that two
+// runs of the same trajectory (one interrupted and resumed, one not) write differently.
+// A state that does not parse is an error.
+func CheckpointDiff(x, y *artifact.Checkpoint) (string, error) {
+	sx, err := withoutTimings(x.Meta.State)
+	if err != nil {
+		return "", fmt.Errorf("the first checkpoint: %w", err)
+	}
+	sy, err := withoutTimings(y.Meta.State)
+	if err != nil {
+		return "", fmt.Errorf("the second checkpoint: %w", err)
+	}
+	mx, my := x.Meta, y.Meta
+	mx.State, my.State = "", ""
+	if mx != my {
+		return fmt.Sprintf("metadata %+v vs %+v", mx, my), nil
+	}
+	if sx != sy {
+		return fmt.Sprintf("training state %s vs %s", sx, sy), nil
+	}
+	if len(x.Tensors) != len(y.Tensors) {
+		return fmt.Sprintf("%d tensors vs %d", len(x.Tensors), len(y.Tensors)), nil
+	}
+	for i := range x.Tensors {
+		p, q := &x.Tensors[i], &y.Tensors[i]
+		if p.Name != q.Name || p.Role != q.Role || !slices.Equal(p.Shape, q.Shape) {
+			return fmt.Sprintf("tensor %d: %s (%s) %v vs %s (%s) %v", i, p.Name, p.Role, p.Shape, q.Name, q.Role, q.Shape), nil
+		}
+		for j := range p.Values {
+			if math.Float32bits(p.Values[j]) != math.Float32bits(q.Values[j]) {
+				return fmt.Sprintf("tensor %s (%s), value %d: %v vs %v", p.Name, p.Role, j, p.Values[j], q.Values[j]), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// withoutTimings is the state JSON re-encoded without its timings.
+func withoutTimings(s string) (string, error) {
+	var st state
+	if err := json.Unmarshal([]byte(s), &st); err != nil {
+		return "", fmt.Errorf("training state: %w", err)
+	}
+	st.Timings = Timings{}
+	b, err := json.Marshal(st)
+	return string(b), err
 }

@@ -103,51 +103,13 @@ func sameCheckpoints(t *testing.T, a, b string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ca.Tensors) != len(cb.Tensors) {
-		t.Fatalf("%d tensors vs %d", len(ca.Tensors), len(cb.Tensors))
-	}
-	for i := range ca.Tensors {
-		x, y := &ca.Tensors[i], &cb.Tensors[i]
-		if x.Name != y.Name || x.Role != y.Role || !slices.Equal(x.Shape, y.Shape) {
-			t.Fatalf("tensor %d: %s/%s %v vs %s/%s %v", i, x.Name, x.Role, x.Shape, y.Name, y.Role, y.Shape)
-		}
-		if !bytes.Equal(f32bytes(x.Values), f32bytes(y.Values)) {
-			for j := range x.Values {
-				if math.Float32bits(x.Values[j]) != math.Float32bits(y.Values[j]) {
-					t.Fatalf("tensor %s (%s) differs at %d: %v vs %v", x.Name, x.Role, j, x.Values[j], y.Values[j])
-				}
-			}
-		}
-	}
-	ma, mb := ca.Meta, cb.Meta
-	sa, sb := stripTimings(t, ma.State), stripTimings(t, mb.State)
-	ma.State, mb.State = "", ""
-	if ma != mb {
-		t.Fatalf("metadata differs:\n%+v\n%+v", ma, mb)
-	}
-	if sa != sb {
-		t.Fatalf("state differs:\n%s\n%s", sa, sb)
-	}
-}
-
-func f32bytes(v []float32) []byte {
-	out := make([]byte, 0, 4*len(v))
-	for _, x := range v {
-		b := math.Float32bits(x)
-		out = append(out, byte(b), byte(b>>8), byte(b>>16), byte(b>>24))
-	}
-	return out
-}
-
-func stripTimings(t *testing.T, s string) string {
-	t.Helper()
-	var st state
-	if err := json.Unmarshal([]byte(s), &st); err != nil {
+	diff, err := CheckpointDiff(ca, cb)
+	if err != nil {
 		t.Fatal(err)
 	}
-	st.Timings = Timings{}
-	b, _ := json.Marshal(st)
-	return string(b)
+	if diff != "" {
+		t.Fatalf("%s and %s differ: %s", a, b, diff)
+	}
 }
 
 // logCurves returns a train log's rows without their elapsed times.
