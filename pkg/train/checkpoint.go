@@ -243,13 +243,14 @@ func CheckpointDiff(x, y *artifact.Checkpoint) (string, error) {
 	return "", nil
 }
 
-// withoutTimings is the state JSON re-encoded without its timings.
+// withoutTimings is the state JSON without its timings key, re-encoded (keys sorted;
+// every other key kept, known to this version or not).
 func withoutTimings(s string) (string, error) {
-	var st state
-	if err := json.Unmarshal([]byte(s), &st); err != nil {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
 		return "", fmt.Errorf("training state: %w", err)
 	}
-	st.Timings = Timings{}
-	b, err := json.Marshal(st)
+	delete(m, "timings")
+	b, err := json.Marshal(m)
 	return string(b), err
 }
