@@ -127,6 +127,20 @@ __device__ __forceinline__ void rt_load_slice(float r[Q][4], const float* X, int
 	}
 }
 
+// gemm_split_k narrows a GEMM to its block's split of K (blockIdx.z, the register-tiled
+// GEMMs of linear.cu and tf32.cu): block z sums k in [z·kSplit, min(K, (z+1)·kSplit)) into
+// C + z·splitStride (the host's workspace, summed by gemm_splitk_sum); one split is the
+// whole GEMM. TA, TB: whether A, B are stored transposed ([k][m], [n][k]).
+template <bool TA, bool TB>
+__device__ __forceinline__ void gemm_split_k(int& K, const float*& A, int lda, const float*& B, int ldb, float*& C,
+                                             int kSplit, int splitStride) {
+	const int kb = blockIdx.z * kSplit;
+	K = K - kb < kSplit ? K - kb : kSplit;
+	A += TA ? (long long)kb * lda : kb;
+	B += TB ? kb : (long long)kb * ldb;
+	C += (long long)blockIdx.z * splitStride;
+}
+
 // gemm_epilogue writes one GEMM output: C[m][n] = (accumulate ? C[m][n] : 0) + (v +
 // bias[n]), the order every GEMM kernel (and the split-K sum) adds in.
 __device__ __forceinline__ void gemm_epilogue(float* C, int ldc, long long m, long long n, float v, const float* bias,

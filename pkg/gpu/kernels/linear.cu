@@ -127,15 +127,7 @@ template <bool TA, bool TB, int BM, int BN>
 __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
                                          int ldc, const float* bias, int accumulate, int vecA, int vecB, int kSplit,
                                          int splitStride) {
-	// Split-K: block z sums k in [z·kSplit, min(K, (z+1)·kSplit)) into C + z·splitStride
-	// (the host's workspace, summed by gemm_splitk_sum); one split is the whole GEMM.
-	{
-		const int kb = blockIdx.z * kSplit;
-		K = K - kb < kSplit ? K - kb : kSplit;
-		A += TA ? (long long)kb * lda : kb;
-		B += TB ? kb : (long long)kb * ldb;
-		C += (long long)blockIdx.z * splitStride;
-	}
+	gemm_split_k<TA, TB>(K, A, lda, B, ldb, C, kSplit, splitStride);
 	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY;
 	constexpr int UNROLL_KK = BM == 128 ? RT_BK : 1; // the 64-tile kernels would spill
 	constexpr int QA = BM * RT_BK / (4 * T), QB = BN * RT_BK / (4 * T); // 16-byte loads per thread per slice

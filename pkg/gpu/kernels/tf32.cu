@@ -268,13 +268,7 @@ template <bool TA, bool TB, int BM, int BN, int WM, int WN>
 __device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
                                               float* C, int ldc, const float* bias, int accumulate, int vecA, int vecB,
                                               int kSplit, int splitStride) {
-	{
-		const int kb = blockIdx.z * kSplit;
-		K = K - kb < kSplit ? K - kb : kSplit;
-		A += TA ? (long long)kb * lda : kb;
-		B += TB ? kb : (long long)kb * ldb;
-		C += (long long)blockIdx.z * splitStride;
-	}
+	gemm_split_k<TA, TB>(K, A, lda, B, ldb, C, kSplit, splitStride);
 	constexpr int WX = BN / WN, T = 32 * WX * (BM / WM), MI = WM / 16, NJ = WN / 8;
 	constexpr int QA = BM * TF_BK / (4 * T), QB = BN * TF_BK / (4 * T); // 16-byte loads per thread per slice
 	static_assert(QA * 4 * T == BM * TF_BK && QB * 4 * T == BN * TF_BK, "a slice is whole 16-byte loads");
