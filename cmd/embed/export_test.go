@@ -181,16 +181,10 @@ func TestExportRefuses(t *testing.T) {
 func TestExportSIGTERM(t *testing.T) {
 	f := outfiletest.Make(t)
 	out := filepath.Join(t.TempDir(), "export")
-	cmd := outfiletest.Command([]string{"export", "--checkpoint", f.Checkpoint, "--format", "npy", "-q", "-o", out}, "ROCONE_TEST_HOLD_OUTPUTS=1")
-	var stderr outfiletest.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stderr.WaitFor(t, "holding", time.Minute)
-	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
-	outfiletest.Result{Code: cmd.ProcessState.ExitCode(), Stderr: stderr.String()}.Expect(t, 143, "embed: stopped by SIGTERM; not written: "+out)
+	run := outfiletest.Start(t, []string{"export", "--checkpoint", f.Checkpoint, "--format", "npy", "-q", "-o", out}, "ROCONE_TEST_HOLD_OUTPUTS=1")
+	run.Stderr.WaitFor(t, "holding", time.Minute)
+	run.Process.Signal(syscall.SIGTERM)
+	run.Wait().Expect(t, 143, "embed: stopped by SIGTERM; not written: "+out)
 	if es, _ := os.ReadDir(filepath.Dir(out)); len(es) != 0 {
 		t.Errorf("left %s", es[0].Name())
 	}

@@ -58,16 +58,10 @@ func TestOutputs(t *testing.T) {
 func signalLeavesNothing(t *testing.T, in []string, sig syscall.Signal, name string, code int) {
 	{
 		out := filepath.Join(t.TempDir(), "cones.arrow")
-		cmd := outfiletest.Command(append(in, "-o", out), "ROCONE_TEST_HOLD_OUTPUTS=1")
-		var stderr outfiletest.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		stderr.WaitFor(t, "holding", time.Minute)
-		cmd.Process.Signal(sig)
-		cmd.Wait()
-		outfiletest.Result{Code: cmd.ProcessState.ExitCode(), Stderr: stderr.String()}.Expect(t, code, "embed: stopped by "+name+"; not written: "+out)
+		run := outfiletest.Start(t, append(in, "-o", out), "ROCONE_TEST_HOLD_OUTPUTS=1")
+		run.Stderr.WaitFor(t, "holding", time.Minute)
+		run.Process.Signal(sig)
+		run.Wait().Expect(t, code, "embed: stopped by "+name+"; not written: "+out)
 		if es, _ := os.ReadDir(filepath.Dir(out)); len(es) != 0 {
 			t.Errorf("left %s", es[0].Name())
 		}

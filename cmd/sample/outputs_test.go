@@ -178,19 +178,13 @@ func TestSignalLeavesNoTemp(t *testing.T) {
 			os.WriteFile(out, []byte("a previous run's output"), 0o644)
 			before := outfiletest.Take(t, dir)
 			// ROCONE_TEST_HOLD_OUTPUTS stops the run for good once its temporary file exists.
-			cmd := outfiletest.Command(generate(traintest.Dir(), "-o", out), "ROCONE_TEST_HOLD_OUTPUTS=1")
-			var stderr outfiletest.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			stderr.WaitFor(t, "holding", time.Minute)
+			run := outfiletest.Start(t, generate(traintest.Dir(), "-o", out), "ROCONE_TEST_HOLD_OUTPUTS=1")
+			run.Stderr.WaitFor(t, "holding", time.Minute)
 			if tmps, _ := filepath.Glob(filepath.Join(dir, ".q.arrow.tmp-*")); len(tmps) != 1 {
 				t.Fatalf("temporary files in flight: %v", tmps)
 			}
-			cmd.Process.Signal(sig)
-			cmd.Wait()
-			r := outfiletest.Result{Code: cmd.ProcessState.ExitCode(), Stderr: stderr.String()}
+			run.Process.Signal(sig)
+			r := run.Wait()
 			name := map[syscall.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"}[sig]
 			r.Expect(t, 128+int(sig), "sample: stopped by "+name+"; not written: "+out)
 			before.Unchanged(t)

@@ -58,17 +58,10 @@ func TestKeepBestEndToEnd(t *testing.T) {
 	b, partial := filepath.Join(dir, "b.arrow"), filepath.Join(dir, "b.partial.arrow")
 	args := append(common, "--checkpoint", b, "--partial", partial, "--auto-resume", "--checkpoint-every", "1", "--workers", "1")
 	slow := append(args[:len(args):len(args)], "--test-step-sleep", "40ms")
-	cmd := outfiletest.Command(slow)
-	var stderr outfiletest.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	run := outfiletest.Start(t, slow)
 	waitCheckpoint(t, partial, 3)
-	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
-	r := outfiletest.Result{Code: cmd.ProcessState.ExitCode(), Stderr: stderr.String()}
-	r.Expect(t, 1, "train: interrupted: "+partial+" holds", "--auto-resume")
+	run.Process.Signal(syscall.SIGTERM)
+	run.Wait().Expect(t, 1, "train: interrupted: "+partial+" holds", "--auto-resume")
 	cut, err := artifact.ReadCheckpointMeta(partial)
 	if err != nil || cut.Step >= int64(stop.Step) {
 		t.Fatalf("interrupted at step %d (%v): too late to test a resume (the run stops after %d)", cut.Step, err, stop.Step)
@@ -76,7 +69,7 @@ func TestKeepBestEndToEnd(t *testing.T) {
 	if _, err := os.Stat(b); !os.IsNotExist(err) {
 		t.Fatalf("--checkpoint %s exists after an interruption (%v): only the finished run may write it", b, err)
 	}
-	r = outfiletest.Run(t, 2*time.Minute, args...)
+	r := outfiletest.Run(t, 2*time.Minute, args...)
 	r.Expect(t, 0, "resuming "+partial+": it holds "+strconv.FormatInt(cut.Step, 10)+" of 60 steps of this run",
 		"stopped early after step "+strconv.Itoa(stop.Step)+": mrr:epfo has not improved for 2 validations",
 		"kept in "+filepath.Join(dir, "b.best.arrow"))

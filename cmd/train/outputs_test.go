@@ -97,18 +97,11 @@ func TestSIGTERM(t *testing.T) {
 	t.Run("checkpoints", func(t *testing.T) {
 		dir := t.TempDir()
 		ck := filepath.Join(dir, "m.arrow")
-		cmd := outfiletest.Command(append([]string{"--train", tr, "--valid", va, "--checkpoint", ck, "--steps", "1000000",
+		run := outfiletest.Start(t, append([]string{"--train", tr, "--valid", va, "--checkpoint", ck, "--steps", "1000000",
 			"--eval-every", "0", "--checkpoint-every", "5", "--workers", "1"}, tiny...))
-		var stderr outfiletest.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
 		waitCheckpoint(t, ck, 1)
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-		r := outfiletest.Result{Code: cmd.ProcessState.ExitCode(), Stderr: stderr.String()}
-		r.Expect(t, 1, "train: SIGTERM: stopping at the next step", "train: interrupted: "+ck+" holds", "continue with --resume")
+		run.Process.Signal(syscall.SIGTERM)
+		run.Wait().Expect(t, 1, "train: SIGTERM: stopping at the next step", "train: interrupted: "+ck+" holds", "continue with --resume")
 		meta, err := artifact.ReadCheckpointMeta(ck)
 		if err != nil || meta.Step <= 0 || meta.Step >= 1000000 {
 			t.Fatalf("checkpoint after SIGTERM: step %d, %v", meta.Step, err)
@@ -120,20 +113,13 @@ func TestSIGTERM(t *testing.T) {
 		ck := filepath.Join(dir, "m.arrow")
 		// --test-hang-after: the run blocks once 10 steps are checkpointed, so the first
 		// signal, sent once they are, cannot end it.
-		cmd := outfiletest.Command(append([]string{"--train", tr, "--checkpoint", ck, "--steps", "100", "--eval-every", "0",
+		run := outfiletest.Start(t, append([]string{"--train", tr, "--checkpoint", ck, "--steps", "100", "--eval-every", "0",
 			"--checkpoint-every", "1", "--test-hang-after", "10", "--workers", "1"}, tiny...))
-		var stderr outfiletest.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
 		waitCheckpoint(t, ck, 10)
-		cmd.Process.Signal(syscall.SIGINT)
-		stderr.WaitFor(t, "stopping at the next step", time.Minute)
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-		r := outfiletest.Result{Code: cmd.ProcessState.ExitCode(), Stderr: stderr.String()}
-		r.Expect(t, 143, "train: SIGINT: stopping at the next step", "train: stopped by SIGTERM")
+		run.Process.Signal(syscall.SIGINT)
+		run.Stderr.WaitFor(t, "stopping at the next step", time.Minute)
+		run.Process.Signal(syscall.SIGTERM)
+		run.Wait().Expect(t, 143, "train: SIGINT: stopping at the next step", "train: stopped by SIGTERM")
 		if _, err := artifact.ReadCheckpoint(ck); err != nil {
 			t.Fatalf("the checkpoint does not read: %v", err)
 		}
@@ -163,12 +149,7 @@ func TestOneRunPerOutput(t *testing.T) {
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "m.arrow")
 	args := append([]string{"--train", tr, "--checkpoint", ck, "--eval-every", "0", "--checkpoint-every", "1", "--workers", "1"}, tiny...)
-	first := outfiletest.Command(append(append([]string{}, args...), "--steps", "100", "--test-hang-after", "2"))
-	var stderr outfiletest.Buffer
-	first.Stderr = &stderr
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
+	first := outfiletest.Start(t, append(append([]string{}, args...), "--steps", "100", "--test-hang-after", "2"))
 	defer first.Process.Kill()
 	waitCheckpoint(t, ck, 2)
 	held := "another run is writing it (process " + strconv.Itoa(first.Process.Pid) + " holds"
@@ -179,7 +160,7 @@ func TestOneRunPerOutput(t *testing.T) {
 			"", 1, "train: --log "+filepath.Join(dir, "m-log.arrow")+": "+held),
 	})
 	first.Process.Signal(syscall.SIGINT)
-	stderr.WaitFor(t, "stopping at the next step", time.Minute)
+	first.Stderr.WaitFor(t, "stopping at the next step", time.Minute)
 	first.Process.Signal(syscall.SIGTERM)
 	first.Wait()
 	if _, err := os.Stat(filepath.Join(dir, ".m.arrow.lock")); !os.IsNotExist(err) {

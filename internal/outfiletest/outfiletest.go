@@ -224,6 +224,30 @@ func Make(t *testing.T) Fixtures {
 	return f
 }
 
+// Started is a command started with Start: the child process and its stderr so far.
+type Started struct {
+	*exec.Cmd
+	Stderr *Buffer
+}
+
+// Start starts the command with args (Command; env adds variables), its stderr collected,
+// for a test that acts on it while it runs (a signal, a second run).
+func Start(t *testing.T, args []string, env ...string) Started {
+	t.Helper()
+	s := Started{Cmd: Command(args, env...), Stderr: &Buffer{}}
+	s.Cmd.Stderr = s.Stderr
+	if err := s.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Wait waits for the command to end and returns its exit status and stderr.
+func (s Started) Wait() Result {
+	s.Cmd.Wait()
+	return Result{Code: s.Cmd.ProcessState.ExitCode(), Stderr: s.Stderr.String()}
+}
+
 // Buffer collects a child's output; the test may read it while the child writes.
 type Buffer struct {
 	mu sync.Mutex
