@@ -160,9 +160,9 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 // tiles, unsplit when they give every SM a block; otherwise K split into as many slices
 // as keep all the blocks resident at once (two per SM: splits·blocks ≤ 2·SMs), with at
 // least 256 of K per split; 64×64 tiles when that allows no two splits. A split more
-// would start a second wave of a few blocks, which costs as much as the first: rounding
-// 2·SMs / blocks up, as this did before, split the kernel bench's 104 tiles (1024 rows,
-// 3200 → 1600) 3 ways, 312 blocks for 264 slots on 132 SMs.
+// would start a second wave of a few blocks, which costs as much as the first (the kernel
+// bench's 104 tiles, 1024 rows × 3200 → 1600, split 3 ways would be 312 blocks for the
+// 264 slots of 132 SMs).
 func (d *Device) gemmShape(M, N, K int) (tile, splits int) {
 	sms := d.multiprocessors()
 	blocks := ceilDiv(M, 128) * ceilDiv(N, 128)
