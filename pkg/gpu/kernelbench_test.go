@@ -410,7 +410,7 @@ var kernelBenches = []benchCase{
 	// or gemm64_tf32_*; by-shape: the production choice, K split where the tiles are too
 	// few).
 	{"linear", linearBench(func(s benchSize) []linearLayer { return []linearLayer{{s.rows, 2 * s.dim}} },
-		everyTile, everyTile)},
+		everyTile, everyTF32Tile)},
 	// The GEMMs of one other-pool update, as the step runs them: the attention
 	// intersection's four layers at each of the plan levels that intersect, forward and
 	// backward. At FB15k-237 d=1600, b=512 those levels have 587, 280 and 78 branch rows
@@ -424,23 +424,32 @@ var kernelBenches = []benchCase{
 			ls = append(ls, linearLayer{r, 2 * s.dim}, linearLayer{r, s.dim}, linearLayer{r, 2 * s.dim}, linearLayer{n, s.dim})
 		}
 		return ls
-	}, []gemmChoice{{"reg64", 64, 1}, {"reg128", 128, 1}, {"by-shape", gemmTileAuto, 0}},
-		[]gemmChoice{{"by-shape", gemmTileAuto, 0}})},
+	}, []gemmChoice{{"reg64", 64, 1, false}, {"reg128", 128, 1, false}, {"by-shape", gemmTileAuto, 0, false}},
+		[]gemmChoice{{"reg-by-shape", gemmTileAuto, 0, true}, {"by-shape", gemmTileAuto, 0, false}})},
 }
 
 // linearLayer is one linear layer of a GEMM bench: rows × in inputs into the bench size's
 // dim outputs.
 type linearLayer struct{ rows, in int }
 
-// gemmChoice is a bench version's GEMM tile and K splits (Device.gemmTile, gemmSplit).
+// gemmChoice is a bench version's GEMM tile and K splits (Device.gemmTile, gemmSplit)
+// and, for TF32, whether it runs the register-staged kernels where the pipelined ones
+// could run (Device.tf32Reg).
 type gemmChoice struct {
 	name         string
 	tile, splits int
+	reg          bool
 }
 
 // everyTile: the first version's tiles, the register-tiled kernels' two, and the
 // production choice by shape.
-var everyTile = []gemmChoice{{"first", gemmTileFirst, 1}, {"reg64", 64, 1}, {"reg128", 128, 1}, {"by-shape", gemmTileAuto, 0}}
+var everyTile = []gemmChoice{{"first", gemmTileFirst, 1, false}, {"reg64", 64, 1, false}, {"reg128", 128, 1, false},
+	{"by-shape", gemmTileAuto, 0, false}}
+
+// everyTF32Tile: TF32's first version, the register-staged kernels' two tiles, the
+// pipelined kernels' two, and the production choice by shape (pipelined).
+var everyTF32Tile = []gemmChoice{{"first", gemmTileFirst, 1, false}, {"reg64", 64, 1, true}, {"reg128", 128, 1, true},
+	{"pipe64", 64, 1, false}, {"pipe128", 128, 1, false}, {"by-shape", gemmTileAuto, 0, false}}
 
 // linearBench is a bench case of the linear layers that layers gives, forward and
 // backward, one version per FP32 choice and per TF32 choice (named tf32-*). TF32 versions
@@ -507,12 +516,12 @@ func linearBench(layers func(benchSize) []linearLayer, fp32, tf32 []gemmChoice) 
 				name, m = "tf32-"+name, compute.MatmulTF32
 			}
 			return benchVersion{name, reset, func() error {
-				d.gemmTile, d.gemmSplit = g.tile, g.splits
+				d.gemmTile, d.gemmSplit, d.tf32Reg = g.tile, g.splits, g.reg
 				if err := d.SetMatmul(m); err != nil {
 					return err
 				}
 				defer func() {
-					d.gemmTile, d.gemmSplit = gemmTileAuto, 0
+					d.gemmTile, d.gemmSplit, d.tf32Reg = gemmTileAuto, 0, false
 					_ = d.SetMatmul(compute.MatmulFP32) // a known precision: cannot fail
 				}()
 				for i, l := range ls {

@@ -86,14 +86,16 @@ func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) er
 
 // gemm launches one of the GEMM kernels for C [M][N] (name: gemm_nt, gemm_nn or gemm_tn):
 // the register-tiled kernel of that name, linear.cu's (FP32) or, with TF32 products
-// (SetMatmul), tf32.cu's gemm_tf32_*, with 128×128 tiles; or, when those tiles would not
+// (SetMatmul), tf32.cu's gemm_tf32_pipe_* (its operands' rows 16-byte aligned, as the
+// model's are) or gemm_tf32_*, with 128×128 tiles; or, when those tiles would not
 // give every SM a block, the same kernel with K split S ways into a workspace that
 // gemm_splitk_sum adds up in order (gemmShape), or its 64×64 twin (_64) when K is too
 // short to split. Without a split every output's sum runs over k in order, so the tile
 // does not change a bit; a split sums S partial sums in order, deterministic for a given
 // shape and SM count. Either way, the work stated to a profiler is 2·M·N·K FLOPs
 // (gemmWork), the split's reads and writes of its workspace added. The first versions
-// (gemm64_*, gemm64_tf32_*) run only when a test or the bench fixes gemmTileFirst.
+// (gemm64_*, gemm64_tf32_*) run only when a test or the bench fixes gemmTileFirst, and
+// the register-staged TF32 kernels on aligned operands only when one sets tf32Reg.
 func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, ldc int, bias *F32, acc bool) error {
 	w := gemmWork(M, N, K, bias != nil, acc)
 	args := []arg{i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(ldc), ptr(bias), boolArg(acc)}
@@ -110,18 +112,23 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 		grid := [3]int{ceilDiv(N, tileN), min(ceilDiv(M, tileM), d.gridY), 1}
 		return d.launch(name, w, grid, [3]int{tileThreads, 1, 1}, args...)
 	}
+	// 16-byte loads need 16-byte aligned rows: an aligned base and a leading dimension
+	// that is a multiple of 4.
+	aligned := func(b *F32, ld int) bool { return b.Ptr()%16 == 0 && ld%4 == 0 }
+	vec := func(b *F32, ld int) arg { return boolArg(aligned(b, ld)) }
 	// linear.cu: threads of 8×8 outputs; tf32.cu: 8 warps of 64×32 outputs (128×128
-	// tiles) or 4 of 32×32 (64×64), 2·tile threads either way.
+	// tiles) or 4 of 32×32 (64×64), 2·tile threads either way. TF32 products of aligned
+	// operands: the pipelined kernels (cp.async), which copy only whole 16-byte chunks.
 	threads := tile * tile / 64
 	if d.tf32 {
 		name, threads = "gemm_tf32_"+layout, 2*tile
+		if !d.tf32Reg && aligned(A, lda) && aligned(B, ldb) {
+			name = "gemm_tf32_pipe_" + layout
+		}
 	}
 	if tile == 64 {
 		name += "_64"
 	}
-	// 16-byte loads need 16-byte aligned rows: an aligned base and a leading dimension
-	// that is a multiple of 4.
-	vec := func(b *F32, ld int) arg { return boolArg(b.Ptr()%16 == 0 && ld%4 == 0) }
 	block := [3]int{threads, 1, 1}
 	grid := [3]int{ceilDiv(N, tile), min(ceilDiv(M, tile), d.gridY), 1}
 	if splits <= 1 || K == 0 || splits*M*N > math.MaxInt32 {

@@ -80,17 +80,20 @@ func testLinear(h *harness) {
 	}
 }
 
-// testLinearTF32: the TF32 GEMMs (SetMatmul(tf32): tf32.cu) through every tile
-// (gemm_tf32_* at 128×128 and 64×64, the first version gemm64_tf32_*, K split 3 ways and
-// twice 5 ways, the choice by shape) against the CPU reference that rounds the same way,
+// testLinearTF32: the TF32 GEMMs (SetMatmul(tf32): tf32.cu) through every kernel and tile
+// (the pipelined gemm_tf32_pipe_* and the register-staged gemm_tf32_* at 128×128 and
+// 64×64, the first version gemm64_tf32_*, K split 3 ways and twice 5 ways, the choice by
+// shape) against the CPU reference that rounds the same way,
 // at shapes over several tiles with ragged edges, K not a multiple of the MMA's 8 nor of
 // the slice's 16, leading dimensions that are not multiples of 4 and operands off a
 // 16-byte boundary (the scalar loads), K = 0, K long enough for the choice to split, and
 // rows past the grid's y cap (tiny-grid); within the float32 accumulation error of the
 // rounded products, and at TF32's distance from the FP32 products
-// (computetest.CheckTF32). Unsplit, every tile's outputs are equal bit for bit (each
-// output is the same MMAs over k in order); a split repeated gives the same bits. Then
-// FP32 again: the setting switches back.
+// (computetest.CheckTF32). Unsplit, every tile of a kernel gives the same bits (each
+// output is the same MMAs over k in order; the register-staged kernels' and the first
+// version's are the same too); a split repeated gives the same bits. The pipelined
+// kernels run where the operands are aligned, which the profile of an aligned layer
+// shows. Then FP32 again: the setting switches back.
 func testLinearTF32(h *harness) {
 	h.ok(h.d.SetMatmul(compute.MatmulTF32))
 	defer func() {
@@ -110,10 +113,14 @@ func testLinearTF32(h *harness) {
 	type run struct {
 		name         string
 		tile, splits int
+		reg          bool   // the register-staged kernels (tf32Reg)
 		sameBits     string // the run whose bits this one must equal, if any
 	}
-	runs := []run{{"128", 128, 1, ""}, {"64", 64, 1, "128"}, {"first", gemmTileFirst, 1, "128"},
-		{"split3", 128, 3, ""}, {"split5", 64, 5, ""}, {"split5 again", 64, 5, "split5"}, {"by shape", gemmTileAuto, 0, ""}}
+	runs := []run{{"128", 128, 1, false, ""}, {"64", 64, 1, false, "128"}, {"reg128", 128, 1, true, ""},
+		{"reg64", 64, 1, true, "reg128"}, {"first", gemmTileFirst, 1, false, "reg128"}, {"split3", 128, 3, false, ""},
+		{"split5", 64, 5, false, ""}, {"split5 again", 64, 5, false, "split5"}, {"reg split5", 64, 5, true, ""},
+		{"by shape", gemmTileAuto, 0, false, ""}}
+	defer func() { h.d.tf32Reg = false }()
 	for _, sh := range shapes {
 		rows, in, out := sh.rows, sh.in, sh.out
 		h.t.Run(fmt.Sprint(rows, "x", in, "x", out, map[bool]string{true: "+1"}[sh.offset]), func(t *testing.T) {
@@ -126,7 +133,7 @@ func testLinearTF32(h *harness) {
 			compute.Reference[float32]{}.LinearBackward(nil, make([]float32, out*in), db, l.DY, l.X, l.W, rows, in, out)
 			results := map[string][3][]float32{}
 			for _, r := range runs {
-				h.d.gemmTile, h.d.gemmSplit = r.tile, r.splits
+				h.d.gemmTile, h.d.gemmSplit, h.d.tf32Reg = r.tile, r.splits, r.reg
 				X, W, B, Y := up(l.X), up(l.W), up(l.B), up(make([]float32, rows*out))
 				h.ok(h.d.LinearForward(Y, X, W, B, rows, in, out))
 				DX, DW, DB := up(l.DX0), up(l.DW0), up(make([]float32, out))
@@ -157,7 +164,26 @@ func testLinearTF32(h *harness) {
 			}
 		})
 	}
-	h.d.gemmTile, h.d.gemmSplit = gemmTileAuto, 0
+	h.d.gemmTile, h.d.gemmSplit, h.d.tf32Reg = gemmTileAuto, 0, false
+	for _, c := range []struct {
+		tile int
+		want []string
+	}{{128, []string{"gemm_tf32_pipe_nt", "gemm_tf32_pipe_nn", "gemm_tf32_pipe_tn"}},
+		{64, []string{"gemm_tf32_pipe_nt_64", "gemm_tf32_pipe_nn_64", "gemm_tf32_pipe_tn_64"}}} {
+		h.d.gemmTile = c.tile
+		l := computetest.NewLinearTF32(h.rng, 40, 24, 36)
+		launched := kernelsLaunched(h, func() {
+			X, W := h.up(l.X), h.up(l.W)
+			h.ok(h.d.LinearForward(h.zeros(40*36), X, W, h.up(l.B), 40, 24, 36))
+			h.ok(h.d.LinearBackward(h.up(l.DX0), h.up(l.DW0), nil, h.up(l.DY), X, W, 40, 24, 36))
+		})
+		for _, k := range c.want {
+			if !launched[k] {
+				h.t.Fatalf("tile %d, aligned operands: %s did not run (ran %v)", c.tile, k, launched)
+			}
+		}
+	}
+	h.d.gemmTile = gemmTileAuto
 	h.ok(h.d.SetMatmul(compute.MatmulFP32))
 	l := computetest.NewLinearTF32(h.rng, 70, 90, 40)
 	Y := h.zeros(70 * 40)
@@ -208,4 +234,22 @@ func roundOnDevice(h *harness, in []uint32) []float32 {
 	X, Y := h.up(x), h.zeros(len(x))
 	h.ok(h.d.each("tf32_round_f32", len(x), Work{Bytes: 8 * int64(len(x)), FLOPs: int64(len(x))}, ptr(Y), ptr(X), i32(len(x))))
 	return h.down(Y)
+}
+
+// kernelsLaunched runs f with a profiler of its own attached to the device (the one
+// attached before is put back) and returns the names of the kernels f launched.
+func kernelsLaunched(h *harness, f func()) map[string]bool {
+	h.t.Helper()
+	before := h.d.prof.Load()
+	p := NewProfiler(h.d, false)
+	h.d.Profile(p)
+	f()
+	h.d.Profile(before)
+	recs, err := p.Records()
+	h.ok(err)
+	names := map[string]bool{}
+	for _, r := range recs {
+		names[r.Kernel] = true
+	}
+	return names
 }

@@ -3,18 +3,23 @@
 package train_test
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
 	"github.com/rocone/rocone/pkg/gpu/gpumodel"
 	. "github.com/rocone/rocone/pkg/train"
-	"path/filepath"
-	"testing"
 
 	"github.com/rocone/rocone/internal/gputest"
 	"github.com/rocone/rocone/pkg/compute"
 )
 
 // TestMatmulTF32Device trains ConE with TF32 products on the (emulated) device, whose
-// GEMMs are then tf32.cu's: the loss curve follows the CPU's TF32 run (the rounding
-// reference), and two device runs are bit-identical. The curves may drift a little more
+// GEMMs are then tf32.cu's pipelined kernels (the second run's profile lists them, and
+// no other GEMM): the loss curve follows the CPU's TF32 run (the rounding reference),
+// and two device runs are bit-identical. The curves may drift a little more
 // than FP32's (tf32Curves): an activation that the device and the CPU compute a rounding
 // apart, next to a TF32 rounding boundary, rounds to neighbours 2⁻¹⁰ apart, so one
 // validation query's rank may move.
@@ -30,7 +35,27 @@ func TestMatmulTF32Device(t *testing.T) {
 	for _, name := range []string{"dev1", "dev2"} {
 		dev := gputest.Emulator(t)
 		o := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, name+".arrow"), Log: filepath.Join(dir, name+"-log.arrow"), Device: gpumodel.TrainDevice(dev)}
+		if name == "dev2" {
+			o.Profile = ProfileOptions{Path: filepath.Join(dir, "profile.md"), From: 2, Steps: 3}
+		}
 		RunT(t, cfg, o)
+		if name == "dev2" {
+			prof, err := os.ReadFile(o.Profile.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gemms := regexp.MustCompile("`(gemm[a-z0-9_]*)`").FindAllStringSubmatch(string(prof), -1)
+			kinds := map[string]bool{}
+			for _, g := range gemms {
+				if !strings.HasPrefix(g[1], "gemm_tf32_pipe_") {
+					t.Errorf("the TF32 step ran %s", g[1])
+				}
+				kinds[strings.TrimSuffix(g[1], "_64")] = true
+			}
+			if len(kinds) != 3 {
+				t.Errorf("the TF32 step's GEMMs: %v, want gemm_tf32_pipe_nt, _nn and _tn\n%s", kinds, prof)
+			}
+		}
 		if dev.Matmul() != compute.MatmulTF32 {
 			t.Fatalf("the device computed in %s", dev.Matmul())
 		}

@@ -33,6 +33,8 @@ thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 #include "../kernels/score.cu"
 #include "../kernels/tf32.cu"
 
+thread_local unsigned char emu_lane_phase[1024];
+
 // ---------------------------------------------------------------------------------------
 // Atomics.
 
@@ -81,7 +83,8 @@ struct Worker {
 	ucontext_t sched;
 	std::vector<Fiber> fibers;
 	std::vector<char*> stacks;
-	int cur = 0;
+	int cur = 0; // the running thread
+	int n = 0;   // the block's threads
 	void (*thunk)(const uint64_t*) = nullptr;
 	const uint64_t* args = nullptr;
 	std::string err;
@@ -124,18 +127,25 @@ bool run_block(Worker* w, dim3 bidx, dim3 bdim) {
 		makecontext(&f.ctx, fiber_main, 0);
 	}
 	blockIdx = bidx;
+	memset(emu_lane_phase, 0, sizeof emu_lane_phase);
+	w->n = n;
 	for (;;) {
-		int done = 0, waiting = 0;
-		for (int i = 0; i < n; i++) {
-			Fiber& f = w->fibers[i];
-			if (f.state == RUNNABLE) {
-				w->cur = i;
-				threadIdx = f.idx;
-				swapcontext(&w->sched, &f.ctx);
+		// One pass: every runnable thread in index order, each until its next barrier or
+		// its end. A thread that reaches a barrier hands over to the next runnable thread
+		// itself (__syncthreads); control comes back here after the last one, or when one
+		// ends, and the pass goes on after it.
+		for (int i = 0; i < n;) {
+			if (w->fibers[i].state != RUNNABLE) {
+				i++;
+				continue;
 			}
-			if (f.state == DONE) done++;
-			else waiting++;
+			w->cur = i;
+			threadIdx = w->fibers[i].idx;
+			swapcontext(&w->sched, &w->fibers[i].ctx);
+			i = w->cur + 1;
 		}
+		int done = 0;
+		for (int i = 0; i < n; i++) done += w->fibers[i].state == DONE;
 		if (done == n) return true;
 		if (done > 0) {
 			char buf[200];
@@ -152,12 +162,23 @@ bool run_block(Worker* w, dim3 bidx, dim3 bdim) {
 
 } // namespace
 
-// __syncthreads: suspend this CUDA thread until the whole block has arrived.
+// __syncthreads: suspend this CUDA thread until the whole block has arrived, switching
+// straight to the next runnable thread of the pass (one context switch a thread and
+// barrier, not two through the scheduler), or to the scheduler after the last.
 void __syncthreads() {
 	Worker* w = tw;
 	if (!w) abort(); // not inside a launch
-	Fiber& f = w->fibers[w->cur];
+	const int cur = w->cur;
+	Fiber& f = w->fibers[cur];
 	f.state = AT_BARRIER;
+	for (int j = cur + 1; j < w->n; j++) {
+		if (w->fibers[j].state == RUNNABLE) {
+			w->cur = j;
+			threadIdx = w->fibers[j].idx;
+			swapcontext(&f.ctx, &w->fibers[j].ctx);
+			return;
+		}
+	}
 	swapcontext(&f.ctx, &w->sched);
 }
 
@@ -362,6 +383,12 @@ const KernelInfo table[] = {
     K(gemm_tf32_nt_64),
     K(gemm_tf32_nn_64),
     K(gemm_tf32_tn_64),
+    K(gemm_tf32_pipe_nt),
+    K(gemm_tf32_pipe_nn),
+    K(gemm_tf32_pipe_tn),
+    K(gemm_tf32_pipe_nt_64),
+    K(gemm_tf32_pipe_nn_64),
+    K(gemm_tf32_pipe_tn_64),
     K(tf32_round_f32),
 };
 

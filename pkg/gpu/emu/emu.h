@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 struct dim3 {
 	unsigned int x, y, z;
@@ -34,6 +35,11 @@ extern thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 void __syncthreads();
 
+// emu_lane_phase: per thread of the running block, a byte that emulated warp-collective
+// operations may keep their state in (tf32.cu's mma_tf32: which of two scratch buffers
+// its next call uses); zero when each block starts.
+extern thread_local unsigned char emu_lane_phase[1024];
+
 // The round-to-nearest arithmetic intrinsics: on the CPU, plain float operations (the
 // emulator's C++ is compiled without FMA contraction on amd64's baseline).
 inline float __fmul_rn(float a, float b) { return a * b; }
@@ -46,6 +52,23 @@ struct alignas(16) float4 {
 	float x, y, z, w;
 };
 inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+
+// float2, for the 8-byte shared loads of tf32.cu's fragments.
+struct alignas(8) float2 {
+	float x, y;
+};
+
+// The bit casts between float and its 32-bit pattern.
+inline unsigned __float_as_uint(float x) {
+	unsigned u;
+	memcpy(&u, &x, 4);
+	return u;
+}
+inline float __uint_as_float(unsigned u) {
+	float x;
+	memcpy(&x, &u, 4);
+	return x;
+}
 
 float atomicAdd(float* address, float val);
 double atomicAdd(double* address, double val);

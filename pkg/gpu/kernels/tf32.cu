@@ -18,10 +18,9 @@
 // banks, and are rounded to TF32 once, as they are stored there.
 //
 // On the device the MMA is the instruction itself (sm_80 and later: the H100 runs this
-// PTX). Under the launch emulator (package emu: this file compiled as C++) there is no
-// warp to cooperate with, but there need not be: every lane reads the whole 16×8×8 tile
-// from shared memory, so mma_tf32_16x8x8 (and tf_mma_tile) computes each of its four
-// outputs itself,
+// PTX). Under the launch emulator (package emu: this file compiled as C++) mma_tf32 does
+// with the lanes' fragment registers what the instruction does: the warp's lanes pool
+// their fragments, and each computes its four outputs from the whole 16×8×8 tile,
 //
 //	d = (((d + a₀b₀) + a₁b₁) + … + a₇b₇)   in float32, k in order,
 //
@@ -73,31 +72,61 @@ __device__ __forceinline__ float tf32_round(float x) {
 #endif
 }
 
-// mma_tf32_16x8x8: one warp's D += A·B for a 16×8×8 tile, A(m, k) = As[k·lda + m] and
-// B(k, n) = Bs[k·ldb + n] in shared memory, already rounded to TF32. d is this lane's part
-// of the 16×8 accumulator in the MMA's layout: with g = lane/4, t = lane%4, d[q] is
-// element (g + 8·(q/2), 2t + q%2). All 32 lanes of the warp must call it together.
-__device__ __forceinline__ void mma_tf32_16x8x8(float d[4], const float* As, int lda, const float* Bs, int ldb) {
-	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+// mma_tf32 is one warp's D += A·B on the tensor cores for a 16×8×8 tile, from its lanes'
+// fragments in the layout of the PTX ISA (mma.m16n8k8 with .tf32 operands): with g =
+// lane/4 and t = lane%4, a lane holds
+//
+//	a = {A(g, t), A(g+8, t), A(g, t+4), A(g+8, t+4)}   b = {B(t, g), B(t+4, g)}
+//	d = {D(g, 2t), D(g, 2t+1), D(g+8, 2t), D(g+8, 2t+1)}
+//
+// the factors already rounded to TF32. All 32 lanes of the warp call it together. On the
+// device it is the instruction. The emulator does what the instruction does with the
+// registers: each lane publishes its fragments to its warp through shared memory and
+// computes its four outputs from the whole tile, d + A(m,0)·B(0,n) + … + A(m,7)·B(7,n)
+// in float32, k in order. So the lanes' fragment loads, the part of a kernel the
+// emulator cannot take on trust, are the device's own code, checked on the CPU against
+// the ISA's layout. (The emulator synchronises the whole block once an MMA: every thread
+// of the block must call it the same number of times, as the GEMMs below do.)
+__device__ __forceinline__ void mma_tf32(float d[4], const unsigned a[4], const unsigned b[2]) {
 #ifdef __CUDA_ARCH__
-	// The fragments (PTX ISA, mma.m16n8k8 .tf32): a0 (g, t), a1 (g+8, t), a2 (g, t+4),
-	// a3 (g+8, t+4) of A [m][k]; b0 (t, g), b1 (t+4, g) of B [k][n].
-	unsigned a0 = __float_as_uint(As[t * lda + g]), a1 = __float_as_uint(As[t * lda + g + 8]);
-	unsigned a2 = __float_as_uint(As[(t + 4) * lda + g]), a3 = __float_as_uint(As[(t + 4) * lda + g + 8]);
-	unsigned b0 = __float_as_uint(Bs[t * ldb + g]), b1 = __float_as_uint(Bs[(t + 4) * ldb + g]);
 	asm volatile(
 	    "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, "
 	    "%3};\n"
 	    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-	    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
+	// Two scratch buffers, used in turn (each lane's phase): an MMA's lanes write one while
+	// the lanes of the last may still read the other, so one barrier an MMA suffices.
+	__shared__ unsigned frag[2][32][32][6]; // [phase][warp][lane]: a0 … a3, b0, b1
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+	const int ph = emu_lane_phase[threadIdx.x];
+	emu_lane_phase[threadIdx.x] = ph ^ 1;
+	for (int r = 0; r < 4; r++) frag[ph][warp][lane][r] = a[r];
+	frag[ph][warp][lane][4] = b[0];
+	frag[ph][warp][lane][5] = b[1];
+	__syncthreads();
+	const unsigned(*f)[6] = frag[ph][warp];
 	for (int q = 0; q < 4; q++) {
 		const int m = g + 8 * (q >> 1), n = 2 * t + (q & 1);
 		float s = d[q];
-		for (int k = 0; k < 8; k++) s += As[k * lda + m] * Bs[k * ldb + n];
+		for (int k = 0; k < 8; k++) // A(m, k): lane (m%8)·4 + k%4, a[m/8 + 2·(k/4)]; B(k, n): lane 4n + k%4, b[k/4]
+			s += __uint_as_float(f[(m & 7) * 4 + (k & 3)][(m >> 3) + 2 * (k >> 2)]) *
+			     __uint_as_float(f[n * 4 + (k & 3)][4 + (k >> 2)]);
 		d[q] = s;
 	}
 #endif
+}
+
+// mma_tf32_16x8x8: one warp's D += A·B for a 16×8×8 tile, A(m, k) = As[k·lda + m] and
+// B(k, n) = Bs[k·ldb + n] in shared memory, already rounded to TF32; d is this lane's part
+// of the accumulator (mma_tf32's layout). The first version's fragments: loaded for every
+// MMA.
+__device__ __forceinline__ void mma_tf32_16x8x8(float d[4], const float* As, int lda, const float* Bs, int ldb) {
+	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+	const unsigned a[4] = {__float_as_uint(As[t * lda + g]), __float_as_uint(As[t * lda + g + 8]),
+	                       __float_as_uint(As[(t + 4) * lda + g]), __float_as_uint(As[(t + 4) * lda + g + 8])};
+	const unsigned b[2] = {__float_as_uint(Bs[t * ldb + g]), __float_as_uint(Bs[(t + 4) * ldb + g])};
+	mma_tf32(d, a, b);
 }
 
 // C[m][n] (row stride ldc) = (accumulate ? C[m][n] : 0) + Σ_k r(A(m,k))·r(B(k,n)) + bias[n],
@@ -221,10 +250,7 @@ template <int LA, int LB, int MI, int NJ>
 __device__ __forceinline__ void tf_mma_tile(float acc[MI][NJ][4], const float* As, const float* Bs, int k, int wm,
                                             int wn) {
 	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-#ifdef __CUDA_ARCH__
 	const int k0 = k + t, k1 = k + t + 4;
-	// The fragments (PTX ISA, mma.m16n8k8 .tf32): a0 (g, t), a1 (g+8, t), a2 (g, t+4),
-	// a3 (g+8, t+4) of A [m][k]; b0 (t, g), b1 (t+4, g) of B [k][n].
 	// B's fragments first, then A's one 16-row block at a time with its NJ MMAs: every
 	// fragment loaded once, and 4 + 2·NJ of them live rather than 4·MI + 2·NJ.
 	unsigned b[NJ][2];
@@ -235,29 +261,10 @@ __device__ __forceinline__ void tf_mma_tile(float acc[MI][NJ][4], const float* A
 	}
 	for (int i = 0; i < MI; i++) {
 		const int m = wm + 16 * i + g;
-		const unsigned a0 = __float_as_uint(As[k0 * LA + m]);
-		const unsigned a1 = __float_as_uint(As[k0 * LA + m + 8]);
-		const unsigned a2 = __float_as_uint(As[k1 * LA + m]);
-		const unsigned a3 = __float_as_uint(As[k1 * LA + m + 8]);
-		for (int j = 0; j < NJ; j++)
-			asm volatile(
-			    "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-			    "{%0, %1, %2, %3};\n"
-			    : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
-			    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b[j][0]), "r"(b[j][1]));
+		const unsigned a[4] = {__float_as_uint(As[k0 * LA + m]), __float_as_uint(As[k0 * LA + m + 8]),
+		                       __float_as_uint(As[k1 * LA + m]), __float_as_uint(As[k1 * LA + m + 8])};
+		for (int j = 0; j < NJ; j++) mma_tf32(acc[i][j], a, b[j]);
 	}
-#else
-	// Each lane its own outputs of every MMA, (g + 8·(q/2), 2t + q%2) of tile (i, j), the
-	// eight products added in k order (see the top of the file).
-	for (int i = 0; i < MI; i++)
-		for (int j = 0; j < NJ; j++)
-			for (int q = 0; q < 4; q++) {
-				const int m = wm + 16 * i + g + 8 * (q >> 1), n = wn + 8 * j + 2 * t + (q & 1);
-				float s = acc[i][j][q];
-				for (int kk = k; kk < k + 8; kk++) s += As[kk * LA + m] * Bs[kk * LB + n];
-				acc[i][j][q] = s;
-			}
-#endif
 }
 
 // C[m][n] (row stride ldc) = (accumulate ? C[m][n] : 0) + Σ_k r(A(m,k))·r(B(k,n)) + bias[n]
@@ -360,6 +367,211 @@ GEMM_TF32(gemm_tf32_tn, true, false, 128, 128, 64, 32)
 GEMM_TF32(gemm_tf32_nt_64, false, true, 64, 64, 32, 32)
 GEMM_TF32(gemm_tf32_nn_64, false, false, 64, 64, 32, 32)
 GEMM_TF32(gemm_tf32_tn_64, true, false, 64, 64, 32, 32)
+
+// ---------------------------------------------------------------------------------------
+// The pipelined TF32 GEMM: gemm_tf32_pipe_nt / nn / tn (128×128 tiles, 8 warps of 64×32)
+// and gemm_tf32_pipe_*_64 (64×64, 4 warps of 32×32), gemm_tf32_reg's arguments, tiles,
+// split-K and results, for operands whose rows are 16-byte aligned (vecA and vecB: the
+// host launches them only then). Three changes from gemm_tf32_reg:
+//
+//   - The slices of K are 16 deep, copied from global to shared memory by cp.async
+//     (sm_80), 16 bytes at a time and without passing through registers: the next slice
+//     is in flight while the warps multiply the current one, two K steps of 8 between
+//     barriers instead of one, and no registers held for the copy.
+//   - The shared tiles keep the operands' own layouts, so that every copy is 16 bytes:
+//     rows along k ([m][k], [n][k]: 16 + 4 or 16 + 8 floats) or along m / n ([k][m],
+//     [k][n]: 128 + 8). Each lane rounds the values it copied, in place, after its copies
+//     land and before the barrier that publishes them (the same tf32_round, once per
+//     value, as gemm_tf32_reg rounds them on their way in).
+//   - When both operands' rows run along k (gemm_tf32_pipe_nt, the forward pass), the
+//     MMA's k index is laid over k in pairs: lane t's fragment registers for k = t and
+//     t + 4 hold the slice's k = 2t and 2t + 1, adjacent in shared memory, so each A
+//     fragment pair and each B fragment is one 8-byte load (12 loads for 16 MMAs, not 24).
+//     An MMA adds all eight products whatever their k, so the sum is the same one; the
+//     emulator, which adds them in the order of the MMA's k, adds them in the order 0, 2,
+//     4, 6, 1, 3, 5, 7 of the slice's, so its bits differ from gemm_tf32_reg's by the
+//     order of the additions.
+//
+// Bank use, a warp's fragment loads (g = lane/4, t = lane%4): [k][x] rows of 136 floats,
+// t·136 + g ≡ 8t + g (mod 32), 32 banks; [x][k] rows of 20, 20g + t and 20g + t + 4,
+// 32 banks; the pairs' rows of 24: a half-warp's 8-byte loads at 24g + 2t cover 32 banks
+// once. The stages take 48 KB (nt), 37 KB (nn), 35 KB (tn) of shared memory at 128×128.
+#define TP_BK 16
+
+// cp_async16 copies the 16 bytes at src (global) to dst (shared), of which the first
+// `bytes` (0 … 16) are read and the rest are zeros: asynchronously on the device
+// (cp.async.cg, sm_80), at once in the emulator. cp_async_commit closes the lane's group
+// of copies; cp_async_wait_all waits until all of the lane's copies have landed (visible
+// to the lane; to the block after a barrier).
+__device__ __forceinline__ void cp_async16(float* dst, const float* src, int bytes) {
+#ifdef __CUDA_ARCH__
+	const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+#else
+	memcpy(dst, src, bytes);
+	memset((char*)dst + bytes, 0, 16 - bytes);
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void cp_async_wait_all() {
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+// tp_chunk is where lane t's i-th 16-byte chunk of a slice (k from k0, x from x0) of one
+// operand X lives: its offset in X, its place in the shared tile S (rows of LD floats) and
+// how many of its 4 values exist. KMAJOR: X(x, k) = X[k·ld + x], tile [k][x]; otherwise
+// X(x, k) = X[x·ld + k], tile [x][k] (as rt_load_slice).
+template <bool KMAJOR, int BX, int LD, int T>
+__device__ __forceinline__ void tp_chunk(int i, int t, int ld, int x0, int XN, int k0, int K, long long* off, int* at,
+                                         int* valid) {
+	const int q = t + i * T;
+	if (KMAJOR) {
+		const int kk = q / (BX / 4), xq = q % (BX / 4) * 4, gk = k0 + kk, gx = x0 + xq;
+		*off = (long long)gk * ld + gx, *at = kk * LD + xq, *valid = gk < K ? rt_clamp4(XN - gx) : 0;
+	} else {
+		const int row = q / (TP_BK / 4), kq = q % (TP_BK / 4) * 4, gx = x0 + row, gk = k0 + kq;
+		*off = (long long)gx * ld + gk, *at = row * LD + kq, *valid = gx < XN ? rt_clamp4(K - gk) : 0;
+	}
+}
+
+// tp_copy_slice starts lane t's Q chunk copies of a slice into S; tp_round_slice rounds
+// them to TF32 in place once they have landed.
+template <bool KMAJOR, int BX, int LD, int Q, int T>
+__device__ __forceinline__ void tp_copy_slice(float* S, const float* X, int ld, int x0, int XN, int k0, int K, int t) {
+	for (int i = 0; i < Q; i++) {
+		long long off;
+		int at, valid;
+		tp_chunk<KMAJOR, BX, LD, T>(i, t, ld, x0, XN, k0, K, &off, &at, &valid);
+		cp_async16(&S[at], valid ? X + off : X, 4 * valid);
+	}
+}
+
+template <bool KMAJOR, int BX, int LD, int Q, int T>
+__device__ __forceinline__ void tp_round_slice(float* S, int t) {
+	for (int i = 0; i < Q; i++) {
+		long long off;
+		int at, valid;
+		tp_chunk<KMAJOR, BX, LD, T>(i, t, 0, 0, 0, 0, 0, &off, &at, &valid);
+		float4 v = *(float4*)&S[at];
+		v.x = tf32_round(v.x), v.y = tf32_round(v.y), v.z = tf32_round(v.z), v.w = tf32_round(v.w);
+		*(float4*)&S[at] = v;
+	}
+}
+
+// tp_mma_step: one warp's MI×NJ MMAs of the K step of 8 at k of a stage, A's tile at As
+// (rows of LA: [k][m] when TA, else [m][k]), B's at Bs (rows of LB: [n][k] when TB, else
+// [k][n]); k in pairs when both run along k (see above).
+template <bool TA, bool TB, int LA, int LB, int MI, int NJ>
+__device__ __forceinline__ void tp_mma_step(float acc[MI][NJ][4], const float* As, const float* Bs, int k, int wm,
+                                            int wn) {
+	constexpr bool PAIRS = !TA && TB;
+	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+	unsigned b[NJ][2];
+	for (int j = 0; j < NJ; j++) {
+		const int n = wn + 8 * j + g;
+		if (PAIRS) {
+			const float2 v = *(const float2*)&Bs[n * LB + k + 2 * t];
+			b[j][0] = __float_as_uint(v.x), b[j][1] = __float_as_uint(v.y);
+		} else if (TB) {
+			b[j][0] = __float_as_uint(Bs[n * LB + k + t]), b[j][1] = __float_as_uint(Bs[n * LB + k + t + 4]);
+		} else {
+			b[j][0] = __float_as_uint(Bs[(k + t) * LB + n]), b[j][1] = __float_as_uint(Bs[(k + t + 4) * LB + n]);
+		}
+	}
+	for (int i = 0; i < MI; i++) {
+		const int m = wm + 16 * i + g;
+		unsigned a[4];
+		if (PAIRS) {
+			const float2 lo = *(const float2*)&As[m * LA + k + 2 * t], hi = *(const float2*)&As[(m + 8) * LA + k + 2 * t];
+			a[0] = __float_as_uint(lo.x), a[1] = __float_as_uint(hi.x), a[2] = __float_as_uint(lo.y),
+			a[3] = __float_as_uint(hi.y);
+		} else if (TA) {
+			a[0] = __float_as_uint(As[(k + t) * LA + m]), a[1] = __float_as_uint(As[(k + t) * LA + m + 8]);
+			a[2] = __float_as_uint(As[(k + t + 4) * LA + m]), a[3] = __float_as_uint(As[(k + t + 4) * LA + m + 8]);
+		} else {
+			a[0] = __float_as_uint(As[m * LA + k + t]), a[1] = __float_as_uint(As[(m + 8) * LA + k + t]);
+			a[2] = __float_as_uint(As[m * LA + k + t + 4]), a[3] = __float_as_uint(As[(m + 8) * LA + k + t + 4]);
+		}
+		for (int j = 0; j < NJ; j++) mma_tf32(acc[i][j], a, b[j]);
+	}
+}
+
+template <bool TA, bool TB, int BM, int BN, int WM, int WN>
+__device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
+                                               float* C, int ldc, const float* bias, int accumulate, int kSplit,
+                                               int splitStride) {
+	gemm_split_k<TA, TB>(K, A, lda, B, ldb, C, kSplit, splitStride);
+	constexpr int WX = BN / WN, T = 32 * WX * (BM / WM), MI = WM / 16, NJ = WN / 8;
+	constexpr int QA = BM * TP_BK / (4 * T), QB = BN * TP_BK / (4 * T); // 16-byte chunks per lane per slice
+	static_assert(QA * 4 * T == BM * TP_BK && QB * 4 * T == BN * TP_BK, "a slice is whole chunks");
+	constexpr int LK = TP_BK + (!TA && TB ? 8 : 4); // a row along k
+	constexpr int LA = TA ? BM + 8 : LK, LB = TB ? LK : BN + 8;
+	constexpr int SA = (TA ? TP_BK : BM) * LA, SB = (TB ? BN : TP_BK) * LB; // a stage's floats
+	__shared__ __align__(16) float As[2][SA];
+	__shared__ __align__(16) float Bs[2][SB];
+	const int t = threadIdx.x, warp = t >> 5;
+	const int wm = warp / WX * WM, wn = warp % WX * WN;
+	const int n0 = blockIdx.x * BN, slices = (K + TP_BK - 1) / TP_BK;
+	for (int m0 = blockIdx.y * BM; m0 < M; m0 += gridDim.y * BM) {
+		auto copy = [&](int s, int k0) {
+			tp_copy_slice<TA, BM, LA, QA, T>(As[s], A, lda, m0, M, k0, K, t);
+			tp_copy_slice<!TB, BN, LB, QB, T>(Bs[s], B, ldb, n0, N, k0, K, t);
+			cp_async_commit();
+		};
+		float acc[MI][NJ][4];
+		for (int i = 0; i < MI; i++)
+			for (int j = 0; j < NJ; j++)
+				for (int q = 0; q < 4; q++) acc[i][j][q] = 0.f;
+		if (slices > 0) copy(0, 0);
+		for (int sl = 0; sl < slices; sl++) {
+			const int s = sl & 1;
+			cp_async_wait_all();
+			tp_round_slice<TA, BM, LA, QA, T>(As[s], t);
+			tp_round_slice<!TB, BN, LB, QB, T>(Bs[s], t);
+			__syncthreads(); // stage s is whole; every warp is done with stage s^1 (slice sl-1)
+			if (sl + 1 < slices) copy(s ^ 1, (sl + 1) * TP_BK);
+			tp_mma_step<TA, TB, LA, LB, MI, NJ>(acc, As[s], Bs[s], 0, wm, wn);
+			tp_mma_step<TA, TB, LA, LB, MI, NJ>(acc, As[s], Bs[s], 8, wm, wn);
+		}
+		__syncthreads(); // before the next tile's copies reuse the stages
+		const int lane = t & 31, g = lane >> 2, tg = lane & 3;
+#pragma unroll
+		for (int i = 0; i < MI; i++)
+#pragma unroll
+			for (int j = 0; j < NJ; j++)
+#pragma unroll
+				for (int q = 0; q < 4; q++) {
+					const int gm = m0 + wm + 16 * i + g + 8 * (q >> 1), gn = n0 + wn + 8 * j + 2 * tg + (q & 1);
+					if (gm >= M || gn >= N) continue;
+					gemm_epilogue(C, ldc, gm, gn, acc[i][j][q], bias, accumulate);
+				}
+	}
+}
+
+// Launch bounds as gemm_tf32_reg's. vecA and vecB are not read: the operands must be
+// 16-byte aligned rows.
+#define GEMM_TF32_PIPE(name, TA, TB, BM, BN, WM, WN)                                                           \
+	extern "C" __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN), 16 / ((BM / WM) * (BN / WN)))       \
+	    name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,            \
+	         const float* bias, int accumulate, int vecA, int vecB, int kSplit, int splitStride) {                \
+		gemm_tf32_pipe<TA, TB, BM, BN, WM, WN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, kSplit,     \
+		                                       splitStride);                                                  \
+	}
+
+GEMM_TF32_PIPE(gemm_tf32_pipe_nt, false, true, 128, 128, 64, 32)
+GEMM_TF32_PIPE(gemm_tf32_pipe_nn, false, false, 128, 128, 64, 32)
+GEMM_TF32_PIPE(gemm_tf32_pipe_tn, true, false, 128, 128, 64, 32)
+GEMM_TF32_PIPE(gemm_tf32_pipe_nt_64, false, true, 64, 64, 32, 32)
+GEMM_TF32_PIPE(gemm_tf32_pipe_nn_64, false, false, 64, 64, 32, 32)
+GEMM_TF32_PIPE(gemm_tf32_pipe_tn_64, true, false, 64, 64, 32, 32)
 
 // y[i] = tf32_round(x[i]): the rounding alone, for its tests (the emulator's bits and the
 // device's cvt.rna.tf32.f32 against Go's compute.RoundTF32).
