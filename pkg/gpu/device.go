@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 
 	"github.com/rocone/rocone/pkg/gpu/kernels"
@@ -16,18 +17,22 @@ import (
 // (the real driver, in order, on one stream); a download, Sync or Close waits, and
 // reports any execution error.
 type Device struct {
-	drv       Driver
-	entries   map[string]kernels.Entry
-	maxBlocks int                      // cap on the grid of element-wise kernels (they grid-stride)
-	gridY     int                      // cap on grid.y of the row-looping kernels (they grid-stride in y)
-	arena     *Arena                   // where operators take temporaries from (UseArena); nil: Alloc
-	prof      atomic.Pointer[Profiler] // the attached profiler (Profile); nil: none
-	tf32      bool                     // the linear layers' products on the tensor cores in TF32 (SetMatmul)
-	gemmTile  int                      // the GEMMs' tile (FP32, TF32): gemmTileAuto, 64, 128 or gemmTileFirst (tests, bench)
-	gemmSplit int                      // with a fixed gemmTile, its K splits (≤ 1: none)
-	tf32Reg   bool                     // TF32: the register-staged GEMMs (gemm_tf32_*), not the pipelined ones (tests, bench)
-	distFirst bool                     // the first distance kernels, a sincosf per pair, not the table ones (tests, bench)
-	noFloat4  bool                     // the row gathers and sums and the angle map one float at a time, not float4 (tests, bench)
+	drv          Driver
+	entries      map[string]kernels.Entry
+	maxBlocks    int                      // cap on the grid of element-wise kernels (they grid-stride)
+	gridY        int                      // cap on grid.y of the row-looping kernels (they grid-stride in y)
+	arena        *Arena                   // where operators take temporaries from (UseArena); nil: Alloc
+	prof         atomic.Pointer[Profiler] // the attached profiler (Profile); nil: none
+	tf32         bool                     // the linear layers' products on the tensor cores in TF32 (SetMatmul)
+	gemmTile     int                      // the GEMMs' tile (FP32, TF32): gemmTileAuto, 64, 128 or gemmTileFirst (tests, bench)
+	gemmSplit    int                      // with a fixed gemmTile, its K splits (≤ 1: none)
+	tf32Reg      bool                     // TF32: the register-staged GEMMs (gemm_tf32_*), not the pipelined ones (tests, bench)
+	splitSumPass bool                     // split GEMMs summed by gemm_splitk_sum, not by their own last blocks (tests, bench)
+	distFirst    bool                     // the first distance kernels, a sincosf per pair, not the table ones (tests, bench)
+	noFloat4     bool                     // the row gathers and sums and the angle map one float at a time, not float4 (tests, bench)
+
+	ticketsMu sync.Mutex
+	tickets   *I32 // the split GEMMs' tickets (splitTickets)
 }
 
 // NewDevice wraps a driver: the real one from Open, or package emu's emulator.

@@ -424,32 +424,36 @@ var kernelBenches = []benchCase{
 			ls = append(ls, linearLayer{r, 2 * s.dim}, linearLayer{r, s.dim}, linearLayer{r, 2 * s.dim}, linearLayer{n, s.dim})
 		}
 		return ls
-	}, []gemmChoice{{"reg64", 64, 1, false}, {"reg128", 128, 1, false}, {"by-shape", gemmTileAuto, 0, false}},
-		[]gemmChoice{{"reg-by-shape", gemmTileAuto, 0, true}, {"by-shape", gemmTileAuto, 0, false}})},
+	}, []gemmChoice{{"reg64", 64, 1, false, false}, {"reg128", 128, 1, false, false},
+		{"by-shape-sum-pass", gemmTileAuto, 0, false, true}, {"by-shape", gemmTileAuto, 0, false, false}},
+		[]gemmChoice{{"reg-by-shape", gemmTileAuto, 0, true, false}, {"by-shape-sum-pass", gemmTileAuto, 0, false, true},
+			{"by-shape", gemmTileAuto, 0, false, false}})},
 }
 
 // linearLayer is one linear layer of a GEMM bench: rows × in inputs into the bench size's
 // dim outputs.
 type linearLayer struct{ rows, in int }
 
-// gemmChoice is a bench version's GEMM tile and K splits (Device.gemmTile, gemmSplit)
-// and, for TF32, whether it runs the register-staged kernels where the pipelined ones
-// could run (Device.tf32Reg).
+// gemmChoice is a bench version's GEMM tile and K splits (Device.gemmTile, gemmSplit);
+// for TF32, whether it runs the register-staged kernels where the pipelined ones could
+// run (Device.tf32Reg); and whether a split GEMM is summed by gemm_splitk_sum rather than
+// by its own last blocks (Device.splitSumPass).
 type gemmChoice struct {
 	name         string
 	tile, splits int
-	reg          bool
+	reg, sumPass bool
 }
 
 // everyTile: the first version's tiles, the register-tiled kernels' two, and the
 // production choice by shape.
-var everyTile = []gemmChoice{{"first", gemmTileFirst, 1, false}, {"reg64", 64, 1, false}, {"reg128", 128, 1, false},
-	{"by-shape", gemmTileAuto, 0, false}}
+var everyTile = []gemmChoice{{"first", gemmTileFirst, 1, false, false}, {"reg64", 64, 1, false, false},
+	{"reg128", 128, 1, false, false}, {"by-shape", gemmTileAuto, 0, false, false}}
 
 // everyTF32Tile: TF32's first version, the register-staged kernels' two tiles, the
 // pipelined kernels' two, and the production choice by shape (pipelined).
-var everyTF32Tile = []gemmChoice{{"first", gemmTileFirst, 1, false}, {"reg64", 64, 1, true}, {"reg128", 128, 1, true},
-	{"pipe64", 64, 1, false}, {"pipe128", 128, 1, false}, {"by-shape", gemmTileAuto, 0, false}}
+var everyTF32Tile = []gemmChoice{{"first", gemmTileFirst, 1, false, false}, {"reg64", 64, 1, true, false},
+	{"reg128", 128, 1, true, false}, {"pipe64", 64, 1, false, false}, {"pipe128", 128, 1, false, false},
+	{"by-shape", gemmTileAuto, 0, false, false}}
 
 // linearBench is a bench case of the linear layers that layers gives, forward and
 // backward, one version per FP32 choice and per TF32 choice (named tf32-*). TF32 versions
@@ -516,12 +520,12 @@ func linearBench(layers func(benchSize) []linearLayer, fp32, tf32 []gemmChoice) 
 				name, m = "tf32-"+name, compute.MatmulTF32
 			}
 			return benchVersion{name, reset, func() error {
-				d.gemmTile, d.gemmSplit, d.tf32Reg = g.tile, g.splits, g.reg
+				d.gemmTile, d.gemmSplit, d.tf32Reg, d.splitSumPass = g.tile, g.splits, g.reg, g.sumPass
 				if err := d.SetMatmul(m); err != nil {
 					return err
 				}
 				defer func() {
-					d.gemmTile, d.gemmSplit, d.tf32Reg = gemmTileAuto, 0, false
+					d.gemmTile, d.gemmSplit, d.tf32Reg, d.splitSumPass = gemmTileAuto, 0, false, false
 					_ = d.SetMatmul(compute.MatmulFP32) // a known precision: cannot fail
 				}()
 				for i, l := range ls {

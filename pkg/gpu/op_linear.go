@@ -131,26 +131,25 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 	}
 	block := [3]int{threads, 1, 1}
 	grid := [3]int{ceilDiv(N, tile), min(ceilDiv(M, tile), d.gridY), 1}
-	if splits <= 1 || K == 0 || splits*M*N > math.MaxInt32 {
-		return d.launch(name, w, grid, block, append(args, vec(A, lda), vec(B, ldb), i32(max(K, 1)), i32(0))...)
-	}
 	// Split-K: slices of kSplit (a multiple of the kernels' 8), one grid layer each, into
-	// the workspace W [S][M][N], then their sum into C.
-	kSplit := ceilDiv(ceilDiv(K, splits), 8) * 8
-	splits = ceilDiv(K, kSplit)
+	// the workspace W [S][M][N]; each tile's last block adds them up into C
+	// (gemm_split_fixup), or gemm_splitk_sum does (splitSumPass).
+	kSplit := K
+	if splits > 1 && K > 0 {
+		kSplit = ceilDiv(ceilDiv(K, splits), 8) * 8
+		splits = ceilDiv(K, kSplit)
+	}
+	if splits <= 1 || K == 0 || splits*M*N > math.MaxInt32 || ceilDiv(M, tile)*grid[0] > maxSplitTiles {
+		return d.launch(name, w, grid, block, append(args, vec(A, lda), vec(B, ldb), i32(max(K, 1)),
+			ptr[float32](nil), ptr[int32](nil))...)
+	}
 	W, err := scratch[float32](d, splits*M*N)
 	if err != nil {
 		return err
 	}
 	defer W.Free() // a no-op for the arena's views
 	grid[2] = splits
-	ws := gemmWork(M, N, K, false, false)
-	ws.Bytes += words(splits*M*N) - words(M*N) // each split writes its M×N partial sums
-	wargs := []arg{i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(W), i32(N), ptr[float32](nil), boolArg(false),
-		vec(A, lda), vec(B, ldb), i32(kSplit), i32(M * N)}
-	if err := d.launch(name, ws, grid, block, wargs...); err != nil {
-		return err
-	}
+	// Each split writes its M×N partial sums; the sum reads them all and adds S − 1 of them.
 	sum := Work{Bytes: words(splits*M*N, M*N), FLOPs: flops(M*N, splits-1)}
 	if bias != nil {
 		sum.Bytes += words(N)
@@ -160,7 +159,45 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 		sum.Bytes += words(M * N)
 		sum.FLOPs += flops(M*N, 1)
 	}
+	ws := gemmWork(M, N, K, false, false)
+	ws.Bytes += words(splits*M*N) - words(M*N)
+	if !d.splitSumPass {
+		tickets, err := d.splitTickets()
+		if err != nil {
+			return err
+		}
+		wargs := append(args, vec(A, lda), vec(B, ldb), i32(kSplit), ptr(W), ptr(tickets))
+		return d.launch(name, ws.Add(sum), grid, block, wargs...)
+	}
+	wargs := append(args, vec(A, lda), vec(B, ldb), i32(kSplit), ptr(W), ptr[int32](nil))
+	if err := d.launch(name, ws, grid, block, wargs...); err != nil {
+		return err
+	}
 	return d.each("gemm_splitk_sum", M*N, sum, ptr(C), i32(ldc), ptr(W), i32(splits), i32(M), i32(N), ptr(bias), boolArg(acc))
+}
+
+// maxSplitTiles is the most tiles a split GEMM may have: the length of the tickets that
+// gemm_split_fixup counts its tiles' blocks with. A split is for GEMMs of fewer tiles
+// than the device has SMs.
+const maxSplitTiles = 4096
+
+// splitTickets returns the device's tickets for the split GEMMs (maxSplitTiles ints,
+// zeroed once; gemm_split_fixup leaves them zero), allocating them on first use.
+func (d *Device) splitTickets() (*I32, error) {
+	d.ticketsMu.Lock()
+	defer d.ticketsMu.Unlock()
+	if d.tickets != nil {
+		return d.tickets, nil
+	}
+	t, err := Alloc[int32](d, maxSplitTiles)
+	if err == nil {
+		err = t.Zero()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cuda: the split GEMMs' tickets: %w", err)
+	}
+	d.tickets = t
+	return t, nil
 }
 
 // gemmShape picks the GEMM's tile and K splits for a shape, FP32 and TF32 alike: 128×128

@@ -11,15 +11,16 @@ import (
 )
 
 // testLinear: the FP32 GEMMs through every tile (gemm_* at 128×128 and 64×64, the first
-// version gemm64_*, K split 3 ways and twice 5 ways, and the choice by shape) against the
+// version gemm64_*, K split 3 ways and twice 5 ways, the splits added by the GEMM's own
+// last blocks or by gemm_splitk_sum, and the choice by shape) against the
 // CPU reference, at shapes over several tiles with ragged edges, K not a multiple of the
 // slice, leading dimensions that are and are not multiples of 4 (the 16-byte loads and
 // their scalar fallback), operands that start off a 16-byte boundary, and K = 0. Unsplit,
 // every tile's outputs are equal bit for bit (each output's sum runs over k in order); a
-// split repeated gives the same bits.
+// split repeated gives the same bits, and so does its sum in a pass of its own.
 func testLinear(h *harness) {
 	ref := compute.Reference[float32]{}
-	defer func() { h.d.gemmTile, h.d.gemmSplit = gemmTileAuto, 0 }()
+	defer func() { h.d.gemmTile, h.d.gemmSplit, h.d.splitSumPass = gemmTileAuto, 0, false }()
 	shapes := []struct {
 		rows, in, out int
 		offset        bool // operands one float into their buffers
@@ -28,10 +29,13 @@ func testLinear(h *harness) {
 	type run struct {
 		name         string
 		tile, splits int
+		sumPass      bool   // the splits added by gemm_splitk_sum
 		sameBits     string // the run whose bits this one must equal, if any
 	}
-	runs := []run{{"128", 128, 1, ""}, {"64", 64, 1, "128"}, {"first", gemmTileFirst, 1, "128"},
-		{"split3", 128, 3, ""}, {"split5", 128, 5, ""}, {"split5 again", 128, 5, "split5"}, {"by shape", gemmTileAuto, 0, ""}}
+	runs := []run{{"128", 128, 1, false, ""}, {"64", 64, 1, false, "128"}, {"first", gemmTileFirst, 1, false, "128"},
+		{"split3", 128, 3, false, ""}, {"split3 sum pass", 128, 3, true, "split3"}, {"split5", 128, 5, false, ""},
+		{"split5 again", 128, 5, false, "split5"}, {"split5 64", 64, 5, false, ""}, {"split5 64 sum pass", 64, 5, true, "split5 64"},
+		{"by shape", gemmTileAuto, 0, false, ""}}
 	for _, sh := range shapes {
 		h.t.Run(fmt.Sprint(sh.rows, "x", sh.in, "x", sh.out, map[bool]string{true: "+1"}[sh.offset]), func(t *testing.T) {
 			x, w, b := h.uniform(sh.rows*sh.in, -1, 1), h.uniform(sh.out*sh.in, -1, 1), h.uniform(sh.out, -1, 1)
@@ -47,7 +51,7 @@ func testLinear(h *harness) {
 			}
 			results := map[string][4][]float32{}
 			for _, r := range runs {
-				h.d.gemmTile, h.d.gemmSplit = r.tile, r.splits
+				h.d.gemmTile, h.d.gemmSplit, h.d.splitSumPass = r.tile, r.splits, r.sumPass
 				X, W, B, Y := up(x), up(w), up(b), up(make([]float32, len(y)))
 				h.ok(h.d.LinearForward(Y, X, W, B, sh.rows, sh.in, sh.out))
 				DX, DW, DB := up(dx0), up(dw0), up(db0)
@@ -91,7 +95,8 @@ func testLinear(h *harness) {
 // rounded products, and at TF32's distance from the FP32 products
 // (computetest.CheckTF32). Unsplit, every tile of a kernel gives the same bits (each
 // output is the same MMAs over k in order; the register-staged kernels' and the first
-// version's are the same too); a split repeated gives the same bits. The pipelined
+// version's are the same too); a split repeated gives the same bits, and so does its sum
+// in a pass of its own (gemm_splitk_sum). The pipelined
 // kernels run where the operands are aligned, which the profile of an aligned layer
 // shows. Then FP32 again: the setting switches back.
 func testLinearTF32(h *harness) {
@@ -114,13 +119,16 @@ func testLinearTF32(h *harness) {
 		name         string
 		tile, splits int
 		reg          bool   // the register-staged kernels (tf32Reg)
+		sumPass      bool   // the splits added by gemm_splitk_sum
 		sameBits     string // the run whose bits this one must equal, if any
 	}
-	runs := []run{{"128", 128, 1, false, ""}, {"64", 64, 1, false, "128"}, {"reg128", 128, 1, true, ""},
-		{"reg64", 64, 1, true, "reg128"}, {"first", gemmTileFirst, 1, false, "reg128"}, {"split3", 128, 3, false, ""},
-		{"split5", 64, 5, false, ""}, {"split5 again", 64, 5, false, "split5"}, {"reg split5", 64, 5, true, ""},
-		{"by shape", gemmTileAuto, 0, false, ""}}
-	defer func() { h.d.tf32Reg = false }()
+	runs := []run{{"128", 128, 1, false, false, ""}, {"64", 64, 1, false, false, "128"}, {"reg128", 128, 1, true, false, ""},
+		{"reg64", 64, 1, true, false, "reg128"}, {"first", gemmTileFirst, 1, false, false, "reg128"},
+		{"split3", 128, 3, false, false, ""}, {"split3 sum pass", 128, 3, false, true, "split3"},
+		{"split5", 64, 5, false, false, ""}, {"split5 again", 64, 5, false, false, "split5"},
+		{"reg split5", 64, 5, true, false, ""}, {"reg split5 sum pass", 64, 5, true, true, "reg split5"},
+		{"by shape", gemmTileAuto, 0, false, false, ""}}
+	defer func() { h.d.tf32Reg, h.d.splitSumPass = false, false }()
 	for _, sh := range shapes {
 		rows, in, out := sh.rows, sh.in, sh.out
 		h.t.Run(fmt.Sprint(rows, "x", in, "x", out, map[bool]string{true: "+1"}[sh.offset]), func(t *testing.T) {
@@ -133,7 +141,7 @@ func testLinearTF32(h *harness) {
 			compute.Reference[float32]{}.LinearBackward(nil, make([]float32, out*in), db, l.DY, l.X, l.W, rows, in, out)
 			results := map[string][3][]float32{}
 			for _, r := range runs {
-				h.d.gemmTile, h.d.gemmSplit, h.d.tf32Reg = r.tile, r.splits, r.reg
+				h.d.gemmTile, h.d.gemmSplit, h.d.tf32Reg, h.d.splitSumPass = r.tile, r.splits, r.reg, r.sumPass
 				X, W, B, Y := up(l.X), up(l.W), up(l.B), up(make([]float32, rows*out))
 				h.ok(h.d.LinearForward(Y, X, W, B, rows, in, out))
 				DX, DW, DB := up(l.DX0), up(l.DW0), up(make([]float32, out))

@@ -35,6 +35,9 @@ extern thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 void __syncthreads();
 
+// __threadfence: blocks run on several OS threads, so a real fence.
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
 // emu_lane_phase: per thread of the running block, a byte that emulated warp-collective
 // operations may keep their state in (tf32.cu's mma_tf32: which of two scratch buffers
 // its next call uses); zero when each block starts.

@@ -128,17 +128,15 @@ __device__ __forceinline__ void rt_load_slice(float r[Q][4], const float* X, int
 }
 
 // gemm_split_k narrows a GEMM to its block's split of K (blockIdx.z, the register-tiled
-// GEMMs of linear.cu and tf32.cu): block z sums k in [z·kSplit, min(K, (z+1)·kSplit)) into
-// C + z·splitStride (the host's workspace, summed by gemm_splitk_sum); one split is the
-// whole GEMM. TA, TB: whether A, B are stored transposed ([k][m], [n][k]).
+// GEMMs of linear.cu and tf32.cu): block z sums k in [z·kSplit, min(K, (z+1)·kSplit)); one
+// split (gridDim.z = 1) is the whole GEMM. TA, TB: whether A, B are stored transposed
+// ([k][m], [n][k]).
 template <bool TA, bool TB>
-__device__ __forceinline__ void gemm_split_k(int& K, const float*& A, int lda, const float*& B, int ldb, float*& C,
-                                             int kSplit, int splitStride) {
+__device__ __forceinline__ void gemm_split_k(int& K, const float*& A, int lda, const float*& B, int ldb, int kSplit) {
 	const int kb = blockIdx.z * kSplit;
 	K = K - kb < kSplit ? K - kb : kSplit;
 	A += TA ? (long long)kb * lda : kb;
 	B += TB ? kb : (long long)kb * ldb;
-	C += (long long)blockIdx.z * splitStride;
 }
 
 // gemm_epilogue writes one GEMM output: C[m][n] = (accumulate ? C[m][n] : 0) + (v +
@@ -148,6 +146,52 @@ __device__ __forceinline__ void gemm_epilogue(float* C, int ldc, long long m, lo
 	if (bias) v += bias[n];
 	float* c = &C[m * ldc + n];
 	*c = accumulate ? *c + v : v;
+}
+
+// gemm_out writes output (m, n) of a register-tiled GEMM's block: through the epilogue into
+// C when K is not split; else its split's partial sum into the workspace W [S][M][N],
+// which gemm_split_fixup (or gemm_splitk_sum) adds up.
+__device__ __forceinline__ void gemm_out(float* C, int ldc, float* W, int M, int N, long long m, long long n, float v,
+                                         const float* bias, int accumulate) {
+	if (gridDim.z == 1)
+		gemm_epilogue(C, ldc, m, n, v, bias, accumulate);
+	else
+		W[(long long)blockIdx.z * M * N + m * N + n] = v;
+}
+
+// gemm_split_fixup ends a split GEMM's tile (rows m0 …, columns n0 …, BM × BN) inside the
+// kernel. Each of the tile's S blocks has stored its partial sums in W (gemm_out) and takes
+// a ticket; the last of them to arrive adds the S partial sums in order s = 0 … S−1, as
+// gemm_splitk_sum does (the same bits), and writes C through the epilogue. No block waits
+// for another: the others are done. The tickets, one per tile (tickets[(m0/BM)·gridDim.x +
+// blockIdx.x]), are zero between launches: the last block takes its tile's back to zero.
+// With tickets NULL it does nothing, and gemm_splitk_sum adds the partial sums in a launch
+// of its own (the first way, kept for the kernel bench). Every thread of the block calls
+// it.
+template <int BM, int BN>
+__device__ __forceinline__ void gemm_split_fixup(float* C, int ldc, const float* W, int M, int N, int m0, int n0,
+                                                 const float* bias, int accumulate, int* tickets) {
+	if (gridDim.z == 1 || !tickets) return;
+	__shared__ int last;
+	__threadfence(); // this thread's partial sums, visible before the block's ticket
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		int* ticket = &tickets[(m0 / BM) * gridDim.x + blockIdx.x];
+		last = atomicAdd(ticket, 1) == (int)gridDim.z - 1;
+		if (last) atomicAdd(ticket, -(int)gridDim.z);
+	}
+	__syncthreads();
+	if (!last) return;
+	__threadfence();
+	const long long MN = (long long)M * N;
+	for (int i = threadIdx.x; i < BM * BN; i += blockDim.x) {
+		const int m = m0 + i / BN, n = n0 + i % BN;
+		if (m >= M || n >= N) continue;
+		const volatile float* w = W + (long long)m * N + n; // written by other blocks: not from L1
+		float v = w[0];
+		for (int s = 1; s < (int)gridDim.z; s++) v += w[s * MN];
+		gemm_epilogue(C, ldc, m, n, v, bias, accumulate);
+	}
 }
 
 #endif

@@ -121,13 +121,19 @@ KERNEL gemm64_tn(int M, int N, int K, const float* A, int lda, const float* B, i
 // does, and its epilogue is theirs (bias, then the accumulation into C): whatever the
 // tile, every output gets the same bits as from gemm64_* (nvcc contracts the product and
 // sum into an FMA in both; the emulator, compiled without FMA, in neither).
+//
+// Split K (gridDim.z = S > 1, the host's choice for layers of few tiles): block z sums its
+// slice of K (kSplit) into the workspace W [S][M][N], and the tile's last block to finish
+// adds the S partial sums in order (gemm_split_fixup, common.h; tickets: one int per
+// tile, zero between launches), or, with tickets NULL, gemm_splitk_sum does in a launch of
+// its own.
 #define RT_BK 8
 
 template <bool TA, bool TB, int BM, int BN>
 __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
                                          int ldc, const float* bias, int accumulate, int vecA, int vecB, int kSplit,
-                                         int splitStride) {
-	gemm_split_k<TA, TB>(K, A, lda, B, ldb, C, kSplit, splitStride);
+                                         float* W, int* tickets) {
+	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
 	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY;
 	constexpr int UNROLL_KK = BM == 128 ? RT_BK : 1; // the 64-tile kernels would spill
 	constexpr int QA = BM * RT_BK / (4 * T), QB = BN * RT_BK / (4 * T); // 16-byte loads per thread per slice
@@ -189,24 +195,27 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
 			if (more) store(buf ^ 1);
 			__syncthreads();
 		}
+#pragma unroll
 		for (int i = 0; i < 8; i++) {
 			const int gm = m0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
 			if (gm >= M) continue;
+#pragma unroll
 			for (int j = 0; j < 8; j++) {
 				const int gn = n0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4);
 				if (gn >= N) continue;
-				gemm_epilogue(C, ldc, gm, gn, acc[i][j], bias, accumulate);
+				gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j], bias, accumulate);
 			}
 		}
+		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, tickets);
 	}
 }
 
 #define GEMM_REG(name, TA, TB, BM, BN)                                                                             \
 	extern "C" __global__ void __launch_bounds__(BM * BN / 64, BM == 128 ? 2 : 8)                                 \
 	name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,                  \
-	            const float* bias, int accumulate, int vecA, int vecB, int kSplit, int splitStride) {              \
-		gemm_reg<TA, TB, BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, vecA, vecB, kSplit,            \
-		                         splitStride);                                                                   \
+	            const float* bias, int accumulate, int vecA, int vecB, int kSplit, float* W, int* tickets) {       \
+		gemm_reg<TA, TB, BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, vecA, vecB, kSplit, W,         \
+		                         tickets);                                                                       \
 	}
 
 GEMM_REG(gemm_nt, false, true, 128, 128)
@@ -220,7 +229,8 @@ GEMM_REG(gemm_tn_64, true, false, 64, 64)
 // W[s][m][n] + bias[n]), the splits summed in order s = 0 … S−1 (deterministic), W
 // [S][M][N]. When the rows of a GEMM are too few to give every SM a block (a layer of a
 // few hundred rows and K in the thousands), splitting K gives the device S times the
-// blocks, and this pass costs S·M·N reads.
+// blocks, and this pass costs S·M·N reads. The first way to end a split: the GEMMs now
+// end it themselves (gemm_split_fixup, the same sums); kept for the kernel bench.
 KERNEL gemm_splitk_sum(float* C, int ldc, const float* W, int S, int M, int N, const float* bias, int accumulate) {
 	GRID_STRIDE(i, (long long)M * N) {
 		const long long m = i / N, n = i % N;

@@ -268,14 +268,15 @@ __device__ __forceinline__ void tf_mma_tile(float acc[MI][NJ][4], const float* A
 }
 
 // C[m][n] (row stride ldc) = (accumulate ? C[m][n] : 0) + Σ_k r(A(m,k))·r(B(k,n)) + bias[n]
-// as gemm_tf32_tiled, over k in [z·kSplit, min(K, (z+1)·kSplit)) into C + z·splitStride for
-// the grid's layer z (split-K; one layer: the whole GEMM). BM×BN block tiles of warps of
-// WM×WN; blockDim.x must be 32·(BM/WM)·(BN/WN).
+// as gemm_tf32_tiled, the grid's layer z summing k in [z·kSplit, min(K, (z+1)·kSplit))
+// (split-K into the workspace W, added up by gemm_split_fixup, or gemm_splitk_sum when
+// tickets is NULL; one layer: the whole GEMM). BM×BN block tiles of warps of WM×WN;
+// blockDim.x must be 32·(BM/WM)·(BN/WN).
 template <bool TA, bool TB, int BM, int BN, int WM, int WN>
 __device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
                                               float* C, int ldc, const float* bias, int accumulate, int vecA, int vecB,
-                                              int kSplit, int splitStride) {
-	gemm_split_k<TA, TB>(K, A, lda, B, ldb, C, kSplit, splitStride);
+                                              int kSplit, float* W, int* tickets) {
+	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
 	constexpr int WX = BN / WN, T = 32 * WX * (BM / WM), MI = WM / 16, NJ = WN / 8;
 	constexpr int QA = BM * TF_BK / (4 * T), QB = BN * TF_BK / (4 * T); // 16-byte loads per thread per slice
 	static_assert(QA * 4 * T == BM * TF_BK && QB * 4 * T == BN * TF_BK, "a slice is whole 16-byte loads");
@@ -347,8 +348,9 @@ __device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* 
 				for (int q = 0; q < 4; q++) {
 					const int gm = m0 + wm + 16 * i + g + 8 * (q >> 1), gn = n0 + wn + 8 * j + 2 * tg + (q & 1);
 					if (gm >= M || gn >= N) continue;
-					gemm_epilogue(C, ldc, gm, gn, acc[i][j][q], bias, accumulate);
+					gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j][q], bias, accumulate);
 				}
+		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, tickets);
 	}
 }
 
@@ -356,9 +358,9 @@ __device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* 
 #define GEMM_TF32(name, TA, TB, BM, BN, WM, WN)                                                                \
 	extern "C" __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN), 16 / ((BM / WM) * (BN / WN)))       \
 	    name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,            \
-	         const float* bias, int accumulate, int vecA, int vecB, int kSplit, int splitStride) {                \
+	         const float* bias, int accumulate, int vecA, int vecB, int kSplit, float* W, int* tickets) {         \
 		gemm_tf32_reg<TA, TB, BM, BN, WM, WN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, vecA, vecB,  \
-		                                      kSplit, splitStride);                                           \
+		                                      kSplit, W, tickets);                                            \
 	}
 
 GEMM_TF32(gemm_tf32_nt, false, true, 128, 128, 64, 32)
@@ -507,8 +509,8 @@ __device__ __forceinline__ void tp_mma_step(float acc[MI][NJ][4], const float* A
 template <bool TA, bool TB, int BM, int BN, int WM, int WN>
 __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
                                                float* C, int ldc, const float* bias, int accumulate, int kSplit,
-                                               int splitStride) {
-	gemm_split_k<TA, TB>(K, A, lda, B, ldb, C, kSplit, splitStride);
+                                               float* W, int* tickets) {
+	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
 	constexpr int WX = BN / WN, T = 32 * WX * (BM / WM), MI = WM / 16, NJ = WN / 8;
 	constexpr int QA = BM * TP_BK / (4 * T), QB = BN * TP_BK / (4 * T); // 16-byte chunks per lane per slice
 	static_assert(QA * 4 * T == BM * TP_BK && QB * 4 * T == BN * TP_BK, "a slice is whole chunks");
@@ -551,8 +553,9 @@ __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float*
 				for (int q = 0; q < 4; q++) {
 					const int gm = m0 + wm + 16 * i + g + 8 * (q >> 1), gn = n0 + wn + 8 * j + 2 * tg + (q & 1);
 					if (gm >= M || gn >= N) continue;
-					gemm_epilogue(C, ldc, gm, gn, acc[i][j][q], bias, accumulate);
+					gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j][q], bias, accumulate);
 				}
+		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, tickets);
 	}
 }
 
@@ -561,9 +564,9 @@ __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float*
 #define GEMM_TF32_PIPE(name, TA, TB, BM, BN, WM, WN)                                                           \
 	extern "C" __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN), 16 / ((BM / WM) * (BN / WN)))       \
 	    name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,            \
-	         const float* bias, int accumulate, int vecA, int vecB, int kSplit, int splitStride) {                \
-		gemm_tf32_pipe<TA, TB, BM, BN, WM, WN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, kSplit,     \
-		                                       splitStride);                                                  \
+	         const float* bias, int accumulate, int vecA, int vecB, int kSplit, float* W, int* tickets) {         \
+		gemm_tf32_pipe<TA, TB, BM, BN, WM, WN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, kSplit, W,  \
+		                                       tickets);                                                      \
 	}
 
 GEMM_TF32_PIPE(gemm_tf32_pipe_nt, false, true, 128, 128, 64, 32)
