@@ -170,8 +170,7 @@ func (d *Device) IntersectForwardRagged(w IntersectWeights, out, in Cones, br Br
 			return d.each("intersect_features", rows*dim, w, ptr(st.z), ptr(in.Axis), ptr(in.Half), i32(rows), i32(dim))
 		},
 		// SemanticAverage.
-		func() error { return d.LinearForward(st.att, st.z, w.W1, w.B1, rows, 2*dim, dim) },
-		func() error { return d.ReLUForward(st.att) },
+		func() error { return d.LinearReLUForward(st.att, st.z, w.W1, w.B1, rows, 2*dim, dim) },
 		func() error { return d.LinearForward(st.alpha, st.att, w.W2, w.B2, rows, dim, dim) },
 		func() error {
 			// Reads the logits alpha and the input axes, writes alpha's softmax, x, y and the
@@ -182,8 +181,7 @@ func (d *Device) IntersectForwardRagged(w IntersectWeights, out, in Cones, br Br
 				counts, i32(J), i32(n), i32(dim))
 		},
 		// CardMin.
-		func() error { return d.LinearForward(st.set, st.z, w.W3, w.B3, rows, 2*dim, dim) },
-		func() error { return d.ReLUForward(st.set) },
+		func() error { return d.LinearReLUForward(st.set, st.z, w.W3, w.B3, rows, 2*dim, dim) },
 		func() error {
 			// Reads set, writes the means; an add per input, a division per output.
 			w := Work{Bytes: words(rows*dim, nd, J), FLOPs: flops(rows*dim, 1) + flops(nd, 1)}
@@ -288,8 +286,7 @@ func (d *Device) IntersectBackward(w, gw IntersectWeights, st *IntersectState, d
 			return d.each("intersect_attention_bwd", nd, w, ptr(dg), ptr(dIn.Axis), ptr(dOut.Axis), ptr(st.alpha), ptr(st.x),
 				ptr(st.y), ptr(in.Axis), counts, i32(J), i32(n), i32(dim))
 		},
-		func() error { return d.LinearBackward(dAtt, gw.W2, gw.B2, dg, st.att, w.W2, rows, dim, dim) },
-		func() error { return d.ReLUBackward(dAtt, st.att) },
+		func() error { return d.LinearBackwardAfterReLU(dAtt, gw.W2, gw.B2, dg, st.att, w.W2, rows, dim, dim) },
 		func() error { return d.LinearBackward(dz, gw.W1, gw.B1, dAtt, st.z, w.W1, rows, 2*dim, dim) },
 		// CardMin: the min and the gate, then the DeepSets layers.
 		func() error {

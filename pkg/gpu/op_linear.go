@@ -35,7 +35,17 @@ func (d *Device) Matmul() compute.Matmul {
 // LinearForward computes y = x·Wᵀ + b with x [rows][in], w [out][in], b [out] (nil: no
 // bias), y [rows][out].
 func (d *Device) LinearForward(y, x, w, b *F32, rows, in, out int) error {
-	c := check{op: "LinearForward"}
+	return d.linearForward("LinearForward", y, x, w, b, rows, in, out, false)
+}
+
+// LinearReLUForward computes y = ReLU(x·Wᵀ + b), LinearForward and ReLUForward in one
+// launch (the GEMM's epilogue), with the same bits.
+func (d *Device) LinearReLUForward(y, x, w, b *F32, rows, in, out int) error {
+	return d.linearForward("LinearReLUForward", y, x, w, b, rows, in, out, true)
+}
+
+func (d *Device) linearForward(op string, y, x, w, b *F32, rows, in, out int, relu bool) error {
+	c := check{op: op}
 	c.nonneg(rows, in, out)
 	c.f("y", y, rows*out)
 	c.f("x", x, rows*in)
@@ -44,13 +54,25 @@ func (d *Device) LinearForward(y, x, w, b *F32, rows, in, out int) error {
 	if c.err != nil || rows == 0 || out == 0 {
 		return c.err
 	}
-	return d.gemm("gemm_nt", rows, out, in, x, in, w, in, y, out, b, false)
+	return d.gemm("gemm_nt", rows, out, in, x, in, w, in, y, out, gemmEnd{bias: b, relu: relu})
 }
 
 // LinearBackward accumulates dx += dy·W (dx may be nil), dw += dyᵀ·x (dw may be nil) and
 // db += Σ_r dy (db may be nil).
 func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) error {
-	c := check{op: "LinearBackward"}
+	return d.linearBackward("LinearBackward", dx, dw, db, dy, x, w, rows, in, out, false)
+}
+
+// LinearBackwardAfterReLU is LinearBackward for a layer whose input x is a ReLU's output,
+// taking dx back through that ReLU as well: dx = (dx + dy·W) where x > 0, else 0 (x is
+// needed even when dw is nil). LinearBackward and ReLUBackward(dx, x) in one launch less
+// (the dx GEMM's epilogue), with the same bits.
+func (d *Device) LinearBackwardAfterReLU(dx, dw, db, dy, x, w *F32, rows, in, out int) error {
+	return d.linearBackward("LinearBackwardAfterReLU", dx, dw, db, dy, x, w, rows, in, out, true)
+}
+
+func (d *Device) linearBackward(op string, dx, dw, db, dy, x, w *F32, rows, in, out int, afterReLU bool) error {
+	c := check{op: op}
 	c.nonneg(rows, in, out)
 	c.f("dy", dy, rows*out)
 	c.opt("dx", dx, rows*in)
@@ -59,19 +81,29 @@ func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) er
 	if dx != nil {
 		c.f("w", w, out*in)
 	}
-	if dw != nil {
+	if dw != nil || (afterReLU && dx != nil) {
 		c.f("x", x, rows*in)
 	}
-	if c.err != nil || rows == 0 || out == 0 {
+	if c.err != nil || rows == 0 {
 		return c.err
 	}
+	if out == 0 {
+		if afterReLU && dx != nil && in > 0 { // no product: the ReLU alone
+			return d.ReLUBackward(dx, x)
+		}
+		return nil
+	}
 	if dx != nil && in > 0 {
-		if err := d.gemm("gemm_nn", rows, in, out, dy, out, w, in, dx, in, nil, true); err != nil {
+		end := gemmEnd{acc: true}
+		if afterReLU {
+			end.mask = x
+		}
+		if err := d.gemm("gemm_nn", rows, in, out, dy, out, w, in, dx, in, end); err != nil {
 			return err
 		}
 	}
 	if dw != nil && in > 0 {
-		if err := d.gemm("gemm_tn", out, in, rows, dy, out, x, in, dw, in, nil, true); err != nil {
+		if err := d.gemm("gemm_tn", out, in, rows, dy, out, x, in, dw, in, gemmEnd{acc: true}); err != nil {
 			return err
 		}
 	}
@@ -96,9 +128,11 @@ func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) er
 // (gemmWork), the split's reads and writes of its workspace added. The first versions
 // (gemm64_*, gemm64_tf32_*) run only when a test or the bench fixes gemmTileFirst, and
 // the register-staged TF32 kernels on aligned operands only when one sets tf32Reg.
-func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, ldc int, bias *F32, acc bool) error {
-	w := gemmWork(M, N, K, bias != nil, acc)
-	args := []arg{i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(ldc), ptr(bias), boolArg(acc)}
+func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, ldc int, end gemmEnd) error {
+	w := gemmWork(M, N, K, end)
+	bias, acc := end.bias, end.acc
+	args := []arg{i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(ldc), ptr(bias), boolArg(acc),
+		boolArg(end.relu), ptr(end.mask)}
 	layout := name[len("gemm_"):] // nt, nn or tn
 	tile, splits := d.gemmTile, d.gemmSplit
 	if tile == gemmTileAuto {
@@ -149,17 +183,10 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 	}
 	defer W.Free() // a no-op for the arena's views
 	grid[2] = splits
-	// Each split writes its M×N partial sums; the sum reads them all and adds S − 1 of them.
-	sum := Work{Bytes: words(splits*M*N, M*N), FLOPs: flops(M*N, splits-1)}
-	if bias != nil {
-		sum.Bytes += words(N)
-		sum.FLOPs += flops(M*N, 1)
-	}
-	if acc {
-		sum.Bytes += words(M * N)
-		sum.FLOPs += flops(M*N, 1)
-	}
-	ws := gemmWork(M, N, K, false, false)
+	// Each split writes its M×N partial sums; the sum reads them all, adds S − 1 of them
+	// and ends as the unsplit GEMM does.
+	sum := Work{Bytes: words(splits*M*N), FLOPs: flops(M*N, splits-1)}.Add(gemmEndWork(M, N, end))
+	ws := gemmWork(M, N, K, gemmEnd{})
 	ws.Bytes += words(splits*M*N) - words(M*N)
 	if !d.splitSumPass {
 		tickets, err := d.splitTickets()
@@ -173,7 +200,8 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 	if err := d.launch(name, ws, grid, block, wargs...); err != nil {
 		return err
 	}
-	return d.each("gemm_splitk_sum", M*N, sum, ptr(C), i32(ldc), ptr(W), i32(splits), i32(M), i32(N), ptr(bias), boolArg(acc))
+	return d.each("gemm_splitk_sum", M*N, sum, ptr(C), i32(ldc), ptr(W), i32(splits), i32(M), i32(N), ptr(bias), boolArg(acc),
+		boolArg(end.relu), ptr(end.mask))
 }
 
 // maxSplitTiles is the most tiles a split GEMM may have: the length of the tickets that
@@ -252,16 +280,35 @@ func (d *Device) ReLUBackward(dx, out *F32) error {
 	return d.each("relu_bwd", dx.Len(), Work{Bytes: words(3 * dx.Len()), FLOPs: flops(dx.Len(), 1)}, ptr(dx), ptr(out), i32(dx.Len()))
 }
 
-// gemmWork is a GEMM's least work: A, B (and the bias) read once, C written once (read
-// too when accumulating); 2·M·N·K FLOPs (a multiply and an add per term; the bias and
-// accumulation adds, M·N, are not counted).
-func gemmWork(M, N, K int, bias, acc bool) Work {
-	b := words(M*K, K*N, M*N)
-	if bias {
+// gemmEnd is how a GEMM ends each output (gemm_epilogue): the bias added, C accumulated
+// into, and then the ReLU applied (relu) or the gradient taken through a ReLU whose output
+// is mask (a tensor laid out as C: 0 where mask ≤ 0).
+type gemmEnd struct {
+	bias *F32
+	acc  bool
+	relu bool
+	mask *F32
+}
+
+// gemmWork is a GEMM's least work: A, B (and the bias, the mask) read once, C written
+// once (read too when accumulating); 2·M·N·K FLOPs (a multiply and an add per term; the
+// bias and accumulation adds, M·N, are not counted).
+func gemmWork(M, N, K int, end gemmEnd) Work {
+	return Work{Bytes: words(M*K, K*N), FLOPs: 2 * int64(M) * int64(N) * int64(K)}.Add(gemmEndWork(M, N, end))
+}
+
+// gemmEndWork is the work of the epilogue of M×N outputs: C written (and read when
+// accumulating), the bias and the mask read.
+func gemmEndWork(M, N int, end gemmEnd) Work {
+	b := words(M * N)
+	if end.bias != nil {
 		b += words(N)
 	}
-	if acc {
+	if end.acc {
 		b += words(M * N)
 	}
-	return Work{Bytes: b, FLOPs: 2 * int64(M) * int64(N) * int64(K)}
+	if end.mask != nil {
+		b += words(M * N)
+	}
+	return Work{Bytes: b}
 }

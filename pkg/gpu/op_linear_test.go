@@ -58,6 +58,7 @@ func testLinear(h *harness) {
 				h.ok(h.d.LinearBackward(DX, DW, DB, up(dy), X, W, sh.rows, sh.in, sh.out))
 				got := [4][]float32{h.down(Y), h.down(DX), h.down(DW), h.down(DB)}
 				results[r.name] = got
+				checkFusedReLU(h, t, r.name, up, sh.rows, sh.in, sh.out, x, w, b, dy, dx0, dw0, db0)
 				compare(t, r.name+": y", y, got[0])
 				compare(t, r.name+": dx", dx, got[1])
 				compare(t, r.name+": dw", dw, got[2])
@@ -148,6 +149,9 @@ func testLinearTF32(h *harness) {
 				h.ok(h.d.LinearBackward(DX, DW, DB, up(l.DY), X, W, rows, in, out))
 				got := [3][]float32{h.down(Y), h.down(DX), h.down(DW)}
 				results[r.name] = got
+				if r.name == "128" || r.name == "reg64" || r.name == "first" || r.name == "split3" || r.name == "reg split5 sum pass" {
+					checkFusedReLU(h, t, r.name, up, rows, in, out, l.X, l.W, l.B, l.DY, l.DX0, l.DW0, make([]float32, out))
+				}
 				for k, c := range []struct {
 					name string
 					e    computetest.Expect
@@ -260,4 +264,44 @@ func kernelsLaunched(h *harness, f func()) map[string]bool {
 		names[r.Kernel] = true
 	}
 	return names
+}
+
+// checkFusedReLU: LinearReLUForward gives the bits of LinearForward then ReLUForward, and
+// LinearBackwardAfterReLU those of LinearBackward then ReLUBackward(dx, x), x here a
+// ReLU's output (x with its negative values zeroed: a third of them), through the
+// device's present GEMM settings; and with dw and db nil (x needed for dx alone).
+func checkFusedReLU(h *harness, t *testing.T, name string, up func([]float32) *F32, rows, in, out int, x, w, b, dy, dx0, dw0, db0 []float32) {
+	t.Helper()
+	same := func(what string, want, got *F32) {
+		t.Helper()
+		wv, gv := h.down(want), h.down(got)
+		for i := range wv {
+			if math.Float32bits(wv[i]) != math.Float32bits(gv[i]) {
+				t.Fatalf("%s: fused %s[%d] = %v, unfused %v", name, what, i, gv[i], wv[i])
+			}
+		}
+	}
+	X, W, B := up(x), up(w), up(b)
+	Y, YF := up(make([]float32, rows*out)), up(make([]float32, rows*out))
+	h.ok(h.d.LinearForward(Y, X, W, B, rows, in, out))
+	h.ok(h.d.ReLUForward(Y))
+	h.ok(h.d.LinearReLUForward(YF, X, W, B, rows, in, out))
+	same("ReLU(x·Wᵀ + b)", Y, YF)
+
+	xr := make([]float32, len(x))
+	for i, v := range x {
+		xr[i] = max(v, 0)
+	}
+	XR, DY := up(xr), up(dy)
+	DX, DW, DB := up(dx0), up(dw0), up(db0)
+	h.ok(h.d.LinearBackward(DX, DW, DB, DY, XR, W, rows, in, out))
+	h.ok(h.d.ReLUBackward(DX, XR))
+	DXF, DWF, DBF := up(dx0), up(dw0), up(db0)
+	h.ok(h.d.LinearBackwardAfterReLU(DXF, DWF, DBF, DY, XR, W, rows, in, out))
+	same("dx", DX, DXF)
+	same("dw", DW, DWF)
+	same("db", DB, DBF)
+	DXF = up(dx0)
+	h.ok(h.d.LinearBackwardAfterReLU(DXF, nil, nil, DY, XR, W, rows, in, out))
+	same("dx (no dw, db)", DX, DXF)
 }

@@ -384,10 +384,8 @@ func (w *devWalk) Project(l int, _ []model.Op) error {
 		return w.levelErr(l, "project")
 	}
 	s.ok(dev.MLPInput(lv.x, in, relAxis, relAperture))
-	s.ok(dev.LinearForward(lv.h1, lv.x, proj[0], proj[1], P, 2*d, hid))
-	s.ok(dev.ReLUForward(lv.h1))
-	s.ok(dev.LinearForward(lv.h2, lv.h1, proj[2], proj[3], P, hid, hid))
-	s.ok(dev.ReLUForward(lv.h2))
+	s.ok(dev.LinearReLUForward(lv.h1, lv.x, proj[0], proj[1], P, 2*d, hid))
+	s.ok(dev.LinearReLUForward(lv.h2, lv.h1, proj[2], proj[3], P, hid, hid))
 	s.ok(dev.LinearForward(y, lv.h2, proj[4], proj[5], P, hid, 2*d))
 	s.ok(dev.MLPOutput(out, y))
 	return w.levelErr(l, "project")
@@ -427,10 +425,8 @@ func (w *devWalk) ProjectBackward(l int, _ []model.Op) error {
 			return w.levelErr(l, "project backward")
 		}
 		s.ok(dev.MLPOutputBackward(dy, dOut, out))
-		s.ok(dev.LinearBackward(dh2, gp[4], gp[5], dy, lv.h2, proj[4], P, hid, 2*d))
-		s.ok(dev.ReLUBackward(dh2, lv.h2))
-		s.ok(dev.LinearBackward(dh1, gp[2], gp[3], dh2, lv.h1, proj[2], P, hid, hid))
-		s.ok(dev.ReLUBackward(dh1, lv.h1))
+		s.ok(dev.LinearBackwardAfterReLU(dh2, gp[4], gp[5], dy, lv.h2, proj[4], P, hid, 2*d))
+		s.ok(dev.LinearBackwardAfterReLU(dh1, gp[2], gp[3], dh2, lv.h1, proj[2], P, hid, hid))
 		s.ok(dev.LinearBackward(dx, gp[0], gp[1], dh1, lv.x, proj[0], P, 2*d, hid))
 		s.ok(dev.MLPInputBackward(dIn, dRelAxis, dRelAperture, dx, P, d))
 	}

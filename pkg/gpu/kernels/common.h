@@ -139,22 +139,29 @@ __device__ __forceinline__ void gemm_split_k(int& K, const float*& A, int lda, c
 	B += TB ? kb : (long long)kb * ldb;
 }
 
-// gemm_epilogue writes one GEMM output: C[m][n] = (accumulate ? C[m][n] : 0) + (v +
-// bias[n]), the order every GEMM kernel (and the split-K sum) adds in.
+// gemm_epilogue writes one GEMM output: C[m][n] = f((accumulate ? C[m][n] : 0) + (v +
+// bias[n])), the order every GEMM kernel (and the split-K sum) adds in, where f is the
+// identity, or with relu the ReLU (negative values to 0, as relu_fwd: y = ReLU(x·Wᵀ + b)),
+// or with mask (a tensor laid out as C) 0 where !(mask[m][n] > 0), as relu_bwd: the
+// gradient taken back through the ReLU whose output is mask. The same bits as the GEMM
+// and then relu_fwd or relu_bwd.
 __device__ __forceinline__ void gemm_epilogue(float* C, int ldc, long long m, long long n, float v, const float* bias,
-                                              int accumulate) {
+                                              int accumulate, int relu, const float* mask) {
 	if (bias) v += bias[n];
 	float* c = &C[m * ldc + n];
-	*c = accumulate ? *c + v : v;
+	v = accumulate ? *c + v : v;
+	if (relu && v < 0.f) v = 0.f;
+	if (mask && !(mask[m * ldc + n] > 0.f)) v = 0.f;
+	*c = v;
 }
 
 // gemm_out writes output (m, n) of a register-tiled GEMM's block: through the epilogue into
 // C when K is not split; else its split's partial sum into the workspace W [S][M][N],
 // which gemm_split_fixup (or gemm_splitk_sum) adds up.
 __device__ __forceinline__ void gemm_out(float* C, int ldc, float* W, int M, int N, long long m, long long n, float v,
-                                         const float* bias, int accumulate) {
+                                         const float* bias, int accumulate, int relu, const float* mask) {
 	if (gridDim.z == 1)
-		gemm_epilogue(C, ldc, m, n, v, bias, accumulate);
+		gemm_epilogue(C, ldc, m, n, v, bias, accumulate, relu, mask);
 	else
 		W[(long long)blockIdx.z * M * N + m * N + n] = v;
 }
@@ -167,20 +174,25 @@ __device__ __forceinline__ void gemm_out(float* C, int ldc, float* W, int M, int
 // blockIdx.x]), are zero between launches: the last block takes its tile's back to zero.
 // With tickets NULL it does nothing, and gemm_splitk_sum adds the partial sums in a launch
 // of its own (the first way, kept for the kernel bench). Every thread of the block calls
-// it.
+// it, with flag a float of the kernel's shared memory that nothing reads or writes until
+// it returns (the GEMMs lend their operand tiles: a pipelined TF32 kernel's 48 KiB leave
+// no room for a variable of its own).
 template <int BM, int BN>
 __device__ __forceinline__ void gemm_split_fixup(float* C, int ldc, const float* W, int M, int N, int m0, int n0,
-                                                 const float* bias, int accumulate, int* tickets) {
+                                                 const float* bias, int accumulate, int relu, const float* mask,
+                                                 int* tickets, float* flag) {
 	if (gridDim.z == 1 || !tickets) return;
-	__shared__ int last;
 	__threadfence(); // this thread's partial sums, visible before the block's ticket
 	__syncthreads();
 	if (threadIdx.x == 0) {
 		int* ticket = &tickets[(m0 / BM) * gridDim.x + blockIdx.x];
-		last = atomicAdd(ticket, 1) == (int)gridDim.z - 1;
-		if (last) atomicAdd(ticket, -(int)gridDim.z);
+		const bool lastBlock = atomicAdd(ticket, 1) == (int)gridDim.z - 1;
+		if (lastBlock) atomicAdd(ticket, -(int)gridDim.z);
+		*flag = lastBlock ? 1.f : 0.f;
 	}
 	__syncthreads();
+	const bool last = *flag != 0.f;
+	__syncthreads(); // flag read by all: the caller may reuse it
 	if (!last) return;
 	__threadfence();
 	const long long MN = (long long)M * N;
@@ -190,7 +202,7 @@ __device__ __forceinline__ void gemm_split_fixup(float* C, int ldc, const float*
 		const volatile float* w = W + (long long)m * N + n; // written by other blocks: not from L1
 		float v = w[0];
 		for (int s = 1; s < (int)gridDim.z; s++) v += w[s * MN];
-		gemm_epilogue(C, ldc, m, n, v, bias, accumulate);
+		gemm_epilogue(C, ldc, m, n, v, bias, accumulate, relu, mask);
 	}
 }
 

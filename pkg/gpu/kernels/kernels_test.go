@@ -120,6 +120,36 @@ func TestPTXRegenerate(t *testing.T) {
 	}
 }
 
+// TestPTXAssembles assembles every committed .ptx with ptxas for the devices the project
+// runs on (sm_80, sm_90), as the CUDA driver will when it loads them: a kernel that needs
+// more than 48 KiB of static shared memory, or any other error, fails here rather than at
+// load time on a lent GPU. Spills are logged. Skipped when ptxas is not on PATH.
+func TestPTXAssembles(t *testing.T) {
+	ptxas, err := exec.LookPath("ptxas")
+	if err != nil {
+		t.Skip("ptxas not on PATH (scripts/cuda/install-deps.sh --nvcc installs it)")
+	}
+	ptxs, _ := filepath.Glob("*.ptx")
+	for _, ptx := range ptxs {
+		for _, arch := range []string{"sm_80", "sm_90"} {
+			out, err := exec.Command(ptxas, "-arch="+arch, "-v", "-o", filepath.Join(t.TempDir(), "k.cubin"), ptx).CombinedOutput()
+			if err != nil {
+				t.Errorf("ptxas -arch=%s %s: %v\n%s", arch, ptx, err, out)
+				continue
+			}
+			kernel := ""
+			for _, line := range strings.Split(string(out), "\n") {
+				if m := regexp.MustCompile(`Compiling entry function '(\w+)'`).FindStringSubmatch(line); m != nil {
+					kernel = m[1]
+				}
+				if m := regexp.MustCompile(`(\d+) bytes spill stores, (\d+) bytes spill loads`).FindStringSubmatch(line); m != nil && (m[1] != "0" || m[2] != "0") {
+					t.Logf("%s %s: %s", arch, kernel, strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+}
+
 // TestEntries checks that the PTX parses and that kernel names are unique.
 func TestEntries(t *testing.T) {
 	es := Entries()

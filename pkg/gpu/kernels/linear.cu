@@ -27,7 +27,7 @@
 // A(m,k) = TA ? A[k·lda + m] : A[m·lda + k], B(k,n) = TB ? B[n·ldb + k] : B[k·ldb + n].
 template <bool TA, bool TB>
 __device__ __forceinline__ void gemm_tiled(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
-                                           int ldc, const float* bias, int accumulate) {
+                                           int ldc, const float* bias, int accumulate, int relu, const float* mask) {
 	__shared__ float As[TK][TM + 1];
 	__shared__ float Bs[TK][TN + 1];
 	const int t = threadIdx.x, tx = t & 15, ty = t >> 4;
@@ -81,7 +81,7 @@ __device__ __forceinline__ void gemm_tiled(int M, int N, int K, const float* A, 
 			for (int j = 0; j < 4; j++) {
 				int gn = n0 + tx + 16 * j;
 				if (gn >= N) continue;
-				gemm_epilogue(C, ldc, gm, gn, acc[i][j], bias, accumulate);
+				gemm_epilogue(C, ldc, gm, gn, acc[i][j], bias, accumulate, relu, mask);
 			}
 		}
 	}
@@ -90,18 +90,18 @@ __device__ __forceinline__ void gemm_tiled(int M, int N, int K, const float* A, 
 // The first versions, kept for the kernel bench (kernelbench_test.go); tf32.cu's first
 // versions, gemm64_tf32_*, have their launch geometry.
 KERNEL gemm64_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
-                 const float* bias, int accumulate) {
-	gemm_tiled<false, true>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
+                 const float* bias, int accumulate, int relu, const float* mask) {
+	gemm_tiled<false, true>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask);
 }
 
 KERNEL gemm64_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
-                 const float* bias, int accumulate) {
-	gemm_tiled<false, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
+                 const float* bias, int accumulate, int relu, const float* mask) {
+	gemm_tiled<false, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask);
 }
 
 KERNEL gemm64_tn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
-                 const float* bias, int accumulate) {
-	gemm_tiled<true, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
+                 const float* bias, int accumulate, int relu, const float* mask) {
+	gemm_tiled<true, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -131,8 +131,8 @@ KERNEL gemm64_tn(int M, int N, int K, const float* A, int lda, const float* B, i
 
 template <bool TA, bool TB, int BM, int BN>
 __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
-                                         int ldc, const float* bias, int accumulate, int vecA, int vecB, int kSplit,
-                                         float* W, int* tickets) {
+                                         int ldc, const float* bias, int accumulate, int relu, const float* mask, int vecA,
+                                         int vecB, int kSplit, float* W, int* tickets) {
 	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
 	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY;
 	constexpr int UNROLL_KK = BM == 128 ? RT_BK : 1; // the 64-tile kernels would spill
@@ -203,19 +203,20 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
 			for (int j = 0; j < 8; j++) {
 				const int gn = n0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4);
 				if (gn >= N) continue;
-				gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j], bias, accumulate);
+				gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j], bias, accumulate, relu, mask);
 			}
 		}
-		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, tickets);
+		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, relu, mask, tickets, &As[0][0][0]);
 	}
 }
 
 #define GEMM_REG(name, TA, TB, BM, BN)                                                                             \
 	extern "C" __global__ void __launch_bounds__(BM * BN / 64, BM == 128 ? 2 : 8)                                 \
 	name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,                  \
-	            const float* bias, int accumulate, int vecA, int vecB, int kSplit, float* W, int* tickets) {       \
-		gemm_reg<TA, TB, BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, vecA, vecB, kSplit, W,         \
-		                         tickets);                                                                       \
+	     const float* bias, int accumulate, int relu, const float* mask, int vecA, int vecB, int kSplit, float* W,  \
+	     int* tickets) {                                                                                           \
+		gemm_reg<TA, TB, BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask, vecA, vecB,       \
+		                         kSplit, W, tickets);                                                            \
 	}
 
 GEMM_REG(gemm_nt, false, true, 128, 128)
@@ -231,12 +232,13 @@ GEMM_REG(gemm_tn_64, true, false, 64, 64)
 // few hundred rows and K in the thousands), splitting K gives the device S times the
 // blocks, and this pass costs S·M·N reads. The first way to end a split: the GEMMs now
 // end it themselves (gemm_split_fixup, the same sums); kept for the kernel bench.
-KERNEL gemm_splitk_sum(float* C, int ldc, const float* W, int S, int M, int N, const float* bias, int accumulate) {
+KERNEL gemm_splitk_sum(float* C, int ldc, const float* W, int S, int M, int N, const float* bias, int accumulate,
+                       int relu, const float* mask) {
 	GRID_STRIDE(i, (long long)M * N) {
 		const long long m = i / N, n = i % N;
 		float v = W[i];
 		for (int s = 1; s < S; s++) v += W[(long long)s * M * N + i];
-		gemm_epilogue(C, ldc, m, n, v, bias, accumulate);
+		gemm_epilogue(C, ldc, m, n, v, bias, accumulate, relu, mask);
 	}
 }
 

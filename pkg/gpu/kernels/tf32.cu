@@ -134,7 +134,8 @@ __device__ __forceinline__ void mma_tf32_16x8x8(float d[4], const float* As, int
 // B[k·ldb + n]. blockDim.x must be 256. The first version (gemm64_tf32_*).
 template <bool TA, bool TB>
 __device__ __forceinline__ void gemm_tf32_tiled(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
-                                                float* C, int ldc, const float* bias, int accumulate) {
+                                                float* C, int ldc, const float* bias, int accumulate, int relu,
+                                                const float* mask) {
 	__shared__ float As[TF_TK * TF_PAD];
 	__shared__ float Bs[TF_TK * TF_PAD];
 	const int t = threadIdx.x, warp = t >> 5, lane = t & 31, g = lane >> 2, tg = lane & 3;
@@ -188,24 +189,24 @@ __device__ __forceinline__ void gemm_tf32_tiled(int M, int N, int K, const float
 				for (int q = 0; q < 4; q++) {
 					int gm = m0 + wm + 16 * i + g + 8 * (q >> 1), gn = n0 + wn + 8 * j + 2 * tg + (q & 1);
 					if (gm >= M || gn >= N) continue;
-					gemm_epilogue(C, ldc, gm, gn, acc[i][j][q], bias, accumulate);
+					gemm_epilogue(C, ldc, gm, gn, acc[i][j][q], bias, accumulate, relu, mask);
 				}
 	}
 }
 
 KERNEL gemm64_tf32_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
-                    const float* bias, int accumulate) {
-	gemm_tf32_tiled<false, true>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
+                    const float* bias, int accumulate, int relu, const float* mask) {
+	gemm_tf32_tiled<false, true>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask);
 }
 
 KERNEL gemm64_tf32_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
-                    const float* bias, int accumulate) {
-	gemm_tf32_tiled<false, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
+                    const float* bias, int accumulate, int relu, const float* mask) {
+	gemm_tf32_tiled<false, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask);
 }
 
 KERNEL gemm64_tf32_tn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
-                    const float* bias, int accumulate) {
-	gemm_tf32_tiled<true, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate);
+                    const float* bias, int accumulate, int relu, const float* mask) {
+	gemm_tf32_tiled<true, false>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -274,8 +275,8 @@ __device__ __forceinline__ void tf_mma_tile(float acc[MI][NJ][4], const float* A
 // blockDim.x must be 32·(BM/WM)·(BN/WN).
 template <bool TA, bool TB, int BM, int BN, int WM, int WN>
 __device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
-                                              float* C, int ldc, const float* bias, int accumulate, int vecA, int vecB,
-                                              int kSplit, float* W, int* tickets) {
+                                              float* C, int ldc, const float* bias, int accumulate, int relu,
+                                              const float* mask, int vecA, int vecB, int kSplit, float* W, int* tickets) {
 	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
 	constexpr int WX = BN / WN, T = 32 * WX * (BM / WM), MI = WM / 16, NJ = WN / 8;
 	constexpr int QA = BM * TF_BK / (4 * T), QB = BN * TF_BK / (4 * T); // 16-byte loads per thread per slice
@@ -348,9 +349,9 @@ __device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* 
 				for (int q = 0; q < 4; q++) {
 					const int gm = m0 + wm + 16 * i + g + 8 * (q >> 1), gn = n0 + wn + 8 * j + 2 * tg + (q & 1);
 					if (gm >= M || gn >= N) continue;
-					gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j][q], bias, accumulate);
+					gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j][q], bias, accumulate, relu, mask);
 				}
-		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, tickets);
+		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, relu, mask, tickets, &As[0][0][0]);
 	}
 }
 
@@ -358,9 +359,10 @@ __device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* 
 #define GEMM_TF32(name, TA, TB, BM, BN, WM, WN)                                                                \
 	extern "C" __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN), 16 / ((BM / WM) * (BN / WN)))       \
 	    name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,            \
-	         const float* bias, int accumulate, int vecA, int vecB, int kSplit, float* W, int* tickets) {         \
-		gemm_tf32_reg<TA, TB, BM, BN, WM, WN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, vecA, vecB,  \
-		                                      kSplit, W, tickets);                                            \
+	         const float* bias, int accumulate, int relu, const float* mask, int vecA, int vecB, int kSplit,      \
+	         float* W, int* tickets) {                                                                           \
+		gemm_tf32_reg<TA, TB, BM, BN, WM, WN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask,  \
+		                                      vecA, vecB, kSplit, W, tickets);                                \
 	}
 
 GEMM_TF32(gemm_tf32_nt, false, true, 128, 128, 64, 32)
@@ -508,8 +510,8 @@ __device__ __forceinline__ void tp_mma_step(float acc[MI][NJ][4], const float* A
 
 template <bool TA, bool TB, int BM, int BN, int WM, int WN>
 __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
-                                               float* C, int ldc, const float* bias, int accumulate, int kSplit,
-                                               float* W, int* tickets) {
+                                               float* C, int ldc, const float* bias, int accumulate, int relu,
+                                               const float* mask, int kSplit, float* W, int* tickets) {
 	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
 	constexpr int WX = BN / WN, T = 32 * WX * (BM / WM), MI = WM / 16, NJ = WN / 8;
 	constexpr int QA = BM * TP_BK / (4 * T), QB = BN * TP_BK / (4 * T); // 16-byte chunks per lane per slice
@@ -553,9 +555,9 @@ __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float*
 				for (int q = 0; q < 4; q++) {
 					const int gm = m0 + wm + 16 * i + g + 8 * (q >> 1), gn = n0 + wn + 8 * j + 2 * tg + (q & 1);
 					if (gm >= M || gn >= N) continue;
-					gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j][q], bias, accumulate);
+					gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j][q], bias, accumulate, relu, mask);
 				}
-		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, tickets);
+		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, relu, mask, tickets, &As[0][0]);
 	}
 }
 
@@ -564,9 +566,10 @@ __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float*
 #define GEMM_TF32_PIPE(name, TA, TB, BM, BN, WM, WN)                                                           \
 	extern "C" __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN), 16 / ((BM / WM) * (BN / WN)))       \
 	    name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,            \
-	         const float* bias, int accumulate, int vecA, int vecB, int kSplit, float* W, int* tickets) {         \
-		gemm_tf32_pipe<TA, TB, BM, BN, WM, WN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, kSplit, W,  \
-		                                       tickets);                                                      \
+	         const float* bias, int accumulate, int relu, const float* mask, int vecA, int vecB, int kSplit,      \
+	         float* W, int* tickets) {                                                                           \
+		gemm_tf32_pipe<TA, TB, BM, BN, WM, WN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask, \
+		                                       kSplit, W, tickets);                                           \
 	}
 
 GEMM_TF32_PIPE(gemm_tf32_pipe_nt, false, true, 128, 128, 64, 32)
