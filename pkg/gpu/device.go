@@ -26,7 +26,7 @@ type Device struct {
 	tf32         bool                     // the linear layers' products on the tensor cores in TF32 (SetMatmul)
 	gemmTile     int                      // the GEMMs' tile (FP32, TF32): gemmTileAuto, 64, 128 or gemmTileFirst (tests, bench)
 	gemmSplit    int                      // with a fixed gemmTile, its K splits (≤ 1: none)
-	tf32Reg      bool                     // TF32: the register-staged GEMMs (gemm_tf32_*), not the pipelined ones (tests, bench)
+	regStaged    bool                     // the register-staged GEMMs where pipelined ones could run (tests, bench)
 	splitSumPass bool                     // split GEMMs summed by gemm_splitk_sum, not by their own last blocks (tests, bench)
 	distFirst    bool                     // the first distance kernels, a sincosf per pair, not the table ones (tests, bench)
 	noFloat4     bool                     // the row gathers and sums and the angle map one float at a time, not float4 (tests, bench)

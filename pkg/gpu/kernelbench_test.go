@@ -410,7 +410,7 @@ var kernelBenches = []benchCase{
 	// or gemm64_tf32_*; by-shape: the production choice, K split where the tiles are too
 	// few).
 	{"linear", linearBench(func(s benchSize) []linearLayer { return []linearLayer{{s.rows, 2 * s.dim}} },
-		everyTile, everyTF32Tile)},
+		everyTile, everyTile)},
 	// The GEMMs of one other-pool update, as the step runs them: the attention
 	// intersection's four layers at each of the plan levels that intersect, forward and
 	// backward. At FB15k-237 d=1600, b=512 those levels have 587, 280 and 78 branch rows
@@ -424,10 +424,7 @@ var kernelBenches = []benchCase{
 			ls = append(ls, linearLayer{r, 2 * s.dim}, linearLayer{r, s.dim}, linearLayer{r, 2 * s.dim}, linearLayer{n, s.dim})
 		}
 		return ls
-	}, []gemmChoice{{"reg64", 64, 1, false, false}, {"reg128", 128, 1, false, false},
-		{"by-shape-sum-pass", gemmTileAuto, 0, false, true}, {"by-shape", gemmTileAuto, 0, false, false}},
-		[]gemmChoice{{"reg-by-shape", gemmTileAuto, 0, true, false}, {"by-shape-sum-pass", gemmTileAuto, 0, false, true},
-			{"by-shape", gemmTileAuto, 0, false, false}})},
+	}, stepChoices, stepChoices)},
 }
 
 // linearLayer is one linear layer of a GEMM bench: rows × in inputs into the bench size's
@@ -435,25 +432,26 @@ var kernelBenches = []benchCase{
 type linearLayer struct{ rows, in int }
 
 // gemmChoice is a bench version's GEMM tile and K splits (Device.gemmTile, gemmSplit);
-// for TF32, whether it runs the register-staged kernels where the pipelined ones could
-// run (Device.tf32Reg); and whether a split GEMM is summed by gemm_splitk_sum rather than
-// by its own last blocks (Device.splitSumPass).
+// whether it runs the register-staged kernels where the pipelined ones could run
+// (Device.regStaged); and whether a split GEMM is summed by gemm_splitk_sum rather than by
+// its own last blocks (Device.splitSumPass).
 type gemmChoice struct {
 	name         string
 	tile, splits int
 	reg, sumPass bool
 }
 
-// everyTile: the first version's tiles, the register-tiled kernels' two, and the
-// production choice by shape.
-var everyTile = []gemmChoice{{"first", gemmTileFirst, 1, false, false}, {"reg64", 64, 1, false, false},
-	{"reg128", 128, 1, false, false}, {"by-shape", gemmTileAuto, 0, false, false}}
-
-// everyTF32Tile: TF32's first version, the register-staged kernels' two tiles, the
-// pipelined kernels' two, and the production choice by shape (pipelined).
-var everyTF32Tile = []gemmChoice{{"first", gemmTileFirst, 1, false, false}, {"reg64", 64, 1, true, false},
+// everyTile: the first version's tiles, the register-staged kernels' two, the pipelined
+// kernels' two (FP32: dW only; the rest register-staged) and the production choice by
+// shape.
+var everyTile = []gemmChoice{{"first", gemmTileFirst, 1, false, false}, {"reg64", 64, 1, true, false},
 	{"reg128", 128, 1, true, false}, {"pipe64", 64, 1, false, false}, {"pipe128", 128, 1, false, false},
 	{"by-shape", gemmTileAuto, 0, false, false}}
+
+// stepChoices: the production choice by shape, with the register-staged kernels only,
+// with the splits summed in a pass of their own, and as it is.
+var stepChoices = []gemmChoice{{"reg-by-shape", gemmTileAuto, 0, true, false},
+	{"by-shape-sum-pass", gemmTileAuto, 0, false, true}, {"by-shape", gemmTileAuto, 0, false, false}}
 
 // linearBench is a bench case of the linear layers that layers gives, forward and
 // backward, one version per FP32 choice and per TF32 choice (named tf32-*). TF32 versions
@@ -520,12 +518,12 @@ func linearBench(layers func(benchSize) []linearLayer, fp32, tf32 []gemmChoice) 
 				name, m = "tf32-"+name, compute.MatmulTF32
 			}
 			return benchVersion{name, reset, func() error {
-				d.gemmTile, d.gemmSplit, d.tf32Reg, d.splitSumPass = g.tile, g.splits, g.reg, g.sumPass
+				d.gemmTile, d.gemmSplit, d.regStaged, d.splitSumPass = g.tile, g.splits, g.reg, g.sumPass
 				if err := d.SetMatmul(m); err != nil {
 					return err
 				}
 				defer func() {
-					d.gemmTile, d.gemmSplit, d.tf32Reg, d.splitSumPass = gemmTileAuto, 0, false, false
+					d.gemmTile, d.gemmSplit, d.regStaged, d.splitSumPass = gemmTileAuto, 0, false, false
 					_ = d.SetMatmul(compute.MatmulFP32) // a known precision: cannot fail
 				}()
 				for i, l := range ls {

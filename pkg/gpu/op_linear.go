@@ -119,7 +119,8 @@ func (d *Device) linearBackward(op string, dx, dw, db, dy, x, w *F32, rows, in, 
 // gemm launches one of the GEMM kernels for C [M][N] (name: gemm_nt, gemm_nn or gemm_tn):
 // the register-tiled kernel of that name, linear.cu's (FP32) or, with TF32 products
 // (SetMatmul), tf32.cu's gemm_tf32_pipe_* (its operands' rows 16-byte aligned, as the
-// model's are) or gemm_tf32_*, with 128×128 tiles; or, when those tiles would not
+// model's are) or gemm_tf32_*, and for FP32 dW gemm_pipe_tn where aligned, with 128×128
+// tiles; or, when those tiles would not
 // give every SM a block, the same kernel with K split S ways into a workspace that
 // gemm_splitk_sum adds up in order (gemmShape), or its 64×64 twin (_64) when K is too
 // short to split. Without a split every output's sum runs over k in order, so the tile
@@ -127,7 +128,7 @@ func (d *Device) linearBackward(op string, dx, dw, db, dy, x, w *F32, rows, in, 
 // shape and SM count. Either way, the work stated to a profiler is 2·M·N·K FLOPs
 // (gemmWork), the split's reads and writes of its workspace added. The first versions
 // (gemm64_*, gemm64_tf32_*) run only when a test or the bench fixes gemmTileFirst, and
-// the register-staged TF32 kernels on aligned operands only when one sets tf32Reg.
+// the register-staged kernels on aligned operands only when one sets regStaged.
 func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, ldc int, end gemmEnd) error {
 	w := gemmWork(M, N, K, end)
 	bias, acc := end.bias, end.acc
@@ -151,14 +152,18 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 	aligned := func(b *F32, ld int) bool { return b.Ptr()%16 == 0 && ld%4 == 0 }
 	vec := func(b *F32, ld int) arg { return boolArg(aligned(b, ld)) }
 	// linear.cu: threads of 8×8 outputs; tf32.cu: 8 warps of 64×32 outputs (128×128
-	// tiles) or 4 of 32×32 (64×64), 2·tile threads either way. TF32 products of aligned
-	// operands: the pipelined kernels (cp.async), which copy only whole 16-byte chunks.
+	// tiles) or 4 of 32×32 (64×64), 2·tile threads either way. Aligned operands: the
+	// pipelined kernels (cp.async), which copy only whole 16-byte chunks (FP32: the dW
+	// product, whose operands are both k-major; TF32: all three).
 	threads := tile * tile / 64
-	if d.tf32 {
+	pipe := !d.regStaged && aligned(A, lda) && aligned(B, ldb)
+	switch {
+	case d.tf32 && pipe:
+		name, threads = "gemm_tf32_pipe_"+layout, 2*tile
+	case d.tf32:
 		name, threads = "gemm_tf32_"+layout, 2*tile
-		if !d.tf32Reg && aligned(A, lda) && aligned(B, ldb) {
-			name = "gemm_tf32_pipe_" + layout
-		}
+	case pipe && layout == "tn":
+		name = "gemm_pipe_tn"
 	}
 	if tile == 64 {
 		name += "_64"
@@ -185,7 +190,7 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 	grid[2] = splits
 	// Each split writes its M×N partial sums; the sum reads them all, adds S − 1 of them
 	// and ends as the unsplit GEMM does.
-	sum := Work{Bytes: words(splits*M*N), FLOPs: flops(M*N, splits-1)}.Add(gemmEndWork(M, N, end))
+	sum := Work{Bytes: words(splits * M * N), FLOPs: flops(M*N, splits-1)}.Add(gemmEndWork(M, N, end))
 	ws := gemmWork(M, N, K, gemmEnd{})
 	ws.Bytes += words(splits*M*N) - words(M*N)
 	if !d.splitSumPass {

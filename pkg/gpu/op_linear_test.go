@@ -10,17 +10,20 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 )
 
-// testLinear: the FP32 GEMMs through every tile (gemm_* at 128×128 and 64×64, the first
-// version gemm64_*, K split 3 ways and twice 5 ways, the splits added by the GEMM's own
-// last blocks or by gemm_splitk_sum, and the choice by shape) against the
+// testLinear: the FP32 GEMMs through every kernel and tile (gemm_* and, for dW on
+// aligned operands, gemm_pipe_tn, at 128×128 and 64×64; the register-staged gemm_tn in
+// its place; the first version gemm64_*; K split 3 ways and twice 5 ways, the splits
+// added by the GEMM's own last blocks or by gemm_splitk_sum; the choice by shape) against the
 // CPU reference, at shapes over several tiles with ragged edges, K not a multiple of the
 // slice, leading dimensions that are and are not multiples of 4 (the 16-byte loads and
 // their scalar fallback), operands that start off a 16-byte boundary, and K = 0. Unsplit,
 // every tile's outputs are equal bit for bit (each output's sum runs over k in order); a
-// split repeated gives the same bits, and so does its sum in a pass of its own.
+// split repeated gives the same bits, and so does its sum in a pass of its own, and so
+// do the register-staged kernels in place of the pipelined one. An aligned layer's dW
+// runs gemm_pipe_tn (its profile says so).
 func testLinear(h *harness) {
 	ref := compute.Reference[float32]{}
-	defer func() { h.d.gemmTile, h.d.gemmSplit, h.d.splitSumPass = gemmTileAuto, 0, false }()
+	defer func() { h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitSumPass = gemmTileAuto, 0, false, false }()
 	shapes := []struct {
 		rows, in, out int
 		offset        bool // operands one float into their buffers
@@ -29,13 +32,17 @@ func testLinear(h *harness) {
 	type run struct {
 		name         string
 		tile, splits int
+		reg          bool   // the register-staged kernels (regStaged), not gemm_pipe_tn
 		sumPass      bool   // the splits added by gemm_splitk_sum
 		sameBits     string // the run whose bits this one must equal, if any
 	}
-	runs := []run{{"128", 128, 1, false, ""}, {"64", 64, 1, false, "128"}, {"first", gemmTileFirst, 1, false, "128"},
-		{"split3", 128, 3, false, ""}, {"split3 sum pass", 128, 3, true, "split3"}, {"split5", 128, 5, false, ""},
-		{"split5 again", 128, 5, false, "split5"}, {"split5 64", 64, 5, false, ""}, {"split5 64 sum pass", 64, 5, true, "split5 64"},
-		{"by shape", gemmTileAuto, 0, false, ""}}
+	runs := []run{{"128", 128, 1, false, false, ""}, {"64", 64, 1, false, false, "128"},
+		{"reg128", 128, 1, true, false, "128"}, {"reg64", 64, 1, true, false, "128"},
+		{"first", gemmTileFirst, 1, false, false, "128"}, {"split3", 128, 3, false, false, ""},
+		{"split3 sum pass", 128, 3, false, true, "split3"}, {"reg split3", 128, 3, true, false, "split3"},
+		{"split5", 128, 5, false, false, ""}, {"split5 again", 128, 5, false, false, "split5"},
+		{"split5 64", 64, 5, false, false, ""}, {"split5 64 sum pass", 64, 5, false, true, "split5 64"},
+		{"by shape", gemmTileAuto, 0, false, false, ""}}
 	for _, sh := range shapes {
 		h.t.Run(fmt.Sprint(sh.rows, "x", sh.in, "x", sh.out, map[bool]string{true: "+1"}[sh.offset]), func(t *testing.T) {
 			x, w, b := h.uniform(sh.rows*sh.in, -1, 1), h.uniform(sh.out*sh.in, -1, 1), h.uniform(sh.out, -1, 1)
@@ -51,7 +58,7 @@ func testLinear(h *harness) {
 			}
 			results := map[string][4][]float32{}
 			for _, r := range runs {
-				h.d.gemmTile, h.d.gemmSplit, h.d.splitSumPass = r.tile, r.splits, r.sumPass
+				h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitSumPass = r.tile, r.splits, r.reg, r.sumPass
 				X, W, B, Y := up(x), up(w), up(b), up(make([]float32, len(y)))
 				h.ok(h.d.LinearForward(Y, X, W, B, sh.rows, sh.in, sh.out))
 				DX, DW, DB := up(dx0), up(dw0), up(db0)
@@ -82,6 +89,23 @@ func testLinear(h *harness) {
 				}
 			}
 		})
+	}
+	h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitSumPass = gemmTileAuto, 0, false, false
+	for _, tile := range []int{128, 64} {
+		h.d.gemmTile = tile
+		x, w, dy := h.uniform(40*24, -1, 1), h.uniform(36*24, -1, 1), h.uniform(40*36, -1, 1)
+		launched := kernelsLaunched(h, func() {
+			h.ok(h.d.LinearBackward(nil, h.zeros(36*24), nil, h.up(dy), h.up(x), h.up(w), 40, 24, 36))
+		})
+		want := map[int]string{128: "gemm_pipe_tn", 64: "gemm_pipe_tn_64"}[tile]
+		for k := range launched {
+			if strings.HasPrefix(k, "gemm") && k != want {
+				h.t.Fatalf("tile %d, aligned operands: dW ran %v, want %s", tile, launched, want)
+			}
+		}
+		if !launched[want] {
+			h.t.Fatalf("tile %d, aligned operands: dW ran %v, want %s", tile, launched, want)
+		}
 	}
 }
 
@@ -119,7 +143,7 @@ func testLinearTF32(h *harness) {
 	type run struct {
 		name         string
 		tile, splits int
-		reg          bool   // the register-staged kernels (tf32Reg)
+		reg          bool   // the register-staged kernels (regStaged)
 		sumPass      bool   // the splits added by gemm_splitk_sum
 		sameBits     string // the run whose bits this one must equal, if any
 	}
@@ -129,7 +153,7 @@ func testLinearTF32(h *harness) {
 		{"split5", 64, 5, false, false, ""}, {"split5 again", 64, 5, false, false, "split5"},
 		{"reg split5", 64, 5, true, false, ""}, {"reg split5 sum pass", 64, 5, true, true, "reg split5"},
 		{"by shape", gemmTileAuto, 0, false, false, ""}}
-	defer func() { h.d.tf32Reg, h.d.splitSumPass = false, false }()
+	defer func() { h.d.regStaged, h.d.splitSumPass = false, false }()
 	for _, sh := range shapes {
 		rows, in, out := sh.rows, sh.in, sh.out
 		h.t.Run(fmt.Sprint(rows, "x", in, "x", out, map[bool]string{true: "+1"}[sh.offset]), func(t *testing.T) {
@@ -142,7 +166,7 @@ func testLinearTF32(h *harness) {
 			compute.Reference[float32]{}.LinearBackward(nil, make([]float32, out*in), db, l.DY, l.X, l.W, rows, in, out)
 			results := map[string][3][]float32{}
 			for _, r := range runs {
-				h.d.gemmTile, h.d.gemmSplit, h.d.tf32Reg, h.d.splitSumPass = r.tile, r.splits, r.reg, r.sumPass
+				h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitSumPass = r.tile, r.splits, r.reg, r.sumPass
 				X, W, B, Y := up(l.X), up(l.W), up(l.B), up(make([]float32, rows*out))
 				h.ok(h.d.LinearForward(Y, X, W, B, rows, in, out))
 				DX, DW, DB := up(l.DX0), up(l.DW0), up(make([]float32, out))
@@ -176,7 +200,7 @@ func testLinearTF32(h *harness) {
 			}
 		})
 	}
-	h.d.gemmTile, h.d.gemmSplit, h.d.tf32Reg = gemmTileAuto, 0, false
+	h.d.gemmTile, h.d.gemmSplit, h.d.regStaged = gemmTileAuto, 0, false
 	for _, c := range []struct {
 		tile int
 		want []string

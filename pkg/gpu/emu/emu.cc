@@ -1,8 +1,13 @@
 // The launch emulator: compiles the kernel sources of ../kernels as C++ with emu.h's
 // built-ins and runs a launch block by block, each block's threads as fibers.
+
+// The fibers switch stacks with _longjmp, which a fortified glibc would refuse to do
+// ("longjmp causes uninitialized stack frame"): no fortification in this file.
+#undef _FORTIFY_SOURCE
 #include "emu.h"
 
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +76,14 @@ namespace {
 
 enum State { RUNNABLE, AT_BARRIER, DONE };
 
+// A fiber starts from its ucontext (makecontext: its own stack, fiber_main) and from then
+// on switches with _setjmp/_longjmp, which save and restore only registers: swapcontext
+// would also save and restore the signal mask, a system call at every switch, and a
+// barrier is one switch per thread.
 struct Fiber {
 	ucontext_t ctx;
+	jmp_buf jb; // where it is suspended, once started
+	bool started;
 	dim3 idx;
 	State state;
 };
@@ -80,7 +91,9 @@ struct Fiber {
 const size_t kStack = 64 * 1024;
 
 struct Worker {
-	ucontext_t sched;
+	ucontext_t tmpl;          // a context to copy into each fiber's before makecontext
+	bool tmplReady = false;   // tmpl is taken (getcontext, once: a system call)
+	jmp_buf sched;            // the scheduler, suspended where it entered a fiber
 	std::vector<Fiber> fibers;
 	std::vector<char*> stacks;
 	int cur = 0; // the running thread
@@ -108,22 +121,40 @@ void fiber_main() {
 	Worker* w = tw;
 	w->thunk(w->args);
 	w->fibers[w->cur].state = DONE;
-	// returning resumes uc_link, the scheduler
+	_longjmp(w->sched, 1); // never returns: the scheduler goes on after this thread
+}
+
+// enter switches to fiber i (w->cur = i) from wherever the caller has saved itself.
+[[noreturn]] void enter(Worker* w, int i) {
+	Fiber& f = w->fibers[i];
+	w->cur = i;
+	threadIdx = f.idx;
+	if (!f.started) {
+		f.started = true;
+		setcontext(&f.ctx);
+		abort(); // setcontext returns only on failure
+	}
+	_longjmp(f.jb, 1);
 }
 
 // Runs one block on worker w; returns false with w->err set on a barrier error.
 bool run_block(Worker* w, dim3 bidx, dim3 bdim) {
 	int n = (int)(bdim.x * bdim.y * bdim.z);
+	if (!w->tmplReady) {
+		getcontext(&w->tmpl);
+		w->tmplReady = true;
+	}
 	for (int i = 0; i < n; i++) {
 		Fiber& f = w->fibers[i];
 		f.state = RUNNABLE;
+		f.started = false;
 		f.idx.x = i % bdim.x;
 		f.idx.y = (i / bdim.x) % bdim.y;
 		f.idx.z = i / (bdim.x * bdim.y);
-		getcontext(&f.ctx);
+		f.ctx = w->tmpl;
 		f.ctx.uc_stack.ss_sp = w->stacks[i];
 		f.ctx.uc_stack.ss_size = kStack;
-		f.ctx.uc_link = &w->sched;
+		f.ctx.uc_link = nullptr; // fiber_main never returns
 		makecontext(&f.ctx, fiber_main, 0);
 	}
 	blockIdx = bidx;
@@ -139,9 +170,7 @@ bool run_block(Worker* w, dim3 bidx, dim3 bdim) {
 				i++;
 				continue;
 			}
-			w->cur = i;
-			threadIdx = w->fibers[i].idx;
-			swapcontext(&w->sched, &w->fibers[i].ctx);
+			if (_setjmp(w->sched) == 0) enter(w, i);
 			i = w->cur + 1;
 		}
 		int done = 0;
@@ -171,15 +200,10 @@ void __syncthreads() {
 	const int cur = w->cur;
 	Fiber& f = w->fibers[cur];
 	f.state = AT_BARRIER;
-	for (int j = cur + 1; j < w->n; j++) {
-		if (w->fibers[j].state == RUNNABLE) {
-			w->cur = j;
-			threadIdx = w->fibers[j].idx;
-			swapcontext(&f.ctx, &w->fibers[j].ctx);
-			return;
-		}
-	}
-	swapcontext(&f.ctx, &w->sched);
+	if (_setjmp(f.jb) != 0) return; // resumed: the block has arrived
+	for (int j = cur + 1; j < w->n; j++)
+		if (w->fibers[j].state == RUNNABLE) enter(w, j);
+	_longjmp(w->sched, 1);
 }
 
 namespace {
@@ -334,6 +358,8 @@ const KernelInfo table[] = {
     K(gemm_nt_64),
     K(gemm_nn_64),
     K(gemm_tn_64),
+    K(gemm_pipe_tn),
+    K(gemm_pipe_tn_64),
     K(gemm_splitk_sum),
     K(col_sum),
     K(intersect_features),

@@ -3,10 +3,14 @@
 //
 //   - threadIdx, blockIdx, blockDim, gridDim are thread_local variables that the
 //     scheduler (emu.cc) sets before it switches to a CUDA thread;
-//   - each CUDA thread of a block is a cooperative fiber (ucontext) on one OS thread;
-//     __syncthreads() suspends the fiber until every thread of the block has arrived, so
-//     shared-memory tiling runs exactly as on the device (a thread that exits while
-//     others wait at a barrier is reported as an error);
+//   - each CUDA thread of a block is a cooperative fiber on one OS thread (started from a
+//     ucontext, switched with _setjmp/_longjmp); __syncthreads() suspends the fiber
+//     until every thread of the block has arrived, so shared-memory tiling runs exactly
+//     as on the device (a thread that exits while others wait at a barrier is reported
+//     as an error);
+//   - warp-level operations are emulated with block barriers (tf32.cu's mma_tf32: the
+//     lanes pool their fragment registers), so every thread of the block must reach them;
+//   - cp.async copies (common.h's cp_async16) complete at once;
 //   - __shared__ is `static thread_local`: one copy per OS thread, i.e. per block in
 //     flight, shared by that block's fibers;
 //   - blocks run in parallel on a few OS threads, so atomicAdd is a real atomic;

@@ -19,6 +19,10 @@
 #ifndef ROCONE_KERNELS_COMMON_H
 #define ROCONE_KERNELS_COMMON_H
 
+#ifndef __CUDA_ARCH__
+#include <string.h> // memcpy, memset: the emulator's cp_async16
+#endif
+
 #define KERNEL extern "C" __global__ void
 
 #define PI_F 3.14159265358979323846f
@@ -124,6 +128,72 @@ __device__ __forceinline__ void rt_load_slice(float r[Q][4], const float* X, int
 			const int row = q / 2, kq = q % 2 * 4, gx = x0 + row, gk = k0 + kq;
 			rt_load4(r[i], X, (long long)gx * ld + gk, gx < XN ? rt_clamp4(K - gk) : 0, vec);
 		}
+	}
+}
+
+// cp_async16 copies the 16 bytes at src (global) to dst (shared), of which the first
+// `bytes` (0 … 16) are read and the rest are zeros: asynchronously on the device
+// (cp.async.cg, sm_80), at once in the emulator. cp_async_commit closes the lane's group
+// of copies; cp_async_wait<N> waits until at most N of the lane's groups are still in
+// flight (the older ones have landed: visible to the lane, and to the block after a
+// barrier), cp_async_wait_all until none is. The pipelined GEMMs (linear.cu, tf32.cu).
+__device__ __forceinline__ void cp_async16(float* dst, const float* src, int bytes) {
+#ifdef __CUDA_ARCH__
+	const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+#else
+	memcpy(dst, src, bytes);
+	memset((char*)dst + bytes, 0, 16 - bytes);
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void cp_async_wait_all() {
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+// async_chunk is where lane t's i-th 16-byte chunk (of T lanes) of a slice of BK along k
+// (from k0) and BX along x (from x0) of one GEMM operand X lives: its offset in X, its
+// place in the shared tile (rows of LD floats) and how many of its 4 values exist (of XN
+// along x, K along k). KMAJOR: X(x, k) = X[k·ld + x], tile [k][x]; otherwise X(x, k) =
+// X[x·ld + k], tile [x][k] (as rt_load_slice). The tile keeps the operand's layout, so
+// that every chunk is 16 bytes of one row: the rows must be 16-byte aligned.
+template <bool KMAJOR, int BX, int BK, int LD, int T>
+__device__ __forceinline__ void async_chunk(int i, int t, int ld, int x0, int XN, int k0, int K, long long* off, int* at,
+                                            int* valid) {
+	const int q = t + i * T;
+	if (KMAJOR) {
+		const int kk = q / (BX / 4), xq = q % (BX / 4) * 4, gk = k0 + kk, gx = x0 + xq;
+		*off = (long long)gk * ld + gx, *at = kk * LD + xq, *valid = gk < K ? rt_clamp4(XN - gx) : 0;
+	} else {
+		const int row = q / (BK / 4), kq = q % (BK / 4) * 4, gx = x0 + row, gk = k0 + kq;
+		*off = (long long)gx * ld + gk, *at = row * LD + kq, *valid = gx < XN ? rt_clamp4(K - gk) : 0;
+	}
+}
+
+// async_copy_slice starts lane t's Q chunk copies of a slice (async_chunk) into the tile S;
+// chunks wholly outside the operand are zeros.
+template <bool KMAJOR, int BX, int BK, int LD, int Q, int T>
+__device__ __forceinline__ void async_copy_slice(float* S, const float* X, int ld, int x0, int XN, int k0, int K, int t) {
+	for (int i = 0; i < Q; i++) {
+		long long off;
+		int at, valid;
+		async_chunk<KMAJOR, BX, BK, LD, T>(i, t, ld, x0, XN, k0, K, &off, &at, &valid);
+		cp_async16(&S[at], valid ? X + off : X, 4 * valid);
 	}
 }
 

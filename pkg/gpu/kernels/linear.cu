@@ -226,6 +226,92 @@ GEMM_REG(gemm_nt_64, false, true, 64, 64)
 GEMM_REG(gemm_nn_64, false, false, 64, 64)
 GEMM_REG(gemm_tn_64, true, false, 64, 64)
 
+// ---------------------------------------------------------------------------------------
+// The pipelined dW GEMM: gemm_pipe, the kernels gemm_pipe_tn (128×128) and
+// gemm_pipe_tn_64, gemm_reg's tn with the same arguments, tiles, threads, inner loop and
+// results, bit for bit, for operands whose rows are 16-byte aligned (the host launches
+// them only then). Both of tn's
+// operands (dy [rows][out], x [rows][in]) are k-major in memory, as gemm_reg's shared
+// tiles are, so their slices need no transposition and are copied from global to shared
+// memory by cp.async (sm_80), 16 bytes a chunk, without passing through registers: a ring
+// of PIPE_STAGES slices of 8 in flight, the lanes waiting for the oldest only, one barrier
+// a slice. The 8 registers that held gemm_reg's next slice are free, and the loads are
+// issued PIPE_STAGES − 1 slices ahead instead of one.
+#define PIPE_STAGES 4
+
+template <int BM, int BN>
+__device__ __forceinline__ void gemm_pipe(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
+                                             float* C, int ldc, const float* bias, int accumulate, int relu,
+                                             const float* mask, int kSplit, float* W, int* tickets) {
+	gemm_split_k<true, false>(K, A, lda, B, ldb, kSplit);
+	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY, S = PIPE_STAGES;
+	constexpr int UNROLL_KK = BM == 128 ? RT_BK : 1;
+	constexpr int QA = BM * RT_BK / (4 * T), QB = BN * RT_BK / (4 * T); // 16-byte chunks per thread per slice
+	__shared__ __align__(16) float As[S][RT_BK][BM];
+	__shared__ __align__(16) float Bs[S][RT_BK][BN];
+	const int t = threadIdx.x, tx = t % TX, ty = t / TX;
+	const int n0 = blockIdx.x * BN, slices = (K + RT_BK - 1) / RT_BK;
+	for (int m0 = blockIdx.y * BM; m0 < M; m0 += gridDim.y * BM) {
+		// Slice sl into stage sl mod S; a group is committed whether or not there is a
+		// slice, so that "the oldest group" is always slice sl's.
+		auto copy = [&](int sl) {
+			if (sl < slices) {
+				async_copy_slice<true, BM, RT_BK, BM, QA, T>(&As[sl % S][0][0], A, lda, m0, M, sl * RT_BK, K, t);
+				async_copy_slice<true, BN, RT_BK, BN, QB, T>(&Bs[sl % S][0][0], B, ldb, n0, N, sl * RT_BK, K, t);
+			}
+			cp_async_commit();
+		};
+		float acc[8][8];
+		for (int i = 0; i < 8; i++)
+			for (int j = 0; j < 8; j++) acc[i][j] = 0.f;
+		for (int sl = 0; sl < S - 1; sl++) copy(sl);
+		for (int sl = 0; sl < slices; sl++) {
+			cp_async_wait<S - 2>(); // this lane's copies of slice sl have landed
+			__syncthreads();        // and every lane's; every warp is done with slice sl − 1
+			copy(sl + S - 1);       // into slice sl − 1's stage
+			const int buf = sl % S;
+#pragma unroll(UNROLL_KK)
+			for (int kk = 0; kk < RT_BK; kk++) {
+				float a[8], b[8];
+				const float4 a0 = *(const float4*)&As[buf][kk][ty * 4];
+				const float4 a1 = *(const float4*)&As[buf][kk][BM / 2 + ty * 4];
+				const float4 b0 = *(const float4*)&Bs[buf][kk][tx * 4];
+				const float4 b1 = *(const float4*)&Bs[buf][kk][BN / 2 + tx * 4];
+				a[0] = a0.x, a[1] = a0.y, a[2] = a0.z, a[3] = a0.w, a[4] = a1.x, a[5] = a1.y, a[6] = a1.z, a[7] = a1.w;
+				b[0] = b0.x, b[1] = b0.y, b[2] = b0.z, b[3] = b0.w, b[4] = b1.x, b[5] = b1.y, b[6] = b1.z, b[7] = b1.w;
+				for (int i = 0; i < 8; i++)
+					for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+			}
+		}
+		cp_async_wait_all(); // the ring's last (empty) groups
+		__syncthreads();     // before the next tile's copies, or the flag, reuse the stages
+#pragma unroll
+		for (int i = 0; i < 8; i++) {
+			const int gm = m0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
+			if (gm >= M) continue;
+#pragma unroll
+			for (int j = 0; j < 8; j++) {
+				const int gn = n0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4);
+				if (gn >= N) continue;
+				gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j], bias, accumulate, relu, mask);
+			}
+		}
+		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, relu, mask, tickets, &As[0][0][0]);
+	}
+}
+
+// vecA and vecB are not read: the operands must be 16-byte aligned rows.
+#define GEMM_PIPE_TN(name, BM, BN)                                                                                 \
+	extern "C" __global__ void __launch_bounds__(BM * BN / 64, BM == 128 ? 2 : 8)                                 \
+	name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,                  \
+	     const float* bias, int accumulate, int relu, const float* mask, int vecA, int vecB, int kSplit, float* W,  \
+	     int* tickets) {                                                                                           \
+		gemm_pipe<BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask, kSplit, W, tickets);  \
+	}
+
+GEMM_PIPE_TN(gemm_pipe_tn, 128, 128)
+GEMM_PIPE_TN(gemm_pipe_tn_64, 64, 64)
+
 // gemm_splitk_sum ends a split-K GEMM: C[m][n] = (accumulate ? C[m][n] : 0) + (Σ_s
 // W[s][m][n] + bias[n]), the splits summed in order s = 0 … S−1 (deterministic), W
 // [S][M][N]. When the rows of a GEMM are too few to give every SM a block (a layer of a

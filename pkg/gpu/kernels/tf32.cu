@@ -402,68 +402,14 @@ GEMM_TF32(gemm_tf32_tn_64, true, false, 64, 64, 32, 32)
 // once. The stages take 48 KB (nt), 37 KB (nn), 35 KB (tn) of shared memory at 128×128.
 #define TP_BK 16
 
-// cp_async16 copies the 16 bytes at src (global) to dst (shared), of which the first
-// `bytes` (0 … 16) are read and the rest are zeros: asynchronously on the device
-// (cp.async.cg, sm_80), at once in the emulator. cp_async_commit closes the lane's group
-// of copies; cp_async_wait_all waits until all of the lane's copies have landed (visible
-// to the lane; to the block after a barrier).
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, int bytes) {
-#ifdef __CUDA_ARCH__
-	const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes) : "memory");
-#else
-	memcpy(dst, src, bytes);
-	memset((char*)dst + bytes, 0, 16 - bytes);
-#endif
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-#ifdef __CUDA_ARCH__
-	asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void cp_async_wait_all() {
-#ifdef __CUDA_ARCH__
-	asm volatile("cp.async.wait_all;\n" ::: "memory");
-#endif
-}
-
-// tp_chunk is where lane t's i-th 16-byte chunk of a slice (k from k0, x from x0) of one
-// operand X lives: its offset in X, its place in the shared tile S (rows of LD floats) and
-// how many of its 4 values exist. KMAJOR: X(x, k) = X[k·ld + x], tile [k][x]; otherwise
-// X(x, k) = X[x·ld + k], tile [x][k] (as rt_load_slice).
-template <bool KMAJOR, int BX, int LD, int T>
-__device__ __forceinline__ void tp_chunk(int i, int t, int ld, int x0, int XN, int k0, int K, long long* off, int* at,
-                                         int* valid) {
-	const int q = t + i * T;
-	if (KMAJOR) {
-		const int kk = q / (BX / 4), xq = q % (BX / 4) * 4, gk = k0 + kk, gx = x0 + xq;
-		*off = (long long)gk * ld + gx, *at = kk * LD + xq, *valid = gk < K ? rt_clamp4(XN - gx) : 0;
-	} else {
-		const int row = q / (TP_BK / 4), kq = q % (TP_BK / 4) * 4, gx = x0 + row, gk = k0 + kq;
-		*off = (long long)gx * ld + gk, *at = row * LD + kq, *valid = gx < XN ? rt_clamp4(K - gk) : 0;
-	}
-}
-
-// tp_copy_slice starts lane t's Q chunk copies of a slice into S; tp_round_slice rounds
-// them to TF32 in place once they have landed.
-template <bool KMAJOR, int BX, int LD, int Q, int T>
-__device__ __forceinline__ void tp_copy_slice(float* S, const float* X, int ld, int x0, int XN, int k0, int K, int t) {
-	for (int i = 0; i < Q; i++) {
-		long long off;
-		int at, valid;
-		tp_chunk<KMAJOR, BX, LD, T>(i, t, ld, x0, XN, k0, K, &off, &at, &valid);
-		cp_async16(&S[at], valid ? X + off : X, 4 * valid);
-	}
-}
-
+// tp_round_slice rounds lane t's Q chunks of a slice in S (async_copy_slice's, slices of
+// TP_BK) to TF32 in place, once they have landed.
 template <bool KMAJOR, int BX, int LD, int Q, int T>
 __device__ __forceinline__ void tp_round_slice(float* S, int t) {
 	for (int i = 0; i < Q; i++) {
 		long long off;
 		int at, valid;
-		tp_chunk<KMAJOR, BX, LD, T>(i, t, 0, 0, 0, 0, 0, &off, &at, &valid);
+		async_chunk<KMAJOR, BX, TP_BK, LD, T>(i, t, 0, 0, 0, 0, 0, &off, &at, &valid);
 		float4 v = *(float4*)&S[at];
 		v.x = tf32_round(v.x), v.y = tf32_round(v.y), v.z = tf32_round(v.z), v.w = tf32_round(v.w);
 		*(float4*)&S[at] = v;
@@ -526,8 +472,8 @@ __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float*
 	const int n0 = blockIdx.x * BN, slices = (K + TP_BK - 1) / TP_BK;
 	for (int m0 = blockIdx.y * BM; m0 < M; m0 += gridDim.y * BM) {
 		auto copy = [&](int s, int k0) {
-			tp_copy_slice<TA, BM, LA, QA, T>(As[s], A, lda, m0, M, k0, K, t);
-			tp_copy_slice<!TB, BN, LB, QB, T>(Bs[s], B, ldb, n0, N, k0, K, t);
+			async_copy_slice<TA, BM, TP_BK, LA, QA, T>(As[s], A, lda, m0, M, k0, K, t);
+			async_copy_slice<!TB, BN, TP_BK, LB, QB, T>(Bs[s], B, ldb, n0, N, k0, K, t);
 			cp_async_commit();
 		};
 		float acc[MI][NJ][4];
