@@ -206,7 +206,9 @@ if ! skip profile; then
 	fi
 	if [ "${NCU:-0}" = 1 ]; then
 		ncu_kernel gemm_nt linear/reg128
+		ncu_kernel gemm_pipe_tn linear/pipe128
 		ncu_kernel gemm_tf32_nt linear/tf32-reg128
+		ncu_kernel gemm_tf32_pipe_nt linear/tf32-pipe128
 		ncu_kernel distance_fwd_tab distance_fwd/table
 		ncu_kernel distance_bwd_q_tab distance_bwd/table_csr
 		ncu_kernel distance_bwd_ent_csr_tab distance_bwd/table_csr
