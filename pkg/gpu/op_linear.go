@@ -135,6 +135,11 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 	args := []arg{i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(ldc), ptr(bias), boolArg(acc),
 		boolArg(end.relu), ptr(end.mask)}
 	layout := name[len("gemm_"):] // nt, nn or tn
+	if (end.relu && layout != "nt") || (end.mask != nil && layout != "nn") {
+		// The kernels compile the ReLU into the forward product's epilogue only, the
+		// mask into dX's (gemm_end_for).
+		return fmt.Errorf("cuda: %s: a ReLU ends only gemm_nt, a ReLU's gradient only gemm_nn", name)
+	}
 	tile, splits := d.gemmTile, d.gemmSplit
 	if tile == gemmTileAuto {
 		tile, splits = d.gemmShape(M, N, K)
@@ -286,8 +291,8 @@ func (d *Device) ReLUBackward(dx, out *F32) error {
 }
 
 // gemmEnd is how a GEMM ends each output (gemm_epilogue): the bias added, C accumulated
-// into, and then the ReLU applied (relu) or the gradient taken through a ReLU whose output
-// is mask (a tensor laid out as C: 0 where mask ≤ 0).
+// into, and then the ReLU applied (relu; gemm_nt only) or the gradient taken through a
+// ReLU whose output is mask (a tensor laid out as C: 0 where mask ≤ 0; gemm_nn only).
 type gemmEnd struct {
 	bias *F32
 	acc  bool

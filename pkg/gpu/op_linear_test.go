@@ -107,6 +107,16 @@ func testLinear(h *harness) {
 			h.t.Fatalf("tile %d, aligned operands: dW ran %v, want %s", tile, launched, want)
 		}
 	}
+	// The epilogues a layout is compiled with (gemm_end_for): others are refused.
+	a, c := h.zeros(16), h.zeros(16)
+	for _, bad := range []struct {
+		name string
+		end  gemmEnd
+	}{{"gemm_nn", gemmEnd{relu: true}}, {"gemm_tn", gemmEnd{relu: true}}, {"gemm_nt", gemmEnd{mask: c}}, {"gemm_tn", gemmEnd{mask: c}}} {
+		if err := h.d.gemm(bad.name, 4, 4, 4, a, 4, a, 4, c, 4, bad.end); err == nil || !strings.Contains(err.Error(), "only") {
+			h.t.Fatalf("%s with %+v: %v, want a refusal", bad.name, bad.end, err)
+		}
+	}
 }
 
 // testLinearTF32: the TF32 GEMMs (SetMatmul(tf32): tf32.cu) through every kernel and tile

@@ -225,6 +225,18 @@ __device__ __forceinline__ void gemm_epilogue(float* C, int ldc, long long m, lo
 	*c = v;
 }
 
+// gemm_end_for narrows a GEMM's epilogue options to those its layout is launched with:
+// the ReLU for the forward product (nt), the mask for dX (nn), neither for dW (tn). The
+// others become compile-time constants, so that a kernel carries no code or registers for
+// them (the mask's loads in a dX kernel that also tested for the ReLU pushed
+// gemm_tf32_pipe_nn over its registers); the host never asks a layout for the others
+// (op_linear.go refuses to).
+template <bool TA, bool TB>
+__device__ __forceinline__ void gemm_end_for(int& relu, const float*& mask) {
+	if (TA || !TB) relu = 0;
+	if (TA || TB) mask = nullptr;
+}
+
 // gemm_out writes output (m, n) of a register-tiled GEMM's block: through the epilogue into
 // C when K is not split; else its split's partial sum into the workspace W [S][M][N],
 // which gemm_split_fixup (or gemm_splitk_sum) adds up.

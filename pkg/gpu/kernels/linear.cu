@@ -28,6 +28,7 @@
 template <bool TA, bool TB>
 __device__ __forceinline__ void gemm_tiled(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
                                            int ldc, const float* bias, int accumulate, int relu, const float* mask) {
+	gemm_end_for<TA, TB>(relu, mask);
 	__shared__ float As[TK][TM + 1];
 	__shared__ float Bs[TK][TN + 1];
 	const int t = threadIdx.x, tx = t & 15, ty = t >> 4;
@@ -134,6 +135,7 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
                                          int ldc, const float* bias, int accumulate, int relu, const float* mask, int vecA,
                                          int vecB, int kSplit, float* W, int* tickets) {
 	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
+	gemm_end_for<TA, TB>(relu, mask);
 	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY;
 	constexpr int UNROLL_KK = BM == 128 ? RT_BK : 1; // the 64-tile kernels would spill
 	constexpr int QA = BM * RT_BK / (4 * T), QB = BN * RT_BK / (4 * T); // 16-byte loads per thread per slice
@@ -244,6 +246,7 @@ __device__ __forceinline__ void gemm_pipe(int M, int N, int K, const float* A, i
                                              float* C, int ldc, const float* bias, int accumulate, int relu,
                                              const float* mask, int kSplit, float* W, int* tickets) {
 	gemm_split_k<true, false>(K, A, lda, B, ldb, kSplit);
+	gemm_end_for<true, false>(relu, mask);
 	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY, S = PIPE_STAGES;
 	constexpr int UNROLL_KK = BM == 128 ? RT_BK : 1;
 	constexpr int QA = BM * RT_BK / (4 * T), QB = BN * RT_BK / (4 * T); // 16-byte chunks per thread per slice

@@ -136,6 +136,7 @@ template <bool TA, bool TB>
 __device__ __forceinline__ void gemm_tf32_tiled(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
                                                 float* C, int ldc, const float* bias, int accumulate, int relu,
                                                 const float* mask) {
+	gemm_end_for<TA, TB>(relu, mask);
 	__shared__ float As[TF_TK * TF_PAD];
 	__shared__ float Bs[TF_TK * TF_PAD];
 	const int t = threadIdx.x, warp = t >> 5, lane = t & 31, g = lane >> 2, tg = lane & 3;
@@ -278,6 +279,7 @@ __device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* 
                                               float* C, int ldc, const float* bias, int accumulate, int relu,
                                               const float* mask, int vecA, int vecB, int kSplit, float* W, int* tickets) {
 	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
+	gemm_end_for<TA, TB>(relu, mask);
 	constexpr int WX = BN / WN, T = 32 * WX * (BM / WM), MI = WM / 16, NJ = WN / 8;
 	constexpr int QA = BM * TF_BK / (4 * T), QB = BN * TF_BK / (4 * T); // 16-byte loads per thread per slice
 	static_assert(QA * 4 * T == BM * TF_BK && QB * 4 * T == BN * TF_BK, "a slice is whole 16-byte loads");
@@ -459,6 +461,7 @@ __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float*
                                                float* C, int ldc, const float* bias, int accumulate, int relu,
                                                const float* mask, int kSplit, float* W, int* tickets) {
 	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
+	gemm_end_for<TA, TB>(relu, mask);
 	constexpr int WX = BN / WN, T = 32 * WX * (BM / WM), MI = WM / 16, NJ = WN / 8;
 	constexpr int QA = BM * TP_BK / (4 * T), QB = BN * TP_BK / (4 * T); // 16-byte chunks per lane per slice
 	static_assert(QA * 4 * T == BM * TP_BK && QB * 4 * T == BN * TP_BK, "a slice is whole chunks");
