@@ -120,13 +120,14 @@ func (d *Device) linearBackward(op string, dx, dw, db, dy, x, w *F32, rows, in, 
 // the register-tiled kernel of that name, linear.cu's (FP32) or, with TF32 products
 // (SetMatmul), tf32.cu's gemm_tf32_pipe_* (its operands' rows 16-byte aligned, as the
 // model's are) or gemm_tf32_*, and for FP32 dW gemm_pipe_tn where aligned, with 128×128
-// tiles; or, when those tiles would not
-// give every SM a block, the same kernel with K split S ways into a workspace that
-// gemm_splitk_sum adds up in order (gemmShape), or its 64×64 twin (_64) when K is too
-// short to split. Without a split every output's sum runs over k in order, so the tile
-// does not change a bit; a split sums S partial sums in order, deterministic for a given
-// shape and SM count. Either way, the work stated to a profiler is 2·M·N·K FLOPs
-// (gemmWork), the split's reads and writes of its workspace added. The first versions
+// tiles; or, when those tiles would not give every SM a block, the same kernel with K
+// split S ways into a workspace whose partial sums each tile's last block adds up in order
+// (gemm_split_fixup; gemmShape), or its 64×64 twin (_64) when K is too short to split.
+// Without a split every output's sum runs over k in order, so the tile does not change a
+// bit; a split sums S partial sums in order, deterministic for a given shape and SM
+// count. end says how each output ends (bias, accumulation, ReLU). The work stated to a
+// profiler is 2·M·N·K FLOPs (gemmWork), the split's writes and reads of its workspace
+// added. The first versions
 // (gemm64_*, gemm64_tf32_*) run only when a test or the bench fixes gemmTileFirst, and
 // the register-staged kernels on aligned operands only when one sets regStaged.
 func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, ldc int, end gemmEnd) error {
