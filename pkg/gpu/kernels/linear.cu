@@ -7,15 +7,18 @@
 //	col_sum   db[c] += Σ_r dy[r][c]
 //	relu_fwd / relu_bwd, the activation between the layers (in place)
 //
-// gemm_* (and gemm_*_64) are the register-tiled kernels described below gemm_reg; the
-// first versions, gemm64_* (64×64 tiles, 256 threads of 4×4 outputs spaced 16 apart,
+// gemm_* (and gemm_*_64) are the register-tiled kernels described below gemm_reg;
+// gemm_pipe_tn (and _64) is gemm_tn with its slices copied by cp.async (below gemm_pipe);
+// the first versions, gemm64_* (64×64 tiles, 256 threads of 4×4 outputs spaced 16 apart,
 // scalar shared reads), stay for the kernel bench (so does tf32.cu's gemm64_tf32_*, on
-// their launch geometry). Plain
-// FP32 FMA, no tensor cores (TF32 is tf32.cu's, opt-in).
+// their launch geometry). Plain FP32 FMA, no tensor cores (TF32 is tf32.cu's, opt-in).
+// Every GEMM ends its outputs with gemm_epilogue (common.h): the bias, the accumulation
+// into C, and the ReLU (relu, nt) or the gradient through one (mask, nn).
 //
-// Launch: gemm64_*: block 256, grid (ceil(N/64), min(ceil(M/64), 65535)); gemm_*: block
-// 256, grid (ceil(N/128), min(ceil(M/128), 65535)); gemm_*_64: block 64, grid
-// (ceil(N/64), min(ceil(M/64), 65535)). The y dimension is grid-strided, so any M works.
+// Launch: gemm64_*: block 256, grid (ceil(N/64), min(ceil(M/64), 65535)); gemm_*,
+// gemm_pipe_tn: block 256, grid (ceil(N/128), min(ceil(M/128), 65535), splits); the _64
+// kernels: block 64, grid (ceil(N/64), min(ceil(M/64), 65535), splits). The y dimension
+// is grid-strided, so any M works.
 #include "common.h"
 
 #define TM 64

@@ -7,9 +7,10 @@
 //	gemm_tf32_tn   C += Aᵀ·B           dW += dyᵀ·x      M=out  N=in  K=rows
 //	tf32_round_f32 y[i] = tf32_round(x[i]), for the tests of the rounding
 //
-// They take linear.cu's arguments and split-K, and the host chooses their tiles as for
-// FP32 (op_linear.go): the register-tiled kernels below (128×128 block tiles, or 64×64
-// ones, gemm_tf32_*_64), and the first versions, gemm64_tf32_* (the old FP32 kernels'
+// They take linear.cu's arguments, split-K and epilogue, and the host chooses their tiles
+// as for FP32 (op_linear.go): the pipelined kernels gemm_tf32_pipe_* where the operands'
+// rows are 16-byte aligned, else the register-staged ones (both 128×128 block tiles, or
+// 64×64 ones, *_64), and the first versions, gemm64_tf32_* (the old FP32 kernels'
 // launch: block 256, grid (ceil(N/64), min(ceil(M/64), 65535)), y grid-strided), kept for
 // the kernel bench. In the first versions the tile of C (64×64) is split over the 8 warps,
 // 32 rows × 16 columns each: 2×2 MMAs of 16×8 per step of 8 along K, each loading its own
