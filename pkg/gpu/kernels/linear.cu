@@ -133,6 +133,47 @@ KERNEL gemm64_tn(int M, int N, int K, const float* A, int lda, const float* B, i
 // its own.
 #define RT_BK 8
 
+// rt_mma_slice: a thread's 8×8 outputs of a BM×BN tile (rows ty·4 + i and BM/2 + ty·4 + i,
+// columns tx·4 + j and BN/2 + tx·4 + j) over one slice of RT_BK along k, from the slice's
+// k-major shared tiles As [RT_BK][BM] and Bs [RT_BK][BN]: two 16-byte reads of each per k,
+// and acc += a·b for each output, k in order.
+template <int BM, int BN>
+__device__ __forceinline__ void rt_mma_slice(float acc[8][8], const float (*As)[BM], const float (*Bs)[BN], int tx,
+                                             int ty) {
+	constexpr int UNROLL_KK = BM == 128 ? RT_BK : 1; // the 64-tile kernels would spill
+#pragma unroll(UNROLL_KK)
+	for (int kk = 0; kk < RT_BK; kk++) {
+		float a[8], b[8];
+		const float4 a0 = *(const float4*)&As[kk][ty * 4];
+		const float4 a1 = *(const float4*)&As[kk][BM / 2 + ty * 4];
+		const float4 b0 = *(const float4*)&Bs[kk][tx * 4];
+		const float4 b1 = *(const float4*)&Bs[kk][BN / 2 + tx * 4];
+		a[0] = a0.x, a[1] = a0.y, a[2] = a0.z, a[3] = a0.w, a[4] = a1.x, a[5] = a1.y, a[6] = a1.z, a[7] = a1.w;
+		b[0] = b0.x, b[1] = b0.y, b[2] = b0.z, b[3] = b0.w, b[4] = b1.x, b[5] = b1.y, b[6] = b1.z, b[7] = b1.w;
+		for (int i = 0; i < 8; i++)
+			for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+	}
+}
+
+// rt_out_tile writes a thread's 8×8 outputs (rt_mma_slice's) of the tile at (m0, n0)
+// through gemm_out.
+template <int BM, int BN>
+__device__ __forceinline__ void rt_out_tile(const float acc[8][8], float* C, int ldc, float* W, int M, int N, int m0,
+                                            int n0, int tx, int ty, const float* bias, int accumulate, int relu,
+                                            const float* mask) {
+#pragma unroll
+	for (int i = 0; i < 8; i++) {
+		const int gm = m0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
+		if (gm >= M) continue;
+#pragma unroll
+		for (int j = 0; j < 8; j++) {
+			const int gn = n0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4);
+			if (gn >= N) continue;
+			gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j], bias, accumulate, relu, mask);
+		}
+	}
+}
+
 template <bool TA, bool TB, int BM, int BN>
 __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
                                          int ldc, const float* bias, int accumulate, int relu, const float* mask, int vecA,
@@ -140,7 +181,6 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
 	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
 	gemm_end_for<TA, TB>(relu, mask);
 	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY;
-	constexpr int UNROLL_KK = BM == 128 ? RT_BK : 1; // the 64-tile kernels would spill
 	constexpr int QA = BM * RT_BK / (4 * T), QB = BN * RT_BK / (4 * T); // 16-byte loads per thread per slice
 	__shared__ __align__(16) float As[2][RT_BK][BM];
 	__shared__ __align__(16) float Bs[2][RT_BK][BN];
@@ -185,32 +225,11 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
 		for (int k0 = 0, buf = 0; k0 < K; k0 += RT_BK, buf ^= 1) {
 			const bool more = k0 + RT_BK < K;
 			if (more) load(k0 + RT_BK);
-#pragma unroll(UNROLL_KK)
-			for (int kk = 0; kk < RT_BK; kk++) {
-				float a[8], b[8];
-				const float4 a0 = *(const float4*)&As[buf][kk][ty * 4];
-				const float4 a1 = *(const float4*)&As[buf][kk][BM / 2 + ty * 4];
-				const float4 b0 = *(const float4*)&Bs[buf][kk][tx * 4];
-				const float4 b1 = *(const float4*)&Bs[buf][kk][BN / 2 + tx * 4];
-				a[0] = a0.x, a[1] = a0.y, a[2] = a0.z, a[3] = a0.w, a[4] = a1.x, a[5] = a1.y, a[6] = a1.z, a[7] = a1.w;
-				b[0] = b0.x, b[1] = b0.y, b[2] = b0.z, b[3] = b0.w, b[4] = b1.x, b[5] = b1.y, b[6] = b1.z, b[7] = b1.w;
-				for (int i = 0; i < 8; i++)
-					for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
-			}
+			rt_mma_slice<BM, BN>(acc, As[buf], Bs[buf], tx, ty);
 			if (more) store(buf ^ 1);
 			__syncthreads();
 		}
-#pragma unroll
-		for (int i = 0; i < 8; i++) {
-			const int gm = m0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
-			if (gm >= M) continue;
-#pragma unroll
-			for (int j = 0; j < 8; j++) {
-				const int gn = n0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4);
-				if (gn >= N) continue;
-				gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j], bias, accumulate, relu, mask);
-			}
-		}
+		rt_out_tile<BM, BN>(acc, C, ldc, W, M, N, m0, n0, tx, ty, bias, accumulate, relu, mask);
 		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, relu, mask, tickets, &As[0][0][0]);
 	}
 }
@@ -251,7 +270,6 @@ __device__ __forceinline__ void gemm_pipe(int M, int N, int K, const float* A, i
 	gemm_split_k<true, false>(K, A, lda, B, ldb, kSplit);
 	gemm_end_for<true, false>(relu, mask);
 	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY, S = PIPE_STAGES;
-	constexpr int UNROLL_KK = BM == 128 ? RT_BK : 1;
 	constexpr int QA = BM * RT_BK / (4 * T), QB = BN * RT_BK / (4 * T); // 16-byte chunks per thread per slice
 	__shared__ __align__(16) float As[S][RT_BK][BM];
 	__shared__ __align__(16) float Bs[S][RT_BK][BN];
@@ -276,32 +294,11 @@ __device__ __forceinline__ void gemm_pipe(int M, int N, int K, const float* A, i
 			__syncthreads();        // and every lane's; every warp is done with slice sl − 1
 			copy(sl + S - 1);       // into slice sl − 1's stage
 			const int buf = sl % S;
-#pragma unroll(UNROLL_KK)
-			for (int kk = 0; kk < RT_BK; kk++) {
-				float a[8], b[8];
-				const float4 a0 = *(const float4*)&As[buf][kk][ty * 4];
-				const float4 a1 = *(const float4*)&As[buf][kk][BM / 2 + ty * 4];
-				const float4 b0 = *(const float4*)&Bs[buf][kk][tx * 4];
-				const float4 b1 = *(const float4*)&Bs[buf][kk][BN / 2 + tx * 4];
-				a[0] = a0.x, a[1] = a0.y, a[2] = a0.z, a[3] = a0.w, a[4] = a1.x, a[5] = a1.y, a[6] = a1.z, a[7] = a1.w;
-				b[0] = b0.x, b[1] = b0.y, b[2] = b0.z, b[3] = b0.w, b[4] = b1.x, b[5] = b1.y, b[6] = b1.z, b[7] = b1.w;
-				for (int i = 0; i < 8; i++)
-					for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
-			}
+			rt_mma_slice<BM, BN>(acc, As[buf], Bs[buf], tx, ty);
 		}
 		cp_async_wait_all(); // the ring's last (empty) groups
 		__syncthreads();     // before the next tile's copies, or the flag, reuse the stages
-#pragma unroll
-		for (int i = 0; i < 8; i++) {
-			const int gm = m0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
-			if (gm >= M) continue;
-#pragma unroll
-			for (int j = 0; j < 8; j++) {
-				const int gn = n0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4);
-				if (gn >= N) continue;
-				gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j], bias, accumulate, relu, mask);
-			}
-		}
+		rt_out_tile<BM, BN>(acc, C, ldc, W, M, N, m0, n0, tx, ty, bias, accumulate, relu, mask);
 		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, relu, mask, tickets, &As[0][0][0]);
 	}
 }

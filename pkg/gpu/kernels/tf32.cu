@@ -270,6 +270,25 @@ __device__ __forceinline__ void tf_mma_tile(float acc[MI][NJ][4], const float* A
 	}
 }
 
+// tf_out_tile writes a warp's MI×NJ MMA accumulators (mma_tf32's layout) of the block of
+// outputs at (m0, n0) through gemm_out.
+template <int MI, int NJ>
+__device__ __forceinline__ void tf_out_tile(const float acc[MI][NJ][4], float* C, int ldc, float* W, int M, int N,
+                                            int m0, int n0, const float* bias, int accumulate, int relu,
+                                            const float* mask) {
+	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+	for (int i = 0; i < MI; i++)
+#pragma unroll
+		for (int j = 0; j < NJ; j++)
+#pragma unroll
+			for (int q = 0; q < 4; q++) {
+				const int gm = m0 + 16 * i + g + 8 * (q >> 1), gn = n0 + 8 * j + 2 * t + (q & 1);
+				if (gm >= M || gn >= N) continue;
+				gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j][q], bias, accumulate, relu, mask);
+			}
+}
+
 // C[m][n] (row stride ldc) = (accumulate ? C[m][n] : 0) + Σ_k r(A(m,k))·r(B(k,n)) + bias[n]
 // as gemm_tf32_tiled, the grid's layer z summing k in [z·kSplit, min(K, (z+1)·kSplit))
 // (split-K into the workspace W, added up by gemm_split_fixup, or gemm_splitk_sum when
@@ -343,17 +362,7 @@ __device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* 
 			if (more) store(buf ^ 1);
 			__syncthreads();
 		}
-		const int lane = t & 31, g = lane >> 2, tg = lane & 3;
-#pragma unroll
-		for (int i = 0; i < MI; i++)
-#pragma unroll
-			for (int j = 0; j < NJ; j++)
-#pragma unroll
-				for (int q = 0; q < 4; q++) {
-					const int gm = m0 + wm + 16 * i + g + 8 * (q >> 1), gn = n0 + wn + 8 * j + 2 * tg + (q & 1);
-					if (gm >= M || gn >= N) continue;
-					gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j][q], bias, accumulate, relu, mask);
-				}
+		tf_out_tile<MI, NJ>(acc, C, ldc, W, M, N, m0 + wm, n0 + wn, bias, accumulate, relu, mask);
 		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, relu, mask, tickets, &As[0][0][0]);
 	}
 }
@@ -496,17 +505,7 @@ __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float*
 			tp_mma_step<TA, TB, LA, LB, MI, NJ>(acc, As[s], Bs[s], 8, wm, wn);
 		}
 		__syncthreads(); // before the next tile's copies reuse the stages
-		const int lane = t & 31, g = lane >> 2, tg = lane & 3;
-#pragma unroll
-		for (int i = 0; i < MI; i++)
-#pragma unroll
-			for (int j = 0; j < NJ; j++)
-#pragma unroll
-				for (int q = 0; q < 4; q++) {
-					const int gm = m0 + wm + 16 * i + g + 8 * (q >> 1), gn = n0 + wn + 8 * j + 2 * tg + (q & 1);
-					if (gm >= M || gn >= N) continue;
-					gemm_out(C, ldc, W, M, N, gm, gn, acc[i][j][q], bias, accumulate, relu, mask);
-				}
+		tf_out_tile<MI, NJ>(acc, C, ldc, W, M, N, m0 + wm, n0 + wn, bias, accumulate, relu, mask);
 		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, relu, mask, tickets, &As[0][0]);
 	}
 }
