@@ -367,22 +367,23 @@ __device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* 
 	}
 }
 
-// Launch bounds: 2 blocks of 8 warps (or 4 of 4) per SM, i.e. at most 128 registers.
-#define GEMM_TF32(name, TA, TB, BM, BN, WM, WN)                                                                \
+// A TF32 GEMM kernel from its template (gemm_tf32_reg, gemm_tf32_pipe). Launch bounds: 2
+// blocks of 8 warps (or 4 of 4) per SM, i.e. at most 128 registers.
+#define GEMM_TF32(name, impl, TA, TB, BM, BN, WM, WN)                                                          \
 	extern "C" __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN), 16 / ((BM / WM) * (BN / WN)))       \
 	    name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,            \
 	         const float* bias, int accumulate, int relu, const float* mask, int vecA, int vecB, int kSplit,      \
 	         float* W, int* tickets) {                                                                           \
-		gemm_tf32_reg<TA, TB, BM, BN, WM, WN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask,  \
-		                                      vecA, vecB, kSplit, W, tickets);                                \
+		impl<TA, TB, BM, BN, WM, WN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask, vecA, vecB, \
+		                             kSplit, W, tickets);                                                     \
 	}
 
-GEMM_TF32(gemm_tf32_nt, false, true, 128, 128, 64, 32)
-GEMM_TF32(gemm_tf32_nn, false, false, 128, 128, 64, 32)
-GEMM_TF32(gemm_tf32_tn, true, false, 128, 128, 64, 32)
-GEMM_TF32(gemm_tf32_nt_64, false, true, 64, 64, 32, 32)
-GEMM_TF32(gemm_tf32_nn_64, false, false, 64, 64, 32, 32)
-GEMM_TF32(gemm_tf32_tn_64, true, false, 64, 64, 32, 32)
+GEMM_TF32(gemm_tf32_nt, gemm_tf32_reg, false, true, 128, 128, 64, 32)
+GEMM_TF32(gemm_tf32_nn, gemm_tf32_reg, false, false, 128, 128, 64, 32)
+GEMM_TF32(gemm_tf32_tn, gemm_tf32_reg, true, false, 128, 128, 64, 32)
+GEMM_TF32(gemm_tf32_nt_64, gemm_tf32_reg, false, true, 64, 64, 32, 32)
+GEMM_TF32(gemm_tf32_nn_64, gemm_tf32_reg, false, false, 64, 64, 32, 32)
+GEMM_TF32(gemm_tf32_tn_64, gemm_tf32_reg, true, false, 64, 64, 32, 32)
 
 // ---------------------------------------------------------------------------------------
 // The pipelined TF32 GEMM: gemm_tf32_pipe_nt / nn / tn (128×128 tiles, 8 warps of 64×32)
@@ -469,7 +470,8 @@ __device__ __forceinline__ void tp_mma_step(float acc[MI][NJ][4], const float* A
 template <bool TA, bool TB, int BM, int BN, int WM, int WN>
 __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
                                                float* C, int ldc, const float* bias, int accumulate, int relu,
-                                               const float* mask, int kSplit, float* W, int* tickets) {
+                                               const float* mask, int /*vecA*/, int /*vecB*/, int kSplit, float* W,
+                                               int* tickets) {
 	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
 	gemm_end_for<TA, TB>(relu, mask);
 	constexpr int WX = BN / WN, T = 32 * WX * (BM / WM), MI = WM / 16, NJ = WN / 8;
@@ -510,23 +512,12 @@ __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float*
 	}
 }
 
-// Launch bounds as gemm_tf32_reg's. vecA and vecB are not read: the operands must be
-// 16-byte aligned rows.
-#define GEMM_TF32_PIPE(name, TA, TB, BM, BN, WM, WN)                                                           \
-	extern "C" __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN), 16 / ((BM / WM) * (BN / WN)))       \
-	    name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,            \
-	         const float* bias, int accumulate, int relu, const float* mask, int vecA, int vecB, int kSplit,      \
-	         float* W, int* tickets) {                                                                           \
-		gemm_tf32_pipe<TA, TB, BM, BN, WM, WN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask, \
-		                                       kSplit, W, tickets);                                           \
-	}
-
-GEMM_TF32_PIPE(gemm_tf32_pipe_nt, false, true, 128, 128, 64, 32)
-GEMM_TF32_PIPE(gemm_tf32_pipe_nn, false, false, 128, 128, 64, 32)
-GEMM_TF32_PIPE(gemm_tf32_pipe_tn, true, false, 128, 128, 64, 32)
-GEMM_TF32_PIPE(gemm_tf32_pipe_nt_64, false, true, 64, 64, 32, 32)
-GEMM_TF32_PIPE(gemm_tf32_pipe_nn_64, false, false, 64, 64, 32, 32)
-GEMM_TF32_PIPE(gemm_tf32_pipe_tn_64, true, false, 64, 64, 32, 32)
+GEMM_TF32(gemm_tf32_pipe_nt, gemm_tf32_pipe, false, true, 128, 128, 64, 32)
+GEMM_TF32(gemm_tf32_pipe_nn, gemm_tf32_pipe, false, false, 128, 128, 64, 32)
+GEMM_TF32(gemm_tf32_pipe_tn, gemm_tf32_pipe, true, false, 128, 128, 64, 32)
+GEMM_TF32(gemm_tf32_pipe_nt_64, gemm_tf32_pipe, false, true, 64, 64, 32, 32)
+GEMM_TF32(gemm_tf32_pipe_nn_64, gemm_tf32_pipe, false, false, 64, 64, 32, 32)
+GEMM_TF32(gemm_tf32_pipe_tn_64, gemm_tf32_pipe, true, false, 64, 64, 32, 32)
 
 // y[i] = tf32_round(x[i]): the rounding alone, for its tests (the emulator's bits and the
 // device's cvt.rna.tf32.f32 against Go's compute.RoundTF32).
