@@ -183,7 +183,8 @@ ncu_kernel() {
 # validated against the CPU reference, then timed at the paper's size.
 if ! skip kernels; then
 	section "kernel benches"
-	timeout 120 "$bin/cuda.test" -test.run '^$' -test.bench Kernels -test.benchtime 50x || echo "kernel benches: exit $?"
+	timeout 120 "$bin/cuda.test" -test.run '^$' -test.bench Kernels -test.benchtime 50x | tee "$out/kernel-benches.txt" ||
+		echo "kernel benches: exit $?"
 fi
 if ! skip profile; then
 	profile rocone-d1600 --preset fb15k-237
@@ -227,6 +228,17 @@ rm -f "$out"/*.arrow "$bench"/*.arrow
 	grep -m1 '^GPU:' "$out/gpu-check.log" 2>/dev/null
 	tail -1 "$out/gpu-check.log" 2>/dev/null
 	cat "$bench/rates.txt" "$out/side-cone-rate.txt" "$out/side-ratio.txt" 2>/dev/null
+	# Each kernel bench's versions side by side: µs a run, and the ratio to the first
+	# version listed (the oldest kernel of each case).
+	if [ -s "$out/kernel-benches.txt" ]; then
+		echo "kernel benches (µs; × of the case's first version):"
+		awk '$1 ~ /^BenchmarkKernels\// && $4 == "ns/op" {
+			name = $1; sub(/^BenchmarkKernels\//, "", name); sub(/-[0-9]+$/, "", name)
+			split(name, p, "/"); c = p[1]; us = $3 / 1000
+			if (!(c in first)) first[c] = us
+			printf "  %-36s %10.1f  %5.2fx\n", name, us, first[c] / us
+		}' "$out/kernel-benches.txt"
+	fi
 	for f in "$out"/profile-*.md; do
 		[ -f "$f" ] || continue
 		echo "${f##*/}:"
