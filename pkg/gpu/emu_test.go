@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/rocone/rocone/internal/computetest"
@@ -45,6 +46,26 @@ func emuDevice(t *testing.T, wrap func(Driver) Driver) *Device {
 
 // TestEmulatorParity runs the parity suite on the CPU launch emulator.
 func TestEmulatorParity(t *testing.T) { runParity(t, emuDevice(t, nil)) }
+
+// TestEmulatorLateCopies runs the GEMM parity cases (the pipelined kernels are the ones
+// with cp.async) with every copy landing as late as its wait allows: a kernel that reads
+// a slice its wait does not cover reads stale shared memory here, where the default
+// (copies land at once) shows a copy into a slice still being read.
+func TestEmulatorLateCopies(t *testing.T) {
+	e, err := emu.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetLateCopies(true)
+	d := NewDevice(e)
+	defer d.Close()
+	for _, c := range []struct {
+		name string
+		fn   func(*harness)
+	}{{"Linear", testLinear}, {"LinearTF32", testLinearTF32}} {
+		t.Run(c.name, func(t *testing.T) { c.fn(&harness{t: t, d: d, rng: rand.New(rand.NewPCG(7, 11))}) })
+	}
+}
 
 // TestEmulatorTF32RoundNaN: under the emulator tf32_round is the C twin of
 // compute.RoundTF32, equal bit for bit on every hand-picked pattern, NaNs included (the

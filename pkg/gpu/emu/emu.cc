@@ -41,6 +41,63 @@ thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 thread_local unsigned char emu_lane_phase[1024];
 
 // ---------------------------------------------------------------------------------------
+// cp.async: each thread's copies not landed yet, in the order they were started, each
+// with its group (the number of groups the thread had committed before it).
+
+namespace {
+
+struct PendingCopy {
+	float* dst;
+	const float* src;
+	int bytes;
+	int group;
+};
+
+struct LaneCopies {
+	std::vector<PendingCopy> q;
+	int committed = 0;
+};
+
+thread_local LaneCopies lane_copies[1024];
+bool g_copies_late = false; // this launch's mode (emu_launch; launches run one at a time)
+
+int linear_tid() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); }
+
+void land(const PendingCopy& c) {
+	memcpy(c.dst, c.src, c.bytes);
+	memset((char*)c.dst + c.bytes, 0, 16 - c.bytes);
+}
+
+} // namespace
+
+void emu_cp_async(float* dst, const float* src, int bytes) {
+	if (!g_copies_late) {
+		land(PendingCopy{dst, src, bytes, 0});
+		return;
+	}
+	LaneCopies& l = lane_copies[linear_tid()];
+	l.q.push_back(PendingCopy{dst, src, bytes, l.committed});
+}
+
+void emu_cp_commit() {
+	if (g_copies_late) lane_copies[linear_tid()].committed++;
+}
+
+void emu_cp_wait(int n) {
+	if (!g_copies_late) return;
+	LaneCopies& l = lane_copies[linear_tid()];
+	const int upto = n < 0 ? 1 << 30 : l.committed - n; // groups before it land
+	size_t keep = 0;
+	for (const PendingCopy& c : l.q) {
+		if (c.group < upto)
+			land(c);
+		else
+			l.q[keep++] = c;
+	}
+	l.q.resize(keep);
+}
+
+// ---------------------------------------------------------------------------------------
 // Atomics.
 
 float atomicAdd(float* address, float val) {
@@ -159,6 +216,10 @@ bool run_block(Worker* w, dim3 bidx, dim3 bdim) {
 	}
 	blockIdx = bidx;
 	memset(emu_lane_phase, 0, sizeof emu_lane_phase);
+	for (int i = 0; i < n; i++) {
+		lane_copies[i].q.clear();
+		lane_copies[i].committed = 0;
+	}
 	w->n = n;
 	for (;;) {
 		// One pass: every runnable thread in index order, each until its next barrier or
@@ -428,8 +489,10 @@ int emu_num_kernels(void) { return kNumKernels; }
 const char* emu_kernel_name(int i) { return table[i].name; }
 const char* emu_kernel_params(int i) { return table[i].params(); }
 
-int emu_launch(int i, const unsigned* grid, const unsigned* block, const uint64_t* args, int workers, char* err, int errlen) {
+int emu_launch(int i, const unsigned* grid, const unsigned* block, const uint64_t* args, int workers, int lateCopies,
+               char* err, int errlen) {
 	std::lock_guard<std::mutex> g(g_launch_mu);
+	g_copies_late = lateCopies != 0;
 	Launch l;
 	l.grid = dim3{grid[0], grid[1], grid[2]};
 	l.block = dim3{block[0], block[1], block[2]};

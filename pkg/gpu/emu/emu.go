@@ -60,10 +60,11 @@ type alloc struct {
 // Device is an emulated GPU. Its methods are safe for concurrent use; launches run one
 // at a time.
 type Device struct {
-	mu      sync.Mutex
-	allocs  map[uint64]alloc // user pointer → allocation
-	workers int
-	closed  bool
+	mu         sync.Mutex
+	allocs     map[uint64]alloc // user pointer → allocation
+	workers    int
+	closed     bool
+	lateCopies bool // cp.async copies land as late as their waits allow (SetLateCopies)
 
 	markMu sync.Mutex
 	marks  []time.Time // Mark's timestamps, since the last ResetMarks
@@ -79,6 +80,18 @@ func New() (*Device, error) {
 		}
 	}
 	return &Device{allocs: map[uint64]alloc{}, workers: w}, nil
+}
+
+// SetLateCopies sets when the kernels' cp.async copies (the pipelined GEMMs') land in
+// the launches that follow: false (the default), at once, as if the copy engine were
+// instantaneous, which shows a copy into shared memory that another thread may still be
+// reading; true, only when a wait requires it, the latest a device may land them, which
+// shows a read of shared memory that no wait covered. The tests run those kernels both
+// ways.
+func (d *Device) SetLateCopies(late bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lateCopies = late
 }
 
 // Name describes the device.
@@ -258,7 +271,11 @@ func (d *Device) Launch(kernel string, grid, block [3]int, args []uint64) error 
 		dims[k], dims[3+k] = C.uint(grid[k]), C.uint(block[k])
 	}
 	var errbuf [256]C.char
-	if C.emu_launch(C.int(i), &dims[0], &dims[3], cargs, C.int(d.workers), &errbuf[0], C.int(len(errbuf))) != 0 {
+	late := C.int(0)
+	if d.lateCopies {
+		late = 1
+	}
+	if C.emu_launch(C.int(i), &dims[0], &dims[3], cargs, C.int(d.workers), late, &errbuf[0], C.int(len(errbuf))) != 0 {
 		return fmt.Errorf("emu: %s: %s", kernel, C.GoString(&errbuf[0]))
 	}
 	ptrs := make([]uint64, 0, len(d.allocs))

@@ -10,7 +10,8 @@
 //     as an error);
 //   - warp-level operations are emulated with block barriers (tf32.cu's mma_tf32: the
 //     lanes pool their fragment registers), so every thread of the block must reach them;
-//   - cp.async copies (common.h's cp_async16) complete at once;
+//   - cp.async copies (common.h's cp_async16) land at once, or as late as their waits
+//     allow (emu_cp_async below);
 //   - __shared__ is `static thread_local`: one copy per OS thread, i.e. per block in
 //     flight, shared by that block's fibers;
 //   - blocks run in parallel on a few OS threads, so atomicAdd is a real atomic;
@@ -46,6 +47,17 @@ inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 // operations may keep their state in (tf32.cu's mma_tf32: which of two scratch buffers
 // its next call uses); zero when each block starts.
 extern thread_local unsigned char emu_lane_phase[1024];
+
+// cp.async (common.h's cp_async16, cp_async_commit, cp_async_wait): emu_cp_async starts a
+// 16-byte copy of which the first `bytes` are read and the rest zeroed; emu_cp_commit
+// closes the thread's group of copies; emu_cp_wait(n) lands every copy of the thread's
+// groups but the n most recent (n < 0: every copy). By default a copy lands at once
+// (emu_cp_async), which shows a copy into memory still being read; in the late mode of a
+// launch (Device.SetLateCopies) it lands only when a wait requires it, which shows a read
+// that no wait covered.
+void emu_cp_async(float* dst, const float* src, int bytes);
+void emu_cp_commit();
+void emu_cp_wait(int n);
 
 // The round-to-nearest arithmetic intrinsics: on the CPU, plain float operations (the
 // emulator's C++ is compiled without FMA contraction on amd64's baseline).

@@ -44,3 +44,4 @@ func (*Device) Zero(uint64, int) error                        { return errNoCgo 
 func (*Device) Launch(string, [3]int, [3]int, []uint64) error { return errNoCgo }
 func (*Device) Sync() error                                   { return nil }
 func (*Device) Close() error                                  { return nil }
+func (*Device) SetLateCopies(bool)                            {}

@@ -19,10 +19,6 @@
 #ifndef ROCONE_KERNELS_COMMON_H
 #define ROCONE_KERNELS_COMMON_H
 
-#ifndef __CUDA_ARCH__
-#include <string.h> // memcpy, memset: the emulator's cp_async16
-#endif
-
 #define KERNEL extern "C" __global__ void
 
 #define PI_F 3.14159265358979323846f
@@ -133,7 +129,8 @@ __device__ __forceinline__ void rt_load_slice(float r[Q][4], const float* X, int
 
 // cp_async16 copies the 16 bytes at src (global) to dst (shared), of which the first
 // `bytes` (0 … 16) are read and the rest are zeros: asynchronously on the device
-// (cp.async.cg, sm_80), at once in the emulator. cp_async_commit closes the lane's group
+// (cp.async.cg, sm_80), and in the emulator at once or as late as the waits allow
+// (emu.h's emu_cp_async). cp_async_commit closes the lane's group
 // of copies; cp_async_wait<N> waits until at most N of the lane's groups are still in
 // flight (the older ones have landed: visible to the lane, and to the block after a
 // barrier), cp_async_wait_all until none is. The pipelined GEMMs (linear.cu, tf32.cu).
@@ -142,14 +139,15 @@ __device__ __forceinline__ void cp_async16(float* dst, const float* src, int byt
 	const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
 	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes) : "memory");
 #else
-	memcpy(dst, src, bytes);
-	memset((char*)dst + bytes, 0, 16 - bytes);
+	emu_cp_async(dst, src, bytes);
 #endif
 }
 
 __device__ __forceinline__ void cp_async_commit() {
 #ifdef __CUDA_ARCH__
 	asm volatile("cp.async.commit_group;\n" ::: "memory");
+#else
+	emu_cp_commit();
 #endif
 }
 
@@ -157,12 +155,16 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
 #ifdef __CUDA_ARCH__
 	asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#else
+	emu_cp_wait(N);
 #endif
 }
 
 __device__ __forceinline__ void cp_async_wait_all() {
 #ifdef __CUDA_ARCH__
 	asm volatile("cp.async.wait_all;\n" ::: "memory");
+#else
+	emu_cp_wait(-1);
 #endif
 }
 
