@@ -119,7 +119,7 @@ func (d *Device) linearBackward(op string, dx, dw, db, dy, x, w *F32, rows, in, 
 // gemm launches one of the GEMM kernels for C [M][N] (name: gemm_nt, gemm_nn or gemm_tn):
 // the register-tiled kernel of that name, linear.cu's (FP32) or, with TF32 products
 // (SetMatmul), tf32.cu's gemm_tf32_pipe_* (its operands' rows 16-byte aligned, as the
-// model's are) or gemm_tf32_*, and for FP32 dW gemm_pipe_tn where aligned, with 128×128
+// model's are) or gemm_tf32_*, and for FP32 dW and dX gemm_pipe_* where aligned, with 128×128
 // tiles; or, when those tiles would not give every SM a block, the same kernel with K
 // split S ways into a workspace whose partial sums each tile's last block adds up in order
 // (gemm_split_fixup; gemmShape), or its 64×64 twin (_64) when K is too short to split.
@@ -159,8 +159,8 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 	vec := func(b *F32, ld int) arg { return boolArg(aligned(b, ld)) }
 	// linear.cu: threads of 8×8 outputs; tf32.cu: 8 warps of 64×32 outputs (128×128
 	// tiles) or 4 of 32×32 (64×64), 2·tile threads either way. Aligned operands: the
-	// pipelined kernels (cp.async), which copy only whole 16-byte chunks (FP32: the dW
-	// product, whose operands are both k-major; TF32: all three).
+	// pipelined kernels (cp.async), which copy only whole 16-byte chunks (FP32: dW and dX,
+	// which have k-major operands to copy; TF32: all three).
 	threads := tile * tile / 64
 	pipe := !d.regStaged && aligned(A, lda) && aligned(B, ldb)
 	switch {
@@ -168,8 +168,8 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 		name, threads = "gemm_tf32_pipe_"+layout, 2*tile
 	case d.tf32:
 		name, threads = "gemm_tf32_"+layout, 2*tile
-	case pipe && layout == "tn":
-		name = "gemm_pipe_tn"
+	case pipe && layout != "nt":
+		name = "gemm_pipe_" + layout
 	}
 	if tile == 64 {
 		name += "_64"

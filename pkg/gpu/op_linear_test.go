@@ -10,17 +10,18 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 )
 
-// testLinear: the FP32 GEMMs through every kernel and tile (gemm_* and, for dW on
-// aligned operands, gemm_pipe_tn, at 128×128 and 64×64; the register-staged gemm_tn in
-// its place; the first version gemm64_*; K split 3 ways and twice 5 ways, the splits
+// testLinear: the FP32 GEMMs through every kernel and tile (gemm_* and, for dX and dW on
+// aligned operands, gemm_pipe_nn and gemm_pipe_tn, at 128×128 and 64×64; the
+// register-staged gemm_nn and gemm_tn in their place; the first version gemm64_*; K split
+// 3 ways and twice 5 ways, the splits
 // added by the GEMM's own last blocks or by gemm_splitk_sum; the choice by shape) against the
 // CPU reference, at shapes over several tiles with ragged edges, K not a multiple of the
 // slice, leading dimensions that are and are not multiples of 4 (the 16-byte loads and
 // their scalar fallback), operands that start off a 16-byte boundary, and K = 0. Unsplit,
 // every tile's outputs are equal bit for bit (each output's sum runs over k in order); a
 // split repeated gives the same bits, and so does its sum in a pass of its own, and so
-// do the register-staged kernels in place of the pipelined one. An aligned layer's dW
-// runs gemm_pipe_tn (its profile says so).
+// do the register-staged kernels in place of the pipelined ones. An aligned layer's dX
+// and dW run gemm_pipe_nn and gemm_pipe_tn (its profile says so).
 func testLinear(h *harness) {
 	ref := compute.Reference[float32]{}
 	defer func() { h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitSumPass = gemmTileAuto, 0, false, false }()
@@ -32,7 +33,7 @@ func testLinear(h *harness) {
 	type run struct {
 		name         string
 		tile, splits int
-		reg          bool   // the register-staged kernels (regStaged), not gemm_pipe_tn
+		reg          bool   // the register-staged kernels (regStaged), not gemm_pipe_*
 		sumPass      bool   // the splits added by gemm_splitk_sum
 		sameBits     string // the run whose bits this one must equal, if any
 	}
@@ -95,16 +96,19 @@ func testLinear(h *harness) {
 		h.d.gemmTile = tile
 		x, w, dy := h.uniform(40*24, -1, 1), h.uniform(36*24, -1, 1), h.uniform(40*36, -1, 1)
 		launched := kernelsLaunched(h, func() {
-			h.ok(h.d.LinearBackward(nil, h.zeros(36*24), nil, h.up(dy), h.up(x), h.up(w), 40, 24, 36))
+			h.ok(h.d.LinearBackward(h.zeros(40*24), h.zeros(36*24), nil, h.up(dy), h.up(x), h.up(w), 40, 24, 36))
 		})
-		want := map[int]string{128: "gemm_pipe_tn", 64: "gemm_pipe_tn_64"}[tile]
+		suffix := map[int]string{128: "", 64: "_64"}[tile]
+		want := map[string]bool{"gemm_pipe_nn" + suffix: true, "gemm_pipe_tn" + suffix: true}
 		for k := range launched {
-			if strings.HasPrefix(k, "gemm") && k != want {
-				h.t.Fatalf("tile %d, aligned operands: dW ran %v, want %s", tile, launched, want)
+			if strings.HasPrefix(k, "gemm") && !want[k] {
+				h.t.Fatalf("tile %d, aligned operands: dX and dW ran %v, want %v", tile, launched, want)
 			}
 		}
-		if !launched[want] {
-			h.t.Fatalf("tile %d, aligned operands: dW ran %v, want %s", tile, launched, want)
+		for k := range want {
+			if !launched[k] {
+				h.t.Fatalf("tile %d, aligned operands: dX and dW ran %v, want %v", tile, launched, want)
+			}
 		}
 	}
 	// The epilogues a layout is compiled with (gemm_end_for): others are refused.

@@ -208,6 +208,7 @@ if ! skip profile; then
 	if [ "${NCU:-0}" = 1 ]; then
 		ncu_kernel gemm_nt linear/reg128
 		ncu_kernel gemm_pipe_tn linear/pipe128
+		ncu_kernel gemm_pipe_nn linear/pipe128
 		ncu_kernel gemm_tf32_nt linear/tf32-reg128
 		ncu_kernel gemm_tf32_pipe_nt linear/tf32-pipe128
 		ncu_kernel distance_fwd_tab distance_fwd/table

@@ -421,6 +421,8 @@ const KernelInfo table[] = {
     K(gemm_tn_64),
     K(gemm_pipe_tn),
     K(gemm_pipe_tn_64),
+    K(gemm_pipe_nn),
+    K(gemm_pipe_nn_64),
     K(gemm_splitk_sum),
     K(col_sum),
     K(intersect_features),

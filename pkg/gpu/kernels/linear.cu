@@ -8,7 +8,8 @@
 //	relu_fwd / relu_bwd, the activation between the layers (in place)
 //
 // gemm_* (and gemm_*_64) are the register-tiled kernels described below gemm_reg;
-// gemm_pipe_tn (and _64) is gemm_tn with its slices copied by cp.async (below gemm_pipe);
+// gemm_pipe_tn and gemm_pipe_nn (and _64) are gemm_tn and gemm_nn with their k-major
+// operands' slices copied by cp.async (below gemm_pipe);
 // the first versions, gemm64_* (64×64 tiles, 256 threads of 4×4 outputs spaced 16 apart,
 // scalar shared reads), stay for the kernel bench (so does tf32.cu's gemm64_tf32_*, on
 // their launch geometry). Plain FP32 FMA, no tensor cores (TF32 is tf32.cu's, opt-in).
@@ -16,7 +17,7 @@
 // into C, and the ReLU (relu, nt) or the gradient through one (mask, nn).
 //
 // Launch: gemm64_*: block 256, grid (ceil(N/64), min(ceil(M/64), 65535)); gemm_*,
-// gemm_pipe_tn: block 256, grid (ceil(N/128), min(ceil(M/128), 65535), splits); the _64
+// gemm_pipe_*: block 256, grid (ceil(N/128), min(ceil(M/128), 65535), splits); the _64
 // kernels: block 64, grid (ceil(N/64), min(ceil(M/64), 65535), splits). The y dimension
 // is grid-strided, so any M works.
 #include "common.h"
@@ -155,6 +156,23 @@ __device__ __forceinline__ void rt_mma_slice(float acc[8][8], const float (*As)[
 	}
 }
 
+// rt_store_slice stores thread t's share of a slice (rt_load_slice's registers r) into the
+// k-major shared tile S [RT_BK][BX]: as they are when the operand is KMAJOR, transposed
+// (4 consecutive k of one x) otherwise.
+template <bool KMAJOR, int BX, int Q, int T>
+__device__ __forceinline__ void rt_store_slice(float (*S)[BX], const float r[Q][4], int t) {
+	for (int i = 0; i < Q; i++) {
+		const int q = t + i * T;
+		if (KMAJOR) {
+			const int kk = q / (BX / 4), xq = q % (BX / 4) * 4;
+			for (int c = 0; c < 4; c++) S[kk][xq + c] = r[i][c];
+		} else {
+			const int row = q / 2, kq = q % 2 * 4;
+			for (int c = 0; c < 4; c++) S[kq + c][row] = r[i][c];
+		}
+	}
+}
+
 // rt_out_tile writes a thread's 8×8 outputs (rt_mma_slice's) of the tile at (m0, n0)
 // through gemm_out.
 template <int BM, int BN>
@@ -195,26 +213,8 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
 		};
 		// Registers → shared buffer buf, k-major.
 		auto store = [&](int buf) {
-			for (int i = 0; i < QA; i++) {
-				const int q = t + i * T;
-				if (TA) {
-					const int kk = q / (BM / 4), mq = q % (BM / 4) * 4;
-					for (int c = 0; c < 4; c++) As[buf][kk][mq + c] = ra[i][c];
-				} else {
-					const int row = q / 2, kq = q % 2 * 4;
-					for (int c = 0; c < 4; c++) As[buf][kq + c][row] = ra[i][c];
-				}
-			}
-			for (int i = 0; i < QB; i++) {
-				const int q = t + i * T;
-				if (TB) {
-					const int col = q / 2, kq = q % 2 * 4;
-					for (int c = 0; c < 4; c++) Bs[buf][kq + c][col] = rb[i][c];
-				} else {
-					const int kk = q / (BN / 4), nq = q % (BN / 4) * 4;
-					for (int c = 0; c < 4; c++) Bs[buf][kk][nq + c] = rb[i][c];
-				}
-			}
+			rt_store_slice<TA, BM, QA, T>(As[buf], ra, t);
+			rt_store_slice<!TB, BN, QB, T>(Bs[buf], rb, t);
 		};
 		float acc[8][8];
 		for (int i = 0; i < 8; i++)
@@ -251,50 +251,71 @@ GEMM_REG(gemm_nn_64, false, false, 64, 64)
 GEMM_REG(gemm_tn_64, true, false, 64, 64)
 
 // ---------------------------------------------------------------------------------------
-// The pipelined dW GEMM: gemm_pipe, the kernels gemm_pipe_tn (128×128) and
-// gemm_pipe_tn_64, gemm_reg's tn with the same arguments, tiles, threads, inner loop and
+// The pipelined GEMMs: gemm_pipe, the kernels gemm_pipe_tn (dW), gemm_pipe_nn (dX) and
+// their _64 twins, gemm_reg's with the same arguments, tiles, threads, inner loop and
 // results, bit for bit, for operands whose rows are 16-byte aligned (the host launches
-// them only then). Both of tn's
-// operands (dy [rows][out], x [rows][in]) are k-major in memory, as gemm_reg's shared
-// tiles are, so their slices need no transposition and are copied from global to shared
-// memory by cp.async (sm_80), 16 bytes a chunk, without passing through registers: a ring
-// of PIPE_STAGES slices of 8 in flight, the lanes waiting for the oldest only, one barrier
-// a slice. The 8 registers that held gemm_reg's next slice are free, and the loads are
-// issued PIPE_STAGES − 1 slices ahead instead of one.
+// them only then). An operand that is k-major in memory (both of tn's, dy [rows][out] and
+// x [rows][in]; nn's W [out][in]) is k-major as gemm_reg's shared tiles are, so its slices
+// need no transposition and are copied from global to shared memory by cp.async (sm_80),
+// 16 bytes a chunk, without passing through registers: a ring of PIPE_STAGES slices of 8
+// in flight, the lanes waiting for the oldest only. An operand that is not (nn's dy, read
+// along k) still comes through registers one slice ahead and is transposed on its way
+// into a double buffer, as in gemm_reg. One barrier a slice. (The forward product's two
+// operands both need transposing: gemm_nt stays gemm_reg.)
 #define PIPE_STAGES 4
 
-template <int BM, int BN>
+template <bool TA, bool TB, int BM, int BN>
 __device__ __forceinline__ void gemm_pipe(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
-                                             float* C, int ldc, const float* bias, int accumulate, int relu,
-                                             const float* mask, int kSplit, float* W, int* tickets) {
-	gemm_split_k<true, false>(K, A, lda, B, ldb, kSplit);
-	gemm_end_for<true, false>(relu, mask);
+                                          float* C, int ldc, const float* bias, int accumulate, int relu,
+                                          const float* mask, int vecA, int vecB, int kSplit, float* W, int* tickets) {
+	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
+	gemm_end_for<TA, TB>(relu, mask);
+	constexpr bool ASYNC_A = TA, ASYNC_B = !TB; // the k-major operands
+	static_assert(ASYNC_A || ASYNC_B, "gemm_reg has no operand to copy asynchronously");
 	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY, S = PIPE_STAGES;
 	constexpr int QA = BM * RT_BK / (4 * T), QB = BN * RT_BK / (4 * T); // 16-byte chunks per thread per slice
-	__shared__ __align__(16) float As[S][RT_BK][BM];
-	__shared__ __align__(16) float Bs[S][RT_BK][BN];
+	__shared__ __align__(16) float As[ASYNC_A ? S : 2][RT_BK][BM];
+	__shared__ __align__(16) float Bs[ASYNC_B ? S : 2][RT_BK][BN];
 	const int t = threadIdx.x, tx = t % TX, ty = t / TX;
 	const int n0 = blockIdx.x * BN, slices = (K + RT_BK - 1) / RT_BK;
 	for (int m0 = blockIdx.y * BM; m0 < M; m0 += gridDim.y * BM) {
-		// Slice sl into stage sl mod S; a group is committed whether or not there is a
-		// slice, so that "the oldest group" is always slice sl's.
+		// The k-major operands' slice sl into stage sl mod S; a group is committed whether or
+		// not there is a slice, so that "the oldest group" is always slice sl's.
 		auto copy = [&](int sl) {
 			if (sl < slices) {
-				async_copy_slice<true, BM, RT_BK, BM, QA, T>(&As[sl % S][0][0], A, lda, m0, M, sl * RT_BK, K, t);
-				async_copy_slice<true, BN, RT_BK, BN, QB, T>(&Bs[sl % S][0][0], B, ldb, n0, N, sl * RT_BK, K, t);
+				if (ASYNC_A)
+					async_copy_slice<true, BM, RT_BK, BM, QA, T>(&As[sl % S][0][0], A, lda, m0, M, sl * RT_BK, K, t);
+				if (ASYNC_B)
+					async_copy_slice<true, BN, RT_BK, BN, QB, T>(&Bs[sl % S][0][0], B, ldb, n0, N, sl * RT_BK, K, t);
 			}
 			cp_async_commit();
+		};
+		// The other operand's slice sl: global → registers, then → its double buffer.
+		float r[ASYNC_A ? QB : QA][4];
+		auto load = [&](int sl) {
+			if (!ASYNC_A) rt_load_slice<false, BM, QA, T>(r, A, lda, m0, M, sl * RT_BK, K, t, vecA);
+			if (!ASYNC_B) rt_load_slice<false, BN, QB, T>(r, B, ldb, n0, N, sl * RT_BK, K, t, vecB);
+		};
+		auto store = [&](int sl) {
+			if (!ASYNC_A) rt_store_slice<false, BM, QA, T>(As[sl % 2], r, t);
+			if (!ASYNC_B) rt_store_slice<false, BN, QB, T>(Bs[sl % 2], r, t);
 		};
 		float acc[8][8];
 		for (int i = 0; i < 8; i++)
 			for (int j = 0; j < 8; j++) acc[i][j] = 0.f;
+		if (!(ASYNC_A && ASYNC_B) && slices > 0) {
+			load(0);
+			store(0);
+		}
 		for (int sl = 0; sl < S - 1; sl++) copy(sl);
 		for (int sl = 0; sl < slices; sl++) {
+			const bool more = sl + 1 < slices;
+			if (!(ASYNC_A && ASYNC_B) && more) load(sl + 1);
 			cp_async_wait<S - 2>(); // this lane's copies of slice sl have landed
-			__syncthreads();        // and every lane's; every warp is done with slice sl − 1
+			__syncthreads();        // and every lane's, and the stores; every warp is done with slice sl − 1
 			copy(sl + S - 1);       // into slice sl − 1's stage
-			const int buf = sl % S;
-			rt_mma_slice<BM, BN>(acc, As[buf], Bs[buf], tx, ty);
+			rt_mma_slice<BM, BN>(acc, As[ASYNC_A ? sl % S : sl % 2], Bs[ASYNC_B ? sl % S : sl % 2], tx, ty);
+			if (!(ASYNC_A && ASYNC_B) && more) store(sl + 1); // into slice sl − 1's buffer
 		}
 		cp_async_wait_all(); // the ring's last (empty) groups
 		__syncthreads();     // before the next tile's copies, or the flag, reuse the stages
@@ -303,17 +324,19 @@ __device__ __forceinline__ void gemm_pipe(int M, int N, int K, const float* A, i
 	}
 }
 
-// vecA and vecB are not read: the operands must be 16-byte aligned rows.
-#define GEMM_PIPE_TN(name, BM, BN)                                                                                 \
+#define GEMM_PIPE(name, TA, TB, BM, BN)                                                                            \
 	extern "C" __global__ void __launch_bounds__(BM * BN / 64, BM == 128 ? 2 : 8)                                 \
 	name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,                  \
 	     const float* bias, int accumulate, int relu, const float* mask, int vecA, int vecB, int kSplit, float* W,  \
 	     int* tickets) {                                                                                           \
-		gemm_pipe<BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask, kSplit, W, tickets);  \
+		gemm_pipe<TA, TB, BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask, vecA, vecB,      \
+		                          kSplit, W, tickets);                                                            \
 	}
 
-GEMM_PIPE_TN(gemm_pipe_tn, 128, 128)
-GEMM_PIPE_TN(gemm_pipe_tn_64, 64, 64)
+GEMM_PIPE(gemm_pipe_tn, true, false, 128, 128)
+GEMM_PIPE(gemm_pipe_nn, false, false, 128, 128)
+GEMM_PIPE(gemm_pipe_tn_64, true, false, 64, 64)
+GEMM_PIPE(gemm_pipe_nn_64, false, false, 64, 64)
 
 // gemm_splitk_sum ends a split-K GEMM: C[m][n] = (accumulate ? C[m][n] : 0) + (Σ_s
 // W[s][m][n] + bias[n]), the splits summed in order s = 0 … S−1 (deterministic), W
