@@ -26,7 +26,11 @@ import (
 type benchSize struct{ queries, cands, dim, entities, rows int }
 
 var (
-	checkSize = benchSize{queries: 13, cands: 9, dim: 70, entities: 50, rows: 37}
+	// checkSizes: the small sizes every version is validated at, one with a dim that is
+	// not a multiple of 4 (the scalar paths of the kernels that load 16 bytes where rows
+	// allow) and one with (the 16-byte and cp.async paths the paper's size runs).
+	checkSizes = []benchSize{checkSize, {queries: 13, cands: 9, dim: 72, entities: 50, rows: 37}}
+	checkSize  = benchSize{queries: 13, cands: 9, dim: 70, entities: 50, rows: 37}
 	// paperSize: a path update at FB15k-237 d=1600, b=512, n=128 (129 candidates per
 	// query), the intersection's input rows (2 branches × 512).
 	paperSize = benchSize{queries: 512, cands: 129, dim: 1600, entities: 14505, rows: 1024}
@@ -581,25 +585,29 @@ func checkVersions(d *Device, c benchCase, s benchSize) error {
 }
 
 // TestKernelBenches validates every bench's versions against the CPU reference on the
-// launch emulator.
+// launch emulator, at both check sizes.
 func TestKernelBenches(t *testing.T) {
 	d := emuDevice(t, nil)
 	for _, c := range kernelBenches {
 		t.Run(c.name, func(t *testing.T) {
-			if err := checkVersions(d, c, checkSize); err != nil {
-				t.Fatal(err)
+			for _, s := range checkSizes {
+				if err := checkVersions(d, c, s); err != nil {
+					t.Fatalf("dim %d: %v", s.dim, err)
+				}
 			}
 		})
 	}
 }
 
-// BenchmarkKernels validates each version at checkSize, then times it at the bench size
+// BenchmarkKernels validates each version at the check sizes, then times it at the bench size
 // (benchDevice: paperSize on a GPU) and reports the achieved rates of its stated work.
 func BenchmarkKernels(b *testing.B) {
 	d, s := benchDevice(b)
 	for _, c := range kernelBenches {
-		if err := checkVersions(d, c, checkSize); err != nil {
-			b.Fatal(err)
+		for _, s := range checkSizes {
+			if err := checkVersions(d, c, s); err != nil {
+				b.Fatalf("dim %d: %v", s.dim, err)
+			}
 		}
 		vs, free, err := c.setup(d, rand.New(rand.NewPCG(3, 4)), s)
 		if err != nil {
