@@ -29,6 +29,7 @@ type Device struct {
 	regStaged    bool                     // the register-staged GEMMs where pipelined ones could run (tests, bench)
 	splitSumPass bool                     // split GEMMs summed by gemm_splitk_sum, not by their own last blocks (tests, bench)
 	distFirst    bool                     // the first distance kernels, a sincosf per pair, not the table ones (tests, bench)
+	distPairs    bool                     // the candidates' entity gradient as per-pair rows and RowsSum, not distance_bwd_ent_csr_tab (tests, bench)
 	noFloat4     bool                     // the row gathers and sums and the angle map one float at a time, not float4 (tests, bench)
 
 	ticketsMu sync.Mutex

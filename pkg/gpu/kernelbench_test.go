@@ -151,7 +151,8 @@ var kernelBenches = []benchCase{
 		// The whole backward of the training step: dAxis, dHalf and the entity gradient,
 		// deterministic (the CSR sum the trainer uses) or atomic, with the first kernels
 		// (distance_bwd_q, distance_bwd_ent_csr) and the table kernels (distance_qtab,
-		// distance_bwd_q_tab, distance_bwd_ent_csr_tab).
+		// distance_bwd_q_tab, distance_bwd_ent_csr_tab); table_pairs: the CSR sum as
+		// distance_bwd_q_tab's per-pair rows added up by rows_sum_csr (the same bits).
 		const lambda = 0.1
 		b := &benchBuffers{d: d}
 		axis, half := randF32(rng, s.queries*s.dim, -math.Pi, math.Pi), randF32(rng, s.queries*s.dim, 0, math.Pi)
@@ -189,22 +190,25 @@ var kernelBenches = []benchCase{
 			return nil
 		}
 		ar := NewArena(d)
-		run := func(first bool, ix *DeviceRowIndex) func() error {
+		run := func(first bool, ix *DeviceRowIndex, pairs bool) func() error {
 			return func() error {
 				restore, err := distBenchMode(d, ar, first)
 				defer restore()
 				if err != nil {
 					return err
 				}
+				d.distPairs = pairs
+				defer func() { d.distPairs = false }()
 				return d.DistanceBackward(DA, DH, DE, DD, A, H, E, C, ix, s.queries, s.cands, s.dim, lambda)
 			}
 		}
 		free := func() { ar.Free(); b.free() }
 		return []benchVersion{
-			{"first_csr", reset, run(true, index), check},
-			{"first_atomic", reset, run(true, nil), check},
-			{"table_csr", reset, run(false, index), check},
-			{"table_atomic", reset, run(false, nil), check},
+			{"first_csr", reset, run(true, index, false), check},
+			{"first_atomic", reset, run(true, nil, false), check},
+			{"table_csr", reset, run(false, index, false), check},
+			{"table_pairs", reset, run(false, index, true), check},
+			{"table_atomic", reset, run(false, nil, false), check},
 		}, free, b.err
 	}},
 	{"score_all", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {

@@ -120,7 +120,10 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 	if d.distFirst {
 		return d.distanceBackwardFirst(dAxis, dHalf, dEnt, dDist, axis, half, ent, cand, index, queries, cands, dim, lambda)
 	}
-	q := dAxis != nil || dHalf != nil || atomic
+	// pairs: the entity gradient as each pair's row, written by distance_bwd_q_tab, then
+	// summed per entity by RowsSum (distPairs), instead of distance_bwd_ent_csr_tab.
+	pairs := csr && d.distPairs && index.N > 0
+	q := dAxis != nil || dHalf != nil || atomic || pairs
 	if !q && (dEnt == nil || csr && index.N == 0) {
 		return nil
 	}
@@ -138,12 +141,22 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 	// Per (query, candidate, dim) that a kernel visits: the entity's half_sincos
 	// (once per (row, dim) in the entity-side sums), the rotation and the gradient.
 	per := distHalfAngleFlops + distTabGradFlops
+	var dPair *F32
+	if pairs {
+		if dPair, err = scratch[float32](d, queries*cands*dim); err != nil {
+			return err
+		}
+		defer dPair.Free() // a no-op for the arena's views
+	}
 	if q {
 		// The table's four floats per (query, dim); two accumulations (and the atomic add's
-		// 3) per (query, candidate, dim).
+		// 3) per (query, candidate, dim); with pairs, each pair's row written.
 		w := distBwdQWork(4, queries, cands, dim, rows, cand, dAxis, dHalf, atomic, per+4, 3)
+		if pairs {
+			w.Bytes += words(queries * cands * dim)
+		}
 		if err := d.launch("distance_bwd_q_tab", w, [3]int{gx, min(queries, d.gridY), 1}, block,
-			ptr(dAxis), ptr(dHalf), ptr(dEnt), ptr(dDist), ptr(tab), ptr(ent), ptr(cand),
+			ptr(dAxis), ptr(dHalf), ptr(dEnt), ptr(dPair), ptr(dDist), ptr(tab), ptr(ent), ptr(cand),
 			i32(queries), i32(cands), i32(dim), f32(lambda), boolArg(atomic)); err != nil {
 			return err
 		}
@@ -151,6 +164,8 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 	switch {
 	case dEnt == nil || atomic:
 		return nil
+	case pairs:
+		return d.RowsSum(dEnt, dPair, *index, dim)
 	case cand == nil:
 		// Reads dDist, the table and the cands rows of ent; reads and writes those of
 		// dEnt. A half-angle per (row, dim); a gradient and an accumulation per (query,

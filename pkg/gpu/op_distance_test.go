@@ -7,12 +7,13 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 )
 
-// distVersions are the two sets of distance kernels (op_distance.go): the table kernels,
-// the default, and the first ones, kept for the kernel bench.
+// distVersions are the sets of distance kernels (op_distance.go): the table kernels, the
+// default; the same with the entity gradient as per-pair rows summed by RowsSum
+// (distPairs); and the first ones, kept for the kernel bench.
 var distVersions = []struct {
-	name  string
-	first bool
-}{{"table", false}, {"first", true}}
+	name         string
+	first, pairs bool
+}{{"table", false, false}, {"table-pairs", false, true}, {"first", true, false}}
 
 // testHalfSincos: the table kernels' sines and cosines (half_sincos, common.h), read back
 // through the query table (distance_qtab: sin, cos of axis/2, then of half/2), against
@@ -62,8 +63,9 @@ func testHalfSincos(h *harness) {
 }
 
 // testDistance: dimensions over 32 lanes and 128 threads, query counts not a multiple of
-// 4, both candidate modes and all three entity-gradient scatters, for both kernel sets;
-// then the cone boundaries (testDistanceBoundary).
+// 4, both candidate modes and all three entity-gradient scatters, for every kernel set
+// (the CSR entity gradient by per-pair rows with the bits of the table kernels'); then
+// the cone boundaries (testDistanceBoundary).
 func testDistance(h *harness) {
 	ref := compute.Reference[float32]{}
 	const queries, cands, dim, rows, lambda = 11, 21, 133, 17, 0.05
@@ -74,10 +76,20 @@ func testDistance(h *harness) {
 		cand[i] = int32(h.rng.IntN(rows))
 	}
 	A, H, E := h.up(axis), h.up(half), h.up(ent)
+	csrEnt := map[string][]float32{} // per version, the CSR mode's dEnt
+	// Each mode's upstream gradient and initial gradients, the same for every version.
+	type grads struct{ dDist, dA, dH, dE []float32 }
+	inputs := map[string]grads{}
+	for _, mode := range []string{"atomic", "csr", "all"} {
+		k := map[bool]int{true: rows, false: cands}[mode == "all"]
+		g := grads{h.uniform(queries*k, -1, 1), h.uniform(len(axis), -1, 1), h.uniform(len(half), -1, 1), h.uniform(len(ent), -1, 1)}
+		g.dDist[3] = 0 // skipped, as in the reference
+		inputs[mode] = g
+	}
 	for _, v := range distVersions {
 		h.t.Run(v.name, func(t *testing.T) {
-			h.d.distFirst = v.first
-			defer func() { h.d.distFirst = false }()
+			h.d.distFirst, h.d.distPairs = v.first, v.pairs
+			defer func() { h.d.distFirst, h.d.distPairs = false, false }()
 			for _, mode := range []string{"atomic", "csr", "all"} {
 				t.Run(mode, func(t *testing.T) {
 					h := &harness{t: t, d: h.d, rng: h.rng}
@@ -91,9 +103,8 @@ func testDistance(h *harness) {
 					h.ok(h.d.DistanceForward(D, A, H, E, C, queries, k, dim, lambda))
 					compare(t, "dist", dist, h.down(D))
 
-					dDist := h.uniform(queries*k, -1, 1)
-					dDist[3] = 0 // skipped, as in the reference
-					dA, dH, dE := h.uniform(len(axis), -1, 1), h.uniform(len(half), -1, 1), h.uniform(len(ent), -1, 1)
+					in := inputs[mode]
+					dDist, dA, dH, dE := in.dDist, clone(in.dA), clone(in.dH), clone(in.dE)
 					DA, DH, DE := h.up(dA), h.up(dH), h.up(dE)
 					var ix *DeviceRowIndex
 					if mode == "csr" {
@@ -104,6 +115,9 @@ func testDistance(h *harness) {
 					compare(t, "dAxis", dA, h.down(DA))
 					compare(t, "dHalf", dH, h.down(DH))
 					compare(t, "dEnt", dE, h.down(DE))
+					if mode == "csr" {
+						csrEnt[v.name] = h.down(DE)
+					}
 
 					// Only the entity gradient.
 					dE2 := make([]float32, len(ent))
@@ -114,6 +128,12 @@ func testDistance(h *harness) {
 				})
 			}
 		})
+	}
+	want, got := csrEnt["table"], csrEnt["table-pairs"]
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			h.t.Fatalf("csr dEnt[%d]: %v by per-pair rows, %v by distance_bwd_ent_csr_tab", i, got[i], want[i])
+		}
 	}
 	h.t.Run("boundary", func(t *testing.T) { testDistanceBoundary(&harness{t: t, d: h.d, rng: h.rng}) })
 }

@@ -392,13 +392,17 @@ KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const
 // The query side of the backward from the query table: one thread per (query q,
 // dimension j) adds −½Σ_k g·Gθ into dAxis and ½Σ_k g·Gh into dHalf (either may be NULL),
 // g = dDist[q][k], skipping g = 0; with entAtomic ≠ 0 it also atomically adds ½g·Gθ into
-// dEnt (not deterministic; cand non-NULL or the rows distinct). The block stages the
+// dEnt (not deterministic; cand non-NULL or the rows distinct); with dPair non-NULL it
+// writes each pair's ½g·Gθ (0 where g = 0) into dPair [queries·cands][dim], row q·cands + k,
+// for rows_sum_csr to add up per entity (deterministic: the CSR's order, the sums of
+// distance_bwd_ent_csr_tab, each term and partial sum halved, which is exact above
+// 2⁻¹²⁵). The block stages the
 // query's candidate rows and gradients in shared memory, DIST_BWD_THREADS at a time, so
 // the candidate loop reads only the entity values from global memory. Block
 // DIST_BWD_THREADS over j, grid (ceil(dim/DIST_BWD_THREADS), min(queries, 65535)), y
 // grid-strided.
-KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, const float* dDist, const float4* qtab, const float* ent,
-                          const int* cand, int queries, int cands, int dim, float lambda, int entAtomic) {
+KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, float* dPair, const float* dDist, const float4* qtab,
+                          const float* ent, const int* cand, int queries, int cands, int dim, float lambda, int entAtomic) {
 	__shared__ long long srow[DIST_BWD_THREADS];
 	__shared__ float sg[DIST_BWD_THREADS];
 	const int t = threadIdx.x, j = blockIdx.x * DIST_BWD_THREADS + t;
@@ -428,13 +432,19 @@ KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, const float* 
 					for (int u = 0; u < DBQ_GROUP; u++) {
 						const int i = i0 + u;
 						const float g = i < n ? sg[i] : 0.f;
-						if (g == 0.f) continue;
+						float* pair = dPair && i < n ? &dPair[((long long)q * cands + k0 + i) * dim + j] : nullptr;
+						if (g == 0.f) {
+							if (pair) *pair = 0.f;
+							continue;
+						}
 						float su, cu, gT, gH;
 						half_sincos(th[u] * 0.5f, &su, &cu);
 						dim_grad_tab(su, cu, Q, lambda, &gT, &gH);
 						accT += g * gT;
 						accH += g * gH;
-						if (entAtomic && dEnt) atomicAdd(&dEnt[srow[i] + j], 0.5f * (g * gT));
+						const float e = 0.5f * (g * gT); // the pair's share of the entity's gradient
+						if (pair) *pair = e;
+						if (entAtomic && dEnt) atomicAdd(&dEnt[srow[i] + j], e);
 					}
 					for (int u = 0; u < DBQ_GROUP; u++) th[u] = thn[u];
 				}
@@ -471,7 +481,9 @@ KERNEL distance_bwd_ent_all_tab(float* dEnt, const float* dDist, const float4* q
 // The deterministic CSR entity gradient from the query table: for u < nrows, row
 // rowIds[u] of ent is candidate pairs[start[u]] … pairs[start[u+1]−1] (p = q·cands + k,
 // in increasing order). One thread per (u, dimension j) computes its half_sincos once and
-// sums ½g·Gθ over the pairs in order; the block stages each pair's query and gradient in
+// sums ½g·Gθ over the pairs in order, each product rounded before it is added (no FMA:
+// the emulator's bits, and those of distance_bwd_q_tab's per-pair rows summed by
+// rows_sum_csr); the block stages each pair's query and gradient in
 // shared memory (the division by cands once per pair and block, not per thread). Grid
 // (ceil(dim/DIST_BWD_THREADS), min(nrows, 65535)), y grid-strided.
 KERNEL distance_bwd_ent_csr_tab(float* dEnt, const float* dDist, const float4* qtab, const float* ent, const int* rowIds,
@@ -500,7 +512,7 @@ KERNEL distance_bwd_ent_csr_tab(float* dEnt, const float* dDist, const float4* q
 					if (g == 0.f) continue;
 					float gT, gH;
 					dim_grad_tab(su, cu, qtab[sq[i] + j], lambda, &gT, &gH);
-					acc += g * gT;
+					acc = __fadd_rn(acc, __fmul_rn(g, gT)); // not fused: the per-pair rows' sum
 				}
 			__syncthreads();
 		}
