@@ -234,21 +234,23 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
 	}
 }
 
-#define GEMM_REG(name, TA, TB, BM, BN)                                                                             \
+// An FP32 GEMM kernel from its template (gemm_reg, gemm_pipe): threads of 8×8 outputs,
+// 2 blocks of 256 (or 8 of 64) per SM, i.e. at most 128 registers.
+#define GEMM_FP32(name, impl, TA, TB, BM, BN)                                                                      \
 	extern "C" __global__ void __launch_bounds__(BM * BN / 64, BM == 128 ? 2 : 8)                                 \
 	name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,                  \
 	     const float* bias, int accumulate, int relu, const float* mask, int vecA, int vecB, int kSplit, float* W,  \
 	     int* tickets) {                                                                                           \
-		gemm_reg<TA, TB, BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask, vecA, vecB,       \
-		                         kSplit, W, tickets);                                                            \
+		impl<TA, TB, BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask, vecA, vecB, kSplit,   \
+		                     W, tickets);                                                                        \
 	}
 
-GEMM_REG(gemm_nt, false, true, 128, 128)
-GEMM_REG(gemm_nn, false, false, 128, 128)
-GEMM_REG(gemm_tn, true, false, 128, 128)
-GEMM_REG(gemm_nt_64, false, true, 64, 64)
-GEMM_REG(gemm_nn_64, false, false, 64, 64)
-GEMM_REG(gemm_tn_64, true, false, 64, 64)
+GEMM_FP32(gemm_nt, gemm_reg, false, true, 128, 128)
+GEMM_FP32(gemm_nn, gemm_reg, false, false, 128, 128)
+GEMM_FP32(gemm_tn, gemm_reg, true, false, 128, 128)
+GEMM_FP32(gemm_nt_64, gemm_reg, false, true, 64, 64)
+GEMM_FP32(gemm_nn_64, gemm_reg, false, false, 64, 64)
+GEMM_FP32(gemm_tn_64, gemm_reg, true, false, 64, 64)
 
 // ---------------------------------------------------------------------------------------
 // The pipelined GEMMs: gemm_pipe, the kernels gemm_pipe_tn (dW), gemm_pipe_nn (dX) and
@@ -324,19 +326,10 @@ __device__ __forceinline__ void gemm_pipe(int M, int N, int K, const float* A, i
 	}
 }
 
-#define GEMM_PIPE(name, TA, TB, BM, BN)                                                                            \
-	extern "C" __global__ void __launch_bounds__(BM * BN / 64, BM == 128 ? 2 : 8)                                 \
-	name(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,                  \
-	     const float* bias, int accumulate, int relu, const float* mask, int vecA, int vecB, int kSplit, float* W,  \
-	     int* tickets) {                                                                                           \
-		gemm_pipe<TA, TB, BM, BN>(M, N, K, A, lda, B, ldb, C, ldc, bias, accumulate, relu, mask, vecA, vecB,      \
-		                          kSplit, W, tickets);                                                            \
-	}
-
-GEMM_PIPE(gemm_pipe_tn, true, false, 128, 128)
-GEMM_PIPE(gemm_pipe_nn, false, false, 128, 128)
-GEMM_PIPE(gemm_pipe_tn_64, true, false, 64, 64)
-GEMM_PIPE(gemm_pipe_nn_64, false, false, 64, 64)
+GEMM_FP32(gemm_pipe_tn, gemm_pipe, true, false, 128, 128)
+GEMM_FP32(gemm_pipe_nn, gemm_pipe, false, false, 128, 128)
+GEMM_FP32(gemm_pipe_tn_64, gemm_pipe, true, false, 64, 64)
+GEMM_FP32(gemm_pipe_nn_64, gemm_pipe, false, false, 64, 64)
 
 // gemm_splitk_sum ends a split-K GEMM: C[m][n] = (accumulate ? C[m][n] : 0) + (Σ_s
 // W[s][m][n] + bias[n]), the splits summed in order s = 0 … S−1 (deterministic), W
