@@ -323,6 +323,43 @@ func scratch[T Elem](d *Device, n int) (*Buffer[T], error) {
 	return Alloc[T](d, n)
 }
 
+// A workspace is a device buffer that an operator overwrites before it reads it (a split
+// GEMM's partial sums, the distance backward's per-pair rows), one per kind for the
+// device's life: the operators run in stream order, so every call can reuse it, and,
+// unlike the arena's temporaries, it is never cleared (the arena would clear it every
+// cycle: at d=1600 a few hundred MB an update). It grows to the largest request (freeing
+// the smaller one, which waits for the kernels using it, during the first cycles only).
+type workspaceKind int
+
+const (
+	workSplit workspaceKind = iota // the split GEMMs' partial sums (op_linear.go)
+	workPairs                      // the per-pair entity-gradient rows (op_distance.go)
+	numWorkspaces
+)
+
+// workspace returns the first n floats of the device's workspace of the given kind.
+func (d *Device) workspace(kind workspaceKind, n int) (*F32, error) {
+	d.workMu.Lock()
+	defer d.workMu.Unlock()
+	w := d.work[kind]
+	if w == nil || w.Len() < n {
+		size := max(n, 1)
+		if w != nil {
+			size = max(size, w.Len()*3/2) // fewer regrowths while the first cycles find the largest
+			if err := w.Free(); err != nil {
+				return nil, err
+			}
+			d.work[kind] = nil
+		}
+		var err error
+		if w, err = Alloc[float32](d, size); err != nil {
+			return nil, err
+		}
+		d.work[kind] = w
+	}
+	return w.Slice(0, n), nil
+}
+
 // UseArena makes the device's operators take their temporaries from a (nil: allocate
 // them separately, the default).
 func (d *Device) UseArena(a *Arena) { d.arena = a }

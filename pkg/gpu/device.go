@@ -34,6 +34,8 @@ type Device struct {
 
 	ticketsMu sync.Mutex
 	tickets   *I32 // the split GEMMs' tickets (splitTickets)
+	workMu    sync.Mutex
+	work      [numWorkspaces]*F32 // the workspaces (workspace)
 }
 
 // NewDevice wraps a driver: the real one from Open, or package emu's emulator.

@@ -143,10 +143,9 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 	per := distHalfAngleFlops + distTabGradFlops
 	var dPair *F32
 	if pairs {
-		if dPair, err = scratch[float32](d, queries*cands*dim); err != nil {
+		if dPair, err = d.workspace(workPairs, queries*cands*dim); err != nil {
 			return err
 		}
-		defer dPair.Free() // a no-op for the arena's views
 	}
 	if q {
 		// The table's four floats per (query, dim); two accumulations (and the atomic add's

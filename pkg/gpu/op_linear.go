@@ -188,11 +188,10 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 		return d.launch(name, w, grid, block, append(args, vec(A, lda), vec(B, ldb), i32(max(K, 1)),
 			ptr[float32](nil), ptr[int32](nil))...)
 	}
-	W, err := scratch[float32](d, splits*M*N)
+	W, err := d.workspace(workSplit, splits*M*N)
 	if err != nil {
 		return err
 	}
-	defer W.Free() // a no-op for the arena's views
 	grid[2] = splits
 	// Each split writes its M×N partial sums; the sum reads them all, adds S − 1 of them
 	// and ends as the unsplit GEMM does.
