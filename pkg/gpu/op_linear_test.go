@@ -13,9 +13,9 @@ import (
 // testLinear: the FP32 GEMMs through every kernel and tile (gemm_* and, for dX and dW on
 // aligned operands, gemm_pipe_nn and gemm_pipe_tn, at 128×128 and 64×64; the
 // register-staged gemm_nn and gemm_tn in their place; the first version gemm64_*; K split
-// 3 ways and twice 5 ways, the splits
-// added by the GEMM's own last blocks or by gemm_splitk_sum; the choice by shape) against the
-// CPU reference, at shapes over several tiles with ragged edges, K not a multiple of the
+// 3 ways and twice 5 ways, the splits added by the GEMM's own last blocks or by
+// gemm_splitk_sum; the choice by shape) against the CPU reference, with the fused ReLUs
+// (checkFusedReLU), at shapes over several tiles with ragged edges, K not a multiple of the
 // slice, leading dimensions that are and are not multiples of 4 (the 16-byte loads and
 // their scalar fallback), operands that start off a 16-byte boundary, and K = 0. Unsplit,
 // every tile's outputs are equal bit for bit (each output's sum runs over k in order); a
@@ -126,8 +126,8 @@ func testLinear(h *harness) {
 // testLinearTF32: the TF32 GEMMs (SetMatmul(tf32): tf32.cu) through every kernel and tile
 // (the pipelined gemm_tf32_pipe_* and the register-staged gemm_tf32_* at 128×128 and
 // 64×64, the first version gemm64_tf32_*, K split 3 ways and twice 5 ways, the choice by
-// shape) against the CPU reference that rounds the same way,
-// at shapes over several tiles with ragged edges, K not a multiple of the MMA's 8 nor of
+// shape; some runs with the fused ReLUs) against the CPU reference that rounds the same
+// way, at shapes over several tiles with ragged edges, K not a multiple of the MMA's 8 nor of
 // the slice's 16, leading dimensions that are not multiples of 4 and operands off a
 // 16-byte boundary (the scalar loads), K = 0, K long enough for the choice to split, and
 // rows past the grid's y cap (tiny-grid); within the float32 accumulation error of the
@@ -135,9 +135,9 @@ func testLinear(h *harness) {
 // (computetest.CheckTF32). Unsplit, every tile of a kernel gives the same bits (each
 // output is the same MMAs over k in order; the register-staged kernels' and the first
 // version's are the same too); a split repeated gives the same bits, and so does its sum
-// in a pass of its own (gemm_splitk_sum). The pipelined
-// kernels run where the operands are aligned, which the profile of an aligned layer
-// shows. Then FP32 again: the setting switches back.
+// in a pass of its own (gemm_splitk_sum). The pipelined kernels run where the operands
+// are aligned, which the profile of an aligned layer shows. Then FP32 again: the setting
+// switches back.
 func testLinearTF32(h *harness) {
 	h.ok(h.d.SetMatmul(compute.MatmulTF32))
 	defer func() {
