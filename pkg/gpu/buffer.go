@@ -327,8 +327,7 @@ func scratch[T Elem](d *Device, n int) (*Buffer[T], error) {
 // GEMM's partial sums, the distance backward's per-pair rows), one per kind for the
 // device's life: the operators run in stream order, so every call can reuse it, and,
 // unlike the arena's temporaries, it is never cleared (the arena would clear it every
-// cycle: at d=1600 a few hundred MB an update). It grows to the largest request (freeing
-// the smaller one, which waits for the kernels using it, during the first cycles only).
+// cycle: at d=1600 a few hundred MB an update). It grows to the largest request.
 type workspaceKind int
 
 const (
@@ -341,7 +340,15 @@ const (
 func (d *Device) workspace(kind workspaceKind, n int) (*F32, error) {
 	d.workMu.Lock()
 	defer d.workMu.Unlock()
-	w := d.work[kind]
+	return grow(d, &d.work[kind], n)
+}
+
+// grow returns the first n elements of the device-owned buffer *b, allocating it on
+// first use (zeroed, by Alloc) and reallocating it larger when n outgrows it (freeing
+// the smaller one, which waits for the kernels using it: during the first cycles only).
+// The caller holds d.workMu.
+func grow[T Elem](d *Device, b **Buffer[T], n int) (*Buffer[T], error) {
+	w := *b
 	if w == nil || w.Len() < n {
 		size := max(n, 1)
 		if w != nil {
@@ -349,13 +356,13 @@ func (d *Device) workspace(kind workspaceKind, n int) (*F32, error) {
 			if err := w.Free(); err != nil {
 				return nil, err
 			}
-			d.work[kind] = nil
+			*b = nil
 		}
 		var err error
-		if w, err = Alloc[float32](d, size); err != nil {
+		if w, err = Alloc[T](d, size); err != nil {
 			return nil, err
 		}
-		d.work[kind] = w
+		*b = w
 	}
 	return w.Slice(0, n), nil
 }

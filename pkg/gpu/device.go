@@ -32,10 +32,9 @@ type Device struct {
 	distPairs    bool                     // the candidates' entity gradient as per-pair rows and RowsSum, not distance_bwd_ent_csr_tab (tests, bench)
 	noFloat4     bool                     // the row gathers and sums and the angle map one float at a time, not float4 (tests, bench)
 
-	ticketsMu sync.Mutex
-	tickets   *I32 // the split GEMMs' tickets (splitTickets)
-	workMu    sync.Mutex
-	work      [numWorkspaces]*F32 // the workspaces (workspace)
+	workMu  sync.Mutex          // guards the device-owned buffers below (grow)
+	work    [numWorkspaces]*F32 // the workspaces (workspace)
+	tickets *I32                // the split GEMMs' tickets (splitTickets)
 }
 
 // NewDevice wraps a driver: the real one from Open, or package emu's emulator.

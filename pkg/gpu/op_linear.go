@@ -220,21 +220,14 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 const maxSplitTiles = 4096
 
 // splitTickets returns the device's tickets for the split GEMMs (maxSplitTiles ints,
-// zeroed once; gemm_split_fixup leaves them zero), allocating them on first use.
+// zeroed when allocated; gemm_split_fixup leaves them zero), allocating them on first use.
 func (d *Device) splitTickets() (*I32, error) {
-	d.ticketsMu.Lock()
-	defer d.ticketsMu.Unlock()
-	if d.tickets != nil {
-		return d.tickets, nil
-	}
-	t, err := Alloc[int32](d, maxSplitTiles)
-	if err == nil {
-		err = t.Zero()
-	}
+	d.workMu.Lock()
+	defer d.workMu.Unlock()
+	t, err := grow(d, &d.tickets, maxSplitTiles)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: the split GEMMs' tickets: %w", err)
 	}
-	d.tickets = t
 	return t, nil
 }
 
