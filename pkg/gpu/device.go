@@ -17,20 +17,20 @@ import (
 // (the real driver, in order, on one stream); a download, Sync or Close waits, and
 // reports any execution error.
 type Device struct {
-	drv          Driver
-	entries      map[string]kernels.Entry
-	maxBlocks    int                      // cap on the grid of element-wise kernels (they grid-stride)
-	gridY        int                      // cap on grid.y of the row-looping kernels (they grid-stride in y)
-	arena        *Arena                   // where operators take temporaries from (UseArena); nil: Alloc
-	prof         atomic.Pointer[Profiler] // the attached profiler (Profile); nil: none
-	tf32         bool                     // the linear layers' products on the tensor cores in TF32 (SetMatmul)
-	gemmTile     int                      // the GEMMs' tile (FP32, TF32): gemmTileAuto, 64, 128 or gemmTileFirst (tests, bench)
-	gemmSplit    int                      // with a fixed gemmTile, its K splits (≤ 1: none)
-	regStaged    bool                     // the register-staged GEMMs where pipelined ones could run (tests, bench)
-	splitSumPass bool                     // split GEMMs summed by gemm_splitk_sum, not by their own last blocks (tests, bench)
-	distFirst    bool                     // the first distance kernels, a sincosf per pair, not the table ones (tests, bench)
-	distPairs    bool                     // the candidates' entity gradient as per-pair rows and RowsSum, not distance_bwd_ent_csr_tab (tests, bench)
-	noFloat4     bool                     // the row gathers and sums and the angle map one float at a time, not float4 (tests, bench)
+	drv        Driver
+	entries    map[string]kernels.Entry
+	maxBlocks  int                      // cap on the grid of element-wise kernels (they grid-stride)
+	gridY      int                      // cap on grid.y of the row-looping kernels (they grid-stride in y)
+	arena      *Arena                   // where operators take temporaries from (UseArena); nil: Alloc
+	prof       atomic.Pointer[Profiler] // the attached profiler (Profile); nil: none
+	tf32       bool                     // the linear layers' products on the tensor cores in TF32 (SetMatmul)
+	gemmTile   int                      // the GEMMs' tile (FP32, TF32): gemmTileAuto, 64, 128 or gemmTileFirst (tests, bench)
+	gemmSplit  int                      // with a fixed gemmTile, its K splits (≤ 1: none)
+	regStaged  bool                     // the register-staged GEMMs where pipelined ones could run (tests, bench)
+	splitFixup bool                     // split GEMMs summed by their own last blocks (gemm_split_fixup), not by gemm_splitk_sum (tests, bench)
+	distFirst  bool                     // the first distance kernels, a sincosf per pair, not the table ones (tests, bench)
+	distCSR    bool                     // the candidates' entity gradient by distance_bwd_ent_csr_tab, not as per-pair rows and RowsSum (tests, bench)
+	noFloat4   bool                     // the row gathers and sums and the angle map one float at a time, not float4 (tests, bench)
 
 	workMu  sync.Mutex          // guards the device-owned buffers below (grow)
 	work    [numWorkspaces]*F32 // the workspaces (workspace)

@@ -108,12 +108,12 @@ func TestGPUDeterministic(t *testing.T) {
 
 // TestGPUGEMMDeterministic: the GEMMs give the same bits run after run, forward and
 // backward, FP32 and TF32 (tensor cores), at a ConE projection layer's shape and at the
-// attention layer of an intersection level (587 rows: K split, the splits added by the
-// GEMMs' own last blocks); and a split's sums are those of gemm_splitk_sum, bit for bit.
+// attention layer of an intersection level (587 rows: K split, the splits added by
+// gemm_splitk_sum); and a split's sums by the GEMMs' own last blocks are the same bits.
 func TestGPUGEMMDeterministic(t *testing.T) {
 	d := gpuDevice(t)
 	h := &harness{t: t, d: d, rng: rand.New(rand.NewPCG(3, 4))}
-	defer func() { d.splitSumPass = false; h.ok(d.SetMatmul(compute.MatmulFP32)) }()
+	defer func() { d.splitFixup = false; h.ok(d.SetMatmul(compute.MatmulFP32)) }()
 	for _, m := range []compute.Matmul{compute.MatmulFP32, compute.MatmulTF32} {
 		for _, rows := range []int{1000, 587} {
 			const in, out = 3200, 1600
@@ -121,7 +121,7 @@ func TestGPUGEMMDeterministic(t *testing.T) {
 			X, W, B, DY := h.up(h.uniform(rows*in, -1, 1)), h.up(h.uniform(out*in, -0.02, 0.02)), h.up(h.uniform(out, -1, 1)), h.up(h.uniform(rows*out, -1, 1))
 			var first [3][]float32
 			for run := 0; run < 4; run++ {
-				d.splitSumPass = run == 3
+				d.splitFixup = run == 3
 				Y, DX, DW := h.zeros(rows*out), h.zeros(rows*in), h.zeros(out*in)
 				h.ok(d.LinearForward(Y, X, W, B, rows, in, out))
 				h.ok(d.LinearBackward(DX, DW, nil, DY, X, W, rows, in, out))
@@ -133,7 +133,7 @@ func TestGPUGEMMDeterministic(t *testing.T) {
 				for k, name := range []string{"y", "dx", "dw"} {
 					for i := range got[k] {
 						if math.Float32bits(got[k][i]) != math.Float32bits(first[k][i]) {
-							t.Fatalf("%s, %d rows, run %d (sum pass %v): %s[%d] = %g, first run %g", m, rows, run, d.splitSumPass, name, i, got[k][i], first[k][i])
+							t.Fatalf("%s, %d rows, run %d (fixup %v): %s[%d] = %g, first run %g", m, rows, run, d.splitFixup, name, i, got[k][i], first[k][i])
 						}
 					}
 				}

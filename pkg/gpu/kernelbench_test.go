@@ -197,8 +197,8 @@ var kernelBenches = []benchCase{
 				if err != nil {
 					return err
 				}
-				d.distPairs = pairs
-				defer func() { d.distPairs = false }()
+				d.distCSR = !pairs
+				defer func() { d.distCSR = false }()
 				return d.DistanceBackward(DA, DH, DE, DD, A, H, E, C, ix, s.queries, s.cands, s.dim, lambda)
 			}
 		}
@@ -441,12 +441,12 @@ type linearLayer struct{ rows, in int }
 
 // gemmChoice is a bench version's GEMM tile and K splits (Device.gemmTile, gemmSplit);
 // whether it runs the register-staged kernels where the pipelined ones could run
-// (Device.regStaged); and whether a split GEMM is summed by gemm_splitk_sum rather than by
-// its own last blocks (Device.splitSumPass).
+// (Device.regStaged); and whether a split GEMM is summed by its own last blocks rather than
+// by gemm_splitk_sum (Device.splitFixup).
 type gemmChoice struct {
 	name         string
 	tile, splits int
-	reg, sumPass bool
+	reg, fixup   bool
 }
 
 // everyTile: the first version's tiles, the register-staged kernels' two, the pipelined
@@ -457,9 +457,9 @@ var everyTile = []gemmChoice{{"first", gemmTileFirst, 1, false, false}, {"reg64"
 	{"by-shape", gemmTileAuto, 0, false, false}}
 
 // stepChoices: the production choice by shape, with the register-staged kernels only,
-// with the splits summed in a pass of their own, and as it is.
+// with the splits summed by the GEMMs' own last blocks, and as it is.
 var stepChoices = []gemmChoice{{"reg-by-shape", gemmTileAuto, 0, true, false},
-	{"by-shape-sum-pass", gemmTileAuto, 0, false, true}, {"by-shape", gemmTileAuto, 0, false, false}}
+	{"by-shape-fixup", gemmTileAuto, 0, false, true}, {"by-shape", gemmTileAuto, 0, false, false}}
 
 // linearBench is a bench case of the linear layers that layers gives, forward and
 // backward, one version per FP32 choice and per TF32 choice (named tf32-*). TF32 versions
@@ -526,12 +526,12 @@ func linearBench(layers func(benchSize) []linearLayer, fp32, tf32 []gemmChoice) 
 				name, m = "tf32-"+name, compute.MatmulTF32
 			}
 			return benchVersion{name, reset, func() error {
-				d.gemmTile, d.gemmSplit, d.regStaged, d.splitSumPass = g.tile, g.splits, g.reg, g.sumPass
+				d.gemmTile, d.gemmSplit, d.regStaged, d.splitFixup = g.tile, g.splits, g.reg, g.fixup
 				if err := d.SetMatmul(m); err != nil {
 					return err
 				}
 				defer func() {
-					d.gemmTile, d.gemmSplit, d.regStaged, d.splitSumPass = gemmTileAuto, 0, false, false
+					d.gemmTile, d.gemmSplit, d.regStaged, d.splitFixup = gemmTileAuto, 0, false, false
 					_ = d.SetMatmul(compute.MatmulFP32) // a known precision: cannot fail
 				}()
 				for i, l := range ls {

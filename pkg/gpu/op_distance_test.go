@@ -7,13 +7,14 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 )
 
-// distVersions are the sets of distance kernels (op_distance.go): the table kernels, the
-// default; the same with the entity gradient as per-pair rows summed by RowsSum
-// (distPairs); and the first ones, kept for the kernel bench.
+// distVersions are the sets of distance kernels (op_distance.go): the table kernels with
+// the entity gradient as per-pair rows summed by RowsSum, the default; the same with
+// distance_bwd_ent_csr_tab for the entity gradient (distCSR); and the first ones, kept for
+// the kernel bench.
 var distVersions = []struct {
-	name         string
-	first, pairs bool
-}{{"table", false, false}, {"table-pairs", false, true}, {"first", true, false}}
+	name       string
+	first, csr bool
+}{{"table", false, false}, {"table-csr", false, true}, {"first", true, false}}
 
 // testHalfSincos: the table kernels' sines and cosines (half_sincos, common.h), read back
 // through the query table (distance_qtab: sin, cos of axis/2, then of half/2), against
@@ -88,8 +89,8 @@ func testDistance(h *harness) {
 	}
 	for _, v := range distVersions {
 		h.t.Run(v.name, func(t *testing.T) {
-			h.d.distFirst, h.d.distPairs = v.first, v.pairs
-			defer func() { h.d.distFirst, h.d.distPairs = false, false }()
+			h.d.distFirst, h.d.distCSR = v.first, v.csr
+			defer func() { h.d.distFirst, h.d.distCSR = false, false }()
 			for _, mode := range []string{"atomic", "csr", "all"} {
 				t.Run(mode, func(t *testing.T) {
 					h := &harness{t: t, d: h.d, rng: h.rng}
@@ -129,7 +130,7 @@ func testDistance(h *harness) {
 			}
 		})
 	}
-	want, got := csrEnt["table"], csrEnt["table-pairs"]
+	want, got := csrEnt["table-csr"], csrEnt["table"]
 	for i := range want {
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 			h.t.Fatalf("csr dEnt[%d]: %v by per-pair rows, %v by distance_bwd_ent_csr_tab", i, got[i], want[i])

@@ -24,7 +24,7 @@ import (
 // and dW run gemm_pipe_nn and gemm_pipe_tn (its profile says so).
 func testLinear(h *harness) {
 	ref := compute.Reference[float32]{}
-	defer func() { h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitSumPass = gemmTileAuto, 0, false, false }()
+	defer func() { h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitFixup = gemmTileAuto, 0, false, false }()
 	shapes := []struct {
 		rows, in, out int
 		offset        bool // operands one float into their buffers
@@ -34,15 +34,15 @@ func testLinear(h *harness) {
 		name         string
 		tile, splits int
 		reg          bool   // the register-staged kernels (regStaged), not gemm_pipe_*
-		sumPass      bool   // the splits added by gemm_splitk_sum
+		fixup        bool   // the splits added by their own last blocks (gemm_split_fixup)
 		sameBits     string // the run whose bits this one must equal, if any
 	}
 	runs := []run{{"128", 128, 1, false, false, ""}, {"64", 64, 1, false, false, "128"},
 		{"reg128", 128, 1, true, false, "128"}, {"reg64", 64, 1, true, false, "128"},
 		{"first", gemmTileFirst, 1, false, false, "128"}, {"split3", 128, 3, false, false, ""},
-		{"split3 sum pass", 128, 3, false, true, "split3"}, {"reg split3", 128, 3, true, false, "split3"},
+		{"split3 fixup", 128, 3, false, true, "split3"}, {"reg split3", 128, 3, true, false, "split3"},
 		{"split5", 128, 5, false, false, ""}, {"split5 again", 128, 5, false, false, "split5"},
-		{"split5 64", 64, 5, false, false, ""}, {"split5 64 sum pass", 64, 5, false, true, "split5 64"},
+		{"split5 64", 64, 5, false, false, ""}, {"split5 64 fixup", 64, 5, false, true, "split5 64"},
 		{"by shape", gemmTileAuto, 0, false, false, ""}}
 	for _, sh := range shapes {
 		h.t.Run(fmt.Sprint(sh.rows, "x", sh.in, "x", sh.out, map[bool]string{true: "+1"}[sh.offset]), func(t *testing.T) {
@@ -59,7 +59,7 @@ func testLinear(h *harness) {
 			}
 			results := map[string][4][]float32{}
 			for _, r := range runs {
-				h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitSumPass = r.tile, r.splits, r.reg, r.sumPass
+				h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitFixup = r.tile, r.splits, r.reg, r.fixup
 				X, W, B, Y := up(x), up(w), up(b), up(make([]float32, len(y)))
 				h.ok(h.d.LinearForward(Y, X, W, B, sh.rows, sh.in, sh.out))
 				DX, DW, DB := up(dx0), up(dw0), up(db0)
@@ -91,7 +91,7 @@ func testLinear(h *harness) {
 			}
 		})
 	}
-	h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitSumPass = gemmTileAuto, 0, false, false
+	h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitFixup = gemmTileAuto, 0, false, false
 	for _, tile := range []int{128, 64} {
 		h.d.gemmTile = tile
 		x, w, dy := h.uniform(40*24, -1, 1), h.uniform(36*24, -1, 1), h.uniform(40*36, -1, 1)
@@ -158,16 +158,16 @@ func testLinearTF32(h *harness) {
 		name         string
 		tile, splits int
 		reg          bool   // the register-staged kernels (regStaged)
-		sumPass      bool   // the splits added by gemm_splitk_sum
+		fixup        bool   // the splits added by their own last blocks (gemm_split_fixup)
 		sameBits     string // the run whose bits this one must equal, if any
 	}
 	runs := []run{{"128", 128, 1, false, false, ""}, {"64", 64, 1, false, false, "128"}, {"reg128", 128, 1, true, false, ""},
 		{"reg64", 64, 1, true, false, "reg128"}, {"first", gemmTileFirst, 1, false, false, "reg128"},
-		{"split3", 128, 3, false, false, ""}, {"split3 sum pass", 128, 3, false, true, "split3"},
+		{"split3", 128, 3, false, false, ""}, {"split3 fixup", 128, 3, false, true, "split3"},
 		{"split5", 64, 5, false, false, ""}, {"split5 again", 64, 5, false, false, "split5"},
-		{"reg split5", 64, 5, true, false, ""}, {"reg split5 sum pass", 64, 5, true, true, "reg split5"},
+		{"reg split5", 64, 5, true, false, ""}, {"reg split5 fixup", 64, 5, true, true, "reg split5"},
 		{"by shape", gemmTileAuto, 0, false, false, ""}}
-	defer func() { h.d.regStaged, h.d.splitSumPass = false, false }()
+	defer func() { h.d.regStaged, h.d.splitFixup = false, false }()
 	for _, sh := range shapes {
 		rows, in, out := sh.rows, sh.in, sh.out
 		h.t.Run(fmt.Sprint(rows, "x", in, "x", out, map[bool]string{true: "+1"}[sh.offset]), func(t *testing.T) {
@@ -180,14 +180,14 @@ func testLinearTF32(h *harness) {
 			compute.Reference[float32]{}.LinearBackward(nil, make([]float32, out*in), db, l.DY, l.X, l.W, rows, in, out)
 			results := map[string][3][]float32{}
 			for _, r := range runs {
-				h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitSumPass = r.tile, r.splits, r.reg, r.sumPass
+				h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitFixup = r.tile, r.splits, r.reg, r.fixup
 				X, W, B, Y := up(l.X), up(l.W), up(l.B), up(make([]float32, rows*out))
 				h.ok(h.d.LinearForward(Y, X, W, B, rows, in, out))
 				DX, DW, DB := up(l.DX0), up(l.DW0), up(make([]float32, out))
 				h.ok(h.d.LinearBackward(DX, DW, DB, up(l.DY), X, W, rows, in, out))
 				got := [3][]float32{h.down(Y), h.down(DX), h.down(DW)}
 				results[r.name] = got
-				if r.name == "128" || r.name == "reg64" || r.name == "first" || r.name == "split3" || r.name == "reg split5 sum pass" {
+				if r.name == "128" || r.name == "reg64" || r.name == "first" || r.name == "split3" || r.name == "reg split5 fixup" {
 					checkFusedReLU(h, t, r.name, up, rows, in, out, l.X, l.W, l.B, l.DY, l.DX0, l.DW0, make([]float32, out))
 				}
 				for k, c := range []struct {
