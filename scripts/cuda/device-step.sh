@@ -19,13 +19,13 @@
 # Environment: RESULTS (default out/device-step), STEPS (bench.sh's steps per configuration,
 # default 150), QECONE_STEPS (default 150, after 20 warm-up steps), PROFILE_STEPS (the
 # steps train --profile times, default 5-14), SKIP (space-separated parts to leave out:
-# tests bench side qecone kernels profile; qecone leaves out QE-ConE's half of the side by side
+# tests bench side qecone kernels profile ncu-train; qecone leaves out QE-ConE's half of the side by side
 # when its figure is already at hand: QECONE_JSON, an earlier run's qecone-speed.json on
 # the same kind of GPU, then gives the ratio). NCU=1 adds Nsight Compute: the stall reasons,
 # occupancy and speed of light of one launch of each hot kernel in the kernel bench
-# (ncu-kernel-*.txt, up to a minute each), then the counters for the two training runs
-# (PROFILE_SKIP and PROFILE_COUNT: the launches ncu skips, then profiles; default 2000
-# and 1200), where ncu manages to profile them.
+# (ncu-kernel-*.txt, up to a minute each), then (ncu-train) rank's score_all and the
+# counters for the two training runs (PROFILE_SKIP and PROFILE_COUNT: the launches ncu
+# skips, then profiles; default 2000 and 1200), where ncu manages to profile them.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
@@ -212,11 +212,12 @@ if ! skip profile; then
 		ncu_kernel gemm_tf32_nt linear/tf32-reg128
 		ncu_kernel gemm_tf32_pipe_nt linear/tf32-pipe128
 		ncu_kernel distance_fwd_tab distance_fwd/table
-		ncu_kernel distance_bwd_q_tab distance_bwd/table_csr
-		ncu_kernel distance_bwd_ent_csr_tab distance_bwd/table_csr
-		ncu_kernel score_all score_all/tables
-		ncu_profile rocone-d1600 --preset fb15k-237
-		ncu_profile cone-d800 "${cone[@]}"
+		ncu_kernel distance_bwd_q_tab distance_bwd/table_pairs
+		if ! skip ncu-train; then
+			ncu_kernel score_all score_all/tables
+			ncu_profile rocone-d1600 --preset fb15k-237
+			ncu_profile cone-d800 "${cone[@]}"
+		fi
 	fi
 fi
 rm -f "$out"/*.arrow "$bench"/*.arrow
