@@ -166,18 +166,28 @@ ncu_profile() {
 # ncu_kernel KERNEL BENCH: Nsight Compute's sections for one launch of KERNEL at the paper's
 # size in the kernel bench BENCH (NCU=1 only): where its warps stall (WarpStateStats,
 # SchedulerStats), its occupancy and launch, and its speed of light, as text in
-# ncu-kernel-KERNEL.txt. The bench validates at a small size before it times, and Go runs a
-# bench once with N=1 before the timed run: the first 3 matching launches are skipped.
+# ncu-kernel-KERNEL.txt, with the stall reasons as metrics (cycles a warp spends stalled
+# per issued instruction, by reason). The bench validates at two small sizes before it
+# times, a case may launch the kernel several times a run (one per layer), and Go runs a
+# bench once with N=1 before the timed run of 40: the first 30 matching launches are
+# skipped, which lands in the timed run (the 2026-11-27 runs skipped 3 and profiled a
+# validation launch).
+stalls='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
 ncu_kernel() {
 	local kernel=$1 bench=$2
 	section "ncu: $kernel ($bench)"
-	timeout 60 ncu --kernel-name "$kernel" --launch-skip 3 --launch-count 1 \
+	timeout 60 ncu --kernel-name "$kernel" --launch-skip 30 --launch-count 1 \
 		--section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
 		--section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-		"$bin/cuda.test" -test.run '^$' -test.bench "^BenchmarkKernels/$bench\$" -test.benchtime 3x \
+		--metrics "$stalls" \
+		"$bin/cuda.test" -test.run '^$' -test.bench "^BenchmarkKernels/$bench\$" -test.benchtime 40x \
 		>"$out/ncu-kernel-$kernel.txt" 2>&1 || echo "ncu $kernel: exit $?"
-	grep -E "Duration|Achieved Occupancy|Registers Per|Compute \(SM\) Throughput|Memory Throughput|Issued Ipc|No Eligible|Stall|Warp Cycles Per Issued" \
-		"$out/ncu-kernel-$kernel.txt" | head -20
+	grep -E "Duration|Achieved Occupancy|Registers Per|Compute \(SM\) Throughput|Memory Throughput|Issued Ipc|No Eligible|Warp Cycles Per Issued" \
+		"$out/ncu-kernel-$kernel.txt" | head -12
+	# The stall reasons, largest first (cycles per issued instruction).
+	grep -E "smsp__average_warps_issue_stalled_" "$out/ncu-kernel-$kernel.txt" |
+		awk '{v = $NF; gsub(",", "", v); n = $1; sub("smsp__average_warps_issue_stalled_", "", n); sub("_per_issue_active.ratio", "", n); if (v + 0 >= 0.05) printf "    stall %-22s %6.2f\n", n, v}' |
+		sort -k3 -rn | head -8
 }
 # The kernel benches (pkg/gpu/kernelbench_test.go): each hot kernel's versions,
 # validated against the CPU reference, then timed at the paper's size.
