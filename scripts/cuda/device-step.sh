@@ -179,11 +179,12 @@ ncu_kernel() {
 	timeout 60 ncu --kernel-name "$kernel" --launch-skip 30 --launch-count 1 \
 		--section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
 		--section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-		--metrics "$stalls" \
+		--metrics "$stalls,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum" \
 		"$bin/cuda.test" -test.run '^$' -test.bench "^BenchmarkKernels/$bench\$" -test.benchtime 40x \
 		>"$out/ncu-kernel-$kernel.txt" 2>&1 || echo "ncu $kernel: exit $?"
 	grep -E "Duration|Achieved Occupancy|Registers Per|Compute \(SM\) Throughput|Memory Throughput|Issued Ipc|No Eligible|Warp Cycles Per Issued" \
 		"$out/ncu-kernel-$kernel.txt" | head -12
+	grep -E "l1tex__data_bank_conflicts" "$out/ncu-kernel-$kernel.txt" | awk '{print "    " $1, $NF}'
 	# The stall reasons, largest first (cycles per issued instruction).
 	grep -E "smsp__average_warps_issue_stalled_" "$out/ncu-kernel-$kernel.txt" |
 		awk '{v = $NF; gsub(",", "", v); n = $1; sub("smsp__average_warps_issue_stalled_", "", n); sub("_per_issue_active.ratio", "", n); if (v + 0 >= 0.05) printf "    stall %-22s %6.2f\n", n, v}' |
@@ -221,6 +222,8 @@ if ! skip profile; then
 		ncu_kernel gemm_pipe_nn linear/pipe128
 		ncu_kernel gemm_tf32_nt linear/tf32-reg128
 		ncu_kernel gemm_tf32_pipe_nt linear/tf32-pipe128
+		ncu_kernel gemm_tf32_pipe_nn linear/tf32-pipe128
+		ncu_kernel gemm_tf32_pipe_tn linear/tf32-pipe128
 		ncu_kernel distance_fwd_tab distance_fwd/table
 		ncu_kernel distance_bwd_q_tab distance_bwd/table_pairs
 		if ! skip ncu-train; then

@@ -1,6 +1,7 @@
 // TF32 matrix products on the tensor cores (train --matmul tf32; PyTorch's allow_tf32):
 // the GEMMs of the linear layers with mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32,
-// both factors rounded to TF32 (cvt.rna.tf32.f32), products accumulated in float32.
+// both factors rounded to TF32 (tf32_round: as cvt.rna.tf32.f32), products accumulated in
+// float32.
 //
 //	gemm_tf32_nt   C = A·Bᵀ (+ bias)   y  = x·Wᵀ + b    M=rows N=out K=in
 //	gemm_tf32_nn   C += A·B            dx += dy·W       M=rows N=in  K=out
@@ -46,31 +47,24 @@
 #define TF_TK 16
 #define TF_PAD 72 // padded row of a shared tile: 72 ≡ 8 (mod 32) banks, conflict-free fragments
 
-// tf32_round rounds x to TF32, round to nearest with ties away from zero: on the device the
-// hardware's cvt.rna.tf32.f32; in the emulator its definition in bits, which is Go's
-// compute.RoundTF32 (same bit patterns tested on both): add half of the last kept place
-// (bit 12) to the magnitude and clear the 13 low mantissa bits. ±Inf and NaN are handled
-// before the conversion on both: the H200's cvt.rna turns a NaN whose payload lies only in
-// the 13 dropped bits (0x7f800001) into +Inf, which would hide a diverged run; here a NaN
-// stays a (quiet) NaN.
+// tf32_round rounds x to TF32, round to nearest with ties away from zero, by its definition
+// in bits, which is Go's compute.RoundTF32: add half of the last kept place (bit 12) to
+// the magnitude and clear the 13 low mantissa bits; ±Inf stays itself, and a NaN stays a
+// (quiet) NaN. For every value but a NaN this is what cvt.rna.tf32.f32 is on sm_80 and
+// sm_90: ptxas expands that instruction into the same add and mask, behind a test that
+// leaves ±Inf and NaN alone, and that test is where it goes wrong: the H200's cvt.rna
+// turns a NaN whose payload lies only in the 13 dropped bits (0x7f800001) into +Inf,
+// which would hide a diverged run. So the device and the emulator run this same code:
+// an add, a mask and a select for the NaN, some 6 instructions where cvt.rna with a NaN
+// guard of its own took 11, once per value copied into a GEMM's shared tiles (the same
+// bit patterns are tested on the device, in the emulator and in Go: TestTF32Round*).
 __device__ __forceinline__ float tf32_round(float x) {
 	unsigned u;
 	memcpy(&u, &x, 4);
-	if ((u & 0x7f800000u) == 0x7f800000u) { // Inf or NaN
-		if (u & 0x007fffffu) u |= 0x00400000u;
-		u &= 0xffffe000u;
-		memcpy(&x, &u, 4);
-		return x;
-	}
-#ifdef __CUDA_ARCH__
-	unsigned r;
-	asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-	return __uint_as_float(r);
-#else
-	u = (u + 0x1000u) & 0xffffe000u;
-	memcpy(&x, &u, 4);
+	unsigned r = (u + 0x1000u) & 0xffffe000u;                     // finite, and ±Inf (no carry)
+	if ((u & 0x7fffffffu) > 0x7f800000u) r = (u | 0x00400000u) & 0xffffe000u; // NaN: quiet, payload's high bits kept
+	memcpy(&x, &r, 4);
 	return x;
-#endif
 }
 
 // mma_tf32 is one warp's D += A·B on the tensor cores for a 16×8×8 tile, from its lanes'
@@ -389,17 +383,22 @@ GEMM_TF32(gemm_tf32_tn_64, gemm_tf32_reg, true, false, 64, 64, 32, 32)
 // The pipelined TF32 GEMM: gemm_tf32_pipe_nt / nn / tn (128×128 tiles, 8 warps of 64×32)
 // and gemm_tf32_pipe_*_64 (64×64, 4 warps of 32×32), gemm_tf32_reg's arguments, tiles,
 // split-K and results, for operands whose rows are 16-byte aligned (vecA and vecB: the
-// host launches them only then). Three changes from gemm_tf32_reg:
+// host launches them only then). What changes from gemm_tf32_reg:
 //
 //   - The slices of K are 16 deep, copied from global to shared memory by cp.async
-//     (sm_80), 16 bytes at a time and without passing through registers: the next slice
-//     is in flight while the warps multiply the current one, two K steps of 8 between
-//     barriers instead of one, and no registers held for the copy.
-//   - The shared tiles keep the operands' own layouts, so that every copy is 16 bytes:
-//     rows along k ([m][k], [n][k]: 16 + 4 or 16 + 8 floats) or along m / n ([k][m],
-//     [k][n]: 128 + 8). Each lane rounds the values it copied, in place, after its copies
-//     land and before the barrier that publishes them (the same tf32_round, once per
-//     value, as gemm_tf32_reg rounds them on their way in).
+//     (sm_80), 16 bytes at a time and without passing through registers, on a ring of 3
+//     stages: while the warps multiply slice s, slice s+1 is being rounded and slice s+2
+//     is in flight. One barrier a slice (two K steps of 8, 32 MMAs a warp at 128×128).
+//   - The shared tiles keep the operands' own layouts, so that every copy is a whole
+//     16-byte chunk: rows along k ([m][k], [n][k]: 16 floats, 4 chunks) or along m / n
+//     ([k][m], [k][n]: BX floats). They are not padded but swizzled (tp_at): a chunk's
+//     place in its row is its index XOR a few bits of the row, so that a stage is exactly
+//     BM·16 + BN·16 floats (16 KiB at 128×128) and three fit in the 48 KiB of static
+//     shared memory, where padded rows left room for two.
+//   - Each lane rounds to TF32 the values it copied, in place, once its copies have
+//     landed (the same tf32_round, once per value, as gemm_tf32_reg rounds them on their
+//     way in): for slice s+1, between the MMAs of slice s and the barrier that publishes
+//     both, so that the rounding overlaps other warps' MMAs instead of holding the block.
 //   - When both operands' rows run along k (gemm_tf32_pipe_nt, the forward pass), the
 //     MMA's k index is laid over k in pairs: lane t's fragment registers for k = t and
 //     t + 4 hold the slice's k = 2t and 2t + 1, adjacent in shared memory, so each A
@@ -409,64 +408,167 @@ GEMM_TF32(gemm_tf32_tn_64, gemm_tf32_reg, true, false, 64, 64, 32, 32)
 //     4, 6, 1, 3, 5, 7 of the slice's, so its bits differ from gemm_tf32_reg's by the
 //     order of the additions.
 //
-// Bank use, a warp's fragment loads (g = lane/4, t = lane%4): [k][x] rows of 136 floats,
-// t·136 + g ≡ 8t + g (mod 32), 32 banks; [x][k] rows of 20, 20g + t and 20g + t + 4,
-// 32 banks; the pairs' rows of 24: a half-warp's 8-byte loads at 24g + 2t cover 32 banks
-// once. The stages take 48 KB (nt), 37 KB (nn), 35 KB (tn) of shared memory at 128×128.
+// Bank use of a warp's fragment loads (g = lane/4, t = lane%4; a bank is 4 bytes, 32 of
+// them), by the swizzles of tp_at:
+//   - [k][x] rows: lane (g, t) reads k = t (+4), x = x0 + g (+8) with x0 a multiple of 16;
+//     chunk x/4 is stored at chunk x/4 XOR 2·(k mod 4), so the lanes' chunks (x0/4 + g/4)
+//     XOR 2t are 8 distinct ones mod 8: with x mod 4 = g mod 4, 32 banks.
+//   - [x][k] rows of one layout's 4-byte loads (nn's A): lane (g, t) reads row x0 + g,
+//     k = t (+4); row r's chunks are XORed with (r/2) mod 4, so row g starts at bank
+//     16·(g mod 2) + 4·(c XOR (g/2)): 8 distinct groups of 4, 32 banks.
+//   - [x][k] rows read in k pairs (nt's A and B, 8-byte loads, a half-warp at a time):
+//     lane (g, t) reads row x0 + g, k = 2t, 2t+1 of the step's 8; row r's chunks are XORed
+//     with 2·((r/2) mod 2), so rows 0 … 3 of a half-warp take chunks c, c+1 (rows 0, 1,
+//     16 banks apart) and c XOR 2, (c+1) XOR 2 (rows 2, 3): 32 banks.
+// A warp's cp.async stores fill whole rows, or 8 rows of 4 chunks, 512 contiguous bytes
+// whatever the permutation within a row.
 #define TP_BK 16
+#define TP_STAGES 3
 
-// tp_round_slice rounds lane t's Q chunks of a slice in S (async_copy_slice's, slices of
-// TP_BK) to TF32 in place, once they have landed.
-template <bool KMAJOR, int BX, int LD, int Q, int T>
-__device__ __forceinline__ void tp_round_slice(float* S, int t) {
-	for (int i = 0; i < Q; i++) {
-		long long off;
-		int at, valid;
-		async_chunk<KMAJOR, BX, TP_BK, LD, T>(i, t, 0, 0, 0, 0, 0, &off, &at, &valid);
-		float4 v = *(float4*)&S[at];
-		v.x = tf32_round(v.x), v.y = tf32_round(v.y), v.z = tf32_round(v.z), v.w = tf32_round(v.w);
-		*(float4*)&S[at] = v;
-	}
+// tp_at is where element (x, k) of a slice's tile lives (k < TP_BK): KMAJOR, tile [k][x]
+// of rows of BX floats; otherwise [x][k], rows of TP_BK, PAIRS choosing the k-pairs'
+// swizzle (see above).
+template <bool KMAJOR, bool PAIRS, int BX>
+__device__ __forceinline__ int tp_at(int x, int k) {
+	if (KMAJOR) return k * BX + ((((x >> 2) ^ ((k & 3) << 1))) << 2) + (x & 3);
+	const int s = PAIRS ? ((x >> 1) & 1) << 1 : (x >> 1) & 3;
+	return x * TP_BK + (((k >> 2) ^ s) << 2) + (k & 3);
 }
 
+// tp_src is lane t's share of one GEMM operand X's slices (TP_BK along k from k0, BX
+// along x from x0; X(x, k) = X[k·ld + x] when KMAJOR, else X[x·ld + k]): Q chunks of 16
+// bytes, chunk i being the (t + i·T)-th of a slice. Its place in X, in the swizzled tile
+// (tp_at) and along x are worked out once a tile, so that a slice's copies cost an add and
+// a compare a chunk. With T a multiple of a row's chunks, chunk i is chunk 0 moved by
+// a fixed step: KMAJOR, DK rows of k further (DK = T / (BX/4)) at the same x; otherwise DX
+// rows of x further (DX = T / 4) at the same k.
+template <bool KMAJOR, bool PAIRS, int BX, int Q, int T>
+struct tp_src {
+	static constexpr int CPR = KMAJOR ? BX / 4 : TP_BK / 4; // chunks a tile row
+	static_assert(T % CPR == 0, "a lane's chunks share their place along the row");
+	static constexpr int DK = KMAJOR ? T / CPR : 0, DX = KMAJOR ? 0 : T / CPR;
+	static constexpr int DS = KMAJOR ? DK * BX : DX * TP_BK; // from chunk i to i+1 in the tile
+	const float* p; // chunk 0 of slice 0 (not dereferenced unless it exists)
+	int at;         // chunk 0's place in a stage's tile
+	int kc;         // chunk 0's k within the slice
+	int xn[Q];      // KMAJOR: chunk's values along x that exist (0 … 4); else whether its row does (0, 1)
+
+	__device__ __forceinline__ tp_src(const float* X, int ld, int x0, int XN, int t) {
+		const int xc = t % CPR * (KMAJOR ? 4 : 1), xr = t / CPR; // along the row, and the row
+		if (KMAJOR) {
+			kc = xr;
+			p = X + (long long)kc * ld + x0 + xc;
+			at = tp_at<true, PAIRS, BX>(xc, kc);
+			for (int i = 0; i < Q; i++) xn[i] = rt_clamp4(XN - x0 - xc);
+		} else {
+			kc = xc * 4;
+			p = X + (long long)(x0 + xr) * ld + kc;
+			at = tp_at<false, PAIRS, BX>(xr, kc);
+			for (int i = 0; i < Q; i++) xn[i] = x0 + xr + i * DX < XN;
+		}
+	}
+
+	// copy starts the lane's copies of slice sl (of K along k) of X (row stride ld) into the
+	// stage S; a chunk wholly outside X is zeros, its copy reading nothing (from X itself).
+	__device__ __forceinline__ void copy(float* S, const float* X, int ld, int sl, int K) const {
+		const int k = sl * TP_BK + kc;
+		const float* q = p + (KMAJOR ? (long long)sl * TP_BK * ld : (long long)sl * TP_BK);
+		for (int i = 0; i < Q; i++) {
+			const int n = KMAJOR ? (k + i * DK < K ? xn[i] : 0) : (xn[i] ? rt_clamp4(K - k) : 0);
+			cp_async16(&S[at + i * DS], n ? q + (long long)i * (KMAJOR ? DK : DX) * ld : X, 4 * n);
+		}
+	}
+
+	// round rounds the lane's chunks of the stage S to TF32 in place, once they have landed.
+	__device__ __forceinline__ void round(float* S) const {
+		for (int i = 0; i < Q; i++) {
+			float4* c = (float4*)&S[at + i * DS];
+			float4 v = *c;
+			v.x = tf32_round(v.x), v.y = tf32_round(v.y), v.z = tf32_round(v.z), v.w = tf32_round(v.w);
+			*c = v;
+		}
+	}
+};
+
+// tp_frag is where a lane's fragments of one operand lie in a stage's tile, as tp_at
+// places them, worked out once so that every fragment load is a lane register plus a
+// constant (the swizzles' XORs, left to the compiler, took a register a fragment, 24, and
+// spilled). The lane's fragment values are x = w0 + X1 + g + e (w0 the warp's first row
+// or column, a multiple of 32; X1 the fragment's, a multiple of 8; e = 0 or 8 for A's
+// second 8 rows) at k = kf + t (kf a multiple of 4), or at k = kk + 2t, 2t + 1 in pairs.
+// Their places:
+//   - [k][x] (KMAJOR): kf·BX + w0 + 4·((X1/4) & ~7) + L[Z/2], Z = ((X1 + e)/4) mod 8, for
+//     the chunk (w0 + X1 + g + e)/4 XOR 2t has low bits Z XOR (g/4 XOR 2t);
+//   - [x][k]: (w0 + X1 + e)·16 + L[kf/4], the row's swizzle (g/2 mod 4) the lane's alone;
+//   - [x][k] in pairs: (w0 + X1 + e)·16 + L[kk/8].
+template <bool KMAJOR, bool PAIRS, int BX>
+struct tp_frag {
+	int L[4];
+	__device__ __forceinline__ tp_frag(int w0) {
+		const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+		for (int i = 0; i < 4; i++) {
+			if (KMAJOR) {
+				const int v = (g >> 2) ^ (t << 1);
+				L[i] = w0 + 4 * ((2 * i) ^ v) + (g & 3) + t * BX;
+			} else if (PAIRS) {
+				const int u = (t >> 1) ^ (((g >> 1) & 1) << 1);
+				L[i] = w0 * TP_BK + 4 * ((2 * i) ^ u) + 2 * (t & 1) + TP_BK * g; // i = 0, 1 used
+			} else {
+				const int sw = (g >> 1) & 3;
+				L[i] = w0 * TP_BK + 4 * (i ^ sw) + t + TP_BK * g;
+			}
+		}
+	}
+	// at is the place of the lane's value at X1, e and kf (or kk, in pairs), all constants.
+	__device__ __forceinline__ int at(int X1, int e, int kf) const {
+		if (KMAJOR) return kf * BX + 4 * ((X1 >> 2) & ~7) + L[(((X1 + e) >> 2) & 7) >> 1];
+		if (PAIRS) return (X1 + e) * TP_BK + L[kf >> 3];
+		return (X1 + e) * TP_BK + L[kf >> 2];
+	}
+};
+
 // tp_mma_step: one warp's MI×NJ MMAs of the K step of 8 at k of a stage, A's tile at As
-// (rows of LA: [k][m] when TA, else [m][k]), B's at Bs (rows of LB: [n][k] when TB, else
-// [k][n]); k in pairs when both run along k (see above).
-template <bool TA, bool TB, int LA, int LB, int MI, int NJ>
-__device__ __forceinline__ void tp_mma_step(float acc[MI][NJ][4], const float* As, const float* Bs, int k, int wm,
-                                            int wn) {
+// ([k][m] when TA, else [m][k]), B's at Bs ([n][k] when TB, else [k][n]), swizzled by
+// tp_at, the lane's fragments found by fa and fb; k in pairs when both run along k (see
+// above).
+template <bool TA, bool TB, int BM, int BN, int MI, int NJ>
+__device__ __forceinline__ void tp_mma_step(float acc[MI][NJ][4], const float* As, const float* Bs, int k,
+                                            const tp_frag<TA, !TA && TB, BM>& fa,
+                                            const tp_frag<!TB, !TA && TB, BN>& fb) {
 	constexpr bool PAIRS = !TA && TB;
-	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 	unsigned b[NJ][2];
 	for (int j = 0; j < NJ; j++) {
-		const int n = wn + 8 * j + g;
 		if (PAIRS) {
-			const float2 v = *(const float2*)&Bs[n * LB + k + 2 * t];
+			const float2 v = *(const float2*)&Bs[fb.at(8 * j, 0, k)];
 			b[j][0] = __float_as_uint(v.x), b[j][1] = __float_as_uint(v.y);
-		} else if (TB) {
-			b[j][0] = __float_as_uint(Bs[n * LB + k + t]), b[j][1] = __float_as_uint(Bs[n * LB + k + t + 4]);
 		} else {
-			b[j][0] = __float_as_uint(Bs[(k + t) * LB + n]), b[j][1] = __float_as_uint(Bs[(k + t + 4) * LB + n]);
+			b[j][0] = __float_as_uint(Bs[fb.at(8 * j, 0, k)]);
+			b[j][1] = __float_as_uint(Bs[fb.at(8 * j, 0, k + 4)]);
 		}
 	}
 	for (int i = 0; i < MI; i++) {
-		const int m = wm + 16 * i + g;
 		unsigned a[4];
 		if (PAIRS) {
-			const float2 lo = *(const float2*)&As[m * LA + k + 2 * t], hi = *(const float2*)&As[(m + 8) * LA + k + 2 * t];
+			const float2 lo = *(const float2*)&As[fa.at(16 * i, 0, k)];
+			const float2 hi = *(const float2*)&As[fa.at(16 * i, 8, k)];
 			a[0] = __float_as_uint(lo.x), a[1] = __float_as_uint(hi.x), a[2] = __float_as_uint(lo.y),
 			a[3] = __float_as_uint(hi.y);
-		} else if (TA) {
-			a[0] = __float_as_uint(As[(k + t) * LA + m]), a[1] = __float_as_uint(As[(k + t) * LA + m + 8]);
-			a[2] = __float_as_uint(As[(k + t + 4) * LA + m]), a[3] = __float_as_uint(As[(k + t + 4) * LA + m + 8]);
 		} else {
-			a[0] = __float_as_uint(As[m * LA + k + t]), a[1] = __float_as_uint(As[(m + 8) * LA + k + t]);
-			a[2] = __float_as_uint(As[m * LA + k + t + 4]), a[3] = __float_as_uint(As[(m + 8) * LA + k + t + 4]);
+			a[0] = __float_as_uint(As[fa.at(16 * i, 0, k)]);
+			a[1] = __float_as_uint(As[fa.at(16 * i, 8, k)]);
+			a[2] = __float_as_uint(As[fa.at(16 * i, 0, k + 4)]);
+			a[3] = __float_as_uint(As[fa.at(16 * i, 8, k + 4)]);
 		}
 		for (int j = 0; j < NJ; j++) mma_tf32(acc[i][j], a, b[j]);
 	}
 }
 
+// The ring, slice by slice (stage = slice mod 3): before the loop, slices 0, 1 and 2 are
+// copied (one commit group each, empty past the end) and slice 0 rounded and published.
+// Iteration s waits for its lane's copies of slice s+1 (one group, s+2's, may stay in
+// flight), rounds them, multiplies slice s, meets the block at the barrier (slice s+1 is
+// then whole and rounded, and every warp is done with slice s's stage), and copies slice
+// s+3 into that stage.
 template <bool TA, bool TB, int BM, int BN, int WM, int WN>
 __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
                                                float* C, int ldc, const float* bias, int accumulate, int relu,
@@ -474,41 +576,60 @@ __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float*
                                                int* tickets) {
 	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
 	gemm_end_for<TA, TB>(relu, mask);
+	constexpr bool PAIRS = !TA && TB;
 	constexpr int WX = BN / WN, T = 32 * WX * (BM / WM), MI = WM / 16, NJ = WN / 8;
 	constexpr int QA = BM * TP_BK / (4 * T), QB = BN * TP_BK / (4 * T); // 16-byte chunks per lane per slice
 	static_assert(QA * 4 * T == BM * TP_BK && QB * 4 * T == BN * TP_BK, "a slice is whole chunks");
-	constexpr int LK = TP_BK + (!TA && TB ? 8 : 4); // a row along k
-	constexpr int LA = TA ? BM + 8 : LK, LB = TB ? LK : BN + 8;
-	constexpr int SA = (TA ? TP_BK : BM) * LA, SB = (TB ? BN : TP_BK) * LB; // a stage's floats
-	__shared__ __align__(16) float As[2][SA];
-	__shared__ __align__(16) float Bs[2][SB];
+	static_assert(BM % 32 == 0 && BN % 32 == 0, "[k][x] rows of at least 8 chunks, for the swizzle");
+	constexpr int SA = BM * TP_BK, SB = BN * TP_BK; // a stage's floats
+	__shared__ __align__(16) float As[TP_STAGES][SA];
+	__shared__ __align__(16) float Bs[TP_STAGES][SB];
 	const int t = threadIdx.x, warp = t >> 5;
 	const int wm = warp / WX * WM, wn = warp % WX * WN;
 	const int n0 = blockIdx.x * BN, slices = (K + TP_BK - 1) / TP_BK;
+	const tp_frag<TA, PAIRS, BM> fa(wm);
+	const tp_frag<!TB, PAIRS, BN> fb(wn);
 	for (int m0 = blockIdx.y * BM; m0 < M; m0 += gridDim.y * BM) {
-		auto copy = [&](int s, int k0) {
-			async_copy_slice<TA, BM, TP_BK, LA, QA, T>(As[s], A, lda, m0, M, k0, K, t);
-			async_copy_slice<!TB, BN, TP_BK, LB, QB, T>(Bs[s], B, ldb, n0, N, k0, K, t);
+		const tp_src<TA, PAIRS, BM, QA, T> a(A, lda, m0, M, t);
+		const tp_src<!TB, PAIRS, BN, QB, T> b(B, ldb, n0, N, t);
+		// Copies slice sl into its stage, if it exists; the commit group either way, so that
+		// a lane's groups are one a slice and cp_async_wait<1> means "all but the last".
+		auto copy = [&](int sl) {
+			if (sl < slices) {
+				a.copy(As[sl % TP_STAGES], A, lda, sl, K);
+				b.copy(Bs[sl % TP_STAGES], B, ldb, sl, K);
+			}
 			cp_async_commit();
+		};
+		auto round = [&](int sl) {
+			if (sl < slices) {
+				a.round(As[sl % TP_STAGES]);
+				b.round(Bs[sl % TP_STAGES]);
+			}
 		};
 		float acc[MI][NJ][4];
 		for (int i = 0; i < MI; i++)
 			for (int j = 0; j < NJ; j++)
 				for (int q = 0; q < 4; q++) acc[i][j][q] = 0.f;
-		if (slices > 0) copy(0, 0);
+		copy(0);
+		copy(1);
+		copy(2);
+		cp_async_wait<2>();
+		round(0);
+		__syncthreads();
 		for (int sl = 0; sl < slices; sl++) {
-			const int s = sl & 1;
-			cp_async_wait_all();
-			tp_round_slice<TA, BM, LA, QA, T>(As[s], t);
-			tp_round_slice<!TB, BN, LB, QB, T>(Bs[s], t);
-			__syncthreads(); // stage s is whole; every warp is done with stage s^1 (slice sl-1)
-			if (sl + 1 < slices) copy(s ^ 1, (sl + 1) * TP_BK);
-			tp_mma_step<TA, TB, LA, LB, MI, NJ>(acc, As[s], Bs[s], 0, wm, wn);
-			tp_mma_step<TA, TB, LA, LB, MI, NJ>(acc, As[s], Bs[s], 8, wm, wn);
+			const int s = sl % TP_STAGES;
+			cp_async_wait<1>(); // this lane's copies of slice sl+1 have landed
+			round(sl + 1);
+			tp_mma_step<TA, TB, BM, BN, MI, NJ>(acc, As[s], Bs[s], 0, fa, fb);
+			tp_mma_step<TA, TB, BM, BN, MI, NJ>(acc, As[s], Bs[s], 8, fa, fb);
+			__syncthreads(); // slice sl+1 whole and rounded; every warp done with stage s
+			copy(sl + TP_STAGES);
 		}
-		__syncthreads(); // before the next tile's copies reuse the stages
+		cp_async_wait_all(); // the empty groups past the end, before the stages are lent
 		tf_out_tile<MI, NJ>(acc, C, ldc, W, M, N, m0 + wm, n0 + wn, bias, accumulate, relu, mask);
 		gemm_split_fixup<BM, BN>(C, ldc, W, M, N, m0, n0, bias, accumulate, relu, mask, tickets, &As[0][0]);
+		__syncthreads(); // before the next tile's copies reuse the stages
 	}
 }
 
