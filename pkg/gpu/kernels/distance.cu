@@ -421,7 +421,9 @@ KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, float* dPair,
 			if (on) {
 				// The entity values of DBQ_GROUP candidates are loaded together, and the
 				// next group's before this one is computed, so that up to 2·DBQ_GROUP
-				// gathers are in flight; the candidates are still added in order.
+				// gathers are in flight; the candidates are still added in order. The
+				// pairs' rows follow each other: pair walks them a row at a time.
+				long long pair = ((long long)q * cands + k0) * dim + j;
 				float th[DBQ_GROUP], thn[DBQ_GROUP];
 				for (int u = 0; u < DBQ_GROUP; u++) th[u] = u < n && sg[u] != 0.f ? ent[srow[u] + j] : 0.f;
 				for (int i0 = 0; i0 < n; i0 += DBQ_GROUP) {
@@ -429,12 +431,12 @@ KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, float* dPair,
 						const int i = i0 + DBQ_GROUP + u;
 						thn[u] = i < n && sg[i] != 0.f ? ent[srow[i] + j] : 0.f;
 					}
-					for (int u = 0; u < DBQ_GROUP; u++) {
+					for (int u = 0; u < DBQ_GROUP; u++, pair += dim) {
 						const int i = i0 + u;
-						const float g = i < n ? sg[i] : 0.f;
-						float* pair = dPair && i < n ? &dPair[((long long)q * cands + k0 + i) * dim + j] : nullptr;
+						if (i >= n) continue;
+						const float g = sg[i];
 						if (g == 0.f) {
-							if (pair) *pair = 0.f;
+							if (dPair) dPair[pair] = 0.f;
 							continue;
 						}
 						float su, cu, gT, gH;
@@ -443,7 +445,7 @@ KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, float* dPair,
 						accT += g * gT;
 						accH += g * gH;
 						const float e = 0.5f * (g * gT); // the pair's share of the entity's gradient
-						if (pair) *pair = e;
+						if (dPair) dPair[pair] = e;
 						if (entAtomic && dEnt) atomicAdd(&dEnt[srow[i] + j], e);
 					}
 					for (int u = 0; u < DBQ_GROUP; u++) th[u] = thn[u];
