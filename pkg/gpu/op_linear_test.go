@@ -133,8 +133,8 @@ func testLinear(h *harness) {
 // rows past the grid's y cap (tiny-grid); within the float32 accumulation error of the
 // rounded products, and at TF32's distance from the FP32 products
 // (computetest.CheckTF32). Unsplit, every tile of a kernel gives the same bits (each
-// output is the same MMAs over k in order; the register-staged kernels' and the first
-// version's are the same too); a split repeated gives the same bits, and so does its sum
+// output is the same MMAs over k in order; the register-staged kernels', the pipelined
+// ones' and the first version's are the same too); a split repeated gives the same bits, and so does its sum
 // in a pass of its own (gemm_splitk_sum). The pipelined kernels run where the operands
 // are aligned, which the profile of an aligned layer shows. Then FP32 again: the setting
 // switches back.
@@ -161,11 +161,11 @@ func testLinearTF32(h *harness) {
 		fixup        bool   // the splits added by their own last blocks (gemm_split_fixup)
 		sameBits     string // the run whose bits this one must equal, if any
 	}
-	runs := []run{{"128", 128, 1, false, false, ""}, {"64", 64, 1, false, false, "128"}, {"reg128", 128, 1, true, false, ""},
+	runs := []run{{"128", 128, 1, false, false, ""}, {"64", 64, 1, false, false, "128"}, {"reg128", 128, 1, true, false, "128"},
 		{"reg64", 64, 1, true, false, "reg128"}, {"first", gemmTileFirst, 1, false, false, "reg128"},
 		{"split3", 128, 3, false, false, ""}, {"split3 fixup", 128, 3, false, true, "split3"},
 		{"split5", 64, 5, false, false, ""}, {"split5 again", 64, 5, false, false, "split5"},
-		{"reg split5", 64, 5, true, false, ""}, {"reg split5 fixup", 64, 5, true, true, "reg split5"},
+		{"reg split5", 64, 5, true, false, "split5"}, {"reg split5 fixup", 64, 5, true, true, "reg split5"},
 		{"by shape", gemmTileAuto, 0, false, false, ""}}
 	defer func() { h.d.regStaged, h.d.splitFixup = false, false }()
 	for _, sh := range shapes {

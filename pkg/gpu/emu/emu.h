@@ -44,8 +44,8 @@ void __syncthreads();
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 // emu_lane_phase: per thread of the running block, a byte that emulated warp-collective
-// operations may keep their state in (tf32.cu's mma_tf32: which of two scratch buffers
-// its next call uses); zero when each block starts.
+// operations may keep their state in, a bit each (tf32.cu: bit 0, which of two scratch
+// buffers mma_tf32's next call uses; bit 1, ldsm_x4's); zero when each block starts.
 extern thread_local unsigned char emu_lane_phase[1024];
 
 // cp.async (common.h's cp_async16, cp_async_commit, cp_async_wait): emu_cp_async starts a

@@ -94,8 +94,8 @@ __device__ __forceinline__ void mma_tf32(float d[4], const unsigned a[4], const 
 	// the lanes of the last may still read the other, so one barrier an MMA suffices.
 	__shared__ unsigned frag[2][32][32][6]; // [phase][warp][lane]: a0 … a3, b0, b1
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-	const int ph = emu_lane_phase[threadIdx.x];
-	emu_lane_phase[threadIdx.x] = ph ^ 1;
+	const int ph = emu_lane_phase[threadIdx.x] & 1; // bit 0: mma_tf32's; bit 1: ldsm_x4's
+	emu_lane_phase[threadIdx.x] ^= 1;
 	for (int r = 0; r < 4; r++) frag[ph][warp][lane][r] = a[r];
 	frag[ph][warp][lane][4] = b[0];
 	frag[ph][warp][lane][5] = b[1];
@@ -399,40 +399,57 @@ GEMM_TF32(gemm_tf32_tn_64, gemm_tf32_reg, true, false, 64, 64, 32, 32)
 //     landed (the same tf32_round, once per value, as gemm_tf32_reg rounds them on their
 //     way in): for slice s+1, between the MMAs of slice s and the barrier that publishes
 //     both, so that the rounding overlaps other warps' MMAs instead of holding the block.
-//   - When both operands' rows run along k (gemm_tf32_pipe_nt, the forward pass), the
-//     MMA's k index is laid over k in pairs: lane t's fragment registers for k = t and
-//     t + 4 hold the slice's k = 2t and 2t + 1, adjacent in shared memory, so each A
-//     fragment pair and each B fragment is one 8-byte load (12 loads for 16 MMAs, not 24).
-//     An MMA adds all eight products whatever their k, so the sum is the same one; the
-//     emulator, which adds them in the order of the MMA's k, adds them in the order 0, 2,
-//     4, 6, 1, 3, 5, 7 of the slice's, so its bits differ from gemm_tf32_reg's by the
-//     order of the additions.
+//   - The fragments of an operand whose rows run along k (A in _nt and _nn, B in _nt)
+//     come by ldmatrix (ldsm_x4): one instruction loads a lane's four A registers of a
+//     16×8 block, or its B registers of two 8×8 blocks, straight into the registers the
+//     MMA reads, where 32-bit loads took four (and 8-byte loads of k pairs two, and four
+//     register moves). The others ([k][x] tiles, whose fragments are columns) load
+//     32 bits at a time (tp_frag).
 //
-// Bank use of a warp's fragment loads (g = lane/4, t = lane%4; a bank is 4 bytes, 32 of
-// them), by the swizzles of tp_at:
+// Bank use (g = lane/4, t = lane%4; a bank is 4 bytes, 32 of them), by the swizzles of
+// tp_at:
 //   - [k][x] rows: lane (g, t) reads k = t (+4), x = x0 + g (+8) with x0 a multiple of 16;
 //     chunk x/4 is stored at chunk x/4 XOR 2·(k mod 4), so the lanes' chunks (x0/4 + g/4)
 //     XOR 2t are 8 distinct ones mod 8: with x mod 4 = g mod 4, 32 banks.
-//   - [x][k] rows of one layout's 4-byte loads (nn's A): lane (g, t) reads row x0 + g,
-//     k = t (+4); row r's chunks are XORed with (r/2) mod 4, so row g starts at bank
-//     16·(g mod 2) + 4·(c XOR (g/2)): 8 distinct groups of 4, 32 banks.
-//   - [x][k] rows read in k pairs (nt's A and B, 8-byte loads, a half-warp at a time):
-//     lane (g, t) reads row x0 + g, k = 2t, 2t+1 of the step's 8; row r's chunks are XORed
-//     with 2·((r/2) mod 2), so rows 0 … 3 of a half-warp take chunks c, c+1 (rows 0, 1,
-//     16 banks apart) and c XOR 2, (c+1) XOR 2 (rows 2, 3): 32 banks.
+//   - [x][k] rows: ldmatrix reads a matrix's 8 rows of 16 bytes (one chunk each, rows r0
+//     … r0+7 with r0 a multiple of 8) in one phase; row r's chunks are XORed with (r/2)
+//     mod 4, and rows are 64 bytes, so rows r and r+1 lie 16 banks apart and rows 2i and
+//     2i+2 at distinct chunks: 8 rows, 32 banks.
 // A warp's cp.async stores fill whole rows, or 8 rows of 4 chunks, 512 contiguous bytes
 // whatever the permutation within a row.
 #define TP_BK 16
 #define TP_STAGES 3
 
 // tp_at is where element (x, k) of a slice's tile lives (k < TP_BK): KMAJOR, tile [k][x]
-// of rows of BX floats; otherwise [x][k], rows of TP_BK, PAIRS choosing the k-pairs'
-// swizzle (see above).
-template <bool KMAJOR, bool PAIRS, int BX>
+// of rows of BX floats; otherwise [x][k], rows of TP_BK (see above).
+template <bool KMAJOR, int BX>
 __device__ __forceinline__ int tp_at(int x, int k) {
 	if (KMAJOR) return k * BX + ((((x >> 2) ^ ((k & 3) << 1))) << 2) + (x & 3);
-	const int s = PAIRS ? ((x >> 1) & 1) << 1 : (x >> 1) & 3;
-	return x * TP_BK + (((k >> 2) ^ s) << 2) + (k & 3);
+	return x * TP_BK + (((k >> 2) ^ ((x >> 1) & 3)) << 2) + (k & 3);
+}
+
+// ldsm_x4 is ldmatrix.sync.aligned.m8n8.x4.shared.b16 on 32-bit values: lane l gives the
+// address of row l%8 of matrix l/8 (4 floats, 16-byte aligned, in shared memory) and gets
+// r[i] = float t of row g of matrix i. All 32 lanes of the warp call it together. The
+// emulator does what the instruction does: each lane publishes its row's address to its
+// warp through shared memory, and reads its four values from its lanes' rows (one block
+// barrier a call, two scratch buffers used in turn, as mma_tf32).
+__device__ __forceinline__ void ldsm_x4(unsigned r[4], const float* row) {
+#ifdef __CUDA_ARCH__
+	const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+	             : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+	             : "r"(a)
+	             : "memory");
+#else
+	__shared__ const float* rows[2][32][32]; // [phase][warp][lane]
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+	const int ph = (emu_lane_phase[threadIdx.x] >> 1) & 1;
+	emu_lane_phase[threadIdx.x] ^= 2;
+	rows[ph][warp][lane] = row;
+	__syncthreads();
+	for (int i = 0; i < 4; i++) r[i] = __float_as_uint(rows[ph][warp][8 * i + g][t]);
+#endif
 }
 
 // tp_src is lane t's share of one GEMM operand X's slices (TP_BK along k from k0, BX
@@ -442,7 +459,7 @@ __device__ __forceinline__ int tp_at(int x, int k) {
 // a compare a chunk. With T a multiple of a row's chunks, chunk i is chunk 0 moved by
 // a fixed step: KMAJOR, DK rows of k further (DK = T / (BX/4)) at the same x; otherwise DX
 // rows of x further (DX = T / 4) at the same k.
-template <bool KMAJOR, bool PAIRS, int BX, int Q, int T>
+template <bool KMAJOR, int BX, int Q, int T>
 struct tp_src {
 	static constexpr int CPR = KMAJOR ? BX / 4 : TP_BK / 4; // chunks a tile row
 	static_assert(T % CPR == 0, "a lane's chunks share their place along the row");
@@ -458,12 +475,12 @@ struct tp_src {
 		if (KMAJOR) {
 			kc = xr;
 			p = X + (long long)kc * ld + x0 + xc;
-			at = tp_at<true, PAIRS, BX>(xc, kc);
+			at = tp_at<true, BX>(xc, kc);
 			for (int i = 0; i < Q; i++) xn[i] = rt_clamp4(XN - x0 - xc);
 		} else {
 			kc = xc * 4;
 			p = X + (long long)(x0 + xr) * ld + kc;
-			at = tp_at<false, PAIRS, BX>(xr, kc);
+			at = tp_at<false, BX>(xr, kc);
 			for (int i = 0; i < Q; i++) xn[i] = x0 + xr + i * DX < XN;
 		}
 	}
@@ -491,68 +508,65 @@ struct tp_src {
 };
 
 // tp_frag is where a lane's fragments of one operand lie in a stage's tile, as tp_at
-// places them, worked out once so that every fragment load is a lane register plus a
-// constant (the swizzles' XORs, left to the compiler, took a register a fragment, 24, and
-// spilled). The lane's fragment values are x = w0 + X1 + g + e (w0 the warp's first row
-// or column, a multiple of 32; X1 the fragment's, a multiple of 8; e = 0 or 8 for A's
-// second 8 rows) at k = kf + t (kf a multiple of 4), or at k = kk + 2t, 2t + 1 in pairs.
-// Their places:
-//   - [k][x] (KMAJOR): kf·BX + w0 + 4·((X1/4) & ~7) + L[Z/2], Z = ((X1 + e)/4) mod 8, for
-//     the chunk (w0 + X1 + g + e)/4 XOR 2t has low bits Z XOR (g/4 XOR 2t);
-//   - [x][k]: (w0 + X1 + e)·16 + L[kf/4], the row's swizzle (g/2 mod 4) the lane's alone;
-//   - [x][k] in pairs: (w0 + X1 + e)·16 + L[kk/8].
-template <bool KMAJOR, bool PAIRS, int BX>
+// places them, worked out once so that every load is a lane register plus a constant
+// (the swizzles' XORs, left to the compiler, took a register a fragment, 24, and spilled).
+//   - [k][x] (KMAJOR), 32-bit loads: the lane's values are x = w0 + X1 + g + e (w0 the
+//     warp's first row or column, a multiple of 32; X1 the fragment's, a multiple of 8;
+//     e = 0 or 8 for A's second 8 rows) at k = kf + t (kf a multiple of 4), at
+//     kf·BX + w0 + 4·((X1/4) & ~7) + L[Z/2], Z = ((X1 + e)/4) mod 8: the chunk
+//     (w0 + X1 + g + e)/4 XOR 2t has low bits Z XOR (g/4 XOR 2t).
+//   - [x][k], ldmatrix: the lane gives the row w0 + X1 + r + 8·u of the matrix it names
+//     (r = lane mod 8; its matrix's u and v = 0 or 1, below) at k = kk + 4·v, kk = 0 or 8:
+//     at (X1)·16 + L[kk/8], the row's swizzle (r/2 mod 4) the lane's alone. For A, matrix
+//     i = lane/8 is rows +8·(i mod 2), k +4·(i/2) (a0 … a3 of mma_tf32); for B, two
+//     fragments j, j+1: rows +8·(i/2), k +4·(i mod 2) (b[j][0], b[j][1], b[j+1][0], b[j+1][1]).
+template <bool KMAJOR, int BX, bool IS_A>
 struct tp_frag {
 	int L[4];
 	__device__ __forceinline__ tp_frag(int w0) {
 		const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-		for (int i = 0; i < 4; i++) {
-			if (KMAJOR) {
-				const int v = (g >> 2) ^ (t << 1);
-				L[i] = w0 + 4 * ((2 * i) ^ v) + (g & 3) + t * BX;
-			} else if (PAIRS) {
-				const int u = (t >> 1) ^ (((g >> 1) & 1) << 1);
-				L[i] = w0 * TP_BK + 4 * ((2 * i) ^ u) + 2 * (t & 1) + TP_BK * g; // i = 0, 1 used
-			} else {
-				const int sw = (g >> 1) & 3;
-				L[i] = w0 * TP_BK + 4 * (i ^ sw) + t + TP_BK * g;
-			}
+		if (KMAJOR) {
+			const int v = (g >> 2) ^ (t << 1);
+			for (int i = 0; i < 4; i++) L[i] = w0 + 4 * ((2 * i) ^ v) + (g & 3) + t * BX;
+		} else {
+			const int r = lane & 7, m = lane >> 3;
+			const int u = IS_A ? m & 1 : m >> 1, v = IS_A ? m >> 1 : m & 1;
+			const int row = w0 + r + 8 * u;
+			for (int i = 0; i < 2; i++) L[i] = tp_at<false, BX>(row, 8 * i + 4 * v);
+			L[2] = L[3] = 0;
 		}
 	}
-	// at is the place of the lane's value at X1, e and kf (or kk, in pairs), all constants.
+	// at is the place of the lane's value, or of its ldmatrix row, at X1, e and kf (or kk).
 	__device__ __forceinline__ int at(int X1, int e, int kf) const {
 		if (KMAJOR) return kf * BX + 4 * ((X1 >> 2) & ~7) + L[(((X1 + e) >> 2) & 7) >> 1];
-		if (PAIRS) return (X1 + e) * TP_BK + L[kf >> 3];
-		return (X1 + e) * TP_BK + L[kf >> 2];
+		return X1 * TP_BK + L[kf >> 3];
 	}
 };
 
 // tp_mma_step: one warp's MI×NJ MMAs of the K step of 8 at k of a stage, A's tile at As
 // ([k][m] when TA, else [m][k]), B's at Bs ([n][k] when TB, else [k][n]), swizzled by
-// tp_at, the lane's fragments found by fa and fb; k in pairs when both run along k (see
-// above).
+// tp_at, the lane's fragments found by fa and fb (see tp_frag).
 template <bool TA, bool TB, int BM, int BN, int MI, int NJ>
 __device__ __forceinline__ void tp_mma_step(float acc[MI][NJ][4], const float* As, const float* Bs, int k,
-                                            const tp_frag<TA, !TA && TB, BM>& fa,
-                                            const tp_frag<!TB, !TA && TB, BN>& fb) {
-	constexpr bool PAIRS = !TA && TB;
+                                            const tp_frag<TA, BM, true>& fa, const tp_frag<!TB, BN, false>& fb) {
+	static_assert(NJ % 2 == 0, "B's fragments by ldmatrix come in pairs");
 	unsigned b[NJ][2];
-	for (int j = 0; j < NJ; j++) {
-		if (PAIRS) {
-			const float2 v = *(const float2*)&Bs[fb.at(8 * j, 0, k)];
-			b[j][0] = __float_as_uint(v.x), b[j][1] = __float_as_uint(v.y);
-		} else {
+	if (TB) {
+		for (int j = 0; j < NJ; j += 2) {
+			unsigned r[4];
+			ldsm_x4(r, &Bs[fb.at(8 * j, 0, k)]);
+			b[j][0] = r[0], b[j][1] = r[1], b[j + 1][0] = r[2], b[j + 1][1] = r[3];
+		}
+	} else {
+		for (int j = 0; j < NJ; j++) {
 			b[j][0] = __float_as_uint(Bs[fb.at(8 * j, 0, k)]);
 			b[j][1] = __float_as_uint(Bs[fb.at(8 * j, 0, k + 4)]);
 		}
 	}
 	for (int i = 0; i < MI; i++) {
 		unsigned a[4];
-		if (PAIRS) {
-			const float2 lo = *(const float2*)&As[fa.at(16 * i, 0, k)];
-			const float2 hi = *(const float2*)&As[fa.at(16 * i, 8, k)];
-			a[0] = __float_as_uint(lo.x), a[1] = __float_as_uint(hi.x), a[2] = __float_as_uint(lo.y),
-			a[3] = __float_as_uint(hi.y);
+		if (!TA) {
+			ldsm_x4(a, &As[fa.at(16 * i, 0, k)]);
 		} else {
 			a[0] = __float_as_uint(As[fa.at(16 * i, 0, k)]);
 			a[1] = __float_as_uint(As[fa.at(16 * i, 8, k)]);
@@ -576,7 +590,6 @@ __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float*
                                                int* tickets) {
 	gemm_split_k<TA, TB>(K, A, lda, B, ldb, kSplit);
 	gemm_end_for<TA, TB>(relu, mask);
-	constexpr bool PAIRS = !TA && TB;
 	constexpr int WX = BN / WN, T = 32 * WX * (BM / WM), MI = WM / 16, NJ = WN / 8;
 	constexpr int QA = BM * TP_BK / (4 * T), QB = BN * TP_BK / (4 * T); // 16-byte chunks per lane per slice
 	static_assert(QA * 4 * T == BM * TP_BK && QB * 4 * T == BN * TP_BK, "a slice is whole chunks");
@@ -587,11 +600,11 @@ __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float*
 	const int t = threadIdx.x, warp = t >> 5;
 	const int wm = warp / WX * WM, wn = warp % WX * WN;
 	const int n0 = blockIdx.x * BN, slices = (K + TP_BK - 1) / TP_BK;
-	const tp_frag<TA, PAIRS, BM> fa(wm);
-	const tp_frag<!TB, PAIRS, BN> fb(wn);
+	const tp_frag<TA, BM, true> fa(wm);
+	const tp_frag<!TB, BN, false> fb(wn);
 	for (int m0 = blockIdx.y * BM; m0 < M; m0 += gridDim.y * BM) {
-		const tp_src<TA, PAIRS, BM, QA, T> a(A, lda, m0, M, t);
-		const tp_src<!TB, PAIRS, BN, QB, T> b(B, ldb, n0, N, t);
+		const tp_src<TA, BM, QA, T> a(A, lda, m0, M, t);
+		const tp_src<!TB, BN, QB, T> b(B, ldb, n0, N, t);
 		// Copies slice sl into its stage, if it exists; the commit group either way, so that
 		// a lane's groups are one a slice and cp_async_wait<1> means "all but the last".
 		auto copy = [&](int sl) {
