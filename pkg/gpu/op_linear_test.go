@@ -234,6 +234,7 @@ func testLinearTF32(h *harness) {
 		}
 	}
 	h.d.gemmTile = gemmTileAuto
+	testLinearTF32NaN(h)
 	h.ok(h.d.SetMatmul(compute.MatmulFP32))
 	l := computetest.NewLinearTF32(h.rng, 70, 90, 40)
 	Y := h.zeros(70 * 40)
@@ -243,6 +244,41 @@ func testLinearTF32(h *harness) {
 	}
 	if err := h.d.SetMatmul("tf16"); err == nil || !strings.Contains(err.Error(), `"tf16"`) {
 		h.t.Fatalf("SetMatmul(tf16): %v", err)
+	}
+}
+
+// testLinearTF32NaN: a NaN whose payload lies only in the 13 bits TF32 drops (0x7f800001,
+// which the hardware's cvt.rna.tf32.f32 turns into +Inf) in one value of x, through every
+// kernel (the pipelined ones round four values at a time, the NaN test on the four):
+// y's row and dW's column of that value are NaN, and nothing else is.
+func testLinearTF32NaN(h *harness) {
+	const rows, in, out, r, c = 40, 24, 36, 3, 5
+	defer func() { h.d.regStaged = false }()
+	for _, reg := range []bool{false, true} {
+		h.d.regStaged = reg
+		l := computetest.NewLinearTF32(h.rng, rows, in, out)
+		x := append([]float32{}, l.X...)
+		x[r*in+c] = math.Float32frombits(0x7f800001)
+		X, W, Y := h.up(x), h.up(l.W), h.zeros(rows*out)
+		DX, DW := h.zeros(rows*in), h.zeros(out*in)
+		h.ok(h.d.LinearForward(Y, X, W, h.up(l.B), rows, in, out))
+		h.ok(h.d.LinearBackward(DX, DW, nil, h.up(l.DY), X, W, rows, in, out))
+		y, dw, dx := h.down(Y), h.down(DW), h.down(DX)
+		for i, v := range y {
+			if nan := math.IsNaN(float64(v)); nan != (i/out == r) {
+				h.t.Fatalf("register-staged %v: y[%d][%d] = %v with a NaN in x's row %d", reg, i/out, i%out, v, r)
+			}
+		}
+		for i, v := range dw {
+			if nan := math.IsNaN(float64(v)); nan != (i%in == c) {
+				h.t.Fatalf("register-staged %v: dW[%d][%d] = %v with a NaN in x's column %d", reg, i/in, i%in, v, c)
+			}
+		}
+		for i, v := range dx {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				h.t.Fatalf("register-staged %v: dx[%d] = %v", reg, i, v)
+			}
+		}
 	}
 }
 

@@ -67,6 +67,18 @@ __device__ __forceinline__ float tf32_round(float x) {
 	return x;
 }
 
+// tf32_round4 is tf32_round of four values, the common case first: the add and mask of
+// each, then, only if one of them is a NaN (a diverged run), tf32_round of each; some 3.5
+// instructions a value where tf32_round's NaN test and select take 6.
+__device__ __forceinline__ float4 tf32_round4(float4 v) {
+	if (v.x != v.x || v.y != v.y || v.z != v.z || v.w != v.w)
+		return make_float4(tf32_round(v.x), tf32_round(v.y), tf32_round(v.z), tf32_round(v.w));
+	return make_float4(__uint_as_float((__float_as_uint(v.x) + 0x1000u) & 0xffffe000u),
+	                   __uint_as_float((__float_as_uint(v.y) + 0x1000u) & 0xffffe000u),
+	                   __uint_as_float((__float_as_uint(v.z) + 0x1000u) & 0xffffe000u),
+	                   __uint_as_float((__float_as_uint(v.w) + 0x1000u) & 0xffffe000u));
+}
+
 // mma_tf32 is one warp's D += A·B on the tensor cores for a 16×8×8 tile, from its lanes'
 // fragments in the layout of the PTX ISA (mma.m16n8k8 with .tf32 operands): with g =
 // lane/4 and t = lane%4, a lane holds
@@ -500,9 +512,7 @@ struct tp_src {
 	__device__ __forceinline__ void round(float* S) const {
 		for (int i = 0; i < Q; i++) {
 			float4* c = (float4*)&S[at + i * DS];
-			float4 v = *c;
-			v.x = tf32_round(v.x), v.y = tf32_round(v.y), v.z = tf32_round(v.z), v.w = tf32_round(v.w);
-			*c = v;
+			*c = tf32_round4(*c);
 		}
 	}
 };
