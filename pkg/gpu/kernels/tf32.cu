@@ -51,10 +51,10 @@
 // in bits, which is Go's compute.RoundTF32: add half of the last kept place (bit 12) to
 // the magnitude and clear the 13 low mantissa bits; ±Inf stays itself, and a NaN stays a
 // (quiet) NaN. For every value but a NaN this is what cvt.rna.tf32.f32 is on sm_80 and
-// sm_90: ptxas expands that instruction into the same add and mask, behind a test that
-// leaves ±Inf and NaN alone, and that test is where it goes wrong: the H200's cvt.rna
-// turns a NaN whose payload lies only in the 13 dropped bits (0x7f800001) into +Inf,
-// which would hide a diverged run. So the device and the emulator run this same code:
+// sm_90: ptxas expands that instruction into the same add and mask, the add skipped for
+// ±Inf and NaN; but the mask still clears a NaN's low bits, so the H200's cvt.rna turns a
+// NaN whose payload lies only in the 13 dropped bits (0x7f800001) into +Inf, which would
+// hide a diverged run. So the device and the emulator run this same code:
 // an add, a mask and a select for the NaN, some 6 instructions where cvt.rna with a NaN
 // guard of its own took 11, once per value copied into a GEMM's shared tiles (the same
 // bit patterns are tested on the device, in the emulator and in Go: TestTF32Round*).
