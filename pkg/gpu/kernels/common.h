@@ -168,34 +168,20 @@ __device__ __forceinline__ void cp_async_wait_all() {
 #endif
 }
 
-// async_chunk is where lane t's i-th 16-byte chunk (of T lanes) of a slice of BK along k
-// (from k0) and BX along x (from x0) of one GEMM operand X lives: its offset in X, its
-// place in the shared tile (rows of LD floats) and how many of its 4 values exist (of XN
-// along x, K along k). KMAJOR: X(x, k) = X[k·ld + x], tile [k][x]; otherwise X(x, k) =
-// X[x·ld + k], tile [x][k] (as rt_load_slice). The tile keeps the operand's layout, so
-// that every chunk is 16 bytes of one row: the rows must be 16-byte aligned.
-template <bool KMAJOR, int BX, int BK, int LD, int T>
-__device__ __forceinline__ void async_chunk(int i, int t, int ld, int x0, int XN, int k0, int K, long long* off, int* at,
-                                            int* valid) {
-	const int q = t + i * T;
-	if (KMAJOR) {
-		const int kk = q / (BX / 4), xq = q % (BX / 4) * 4, gk = k0 + kk, gx = x0 + xq;
-		*off = (long long)gk * ld + gx, *at = kk * LD + xq, *valid = gk < K ? rt_clamp4(XN - gx) : 0;
-	} else {
-		const int row = q / (BK / 4), kq = q % (BK / 4) * 4, gx = x0 + row, gk = k0 + kq;
-		*off = (long long)gx * ld + gk, *at = row * LD + kq, *valid = gx < XN ? rt_clamp4(K - gk) : 0;
-	}
-}
-
-// async_copy_slice starts lane t's Q chunk copies of a slice (async_chunk) into the tile S;
-// chunks wholly outside the operand are zeros.
-template <bool KMAJOR, int BX, int BK, int LD, int Q, int T>
+// async_copy_slice starts lane t's Q chunk copies (of T lanes, 16 bytes each) of a slice
+// of a k-major GEMM operand X(x, k) = X[k·ld + x] into the tile S [k][x] (rows of LD
+// floats): chunk i is the (t + i·T)-th of the slice's rows of BX values of x from x0 (of
+// X's XN), k from k0 (of K); values past the operand's edge are zeros. The tile keeps the
+// operand's layout, so that every chunk is 16 bytes of one row: the rows must be 16-byte
+// aligned. The FP32 pipelined GEMMs (linear.cu); the TF32 ones place their chunks
+// themselves (tf32.cu's tp_src, swizzled).
+template <int BX, int LD, int Q, int T>
 __device__ __forceinline__ void async_copy_slice(float* S, const float* X, int ld, int x0, int XN, int k0, int K, int t) {
 	for (int i = 0; i < Q; i++) {
-		long long off;
-		int at, valid;
-		async_chunk<KMAJOR, BX, BK, LD, T>(i, t, ld, x0, XN, k0, K, &off, &at, &valid);
-		cp_async16(&S[at], valid ? X + off : X, 4 * valid);
+		const int q = t + i * T;
+		const int kk = q / (BX / 4), xq = q % (BX / 4) * 4, gk = k0 + kk, gx = x0 + xq;
+		const int valid = gk < K ? rt_clamp4(XN - gx) : 0;
+		cp_async16(&S[kk * LD + xq], valid ? X + (long long)gk * ld + gx : X, 4 * valid);
 	}
 }
 

@@ -286,9 +286,9 @@ __device__ __forceinline__ void gemm_pipe(int M, int N, int K, const float* A, i
 		auto copy = [&](int sl) {
 			if (sl < slices) {
 				if (ASYNC_A)
-					async_copy_slice<true, BM, RT_BK, BM, QA, T>(&As[sl % S][0][0], A, lda, m0, M, sl * RT_BK, K, t);
+					async_copy_slice<BM, BM, QA, T>(&As[sl % S][0][0], A, lda, m0, M, sl * RT_BK, K, t);
 				if (ASYNC_B)
-					async_copy_slice<true, BN, RT_BK, BN, QB, T>(&Bs[sl % S][0][0], B, ldb, n0, N, sl * RT_BK, K, t);
+					async_copy_slice<BN, BN, QB, T>(&Bs[sl % S][0][0], B, ldb, n0, N, sl * RT_BK, K, t);
 			}
 			cp_async_commit();
 		};

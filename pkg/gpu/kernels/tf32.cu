@@ -532,7 +532,7 @@ struct tp_src {
 //     fragments j, j+1: rows +8·(i/2), k +4·(i mod 2) (b[j][0], b[j][1], b[j+1][0], b[j+1][1]).
 template <bool KMAJOR, int BX, bool IS_A>
 struct tp_frag {
-	int L[4];
+	int L[KMAJOR ? 4 : 2];
 	__device__ __forceinline__ tp_frag(int w0) {
 		const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 		if (KMAJOR) {
@@ -543,7 +543,6 @@ struct tp_frag {
 			const int u = IS_A ? m & 1 : m >> 1, v = IS_A ? m >> 1 : m & 1;
 			const int row = w0 + r + 8 * u;
 			for (int i = 0; i < 2; i++) L[i] = tp_at<false, BX>(row, 8 * i + 4 * v);
-			L[2] = L[3] = 0;
 		}
 	}
 	// at is the place of the lane's value, or of its ldmatrix row, at X1, e and kf (or kk).
