@@ -480,7 +480,7 @@ struct tp_src {
 	const float* p; // chunk 0 of slice 0 (not dereferenced unless it exists)
 	int at;         // chunk 0's place in a stage's tile
 	int kc;         // chunk 0's k within the slice
-	int xn[Q];      // KMAJOR: chunk's values along x that exist (0 … 4); else whether its row does (0, 1)
+	int xn[KMAJOR ? 1 : Q]; // KMAJOR: the values along x that exist (0 … 4), every chunk's; else whether chunk i's row does
 
 	__device__ __forceinline__ tp_src(const float* X, int ld, int x0, int XN, int t) {
 		const int xc = t % CPR * (KMAJOR ? 4 : 1), xr = t / CPR; // along the row, and the row
@@ -488,7 +488,7 @@ struct tp_src {
 			kc = xr;
 			p = X + (long long)kc * ld + x0 + xc;
 			at = tp_at<true, BX>(xc, kc);
-			for (int i = 0; i < Q; i++) xn[i] = rt_clamp4(XN - x0 - xc);
+			xn[0] = rt_clamp4(XN - x0 - xc);
 		} else {
 			kc = xc * 4;
 			p = X + (long long)(x0 + xr) * ld + kc;
@@ -503,7 +503,7 @@ struct tp_src {
 		const int k = sl * TP_BK + kc;
 		const float* q = p + (KMAJOR ? (long long)sl * TP_BK * ld : (long long)sl * TP_BK);
 		for (int i = 0; i < Q; i++) {
-			const int n = KMAJOR ? (k + i * DK < K ? xn[i] : 0) : (xn[i] ? rt_clamp4(K - k) : 0);
+			const int n = KMAJOR ? (k + i * DK < K ? xn[0] : 0) : (xn[i] ? rt_clamp4(K - k) : 0);
 			cp_async16(&S[at + i * DS], n ? q + (long long)i * (KMAJOR ? DK : DX) * ld : X, 4 * n);
 		}
 	}
