@@ -417,27 +417,42 @@ var kernelBenches = []benchCase{
 	// and TF32 (tf32-*: SetMatmul(tf32)); the version's name is the tile (first: gemm64_*
 	// or gemm64_tf32_*; by-shape: the production choice, K split where the tiles are too
 	// few).
-	{"linear", linearBench(func(s benchSize) []linearLayer { return []linearLayer{{s.rows, 2 * s.dim}} },
+	{"linear", linearBench(func(s benchSize) []linearLayer { return []linearLayer{{s.rows, 2 * s.dim, s.dim}} },
 		everyTile, everyTile)},
 	// The GEMMs of one other-pool update, as the step runs them: the attention
 	// intersection's four layers at each of the plan levels that intersect, forward and
 	// backward. At FB15k-237 d=1600, b=512 those levels have 587, 280 and 78 branch rows
 	// and 274, 120 and 39 intersections (the gate layer's rows); W1 and W3 take 2d inputs,
 	// W2 and W4 d, all give d. Small layers, where "linear" has 1,024 rows: the shape set
-	// the kernels have to be good at (34.5 GFLOP a GEMM kind a step).
+	// the kernels have to be good at (34.5 GFLOP a GEMM kind a step). As the step ran them
+	// up to 2026-11-27: W1 and W3 apart.
 	{"linear_step", linearBench(func(s benchSize) []linearLayer {
 		var ls []linearLayer
-		for _, lv := range [][2]int{{587, 274}, {280, 120}, {78, 39}} {
+		for _, lv := range stepLevels {
 			r, n := max(1, s.rows*lv[0]/1024), max(1, s.rows*lv[1]/1024)
-			ls = append(ls, linearLayer{r, 2 * s.dim}, linearLayer{r, s.dim}, linearLayer{r, 2 * s.dim}, linearLayer{n, s.dim})
+			ls = append(ls, linearLayer{r, 2 * s.dim, s.dim}, linearLayer{r, s.dim, s.dim}, linearLayer{r, 2 * s.dim, s.dim},
+				linearLayer{n, s.dim, s.dim})
+		}
+		return ls
+	}, stepChoices, stepChoices)},
+	// The same GEMMs as the step runs them now: W1 and W3 stacked into one layer of 2d
+	// outputs (gpu.IntersectWeights), 9 layers where linear_step has 12, the same FLOPs.
+	{"linear_step_stacked", linearBench(func(s benchSize) []linearLayer {
+		var ls []linearLayer
+		for _, lv := range stepLevels {
+			r, n := max(1, s.rows*lv[0]/1024), max(1, s.rows*lv[1]/1024)
+			ls = append(ls, linearLayer{r, 2 * s.dim, 2 * s.dim}, linearLayer{r, s.dim, s.dim}, linearLayer{n, s.dim, s.dim})
 		}
 		return ls
 	}, stepChoices, stepChoices)},
 }
 
-// linearLayer is one linear layer of a GEMM bench: rows × in inputs into the bench size's
-// dim outputs.
-type linearLayer struct{ rows, in int }
+// linearLayer is one linear layer of a GEMM bench: rows × in inputs into out outputs.
+type linearLayer struct{ rows, in, out int }
+
+// stepLevels are the plan levels that intersect in an other-pool update at FB15k-237
+// d=1600, b=512: (branch rows, intersections) at 1,024 bench rows.
+var stepLevels = [][2]int{{587, 274}, {280, 120}, {78, 39}}
 
 // gemmChoice is a bench version's GEMM tile and K splits (Device.gemmTile, gemmSplit);
 // whether it runs the register-staged kernels where the pipelined ones could run
@@ -469,14 +484,14 @@ var stepChoices = []gemmChoice{{"reg-by-shape", gemmTileAuto, 0, true, false},
 func linearBench(layers func(benchSize) []linearLayer, fp32, tf32 []gemmChoice) func(*Device, *rand.Rand, benchSize) ([]benchVersion, func(), error) {
 	return func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
 		b := &benchBuffers{d: d}
-		ls, out := layers(s), s.dim
+		ls := layers(s)
 		type bufs struct {
 			x, w, bias, dy             []float32
 			X, W, B, Y, DY, DX, DW, DB *F32
 		}
 		bs := make([]bufs, len(ls))
 		for i, l := range ls {
-			c := &bs[i]
+			c, out := &bs[i], l.out
 			c.x, c.w, c.bias = randF32(rng, l.rows*l.in, -1, 1), randF32(rng, out*l.in, -0.1, 0.1), randF32(rng, out, -1, 1)
 			c.dy = randF32(rng, l.rows*out, -1, 1)
 			c.X, c.W, c.B, c.Y = b.f(c.x), b.f(c.w), b.f(c.bias), b.f(make([]float32, l.rows*out))
@@ -500,7 +515,7 @@ func linearBench(layers func(benchSize) []linearLayer, fp32, tf32 []gemmChoice) 
 				ref, tol = compute.WithMatmul(ref, compute.MatmulTF32), 1e-5
 			}
 			for i, l := range ls {
-				c := &bs[i]
+				c, out := &bs[i], l.out
 				y, dx, dw, db := make([]float32, l.rows*out), make([]float32, l.rows*l.in), make([]float32, out*l.in), make([]float32, out)
 				ref.LinearForward(y, c.x, c.w, c.bias, l.rows, l.in, out)
 				ref.LinearBackward(dx, dw, db, c.dy, c.x, c.w, l.rows, l.in, out)
@@ -536,10 +551,10 @@ func linearBench(layers func(benchSize) []linearLayer, fp32, tf32 []gemmChoice) 
 				}()
 				for i, l := range ls {
 					c := &bs[i]
-					if err := d.LinearForward(c.Y, c.X, c.W, c.B, l.rows, l.in, out); err != nil {
+					if err := d.LinearForward(c.Y, c.X, c.W, c.B, l.rows, l.in, l.out); err != nil {
 						return err
 					}
-					if err := d.LinearBackward(c.DX, c.DW, c.DB, c.DY, c.X, c.W, l.rows, l.in, out); err != nil {
+					if err := d.LinearBackward(c.DX, c.DW, c.DB, c.DY, c.X, c.W, l.rows, l.in, l.out); err != nil {
 						return err
 					}
 				}

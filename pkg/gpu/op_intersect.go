@@ -120,8 +120,9 @@ func (b Branches) validate() error {
 // says) into out (br.N() cones): output r is model.IntersectForward of its own branches.
 // mask [br.Rows()][d] is the dropout on the input apertures (0 or 1/(1−p)), or nil. The
 // four linear layers run once over all input rows (the gate's once over the outputs):
-// 10 launches, whatever the mix of branch counts. br.Dev's contents are not checked
-// against br.Counts (they are the caller's upload).
+// 10 launches, whatever the mix of branch counts, or 9 when the weights are stacked
+// (IntersectWeights). br.Dev's contents are not checked against br.Counts (they are the
+// caller's upload).
 func (d *Device) IntersectForwardRagged(w IntersectWeights, out, in Cones, br Branches, mask *F32) (st *IntersectState, err error) {
 	if err := br.validate(); err != nil {
 		return nil, fmt.Errorf("IntersectForwardRagged: %w", err)
@@ -152,8 +153,8 @@ func (d *Device) IntersectForwardRagged(w IntersectWeights, out, in Cones, br Br
 	bufs := []struct {
 		p    **F32
 		size int
-	}{{&st.z, rows * 2 * dim}, {&st.att, rows * dim}, {&st.alpha, rows * dim}, {&st.x, nd}, {&st.y, nd},
-		{&st.set, rows * dim}, {&st.mean, nd}, {&st.gate, nd}, {&st.hmin, nd}}
+	}{{&st.z, rows * 2 * dim}, {&st.attSet, rows * 2 * dim}, {&st.alpha, rows * dim}, {&st.x, nd}, {&st.y, nd},
+		{&st.mean, nd}, {&st.gate, nd}, {&st.hmin, nd}}
 	for _, b := range bufs {
 		if *b.p, err = scratch[float32](d, b.size); err != nil {
 			return nil, err
@@ -163,15 +164,29 @@ func (d *Device) IntersectForwardRagged(w IntersectWeights, out, in Cones, br Br
 		return nil, err
 	}
 	J, counts := len(br.Counts), ptr(br.Dev)
+	att, set := st.att(), st.set()
 	steps := []func() error{
 		func() error {
 			// Reads the cones, writes z; a subtraction and an add each.
 			w := Work{Bytes: words(4 * rows * dim), FLOPs: flops(rows*dim, 2)}
 			return d.each("intersect_features", rows*dim, w, ptr(st.z), ptr(in.Axis), ptr(in.Half), i32(rows), i32(dim))
 		},
+		// The first layers of both halves, SemanticAverage's W1 and CardMin's W3, on the
+		// same features: one layer of 2d outputs where the weights are stacked.
+		func() error {
+			z := dense(st.z, 2*dim)
+			if w13, b13 := w.stacked(); w13 != nil {
+				return d.linearForward("IntersectForward", dense(st.attSet, 2*dim), z, w13, b13, rows, 2*dim, 2*dim, true)
+			}
+			if err := d.linearForward("IntersectForward", att, z, w.W1, w.B1, rows, 2*dim, dim, true); err != nil {
+				return err
+			}
+			return d.linearForward("IntersectForward", set, z, w.W3, w.B3, rows, 2*dim, dim, true)
+		},
 		// SemanticAverage.
-		func() error { return d.LinearReLUForward(st.att, st.z, w.W1, w.B1, rows, 2*dim, dim) },
-		func() error { return d.LinearForward(st.alpha, st.att, w.W2, w.B2, rows, dim, dim) },
+		func() error {
+			return d.linearForward("IntersectForward", dense(st.alpha, dim), att, w.W2, w.B2, rows, dim, dim, false)
+		},
 		func() error {
 			// Reads the logits alpha and the input axes, writes alpha's softmax, x, y and the
 			// output axes; per input element the max, exp, sum, normalisation, sincosf and
@@ -181,11 +196,10 @@ func (d *Device) IntersectForwardRagged(w IntersectWeights, out, in Cones, br Br
 				counts, i32(J), i32(n), i32(dim))
 		},
 		// CardMin.
-		func() error { return d.LinearReLUForward(st.set, st.z, w.W3, w.B3, rows, 2*dim, dim) },
 		func() error {
 			// Reads set, writes the means; an add per input, a division per output.
 			w := Work{Bytes: words(rows*dim, nd, J), FLOPs: flops(rows*dim, 1) + flops(nd, 1)}
-			return d.each("branch_mean", nd, w, ptr(st.mean), ptr(st.set), counts, i32(J), i32(n), i32(dim))
+			return d.each("branch_mean", nd, w, ptr(st.mean), ptr(set.b), i32(set.ld), counts, i32(J), i32(n), i32(dim))
 		},
 		func() error { return d.LinearForward(st.gate, st.mean, w.W4, w.B4, n, dim, dim) },
 		func() error {
@@ -210,18 +224,59 @@ func (d *Device) IntersectForwardRagged(w IntersectWeights, out, in Cones, br Br
 
 // IntersectWeights are the intersection's four linear layers on the device, shaped as
 // model.IntersectionWeights: W1, W3 [d][2d], W2, W4 [d][d], biases [d].
+//
+// W1 and W3 (attention and DeepSets) read the same features, so where W3 directly follows
+// W1 in device memory, and B3 B1, they are one layer of 2d outputs, [W1; W3] [2d][2d]:
+// the intersection runs it as one GEMM each way (forward, dX, dW) and one bias sum,
+// with twice the tiles of each half, where the halves take two apiece (and dX's
+// second adds into the first's). Allocate them so (gpumodel does) for the speed; the
+// results are the same either way up to the order of dX's additions.
 type IntersectWeights struct {
 	W1, B1, W2, B2, W3, B3, W4, B4 *F32
+}
+
+// Stacked reports whether W1 and W3, and B1 and B3, are stacked (see IntersectWeights).
+func (w IntersectWeights) Stacked() bool {
+	w13, _ := w.stacked()
+	return w13 != nil
+}
+
+// stacked returns [W1; W3] and [B1; B3] as single tensors where each pair lies back to
+// back in device memory with halves of one size, else nils.
+func (w IntersectWeights) stacked() (w13, b13 *F32) {
+	pair := func(a, b *F32) *F32 {
+		if a == nil || b == nil || a.Len() == 0 || a.Len() != b.Len() || b.Ptr() != a.Ptr()+uint64(4*a.Len()) {
+			return nil
+		}
+		return &Buffer[float32]{dev: a.dev, ptr: a.ptr, n: 2 * a.n}
+	}
+	if w13, b13 = pair(w.W1, w.W3), pair(w.B1, w.B3); w13 == nil || b13 == nil {
+		return nil, nil
+	}
+	return w13, b13
 }
 
 // IntersectState is what IntersectBackward needs from IntersectForward or
 // IntersectForwardRagged; Free it after.
 type IntersectState struct {
-	br                                         Branches // the layout; br.Dev not owned
-	n, rows, d                                 int      // outputs, input rows (Σ counts), dimensions
-	z, att, alpha, x, y, set, mean, gate, hmin *F32
-	argmin                                     *I32
-	mask                                       *F32 // not owned
+	br                                       Branches // the layout; br.Dev not owned
+	n, rows, d                               int      // outputs, input rows (Σ counts), dimensions
+	z, attSet, alpha, x, y, mean, gate, hmin *F32
+	argmin                                   *I32
+	mask                                     *F32 // not owned
+}
+
+// att and set are the first layers' ReLU outputs, the two halves of attSet's rows
+// [rows][2d]: attention features in the first d columns, DeepSets elements in the last.
+func (s *IntersectState) att() mat { return mat{s.attSet, 2 * s.d} }
+func (s *IntersectState) set() mat { return columnsFrom(s.attSet, s.d, 2*s.d) }
+
+// columnsFrom is b [rows][ld] from column off on (nil when b has no element there).
+func columnsFrom(b *F32, off, ld int) mat {
+	if b.Len() <= off {
+		return mat{nil, ld}
+	}
+	return mat{b.Slice(off, b.Len()-off), ld}
 }
 
 // Free releases the state's buffers.
@@ -229,7 +284,7 @@ func (s *IntersectState) Free() error {
 	if s == nil {
 		return nil
 	}
-	return FreeAll(s.z, s.att, s.alpha, s.x, s.y, s.set, s.mean, s.gate, s.hmin, s.argmin)
+	return FreeAll(s.z, s.attSet, s.alpha, s.x, s.y, s.mean, s.gate, s.hmin, s.argmin)
 }
 
 // IntersectForward intersects nb batches of n cones (in holds them back to back: branch
@@ -259,23 +314,27 @@ func (d *Device) IntersectBackward(w, gw IntersectWeights, st *IntersectState, d
 	if c.err != nil {
 		return c.err
 	}
-	var dz, dg, dAtt, dPre, dMean, dSet *F32
+	// dAttSet holds the gradients of the first layers' outputs as attSet holds them.
+	var dz, dg, dAttSet, dPre, dMean *F32
 	defer func() {
-		if e := FreeAll(dz, dg, dAtt, dPre, dMean, dSet); err == nil {
+		if e := FreeAll(dz, dg, dAttSet, dPre, dMean); err == nil {
 			err = e
 		}
 	}()
 	for _, b := range []struct {
 		p    **F32
 		size int
-	}{{&dz, rows * 2 * dim}, {&dg, rows * dim}, {&dAtt, rows * dim}, {&dPre, nd}, {&dMean, nd}, {&dSet, rows * dim}} {
+	}{{&dz, rows * 2 * dim}, {&dg, rows * dim}, {&dAttSet, rows * 2 * dim}, {&dPre, nd}, {&dMean, nd}} {
 		if *b.p, err = scratch[float32](d, b.size); err != nil {
 			return err
 		}
 	}
 	J, counts := len(st.br.Counts), ptr(st.br.Dev)
+	att, set := st.att(), st.set()
+	dAtt, dSet := mat{dAttSet, 2 * dim}, columnsFrom(dAttSet, dim, 2*dim)
+	z, dZ := dense(st.z, 2*dim), dense(dz, 2*dim)
 	steps := []func() error{
-		// SemanticAverage: the arctangent and the softmax, then the two attention layers.
+		// SemanticAverage: the arctangent and the softmax, then the second attention layer.
 		func() error {
 			// Reads x, y, dOut.Axis, alpha and the input axes, writes dg (and reads and writes
 			// dIn.Axis); per output 8 FLOPs, per input a sincosf and 13 more.
@@ -286,9 +345,10 @@ func (d *Device) IntersectBackward(w, gw IntersectWeights, st *IntersectState, d
 			return d.each("intersect_attention_bwd", nd, w, ptr(dg), ptr(dIn.Axis), ptr(dOut.Axis), ptr(st.alpha), ptr(st.x),
 				ptr(st.y), ptr(in.Axis), counts, i32(J), i32(n), i32(dim))
 		},
-		func() error { return d.LinearBackwardAfterReLU(dAtt, gw.W2, gw.B2, dg, st.att, w.W2, rows, dim, dim) },
-		func() error { return d.LinearBackward(dz, gw.W1, gw.B1, dAtt, st.z, w.W1, rows, 2*dim, dim) },
-		// CardMin: the min and the gate, then the DeepSets layers.
+		func() error {
+			return d.linearBackward("IntersectBackward", dAtt, gw.W2, gw.B2, dense(dg, dim), att, w.W2, rows, dim, dim, true)
+		},
+		// CardMin: the min and the gate, then the DeepSets layers down to the mean.
 		func() error {
 			// Reads dOut.Half, the gate, hmin and argmin, writes dPre, reads and writes the
 			// chosen element of dIn.Half (and reads the mask's); 7 FLOPs each.
@@ -306,9 +366,21 @@ func (d *Device) IntersectBackward(w, gw IntersectWeights, st *IntersectState, d
 		func() error {
 			// Reads dMean and set, writes dSet; a division per output, a comparison per input.
 			w := Work{Bytes: words(nd, 2*rows*dim, J), FLOPs: flops(nd, 1) + flops(rows*dim, 1)}
-			return d.each("branch_mean_bwd", nd, w, ptr(dSet), ptr(dMean), ptr(st.set), counts, i32(J), i32(n), i32(dim))
+			return d.each("branch_mean_bwd", nd, w, ptr(dSet.b), ptr(dMean), ptr(set.b), i32(set.ld), counts, i32(J), i32(n), i32(dim))
 		},
-		func() error { return d.LinearBackward(dz, gw.W3, gw.B3, dSet, st.z, w.W3, rows, 2*dim, dim) },
+		// The first layers: one of 2d outputs where the weights (and the gradients asked
+		// for) are stacked, else W1's and W3's each.
+		func() error {
+			w13, _ := w.stacked()
+			gw13, gb13 := gw.stacked()
+			if w13 != nil && (gw13 != nil || gw.W1 == nil && gw.W3 == nil && gw.B1 == nil && gw.B3 == nil) {
+				return d.linearBackward("IntersectBackward", dZ, gw13, gb13, dense(dAttSet, 2*dim), z, w13, rows, 2*dim, 2*dim, false)
+			}
+			if err := d.linearBackward("IntersectBackward", dZ, gw.W1, gw.B1, dAtt, z, w.W1, rows, 2*dim, dim, false); err != nil {
+				return err
+			}
+			return d.linearBackward("IntersectBackward", dZ, gw.W3, gw.B3, dSet, z, w.W3, rows, 2*dim, dim, false)
+		},
 		// The boundary features.
 		func() error {
 			// Reads dz, reads and writes each of dIn's members given; an add each.

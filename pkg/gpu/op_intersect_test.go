@@ -95,8 +95,12 @@ func raggedCounts(groups []raggedGroup) (counts, first []int) {
 func testIntersectRagged(h *harness) {
 	groups := []raggedGroup{{4, 3}, {3, 5}, {2, 7}, {1, 2}}
 	counts, first := raggedCounts(groups)
-	for _, drop := range []bool{false, true} {
-		h.t.Run(fmt.Sprintf("mask=%v", drop), func(t *testing.T) {
+	for _, c := range []struct {
+		drop   bool
+		layout int
+	}{{false, 0}, {true, 0}, {false, 1}, {true, 1}} {
+		drop, layout := c.drop, intersectLayouts[c.layout]
+		h.t.Run(fmt.Sprintf("mask=%v/%s", drop, layout.name), func(t *testing.T) {
 			h := &harness{t: t, d: h.d, rng: h.rng}
 			const d = 13
 			br, err := NewBranches(h.d, counts)
@@ -153,17 +157,20 @@ func testIntersectRagged(h *harness) {
 				}
 			}
 
-			W := upIntersectWeights(h, w)
+			W := layout.up(h, w)
 			In, Out := h.upCones(all), h.upCones(model.NewCones[float32](n, d))
-			st, err := h.d.IntersectForwardRagged(W, Out, In, br, h.up(mask))
-			h.ok(err)
+			var st *IntersectState
+			GW := layout.up(h, zeroIntersectWeights(w))
+			DIn := h.upCones(model.NewCones[float32](rows, d))
+			checkIntersectLaunches(h, t, launches(h, func() {
+				st, err = h.d.IntersectForwardRagged(W, Out, In, br, h.up(mask))
+				h.ok(err)
+				h.ok(h.d.IntersectBackward(W, GW, st, DIn, h.upCones(dOut), In))
+			}), layout.gemms, layout.sums)
 			defer st.Free()
 			got := h.downCones(Out)
 			compare(t, "axis", out.Axis, got.Axis)
 			compare(t, "half", out.Half, got.Half)
-			GW := upIntersectWeights(h, zeroIntersectWeights(w))
-			DIn := h.upCones(model.NewCones[float32](rows, d))
-			h.ok(h.d.IntersectBackward(W, GW, st, DIn, h.upCones(dOut), In))
 			gotIn := h.downCones(DIn)
 			compare(t, "dIn.axis", dIn.Axis, gotIn.Axis)
 			compare(t, "dIn.half", dIn.Half, gotIn.Half)
@@ -253,6 +260,47 @@ func upIntersectWeights(h *harness, w *model.IntersectionWeights[float32]) Inter
 	return IntersectWeights{h.up(w.W1), h.up(w.B1), h.up(w.W2), h.up(w.B2), h.up(w.W3), h.up(w.B3), h.up(w.W4), h.up(w.B4)}
 }
 
+// upIntersectWeightsStacked uploads w with W3 right after W1 and B3 right after B1, as
+// gpumodel allocates them: the layout the intersection runs as one layer of 2d outputs.
+func upIntersectWeightsStacked(h *harness, w *model.IntersectionWeights[float32]) IntersectWeights {
+	W13, B13 := h.up(slices.Concat(w.W1, w.W3)), h.up(slices.Concat(w.B1, w.B3))
+	nw, nb := len(w.W1), len(w.B1)
+	return IntersectWeights{W13.Slice(0, nw), B13.Slice(0, nb), h.up(w.W2), h.up(w.B2), W13.Slice(nw, nw), B13.Slice(nb, nb),
+		h.up(w.W4), h.up(w.B4)}
+}
+
+// intersectLayouts are the ways to upload the weights the intersection tests run:
+// separate tensors, and W1 and W3 (B1 and B3) back to back, which the intersection
+// runs as one layer: its forward, dX and dW GEMMs then launch 3 times where separate
+// weights take 4 (gemmLaunches).
+var intersectLayouts = []struct {
+	name        string
+	up          func(*harness, *model.IntersectionWeights[float32]) IntersectWeights
+	gemms, sums int
+}{{"separate", upIntersectWeights, 4, 4}, {"stacked", upIntersectWeightsStacked, 3, 3}}
+
+// checkIntersectLaunches fails unless f launched gemms GEMMs of each kind (the forward
+// product, dX's and dW's; a kind split into two kernels counts both) and sums col_sums.
+func checkIntersectLaunches(h *harness, t *testing.T, n map[string]int, gemms, sums int) {
+	t.Helper()
+	kinds := map[string]int{}
+	for k, c := range n {
+		for _, kind := range []string{"_nt", "_nn", "_tn"} {
+			if strings.HasPrefix(k, "gemm") && strings.Contains(k, kind) {
+				kinds[kind] += c
+			}
+		}
+	}
+	for _, kind := range []string{"_nt", "_nn", "_tn"} {
+		if kinds[kind] != gemms {
+			t.Errorf("%d GEMM%s launches, want %d (launches: %v)", kinds[kind], kind, gemms, n)
+		}
+	}
+	if n["col_sum"] != sums {
+		t.Errorf("%d col_sum launches, want %d", n["col_sum"], sums)
+	}
+}
+
 // compareIntersectGrads compares the eight weight gradients, on the scale of dW2 (dB2 is
 // 0 up to rounding: the softmax over branches is invariant to a bias shared by all
 // branches).
@@ -272,10 +320,12 @@ func compareIntersectGrads(h *harness, t *testing.T, want *model.IntersectionWei
 // softmax + atan2, CardMin with dropout mask) against model.IntersectForward/Backward.
 func testIntersect(h *harness) {
 	for _, c := range []struct {
-		nb   int
-		drop bool
-	}{{2, false}, {3, true}} {
-		h.t.Run(fmt.Sprintf("%d-branches-mask=%v", c.nb, c.drop), func(t *testing.T) {
+		nb     int
+		drop   bool
+		layout int
+	}{{2, false, 0}, {3, true, 0}, {2, true, 1}, {3, false, 1}} {
+		layout := intersectLayouts[c.layout]
+		h.t.Run(fmt.Sprintf("%d-branches-mask=%v/%s", c.nb, c.drop, layout.name), func(t *testing.T) {
 			const n, d = 9, 13
 			w := randomIntersectWeights(h, d)
 			in := make([]model.Cones[float32], c.nb)
@@ -298,7 +348,7 @@ func testIntersect(h *harness) {
 			out := model.NewCones[float32](n, d)
 			st := model.IntersectForward(ref, w, out, in, mask)
 
-			W := upIntersectWeights(h, w)
+			W := layout.up(h, w)
 			In, Out := h.upCones(all), h.upCones(model.NewCones[float32](n, d))
 			dst, err := h.d.IntersectForward(W, Out, In, c.nb, h.up(mask))
 			h.ok(err)
@@ -313,7 +363,7 @@ func testIntersect(h *harness) {
 				dIn[j] = model.NewCones[float32](n, d)
 			}
 			gw := zeroIntersectWeights(w)
-			GW := upIntersectWeights(h, gw)
+			GW := layout.up(h, gw)
 			model.IntersectBackward(ref, w, gw, st, dIn, dOut, in)
 			DIn := h.upCones(model.NewCones[float32](c.nb*n, d))
 			h.ok(h.d.IntersectBackward(W, GW, dst, DIn, h.upCones(dOut), In))

@@ -35,32 +35,59 @@ func (d *Device) Matmul() compute.Matmul {
 // LinearForward computes y = x·Wᵀ + b with x [rows][in], w [out][in], b [out] (nil: no
 // bias), y [rows][out].
 func (d *Device) LinearForward(y, x, w, b *F32, rows, in, out int) error {
-	return d.linearForward("LinearForward", y, x, w, b, rows, in, out, false)
+	return d.linearForward("LinearForward", dense(y, out), dense(x, in), w, b, rows, in, out, false)
 }
 
 // LinearReLUForward computes y = ReLU(x·Wᵀ + b), LinearForward and ReLUForward in one
 // launch (the GEMM's epilogue), with the same bits.
 func (d *Device) LinearReLUForward(y, x, w, b *F32, rows, in, out int) error {
-	return d.linearForward("LinearReLUForward", y, x, w, b, rows, in, out, true)
+	return d.linearForward("LinearReLUForward", dense(y, out), dense(x, in), w, b, rows, in, out, true)
 }
 
-func (d *Device) linearForward(op string, y, x, w, b *F32, rows, in, out int, relu bool) error {
+// mat is a row-major matrix on the device whose rows lie ld elements apart (ld at least
+// its columns): a dense tensor (dense), or a block of columns of a wider one, as the
+// intersection's first layers write theirs (op_intersect.go).
+type mat struct {
+	b  *F32
+	ld int
+}
+
+// dense is b as a matrix of rows cols long.
+func dense(b *F32, cols int) mat { return mat{b, cols} }
+
+// matLen is the elements a rows × cols matrix with rows ld apart spans.
+func matLen(rows, cols, ld int) int {
+	if rows == 0 || cols == 0 {
+		return 0
+	}
+	return (rows-1)*ld + cols
+}
+
+// m checks that m holds a rows × cols matrix (optional: m.b may be nil).
+func (c *check) m(name string, m mat, rows, cols int, optional bool) {
+	if c.err == nil && m.ld < cols {
+		c.err = fmt.Errorf("cuda: %s: %s has rows %d apart, fewer than its %d columns", c.op, name, m.ld, cols)
+	}
+	c.len(name, m.b.Len(), matLen(rows, cols, m.ld), optional, m.b != nil)
+}
+
+func (d *Device) linearForward(op string, y, x mat, w, b *F32, rows, in, out int, relu bool) error {
 	c := check{op: op}
 	c.nonneg(rows, in, out)
-	c.f("y", y, rows*out)
-	c.f("x", x, rows*in)
+	c.m("y", y, rows, out, false)
+	c.m("x", x, rows, in, false)
 	c.f("w", w, out*in)
 	c.opt("b", b, out)
 	if c.err != nil || rows == 0 || out == 0 {
 		return c.err
 	}
-	return d.gemm("gemm_nt", rows, out, in, x, in, w, in, y, out, gemmEnd{bias: b, relu: relu})
+	return d.gemm("gemm_nt", rows, out, in, x.b, x.ld, w, in, y.b, y.ld, gemmEnd{bias: b, relu: relu})
 }
 
 // LinearBackward accumulates dx += dy·W (dx may be nil), dw += dyᵀ·x (dw may be nil) and
 // db += Σ_r dy (db may be nil).
 func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) error {
-	return d.linearBackward("LinearBackward", dx, dw, db, dy, x, w, rows, in, out, false)
+	return d.linearBackward("LinearBackward", dense(dx, in), dw, db, dense(dy, out), dense(x, in), w, rows, in, out, false)
 }
 
 // LinearBackwardAfterReLU is LinearBackward for a layer whose input x is a ReLU's output,
@@ -68,42 +95,50 @@ func (d *Device) LinearBackward(dx, dw, db, dy, x, w *F32, rows, in, out int) er
 // needed even when dw is nil). LinearBackward and ReLUBackward(dx, x) in one launch less
 // (the dx GEMM's epilogue), with the same bits.
 func (d *Device) LinearBackwardAfterReLU(dx, dw, db, dy, x, w *F32, rows, in, out int) error {
-	return d.linearBackward("LinearBackwardAfterReLU", dx, dw, db, dy, x, w, rows, in, out, true)
+	return d.linearBackward("LinearBackwardAfterReLU", dense(dx, in), dw, db, dense(dy, out), dense(x, in), w, rows, in, out, true)
 }
 
-func (d *Device) linearBackward(op string, dx, dw, db, dy, x, w *F32, rows, in, out int, afterReLU bool) error {
+// linearBackward is LinearBackward (afterReLU: LinearBackwardAfterReLU) for strided dx, dy
+// and x; after a ReLU, dx and x have the same row spacing (the mask is laid out as dx).
+func (d *Device) linearBackward(op string, dx mat, dw, db *F32, dy, x mat, w *F32, rows, in, out int, afterReLU bool) error {
 	c := check{op: op}
 	c.nonneg(rows, in, out)
-	c.f("dy", dy, rows*out)
-	c.opt("dx", dx, rows*in)
+	c.m("dy", dy, rows, out, false)
+	c.m("dx", dx, rows, in, true)
 	c.opt("dw", dw, out*in)
 	c.opt("db", db, out)
-	if dx != nil {
+	if dx.b != nil {
 		c.f("w", w, out*in)
 	}
-	if dw != nil || (afterReLU && dx != nil) {
-		c.f("x", x, rows*in)
+	if dw != nil || (afterReLU && dx.b != nil) {
+		c.m("x", x, rows, in, false)
+	}
+	if c.err == nil && afterReLU && dx.b != nil && dx.ld != x.ld {
+		c.err = fmt.Errorf("cuda: %s: dx's rows are %d apart and x's %d: the ReLU's mask is read as dx is laid out", op, dx.ld, x.ld)
 	}
 	if c.err != nil || rows == 0 {
 		return c.err
 	}
 	if out == 0 {
-		if afterReLU && dx != nil && in > 0 { // no product: the ReLU alone
-			return d.ReLUBackward(dx, x)
+		if afterReLU && dx.b != nil && in > 0 { // no product: the ReLU alone
+			if dx.ld != in {
+				return fmt.Errorf("cuda: %s: a ReLU's gradient alone on rows %d apart for %d columns", op, dx.ld, in)
+			}
+			return d.ReLUBackward(dx.b.Slice(0, rows*in), x.b.Slice(0, rows*in))
 		}
 		return nil
 	}
-	if dx != nil && in > 0 {
+	if dx.b != nil && in > 0 {
 		end := gemmEnd{acc: true}
 		if afterReLU {
-			end.mask = x
+			end.mask = x.b
 		}
-		if err := d.gemm("gemm_nn", rows, in, out, dy, out, w, in, dx, in, end); err != nil {
+		if err := d.gemm("gemm_nn", rows, in, out, dy.b, dy.ld, w, in, dx.b, dx.ld, end); err != nil {
 			return err
 		}
 	}
 	if dw != nil && in > 0 {
-		if err := d.gemm("gemm_tn", out, in, rows, dy, out, x, in, dw, in, gemmEnd{acc: true}); err != nil {
+		if err := d.gemm("gemm_tn", out, in, rows, dy.b, dy.ld, x.b, x.ld, dw, in, gemmEnd{acc: true}); err != nil {
 			return err
 		}
 	}
@@ -111,7 +146,7 @@ func (d *Device) linearBackward(op string, dx, dw, db, dy, x, w *F32, rows, in, 
 		// Reads dy, reads and writes db; one add per element of dy.
 		w := Work{Bytes: words(rows*out, 2*out), FLOPs: flops(rows*out, 1)}
 		return d.launch("col_sum", w, [3]int{ceilDiv(out, colSumColumns), 1, 1}, [3]int{colSumThreads, 1, 1},
-			ptr(db), ptr(dy), i32(rows), i32(out))
+			ptr(db), ptr(dy.b), i32(dy.ld), i32(rows), i32(out))
 	}
 	return nil
 }

@@ -326,6 +326,16 @@ func roundOnDevice(h *harness, in []uint32) []float32 {
 // attached before is put back) and returns the names of the kernels f launched.
 func kernelsLaunched(h *harness, f func()) map[string]bool {
 	h.t.Helper()
+	names := map[string]bool{}
+	for k := range launches(h, f) {
+		names[k] = true
+	}
+	return names
+}
+
+// launches is kernelsLaunched with each kernel's count of launches.
+func launches(h *harness, f func()) map[string]int {
+	h.t.Helper()
 	before := h.d.prof.Load()
 	p := NewProfiler(h.d, false)
 	h.d.Profile(p)
@@ -333,11 +343,11 @@ func kernelsLaunched(h *harness, f func()) map[string]bool {
 	h.d.Profile(before)
 	recs, err := p.Records()
 	h.ok(err)
-	names := map[string]bool{}
+	n := map[string]int{}
 	for _, r := range recs {
-		names[r.Kernel] = true
+		n[r.Kernel]++
 	}
-	return names
+	return n
 }
 
 // checkFusedReLU: LinearReLUForward gives the bits of LinearForward then ReLUForward, and

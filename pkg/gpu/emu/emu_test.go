@@ -111,7 +111,7 @@ func TestBarrier(t *testing.T) {
 		t.Fatal(err)
 	}
 	// col_sum's block: 32 columns × COL_SUM_LANES (32) row lanes.
-	if err := d.Launch("col_sum", [3]int{3, 1, 1}, [3]int{1024, 1, 1}, []uint64{pdb, pdy, rows, cols}); err != nil {
+	if err := d.Launch("col_sum", [3]int{3, 1, 1}, [3]int{1024, 1, 1}, []uint64{pdb, pdy, cols, rows, cols}); err != nil {
 		t.Fatal(err)
 	}
 	db := make([]float32, cols)

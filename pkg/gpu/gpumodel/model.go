@@ -36,7 +36,8 @@ type Model struct {
 	proj model.Projection // the variant's projection operator; the kernels take its number
 
 	names         []string   // parameter tensors, in model.Params.Tensors order
-	params, grads []*gpu.F32 // the same order
+	params, grads []*gpu.F32 // the same order; some are views of stacked
+	stacked       []*gpu.F32 // the allocations that hold two tensors each (stackedTensors)
 	p, g          deviceParams
 	adam          *gpu.Adam
 	arena         *gpu.Arena    // the scratch of the work being enqueued: arenas[0], or a rank batch's
@@ -97,21 +98,17 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 			m = nil
 		}
 	}()
-	for _, t := range host.Params.Tensors() {
-		p, err := gpu.FromHost(dev, t.Data)
-		if err != nil {
-			return nil, fmt.Errorf("uploading %s: %w", t.Name, err)
-		}
-		m.params = append(m.params, p)
+	ts := host.Params.Tensors()
+	for _, t := range ts {
 		m.names = append(m.names, t.Name)
-		if !training {
-			continue
+	}
+	if m.params, err = m.allocTensors(ts, "uploading", func(t model.Tensor[float32], b *gpu.F32) error { return b.Upload(t.Data) }); err != nil {
+		return nil, err
+	}
+	if training {
+		if m.grads, err = m.allocTensors(ts, "allocating the gradient of", nil); err != nil {
+			return nil, err
 		}
-		g, err := gpu.Alloc[float32](dev, len(t.Data))
-		if err != nil {
-			return nil, fmt.Errorf("allocating the gradient of %s: %w", t.Name, err)
-		}
-		m.grads = append(m.grads, g)
 	}
 	if m.p, err = m.named(m.params); err != nil {
 		return nil, err
@@ -145,6 +142,53 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 		m.stats = append(m.stats, s)
 	}
 	return m, nil
+}
+
+// stackedTensors are the pairs of parameter tensors allocated back to back (the second
+// right after the first), here the intersection's first attention and DeepSets layers,
+// which read the same features: so laid out, they run as one layer of twice the outputs
+// (gpu.IntersectWeights). Their gradients are stacked the same way.
+var stackedTensors = [][2]string{{"intersection.w1", "intersection.w3"}, {"intersection.b1", "intersection.b3"}}
+
+// allocTensors allocates a zeroed device tensor for each of ts (doing what, for errors),
+// each pair of stackedTensors as one allocation when both halves have the same length,
+// a multiple of 4 (so the second half stays 16-byte aligned, as Adam's and the GEMMs'
+// 16-byte paths need), and fills each with fill (nil: zeros).
+func (m *Model) allocTensors(ts []model.Tensor[float32], doing string, fill func(model.Tensor[float32], *gpu.F32) error) ([]*gpu.F32, error) {
+	index := map[string]int{}
+	for i, t := range ts {
+		index[t.Name] = i
+	}
+	bufs := make([]*gpu.F32, len(ts))
+	for _, pair := range stackedTensors {
+		i, ok1 := index[pair[0]]
+		j, ok2 := index[pair[1]]
+		if !ok1 || !ok2 || len(ts[i].Data) != len(ts[j].Data) || len(ts[i].Data)%4 != 0 {
+			continue
+		}
+		n := len(ts[i].Data)
+		b, err := gpu.Alloc[float32](m.dev, 2*n)
+		if err != nil {
+			return bufs, fmt.Errorf("%s %s and %s: %w", doing, pair[0], pair[1], err)
+		}
+		m.stacked = append(m.stacked, b)
+		bufs[i], bufs[j] = b.Slice(0, n), b.Slice(n, n)
+	}
+	for i, t := range ts {
+		if bufs[i] == nil {
+			b, err := gpu.Alloc[float32](m.dev, len(t.Data))
+			if err != nil {
+				return bufs, fmt.Errorf("%s %s: %w", doing, t.Name, err)
+			}
+			bufs[i] = b
+		}
+		if fill != nil {
+			if err := fill(t, bufs[i]); err != nil {
+				return bufs, fmt.Errorf("%s %s: %w", doing, t.Name, err)
+			}
+		}
+	}
+	return bufs, nil
 }
 
 // allocAngles allocates zero tables the size of the entity and relation angle tables:
@@ -214,7 +258,7 @@ func (m *Model) named(bufs []*gpu.F32) (deviceParams, error) {
 // Close releases the device memory (not the device).
 func (m *Model) Close() error {
 	var all []interface{ Free() error }
-	for _, b := range append(slices.Clone(m.params), m.grads...) {
+	for _, b := range slices.Concat(m.params, m.grads, m.stacked) {
 		all = append(all, b)
 	}
 	for _, s := range m.stats {
@@ -235,7 +279,7 @@ func (m *Model) Close() error {
 		}
 		m.arenas[i] = nil
 	}
-	m.params, m.grads, m.stats, m.adam, m.arena = nil, nil, nil, nil, nil
+	m.params, m.grads, m.stacked, m.stats, m.adam, m.arena = nil, nil, nil, nil, nil, nil
 	m.theta, m.dTheta, m.etab = angleTables{}, angleTables{}, nil
 	return err
 }

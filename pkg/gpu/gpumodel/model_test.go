@@ -3,6 +3,7 @@
 package gpumodel
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -19,9 +20,12 @@ import (
 // parameter's gradient agree to float32 rounding. On the emulator here; gpu_test.go runs
 // the same check on a real device.
 
+// d=8 stacks the intersection's first layers (gpu.IntersectWeights), d=6 cannot.
 func TestEmulatorMatchesCPU(t *testing.T) {
 	for _, v := range model.Variants {
-		t.Run(string(v), func(t *testing.T) { checkStepMatchesCPU(t, gputest.Emulator(t), v, 8) })
+		for _, dim := range []int{8, 6} {
+			t.Run(fmt.Sprintf("%s/d=%d", v, dim), func(t *testing.T) { checkStepMatchesCPU(t, gputest.Emulator(t), v, dim) })
+		}
 	}
 }
 
@@ -86,6 +90,10 @@ func checkStepMatchesCPU(t *testing.T, dev *gpu.Device, v model.Variant, dim int
 		t.Fatal(err)
 	}
 	defer dm.Close()
+	// Where the bias halves keep 16-byte alignment, the first intersection layers are one.
+	if stack := dim%4 == 0; dm.p.inter.Stacked() != stack || dm.g.inter.Stacked() != stack {
+		t.Errorf("d=%d: the intersection's W1 and W3 stacked: %v (gradients %v), want %v", dim, dm.p.inter.Stacked(), dm.g.inter.Stacked(), stack)
+	}
 	dm.keepGrads = true
 	p, err := dm.Update(batch, rand.New(rand.NewPCG(9, 9)))
 	if err != nil {

@@ -10,9 +10,9 @@
 // through the GEMM kernels and ReLUs (linear.cu) in between, once over all R input rows:
 //
 //	z      = intersect_features(a, h)                 [R][2d]
-//	att    = relu(z·W1ᵀ + b1); logits = att·W2ᵀ + b2  [R][d]
+//	[att | set] = relu(z·[W1; W3]ᵀ + [b1; b3])        [R][2d]: one GEMM where W3 follows W1
+//	logits = att·W2ᵀ + b2                             [R][d]
 //	a'     = intersect_attention_fwd(logits → α)      softmax over branches + ConE's arctangent
-//	set    = relu(z·W3ᵀ + b3)                         [R][d]
 //	mean   = branch_mean(set)                         [N][d]
 //	gate   = mean·W4ᵀ + b4                            [N][d]
 //	h'     = cardmin_fwd(gate → σ(gate), h, mask)     min over branches × gate
@@ -140,30 +140,32 @@ KERNEL intersect_attention_bwd(float* dg, float* dAxis, const float* dOutAxis, c
 	}
 }
 
-// mean[p] = (1/nb)·Σ_j set[j][p], the DeepSets mean over output p's own nb branches.
-KERNEL branch_mean(float* mean, const float* set, const int* counts, int J, int n, int d) {
+// mean[p] = (1/nb)·Σ_j set[j][p], the DeepSets mean over output p's own nb branches;
+// set's rows are ld apart (the stacked first layers' output, [R][2d] with set in its
+// second half: ld = 2d).
+KERNEL branch_mean(float* mean, const float* set, int ld, const int* counts, int J, int n, int d) {
 	GRID_STRIDE(p, (long long)n * d) {
 		const int nb = branches_of(counts, J, p / d);
 		float s = 0.f;
-		long long q = p;
+		long long q = p / d * ld + p % d;
 		for (int j = 0; j < nb; j++) {
 			s += set[q];
-			q += (long long)branch_rows(counts, j, n) * d;
+			q += (long long)branch_rows(counts, j, n) * ld;
 		}
 		mean[p] = s / (float)nb;
 	}
 }
 
 // WRITES dSet[j][p] = dMean[p]/nb where set[j][p] > 0, else 0 (branch_mean's backward
-// fused with the ReLU's).
-KERNEL branch_mean_bwd(float* dSet, const float* dMean, const float* set, const int* counts, int J, int n, int d) {
+// fused with the ReLU's); dSet and set both have rows ld apart.
+KERNEL branch_mean_bwd(float* dSet, const float* dMean, const float* set, int ld, const int* counts, int J, int n, int d) {
 	GRID_STRIDE(p, (long long)n * d) {
 		const int nb = branches_of(counts, J, p / d);
 		float g = dMean[p] / (float)nb;
-		long long q = p;
+		long long q = p / d * ld + p % d;
 		for (int j = 0; j < nb; j++) {
 			dSet[q] = set[q] > 0.f ? g : 0.f;
-			q += (long long)branch_rows(counts, j, n) * d;
+			q += (long long)branch_rows(counts, j, n) * ld;
 		}
 	}
 }

@@ -347,19 +347,19 @@ KERNEL gemm_splitk_sum(float* C, int ldc, const float* W, int S, int M, int N, c
 	}
 }
 
-// db[c] += Σ_r dy[r][c] for c < cols: blocks of COL_SUM_LANES·32 threads = 32 columns ×
+// db[c] += Σ_r dy[r][c] for c < cols, dy's rows ld apart: blocks of COL_SUM_LANES·32 threads = 32 columns ×
 // COL_SUM_LANES row lanes, each lane summing rows lane, lane + COL_SUM_LANES, … in order,
 // then the lanes' sums added in order through shared memory (deterministic). Grid
 // ceil(cols/32): at d = 1600 only 50 blocks, so the row lanes are what keeps a column's
 // chain of dependent loads short (rows/32 of them).
 #define COL_SUM_LANES 32
-KERNEL col_sum(float* db, const float* dy, int rows, int cols) {
+KERNEL col_sum(float* db, const float* dy, int ld, int rows, int cols) {
 	__shared__ float red[COL_SUM_LANES][33];
 	const int t = threadIdx.x, tx = t & 31, ty = t >> 5;
 	const int c = blockIdx.x * 32 + tx;
 	float s = 0.f;
 	if (c < cols)
-		for (int r = ty; r < rows; r += COL_SUM_LANES) s += dy[(long long)r * cols + c];
+		for (int r = ty; r < rows; r += COL_SUM_LANES) s += dy[(long long)r * ld + c];
 	red[ty][tx] = s;
 	__syncthreads();
 	if (ty == 0 && c < cols) {
