@@ -83,8 +83,10 @@ type adamSlot struct{ p, g, m, v, dTheta, theta *F32 }
 // used as angles θ = π·tanh(x/R) (the entity and relation tables), the backward pass
 // accumulates the gradient of θ into DTheta, and Step maps it to x's (the arithmetic of
 // AngleBackward) as it reads it, then clears DTheta: one pass over the table instead of
-// AngleBackward's and Adam's. Theta is the forward's θ of the same update. The tensor's
-// own gradient buffer is then only Step's scratch on its per-tensor path.
+// AngleBackward's and Adam's. Theta is the forward's θ of the same update; Step
+// overwrites it with the angles of the values it has just updated (AngleForward's bits),
+// so that the next update need not map the table again. The tensor's own gradient buffer
+// is then only Step's scratch on its per-tensor path.
 type AngleGrad struct {
 	DTheta, Theta *F32
 }
@@ -241,7 +243,8 @@ func (a *Adam) SetLags(lags []int64) error {
 // Step applies one Adam step to every parameter, in one launch (see Adam); with zeroGrad
 // the gradients are cleared afterwards, ready for the next accumulation. A parameter whose own step count (see
 // SetLags) is not positive is left as it is (its gradient is zero: no backward pass
-// reached it).
+// reached it). An angle tensor's Theta then holds the angles of its values
+// (AngleForward), updated or not.
 func (a *Adam) Step(zeroGrad bool) error {
 	if !zeroGrad && a.hasAngles() {
 		return fmt.Errorf("cuda: Adam.Step: an optimiser with angle tensors clears their gradients (zeroGrad)")
@@ -270,9 +273,9 @@ func (a *Adam) Step(zeroGrad bool) error {
 		args = append(args, f32(stepSize), f32(bc2Sqrt))
 	}
 	args = append(args, i32(active), boolArg(zeroGrad), f32(a.angleR))
-	// The tables, then per tensor Adam's work (an angle tensor's also reads θ and maps
-	// the gradient: angle_grad's 6 FLOPs), or only the gradient's clear when its class
-	// takes no step.
+	// The tables, then per tensor Adam's work (an angle tensor's also reads θ, maps the
+	// gradient, angle_grad's 6 FLOPs, and writes the new θ, angle_of's ~20, tanhf
+	// counted as 18), or only the gradient's clear when its class takes no step.
 	T := len(a.slots)
 	w := Work{Bytes: words(2*adamPtrs*T, T+1, T)}
 	if kernel == "adam_multi_vec4" {
@@ -283,7 +286,7 @@ func (a *Adam) Step(zeroGrad bool) error {
 		case active>>a.clsHost[i]&1 == 1:
 			w = w.Add(adamWork(s.p.Len(), zeroGrad))
 			if s.dTheta != nil {
-				w = w.Add(Work{Bytes: words(s.p.Len()), FLOPs: flops(s.p.Len(), 6)})
+				w = w.Add(Work{Bytes: words(2 * s.p.Len()), FLOPs: flops(s.p.Len(), 6+20)})
 			}
 		case zeroGrad:
 			w.Bytes += words(s.p.Len())
@@ -323,6 +326,11 @@ func (a *Adam) stepEach(zeroGrad bool) error {
 		}
 		if err := a.dev.AdamStep(s.p, s.g, s.m, s.v, step, a.Config, zeroGrad); err != nil {
 			return fmt.Errorf("parameter %d: %w", i, err)
+		}
+		if s.theta != nil {
+			if err := a.dev.AngleForward(s.theta, s.p, a.angleR); err != nil {
+				return fmt.Errorf("parameter %d: %w", i, err)
+			}
 		}
 	}
 	return nil

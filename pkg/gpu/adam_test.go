@@ -22,7 +22,8 @@ func (a *Adam) stepPerTensor(zeroGrad bool) error {
 // kernels: adam_multi_vec4 (16-byte aligned tensors), adam_multi (forced, and chosen for
 // tensors that are not 16-byte aligned). The angles- paths make three tensors angle
 // tensors (AngleGrad): the one launch maps their angles' gradients itself, the per-tensor
-// path with AngleBackward into the raw gradient first, bit for bit the same.
+// path with AngleBackward into the raw gradient first, bit for bit the same; and each
+// that stepped ends with its Theta the AngleForward of its new values, bit for bit.
 func testAdamMulti(h *harness) {
 	for _, path := range []string{"vec4", "scalar", "misaligned", "angles-vec4", "angles-scalar", "angles-misaligned"} {
 		h.t.Run(path, func(t *testing.T) {
@@ -106,7 +107,7 @@ func adamMulti(h *harness, path string) {
 				what      string
 				want, got []float32
 			}{{"p", h.down(P2[i]), h.down(P1[i])}, {"g", h.down(G2[i]), h.down(G1[i])}, {"m", m2, m1}, {"v", v2, v1},
-				{"dTheta", h.down(A2[i].DTheta), h.down(A1[i].DTheta)}} {
+				{"dTheta", h.down(A2[i].DTheta), h.down(A1[i].DTheta)}, {"theta", h.down(A2[i].Theta), h.down(A1[i].Theta)}} {
 				for k := range c.want {
 					if math.Float32bits(c.want[k]) != math.Float32bits(c.got[k]) {
 						h.t.Fatalf("step %d, tensor %d: %s[%d] = %g, per-tensor launches %g", step, i, c.what, k, c.got[k], c.want[k])
@@ -158,7 +159,29 @@ func adamMulti(h *harness, path string) {
 		h.ok(one.Step(zero))
 		h.ok(ref.stepPerTensor(zero))
 		check(step)
+		for i, n := range sizes {
+			if !isAngle(i) || (lag != nil && one.Steps() <= int(lag[i])) {
+				continue
+			}
+			want := h.zeros(n)
+			h.ok(h.d.AngleForward(want, P1[i], R))
+			if w, g := h.down(want), h.down(A1[i].Theta); !bitsEqual(w, g) {
+				h.t.Fatalf("step %d, tensor %d: Step's angles are not AngleForward's of the new values", step, i)
+			}
+		}
 	}
+}
+
+func bitsEqual(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // adamReference is the textbook Adam (Kingma & Ba, as torch.optim.Adam computes it), in

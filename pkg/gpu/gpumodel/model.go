@@ -45,10 +45,10 @@ type Model struct {
 	rankTurn      int
 	count         []int32 // RowCSR scratch, max(entities, relations) zeros
 	hostBufs      hostBufs
-	// The angle tables (π·tanh(x/R) of the entity and relation tables), remade when the
-	// parameters have changed (thetaFresh false), and, training, their gradients, which
-	// the backward pass accumulates and Adam maps to the raw tables' and clears
-	// (gpu.AngleGrad). etab is the entity table's half-angle sines and cosines that rank
+	// The angle tables (π·tanh(x/R) of the entity and relation tables), made on first
+	// use (thetaFresh false) and then kept those of the parameters by Adam, and,
+	// training, their gradients, which the backward pass accumulates and Adam maps to
+	// the raw tables' and clears (gpu.AngleGrad). etab is the entity table's half-angle sines and cosines that rank
 	// scores with (made on the first rank batch after the angles).
 	theta, dTheta         angleTables
 	etab                  *gpu.F32

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rocone/rocone/internal/gputest"
@@ -318,12 +319,27 @@ func TestRankAfterUpdate(t *testing.T) {
 	if got, want := scores(dm), evalOf(host); !slices.Equal(got, want) {
 		t.Fatal("before the update: the training model's scores are not an evaluation model's")
 	}
+	// The angle tables, mapped for the scores above, are kept by Adam from then on: the
+	// update and the scores after it map none (gpu.AngleGrad), and give the same bits.
+	prof := gpu.NewProfiler(dev, false)
+	dev.Profile(prof)
 	p, err := dm.Update(batch, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, _, err := p.Wait(); err != nil {
 		t.Fatal(err)
+	}
+	got := scores(dm)
+	dev.Profile(nil)
+	recs, err := prof.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if strings.HasPrefix(r.Kernel, "angle_fwd") {
+			t.Errorf("the update or the scores after it launched %s: the angles Adam wrote were not used", r.Kernel)
+		}
 	}
 	updated, err := model.New[float32](cfg, compute.Reference[float32]{})
 	if err != nil {
@@ -332,7 +348,7 @@ func TestRankAfterUpdate(t *testing.T) {
 	if err := dm.Download(updated.Params, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	got, want := scores(dm), evalOf(updated)
+	want := evalOf(updated)
 	if !slices.Equal(got, want) {
 		t.Fatal("after the update: the training model's scores are not those of its updated parameters")
 	}

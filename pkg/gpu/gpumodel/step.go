@@ -160,8 +160,14 @@ func (m *Model) entHalfAngles(s *scratch) *gpu.F32 {
 	return m.etab
 }
 
-// paramsChanged marks the angle tables stale: an update's Adam moves the parameters.
-func (m *Model) paramsChanged() { m.thetaFresh, m.etabFresh = false, false }
+// adamStep enqueues Adam's step, the only change to the parameters after their upload.
+// It leaves the angle tables those of the new parameters (gpu.AngleGrad: Adam writes
+// them), the half-angle table stale.
+func (m *Model) adamStep() error {
+	err := m.adam.Step(true)
+	m.thetaFresh, m.etabFresh = err == nil, false
+	return err
+}
 
 // step enqueues the update: uploads, the walk forward, the loss head, the walk backward,
 // Adam.
@@ -176,8 +182,7 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *gpu.F64) error {
 	}
 	dev, cfg, s := m.dev, m.cfg, w.s
 	R := float32(cfg.EmbeddingRange())
-	m.paramsChanged() // the update's own mapping, whatever ran since the last one
-	w.th = m.angles(s)
+	w.th = m.angles(s) // mapped by the last update's Adam, or here the first time
 	if err := w.allocate(); err != nil {
 		return err
 	}
@@ -204,8 +209,7 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *gpu.F64) error {
 		s.ok(w.dThRel.Zero())
 		return s.err
 	}
-	// Adam maps the angles' gradients to the raw tables' as it reads them (gpu.AngleGrad)
-	// and clears every gradient.
-	m.paramsChanged()
-	return m.adam.Step(true)
+	// Adam maps the angles' gradients to the raw tables' as it reads them, clears every
+	// gradient and maps the new values to angles (gpu.AngleGrad).
+	return m.adamStep()
 }

@@ -14,7 +14,9 @@
 // its theta the forward's θ; the kernel maps the gradient to x's (angle_grad, angle_bwd's
 // arithmetic) as it reads it. That saves the separate angle_bwd pass over the table
 // (reading dθ, θ and the raw gradient, writing the raw gradient) and the raw gradient's
-// clearing. R is the launch's (every angle tensor shares it).
+// clearing. Having updated x it writes θ = angle_of(x) over the θ it read: the next
+// update's angles, which would otherwise take angle_fwd's pass (reading x again, writing
+// θ). R is the launch's (every angle tensor shares it).
 #include "common.h"
 
 // adam_math is one element's update on registers: the arithmetic of every kernel below,
@@ -65,8 +67,7 @@ KERNEL adam_step(float* p, float* g, float* m, float* v, int n, float beta2, flo
 struct adam_cursor {
 	int t = -1;
 	long long first = 0, next = 0;
-	float *p = 0, *g = 0, *m = 0, *v = 0;
-	const float* th = 0;
+	float *p = 0, *g = 0, *m = 0, *v = 0, *th = 0;
 	int cls = 0;
 
 	// seek moves to e's tensor; it returns whether it moved (cls is then its class).
@@ -81,7 +82,7 @@ struct adam_cursor {
 		g = (float*)(((unsigned long long)q[3] << 32) | q[2]);
 		m = (float*)(((unsigned long long)q[5] << 32) | q[4]);
 		v = (float*)(((unsigned long long)q[7] << 32) | q[6]);
-		th = (const float*)(((unsigned long long)q[9] << 32) | q[8]);
+		th = (float*)(((unsigned long long)q[9] << 32) | q[8]);
 		cls = clsOf[t];
 		return true;
 	}
@@ -144,6 +145,7 @@ KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, i
 			c.m[i] = mi;
 			c.v[i] = vi;
 			c.p[i] = pi;
+			c.th[i] = angle_of(pi, R);
 			if (zeroGrad) c.g[i] = 0.f;
 			continue;
 		}
@@ -157,8 +159,8 @@ KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, i
 // owns quads offq[t] … offq[t+1] − 1, ⌈cnt[t]/4⌉ of them, the last one partial (its
 // elements past cnt[t] are left alone). Every p, g, m and v must be 16-byte aligned (the
 // host checks, and launches adam_multi otherwise; theta too, for an angle tensor). The
-// arithmetic is adam_math (and angle_grad), so the results are bit-identical to
-// adam_multi's, and to angle_bwd then adam_step.
+// arithmetic is adam_math (and angle_grad, angle_of), so the results are bit-identical to
+// adam_multi's, and to angle_bwd, adam_step, then angle_fwd.
 KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, const int* cls, int T, int totalq,
                        float beta2, float oneMinusBeta1, float oneMinusBeta2, float eps, ADAM_CLASS_ARGS, int active,
                        int zeroGrad, float R) {
@@ -170,7 +172,7 @@ KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, co
 		ADAM_SEEK(c, e, ptrs, offq, cls, T, n = cnt[c.t])
 		float *p = c.p, *g = c.g, *m = c.m, *v = c.v;
 		const long long i = 4 * (e - c.first);
-		const float* th = c.th;
+		float* th = c.th;
 		if (i + 4 > n) { // the tensor's partial last quad, element by element
 			for (long long k = i; k < n; k++) {
 				if (steps) {
@@ -180,6 +182,7 @@ KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, co
 					m[k] = mk;
 					v[k] = vk;
 					p[k] = pk;
+					if (th) th[k] = angle_of(pk, R);
 				}
 				if (zeroGrad) g[k] = 0.f;
 			}
@@ -195,7 +198,7 @@ KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, co
 		float4* v4 = (float4*)(v + i);
 		float4 gv = *g4, pv = *p4, mv = *m4, vv = *v4;
 		if (th) {
-			float4 tv = *(const float4*)(th + i);
+			const float4 tv = *(const float4*)(th + i);
 			gv = make_float4(angle_grad(gv.x, tv.x, R), angle_grad(gv.y, tv.y, R), angle_grad(gv.z, tv.z, R),
 			                 angle_grad(gv.w, tv.w, R));
 		}
@@ -206,6 +209,7 @@ KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, co
 		*m4 = mv;
 		*v4 = vv;
 		*p4 = pv;
+		if (th) *(float4*)(th + i) = make_float4(angle_of(pv.x, R), angle_of(pv.y, R), angle_of(pv.z, R), angle_of(pv.w, R));
 		if (zeroGrad) *g4 = make_float4(0.f, 0.f, 0.f, 0.f);
 	}
 }

@@ -2,9 +2,7 @@
 // fused with the gather of embedding rows by id (and the scatter of its gradient).
 #include "common.h"
 
-// theta[i] = π·tanh(raw[i]/R).
-__device__ __forceinline__ float angle_of(float raw, float R) { return PI_F * tanhf(raw / R); }
-
+// theta[i] = π·tanh(raw[i]/R) (angle_of).
 KERNEL angle_fwd(float* theta, const float* raw, int n, float R) {
 	GRID_STRIDE(i, n) { theta[i] = angle_of(raw[i], R); }
 }

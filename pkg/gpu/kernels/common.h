@@ -29,6 +29,11 @@
 	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
 	     i += (long long)blockDim.x * gridDim.x)
 
+// angle_of is the angle map θ = π·tanh(x/R) of a raw table value x: angle_fwd's, and
+// Adam's where it writes the angles of the values it has just updated (adam.cu), one
+// function so that both give the same bits.
+__device__ __forceinline__ float angle_of(float raw, float R) { return PI_F * tanhf(raw / R); }
+
 // angle_grad is the gradient through the angle map θ = π·tanh(x/R), from its output θ:
 // dθ·(π/R)·(1 − (θ/π)²). angle_bwd and Adam's fused angle tensors (adam.cu) both use it,
 // rounded one operation at a time (no FMA contraction, whatever the code around it), so
