@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/rocone/rocone/pkg/compute"
@@ -15,6 +16,41 @@ var distVersions = []struct {
 	name       string
 	first, csr bool
 }{{"table", false, false}, {"table-csr", false, true}, {"first", true, false}}
+
+// testSgnMul: the kernels' sgn_mul(s, y) (sgn_mul_f32) against sgnf(s)·y, float32's
+// product, bit for bit, over every pair of signed zeros, subnormals, normals, the largest
+// float, infinities and (for s) NaNs, and random pairs; y a NaN is left out (sgn_mul
+// keeps its payload where a product may not).
+func testSgnMul(h *harness) {
+	special := []float32{0, float32(math.Copysign(0, -1)), math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, 1e-39, -1e-39,
+		1, -1, 0.5, -3.25, math.MaxFloat32, -math.MaxFloat32, float32(math.Inf(1)), float32(math.Inf(-1))}
+	var s, y []float32
+	for _, a := range append(slices.Clone(special), float32(math.NaN()), -float32(math.NaN())) {
+		for _, b := range special {
+			s, y = append(s, a), append(y, b)
+		}
+	}
+	for range 4096 {
+		s = append(s, float32(h.rng.NormFloat64()))
+		y = append(y, float32(h.rng.NormFloat64()))
+	}
+	n := len(s)
+	out := h.zeros(n)
+	h.ok(h.d.each("sgn_mul_f32", n, Work{Bytes: words(3 * n), FLOPs: flops(n, 1)}, ptr(out), ptr(h.up(s)), ptr(h.up(y)), i32(n)))
+	got := h.down(out)
+	for i := range s {
+		var sgn float32
+		switch {
+		case s[i] > 0:
+			sgn = 1
+		case s[i] < 0:
+			sgn = -1
+		}
+		if want := sgn * y[i]; math.Float32bits(got[i]) != math.Float32bits(want) {
+			h.t.Fatalf("sgn_mul(%g, %g) = %g (%#08x), sgnf·y %g (%#08x)", s[i], y[i], got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+		}
+	}
+}
 
 // testHalfSincos: the table kernels' sines and cosines (half_sincos, common.h), read back
 // through the query table (distance_qtab: sin, cos of axis/2, then of half/2), against

@@ -143,6 +143,7 @@ var parityCases = []struct {
 	{"LinearTF32", testLinearTF32},
 	{"TF32Round", testTF32Round},
 	{"HalfSincos", testHalfSincos},
+	{"SgnMul", testSgnMul},
 	{"Distance", testDistance},
 	{"DistanceAll", testDistanceAll},
 	{"FilteredRanks", testFilteredRanks},

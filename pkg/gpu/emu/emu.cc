@@ -479,6 +479,7 @@ const KernelInfo table[] = {
     K(gemm_tf32_pipe_nn_64),
     K(gemm_tf32_pipe_tn_64),
     K(tf32_round_f32),
+    K(sgn_mul_f32),
 };
 
 const int kNumKernels = (int)(sizeof table / sizeof table[0]);

@@ -282,7 +282,7 @@ __device__ __forceinline__ void dim_grad_tab(float su, float cu, float4 Q, float
 	float gt = 0.f, gh = 0.f;
 	if (!(p < 0.f)) {
 		float cl = r.ct * Q.w - r.st * Q.z, ch = r.ct * Q.w + r.st * Q.z; // cosines of u − α ± v
-		float gl = sgnf(r.sl) * cl, gu = sgnf(r.sh) * ch;                 // ∂(θ, h): lo (gl, gl), hi (gu, −gu)
+		float gl = sgn_mul(r.sl, cl), gu = sgn_mul(r.sh, ch);             // ∂(θ, h): lo (gl, gl), hi (gu, −gu)
 		float lo = fabsf(r.sl), hi = fabsf(r.sh);
 		if (lo < hi) {
 			gt = gl;
@@ -295,7 +295,7 @@ __device__ __forceinline__ void dim_grad_tab(float su, float cu, float4 Q, float
 			gh = 0.5f * (gl - gu);
 		}
 	}
-	const float gIn = lambda * (sgnf(r.st) * r.ct), gB = lambda * (sgnf(Q.z) * Q.w); // λ·2∂t/∂θ, λ·2∂β/∂h
+	const float gIn = lambda * sgn_mul(r.st, r.ct), gB = lambda * (sgnf(Q.z) * Q.w); // λ·2∂t/∂θ, λ·2∂β/∂h
 	if (p < 0.f) {
 		gt += gIn;
 	} else if (p > 0.f) {
@@ -389,6 +389,45 @@ KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const
 	}
 }
 
+// dbq_slice is distance_bwd_q_tab's walk over one staged slice of n candidates (their
+// gradients sg and entity row offsets srow) for dimension j: it adds g·Gθ and g·Gh into
+// accT and accH, in the candidates' order, and with PAIRS writes each pair's row of dPair
+// from offset pair on (a row apart); a template, so that the loop does not test dPair
+// per candidate. The entity values of DBQ_GROUP candidates are loaded together, and the
+// next group's before this one is computed, so that up to 2·DBQ_GROUP gathers are in
+// flight.
+template <bool PAIRS>
+__device__ __forceinline__ void dbq_slice(float* dPair, long long pair, float* dEnt, bool atomic, const float* sg,
+                                          const long long* srow, int n, int j, int dim, const float* ent, float4 Q,
+                                          float lambda, float& accT, float& accH) {
+	float th[DBQ_GROUP], thn[DBQ_GROUP];
+	for (int u = 0; u < DBQ_GROUP; u++) th[u] = u < n && sg[u] != 0.f ? ent[srow[u] + j] : 0.f;
+	for (int i0 = 0; i0 < n; i0 += DBQ_GROUP) {
+		for (int u = 0; u < DBQ_GROUP; u++) {
+			const int i = i0 + DBQ_GROUP + u;
+			thn[u] = i < n && sg[i] != 0.f ? ent[srow[i] + j] : 0.f;
+		}
+		for (int u = 0; u < DBQ_GROUP; u++, pair += dim) {
+			const int i = i0 + u;
+			if (i >= n) continue;
+			const float g = sg[i];
+			if (g == 0.f) {
+				if (PAIRS) dPair[pair] = 0.f;
+				continue;
+			}
+			float su, cu, gT, gH;
+			half_sincos(th[u] * 0.5f, &su, &cu);
+			dim_grad_tab(su, cu, Q, lambda, &gT, &gH);
+			accT += g * gT;
+			accH += g * gH;
+			const float e = 0.5f * (g * gT); // the pair's share of the entity's gradient
+			if (PAIRS) dPair[pair] = e;
+			if (atomic && dEnt) atomicAdd(&dEnt[srow[i] + j], e);
+		}
+		for (int u = 0; u < DBQ_GROUP; u++) th[u] = thn[u];
+	}
+}
+
 // The query side of the backward from the query table: one thread per (query q,
 // dimension j) adds −½Σ_k g·Gθ into dAxis and ½Σ_k g·Gh into dHalf (either may be NULL),
 // g = dDist[q][k], skipping g = 0; with entAtomic ≠ 0 it also atomically adds ½g·Gθ into
@@ -419,43 +458,22 @@ KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, float* dPair,
 			}
 			__syncthreads();
 			if (on) {
-				// The entity values of DBQ_GROUP candidates are loaded together, and the
-				// next group's before this one is computed, so that up to 2·DBQ_GROUP
-				// gathers are in flight; the candidates are still added in order. The
-				// pairs' rows follow each other: pair walks them a row at a time.
-				long long pair = ((long long)q * cands + k0) * dim + j;
-				float th[DBQ_GROUP], thn[DBQ_GROUP];
-				for (int u = 0; u < DBQ_GROUP; u++) th[u] = u < n && sg[u] != 0.f ? ent[srow[u] + j] : 0.f;
-				for (int i0 = 0; i0 < n; i0 += DBQ_GROUP) {
-					for (int u = 0; u < DBQ_GROUP; u++) {
-						const int i = i0 + DBQ_GROUP + u;
-						thn[u] = i < n && sg[i] != 0.f ? ent[srow[i] + j] : 0.f;
-					}
-					for (int u = 0; u < DBQ_GROUP; u++, pair += dim) {
-						const int i = i0 + u;
-						if (i >= n) continue;
-						const float g = sg[i];
-						if (g == 0.f) {
-							if (dPair) dPair[pair] = 0.f;
-							continue;
-						}
-						float su, cu, gT, gH;
-						half_sincos(th[u] * 0.5f, &su, &cu);
-						dim_grad_tab(su, cu, Q, lambda, &gT, &gH);
-						accT += g * gT;
-						accH += g * gH;
-						const float e = 0.5f * (g * gT); // the pair's share of the entity's gradient
-						if (dPair) dPair[pair] = e;
-						if (entAtomic && dEnt) atomicAdd(&dEnt[srow[i] + j], e);
-					}
-					for (int u = 0; u < DBQ_GROUP; u++) th[u] = thn[u];
-				}
+				const long long pair = ((long long)q * cands + k0) * dim + j;
+				if (dPair)
+					dbq_slice<true>(dPair, pair, dEnt, entAtomic != 0, sg, srow, n, j, dim, ent, Q, lambda, accT, accH);
+				else
+					dbq_slice<false>(dPair, pair, dEnt, entAtomic != 0, sg, srow, n, j, dim, ent, Q, lambda, accT, accH);
 			}
 			__syncthreads();
 		}
 		if (on && dAxis) dAxis[(long long)q * dim + j] -= 0.5f * accT;
 		if (on && dHalf) dHalf[(long long)q * dim + j] += 0.5f * accH;
 	}
+}
+
+// sgn_mul_f32: out[i] = sgn_mul(s[i], y[i]), for the tests of sgn_mul against sgnf(s)·y.
+KERNEL sgn_mul_f32(float* out, const float* s, const float* y, int n) {
+	GRID_STRIDE(i, n) { out[i] = sgn_mul(s[i], y[i]); }
 }
 
 // cand == NULL: dEnt[c][j] += ½Σ_q dDist[q][c]·Gθ for c < cands, from the query table.
