@@ -67,16 +67,26 @@ __device__ __forceinline__ float tf32_round(float x) {
 	return x;
 }
 
-// tf32_round4 is tf32_round of four values, the common case first: the add and mask of
-// each, then, only if one of them is a NaN (a diverged run), tf32_round of each; some 3.5
-// instructions a value where tf32_round's NaN test and select take 6.
-__device__ __forceinline__ float4 tf32_round4(float4 v) {
-	if (v.x != v.x || v.y != v.y || v.z != v.z || v.w != v.w)
-		return make_float4(tf32_round(v.x), tf32_round(v.y), tf32_round(v.z), tf32_round(v.w));
-	return make_float4(__uint_as_float((__float_as_uint(v.x) + 0x1000u) & 0xffffe000u),
-	                   __uint_as_float((__float_as_uint(v.y) + 0x1000u) & 0xffffe000u),
-	                   __uint_as_float((__float_as_uint(v.z) + 0x1000u) & 0xffffe000u),
-	                   __uint_as_float((__float_as_uint(v.w) + 0x1000u) & 0xffffe000u));
+// tf32_round_n rounds n float4s in place as tf32_round, the common case first: the add
+// and mask of each value, and one NaN test for all of them (FSETP.NAN takes two values;
+// the tests are or-ed bitwise, so that they compile to one chain of predicates and one
+// branch, not a branch each); only if one is a NaN (a diverged run), tf32_round of each.
+// About 3 instructions a value for the 8 of an operand's chunks that a lane rounds a
+// slice of the pipelined GEMMs, where tf32_round's NaN test and select take 6.
+template <int n>
+__device__ __forceinline__ void tf32_round_n(float4 v[n]) {
+	bool nan = false;
+	for (int i = 0; i < n; i++) nan = nan | (v[i].x != v[i].x) | (v[i].y != v[i].y) | (v[i].z != v[i].z) | (v[i].w != v[i].w);
+	if (nan) {
+		for (int i = 0; i < n; i++)
+			v[i] = make_float4(tf32_round(v[i].x), tf32_round(v[i].y), tf32_round(v[i].z), tf32_round(v[i].w));
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		v[i] = make_float4(__uint_as_float((__float_as_uint(v[i].x) + 0x1000u) & 0xffffe000u),
+		                   __uint_as_float((__float_as_uint(v[i].y) + 0x1000u) & 0xffffe000u),
+		                   __uint_as_float((__float_as_uint(v[i].z) + 0x1000u) & 0xffffe000u),
+		                   __uint_as_float((__float_as_uint(v[i].w) + 0x1000u) & 0xffffe000u));
 }
 
 // mma_tf32 is one warp's D += A·B on the tensor cores for a 16×8×8 tile, from its lanes'
@@ -481,9 +491,11 @@ struct tp_src {
 	int at;         // chunk 0's place in a stage's tile
 	int kc;         // chunk 0's k within the slice
 	int xn[KMAJOR ? 1 : Q]; // KMAJOR: the values along x that exist (0 … 4), every chunk's; else whether chunk i's row does
+	bool inside;    // the tile's BX rows (or columns) all lie inside X: a slice within K is whole chunks
 
 	__device__ __forceinline__ tp_src(const float* X, int ld, int x0, int XN, int t) {
 		const int xc = t % CPR * (KMAJOR ? 4 : 1), xr = t / CPR; // along the row, and the row
+		inside = x0 + BX <= XN;
 		if (KMAJOR) {
 			kc = xr;
 			p = X + (long long)kc * ld + x0 + xc;
@@ -497,6 +509,20 @@ struct tp_src {
 		}
 	}
 
+	// whole reports whether slice sl's copies are all 16 bytes read from X: the tile inside
+	// X along x, and the slice inside K.
+	__device__ __forceinline__ bool whole(int sl, int K) const { return inside && (sl + 1) * TP_BK <= K; }
+
+	// copy_whole is copy for a slice that is whole (see whole): no bounds to test, chunk i
+	// a fixed step from chunk 0. It costs a tenth of copy's instructions (cp.async's
+	// source and size were ~25 instructions a chunk there, ~3 here), and most slices of a
+	// big GEMM are whole.
+	__device__ __forceinline__ void copy_whole(float* S, int ld, int sl) const {
+		const float* q = p + (KMAJOR ? (long long)sl * TP_BK * ld : (long long)sl * TP_BK);
+		const long long step = (long long)(KMAJOR ? DK : DX) * ld;
+		for (int i = 0; i < Q; i++) cp_async16(&S[at + i * DS], q + i * step, 16);
+	}
+
 	// copy starts the lane's copies of slice sl (of K along k) of X (row stride ld) into the
 	// stage S; a chunk wholly outside X is zeros, its copy reading nothing (from X itself).
 	__device__ __forceinline__ void copy(float* S, const float* X, int ld, int sl, int K) const {
@@ -508,12 +534,13 @@ struct tp_src {
 		}
 	}
 
-	// round rounds the lane's chunks of the stage S to TF32 in place, once they have landed.
+	// round rounds the lane's chunks of the stage S to TF32 in place, once they have
+	// landed, with one NaN test for them all (tf32_round_n).
 	__device__ __forceinline__ void round(float* S) const {
-		for (int i = 0; i < Q; i++) {
-			float4* c = (float4*)&S[at + i * DS];
-			*c = tf32_round4(*c);
-		}
+		float4 v[Q];
+		for (int i = 0; i < Q; i++) v[i] = *(const float4*)&S[at + i * DS];
+		tf32_round_n<Q>(v);
+		for (int i = 0; i < Q; i++) *(float4*)&S[at + i * DS] = v[i];
 	}
 };
 
@@ -618,8 +645,14 @@ __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float*
 		// a lane's groups are one a slice and cp_async_wait<1> means "all but the last".
 		auto copy = [&](int sl) {
 			if (sl < slices) {
-				a.copy(As[sl % TP_STAGES], A, lda, sl, K);
-				b.copy(Bs[sl % TP_STAGES], B, ldb, sl, K);
+				if (a.whole(sl, K))
+					a.copy_whole(As[sl % TP_STAGES], lda, sl);
+				else
+					a.copy(As[sl % TP_STAGES], A, lda, sl, K);
+				if (b.whole(sl, K))
+					b.copy_whole(Bs[sl % TP_STAGES], ldb, sl);
+				else
+					b.copy(Bs[sl % TP_STAGES], B, ldb, sl, K);
 			}
 			cp_async_commit();
 		};
