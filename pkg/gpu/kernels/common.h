@@ -198,6 +198,39 @@ __device__ __forceinline__ void async_copy_slice(float* S, const float* X, int l
 	}
 }
 
+// async_src is async_copy_slice for one tile (x0, from lane t) with its chunks' places
+// worked out once: a slice that is whole (the tile's BX values of x inside XN, its RK
+// rows of k inside K) is copied without bounds, 16 bytes a chunk, chunk i a fixed step
+// from chunk 0 (a few instructions a chunk, where async_copy_slice's bounds and
+// addresses take ~35); any other slice by async_copy_slice.
+template <int BX, int LD, int Q, int T>
+struct async_src {
+	static constexpr int CPR = BX / 4, RK = Q * T / CPR; // chunks a row; a slice's rows of k
+	static_assert(T % CPR == 0 && RK * CPR == Q * T, "a lane's chunks share their x");
+	static constexpr int DK = T / CPR; // chunk i + 1 lies DK rows of k below chunk i
+	const float* p; // chunk 0 of slice 0 (not dereferenced unless the slice is whole)
+	int at;         // chunk 0's place in a stage
+	bool inside;    // the tile's x inside XN
+
+	__device__ __forceinline__ async_src(const float* X, int ld, int x0, int XN, int t) {
+		const int kk = t / CPR, xq = t % CPR * 4;
+		p = X + (long long)kk * ld + x0 + xq;
+		at = kk * LD + xq;
+		inside = x0 + BX <= XN;
+	}
+
+	// copy starts the lane's copies of slice sl (rows of k from sl·RK) into the stage S.
+	__device__ __forceinline__ void copy(float* S, const float* X, int ld, int x0, int XN, int sl, int K, int t) const {
+		const int k0 = sl * RK;
+		if (inside && k0 + RK <= K) {
+			const float* q = p + (long long)k0 * ld;
+			for (int i = 0; i < Q; i++) cp_async16(&S[at + i * DK * LD], q + (long long)i * DK * ld, 16);
+			return;
+		}
+		async_copy_slice<BX, LD, Q, T>(S, X, ld, x0, XN, k0, K, t);
+	}
+};
+
 // gemm_split_k narrows a GEMM to its block's split of K (blockIdx.z, the register-tiled
 // GEMMs of linear.cu and tf32.cu): block z sums k in [z·kSplit, min(K, (z+1)·kSplit)); one
 // split (gridDim.z = 1) is the whole GEMM. TA, TB: whether A, B are stored transposed

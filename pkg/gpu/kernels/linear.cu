@@ -283,12 +283,13 @@ __device__ __forceinline__ void gemm_pipe(int M, int N, int K, const float* A, i
 	for (int m0 = blockIdx.y * BM; m0 < M; m0 += gridDim.y * BM) {
 		// The k-major operands' slice sl into stage sl mod S; a group is committed whether or
 		// not there is a slice, so that "the oldest group" is always slice sl's.
+		const async_src<BM, BM, QA, T> srcA(A, lda, m0, M, t);
+		const async_src<BN, BN, QB, T> srcB(B, ldb, n0, N, t);
+		static_assert(async_src<BM, BM, QA, T>::RK == RT_BK && async_src<BN, BN, QB, T>::RK == RT_BK, "slices of RT_BK");
 		auto copy = [&](int sl) {
 			if (sl < slices) {
-				if (ASYNC_A)
-					async_copy_slice<BM, BM, QA, T>(&As[sl % S][0][0], A, lda, m0, M, sl * RT_BK, K, t);
-				if (ASYNC_B)
-					async_copy_slice<BN, BN, QB, T>(&Bs[sl % S][0][0], B, ldb, n0, N, sl * RT_BK, K, t);
+				if (ASYNC_A) srcA.copy(&As[sl % S][0][0], A, lda, m0, M, sl, K, t);
+				if (ASYNC_B) srcB.copy(&Bs[sl % S][0][0], B, ldb, n0, N, sl, K, t);
 			}
 			cp_async_commit();
 		};
