@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/rocone/rocone/internal/gputest"
@@ -151,4 +152,63 @@ func randomBatch(rng *rand.Rand, cfg model.Config, rounds, k int) *model.Batch {
 		b.Weight = append(b.Weight, r.Weight...)
 	}
 	return b
+}
+
+// TestRelationRowsOneLaunch: an update gathers every level's relation rows in one launch
+// and sums their gradients in one, so a 3p batch takes only its two more levels' staging
+// (a gather and a row sum each) more than a 1p batch, for every variant (rocone-se gathers
+// its shifts too, in one launch more either way).
+func TestRelationRowsOneLaunch(t *testing.T) {
+	dev := gputest.Emulator(t)
+	for _, v := range model.Variants {
+		t.Run(string(v), func(t *testing.T) {
+			cfg := testConfig(v, 8)
+			counts := map[string]map[string]int{}
+			for _, name := range []string{"1p", "3p"} {
+				var st *query.Structure
+				for _, ty := range query.Types {
+					if ty.Name == name {
+						st = query.MustParse(ty.Notation)
+					}
+				}
+				rng := rand.New(rand.NewPCG(1, 2))
+				host := spreadModel(t, cfg, rng)
+				batch := model.RandomBatch(rng, cfg, []*query.Structure{st}, 6, 3)
+				dm, err := New(dev, host, 1e-3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				prof := gpu.NewProfiler(dev, false)
+				dev.Profile(prof)
+				p, err := dm.Update(batch, rand.New(rand.NewPCG(9, 9)))
+				if err == nil {
+					_, _, _, err = p.Wait()
+				}
+				dev.Profile(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				recs, err := prof.Records()
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := map[string]int{}
+				for _, r := range recs {
+					switch {
+					case strings.HasPrefix(r.Kernel, "gather_rows"):
+						n["gather"]++
+					case strings.HasPrefix(r.Kernel, "rows_sum_csr"):
+						n["rows_sum"]++
+					}
+				}
+				counts[name] = n
+				dm.Close()
+			}
+			for _, k := range []string{"gather", "rows_sum"} {
+				if d := counts["3p"][k] - counts["1p"][k]; d != 2 {
+					t.Errorf("%s launches: 1p %d, 3p %d; want 2 more (the staging of two more levels)", k, counts["1p"][k], counts["3p"][k])
+				}
+			}
+		})
+	}
 }

@@ -42,6 +42,19 @@ type devWalk struct {
 
 	table, dTable  *gpu.F32 // the cones and (training) their gradients, [2][rows][d]
 	dThEnt, dThRel *gpu.F32 // training: the gradients of the angle tables (Model.dTheta)
+
+	// The projections' relation rows of every level, gathered in one launch at the first
+	// level's Project (they are parameters, known before the walk), and their gradients
+	// summed into the relation tables in one launch at the last ProjectBackward: level l's
+	// block is rows devLevel.relRow … of relAll ([nRel][P][d] each, as relIDs).
+	relIDs      int      // ints part: every level's relation ids (and + relations: their apertures), level after level
+	relIx       rowIndex // training: their CSR over nRel·relations rows
+	relRows     int      // rows of relIDs
+	relFirst    int      // the lowest level with projections, whose ProjectBackward is the last
+	relAll      *gpu.F32 // [relRows][d] the gathered relation angles
+	relShiftAll *gpu.F32 // rocone-se: [relRows][d] the gathered shifts (nRel = 1)
+	dRelAll     *gpu.F32 // training: their gradients, as relAll
+	dShiftAll   *gpu.F32
 }
 
 // devLevel is one level's layout, and its device buffers while the walk runs.
@@ -54,8 +67,7 @@ type devLevel struct {
 	scatter  rowIndex // the staged rows' gradients back into the table (CSR over 2·rows)
 	anchors  int      // ints part: the anchors' entity ids, in output row order
 	anchorIx rowIndex
-	rels     int      // ints part [nRel·P]: the projections' relation ids (and + relations: their apertures)
-	relIx    rowIndex // CSR over nRel·relations rows
+	relRow   int // the first row of the level's [nRel][P] relation rows in devWalk.relAll
 	inter    levelInter
 
 	stageBuf, dStageBuf                  *gpu.F32 // [2][M][d]
@@ -103,6 +115,8 @@ func (m *Model) newWalk(groups []*group, train bool) (*devWalk, error) {
 	}
 	nE, nR := m.cfg.NumEntities, m.cfg.NumRelations
 	next := 0
+	var relIDs []int32
+	w.relFirst = -1
 	for l := range w.levels {
 		lv := &w.levels[l]
 		var stage, anchors, rels []int32
@@ -156,10 +170,17 @@ func (m *Model) newWalk(groups []*group, train bool) (*devWalk, error) {
 					rels[i] += int32(nR)
 				}
 			}
-			lv.rels = w.ints.add(rels)
-			if train {
-				lv.relIx = w.addCSR(rels, nRel*nR)
+			if w.relFirst < 0 {
+				w.relFirst = l
 			}
+			lv.relRow = len(relIDs)
+			relIDs = append(relIDs, rels...)
+		}
+	}
+	if w.relRows = len(relIDs); w.relRows > 0 {
+		w.relIDs = w.ints.add(relIDs)
+		if train {
+			w.relIx = w.addCSR(relIDs, nRel*nR)
 		}
 	}
 	if next != w.rows {
@@ -361,16 +382,25 @@ func (w *devWalk) Project(l int, _ []model.Op) error {
 	m, s, lv := w.m, w.s, &w.levels[l]
 	dev, d, P := m.dev, m.cfg.Dim, lv.n[model.OpProject]
 	in, _, out, _ := w.ends(lv, model.OpProject)
-	lv.relAng = s.take(w.th.nRel * P * d)
-	if m.p.relShift != nil {
-		lv.relShift = s.take(P * d)
+	if w.relAll == nil { // the first level with projections: every level's relations
+		w.relAll = s.take(w.relRows * d)
+		if m.p.relShift != nil {
+			w.relShiftAll = s.take(w.relRows * d)
+		}
+		if s.err != nil {
+			return w.levelErr(l, "project")
+		}
+		s.ok(dev.GatherRows(w.relAll, w.th.rel, w.iv[w.relIDs], d))
+		if w.relShiftAll != nil {
+			s.ok(dev.GatherRows(w.relShiftAll, m.p.relShift, w.iv[w.relIDs], d))
+		}
 	}
 	if s.err != nil {
 		return w.levelErr(l, "project")
 	}
-	s.ok(dev.GatherRows(lv.relAng, w.th.rel, w.iv[lv.rels], d))
-	if lv.relShift != nil {
-		s.ok(dev.GatherRows(lv.relShift, m.p.relShift, w.iv[lv.rels], d))
+	lv.relAng = w.relAll.Slice(lv.relRow*d, w.th.nRel*P*d)
+	if w.relShiftAll != nil {
+		lv.relShift = w.relShiftAll.Slice(lv.relRow*d, P*d)
 	}
 	relAxis, relAperture := lv.relAng.Slice(0, P*d), lv.aperture(P, d)
 	if m.proj != model.ProjectMLP {
@@ -405,12 +435,18 @@ func (w *devWalk) ProjectBackward(l int, _ []model.Op) error {
 	m, s, lv := w.m, w.s, &w.levels[l]
 	dev, d, P := m.dev, m.cfg.Dim, lv.n[model.OpProject]
 	in, dIn, out, dOut := w.ends(lv, model.OpProject)
-	lv.dRelAng = s.take(lv.relAng.Len())
-	if lv.relShift != nil {
-		lv.dRelShift = s.take(P * d)
+	if w.dRelAll == nil { // the highest level with projections: every level's gradients
+		w.dRelAll = s.take(w.relRows * d)
+		if w.relShiftAll != nil {
+			w.dShiftAll = s.take(w.relRows * d)
+		}
 	}
 	if s.err != nil {
 		return w.levelErr(l, "project backward")
+	}
+	lv.dRelAng = w.dRelAll.Slice(lv.relRow*d, lv.relAng.Len())
+	if lv.relShift != nil {
+		lv.dRelShift = w.dShiftAll.Slice(lv.relRow*d, P*d)
 	}
 	dRelAxis, dRelAperture := lv.dRelAng.Slice(0, P*d), (*gpu.F32)(nil)
 	if relAperture := lv.aperture(P, d); relAperture != nil {
@@ -430,9 +466,11 @@ func (w *devWalk) ProjectBackward(l int, _ []model.Op) error {
 		s.ok(dev.LinearBackward(dx, gp[0], gp[1], dh1, lv.x, proj[0], P, 2*d, hid))
 		s.ok(dev.MLPInputBackward(dIn, dRelAxis, dRelAperture, dx, P, d))
 	}
-	s.ok(dev.RowsSum(w.dThRel, lv.dRelAng, lv.relIx.on(w.iv), d))
-	if lv.dRelShift != nil {
-		s.ok(dev.RowsSum(m.g.relShift, lv.dRelShift, lv.relIx.on(w.iv), d))
+	if l == w.relFirst { // the walk's last ProjectBackward: every level's relation gradients
+		s.ok(dev.RowsSum(w.dThRel, w.dRelAll, w.relIx.on(w.iv), d))
+		if w.dShiftAll != nil {
+			s.ok(dev.RowsSum(m.g.relShift, w.dShiftAll, w.relIx.on(w.iv), d))
+		}
 	}
 	return w.levelErr(l, "project backward")
 }
