@@ -23,9 +23,15 @@ func (d *Device) AdamStep(p, g, m, v *F32, step int, cfg adam.Config, zeroGrad b
 		return c.err
 	}
 	stepSize, bc2Sqrt := adamScalars(step, cfg)
+	return d.adamStepK(p, g, m, v, adamK{stepSize, bc2Sqrt}, cfg, zeroGrad)
+}
+
+// adamStepK is AdamStep with the step's constants given.
+func (d *Device) adamStepK(p, g, m, v *F32, k adamK, cfg adam.Config, zeroGrad bool) error {
+	n := p.Len()
 	return d.each("adam_step", n, adamWork(n, zeroGrad), ptr(p), ptr(g), ptr(m), ptr(v), i32(n), f32(float32(cfg.Beta2)),
-		f32(float32(1-cfg.Beta1)), f32(float32(1-cfg.Beta2)), f32(float32(cfg.Eps)), f32(stepSize),
-		f32(bc2Sqrt), boolArg(zeroGrad))
+		f32(float32(1-cfg.Beta1)), f32(float32(1-cfg.Beta2)), f32(float32(cfg.Eps)), f32(k.stepSize),
+		f32(k.bc2Sqrt), boolArg(zeroGrad))
 }
 
 // Adam is a dense Adam optimiser over device-resident parameters (docs/training.md §1): each
@@ -37,10 +43,12 @@ func (d *Device) AdamStep(p, g, m, v *F32, step int, cfg adam.Config, zeroGrad b
 // tables: their addresses (tab) and element offsets (off). Their own step counts differ
 // by their lags (SetLags), which change at every update while a tensor has not started;
 // so rather than per-tensor step counts (an upload per update) the device holds each
-// tensor's lag class (cls: tensors with equal lags share a class), uploaded only when the
-// grouping changes, and each launch passes every class's step size and bias correction as
-// arguments. More classes than adamClasses, or more elements than an int counts, take the
-// per-tensor path (stepEach), with the same results bit for bit.
+// tensor's class (cls: tensors with equal lags, and alike deferrable or not, share a
+// class; SetDeferrable), uploaded only when the grouping changes, and each launch gives
+// every class its program: its steps' step sizes and bias corrections, a few hundred
+// bytes copied behind the work already queued (Buffer.UploadAsync). More classes than
+// adamClasses, or more elements than an int counts, take the per-tensor path (stepEach),
+// with the same results bit for bit.
 type Adam struct {
 	Config adam.Config
 	dev    *Device
@@ -48,20 +56,70 @@ type Adam struct {
 	slots  []adamSlot
 	lags   []int64 // per slot: steps it sat out (see SetLags); nil: none
 
-	tab, off, cls *I32 // [8·T] addresses (p, g, m, v; low, high halves), [T+1] offsets, [T] lag classes
+	all, def   *adamTables    // the one-launch tables of every tensor, and of the deferrable ones (Flush); nil: none
+	scalarOnly bool           // the tests' and the bench's switch to adam_multi
+	perTensor  bool           // the tests' switch to stepEach
+	angleR     float32        // the angle tensors' range R (AngleGrad)
+	classKey   []adamClassKey // per class: its key; nil: more classes than one launch takes
+	prog, k    *Buffer[int32] // [adamClasses] the classes' programs; [adamClasses][2·adamSteps] their constants (as bits)
+
+	// Deferred steps (SetDeferrable, SetIdle): per tensor, whether its steps may wait for
+	// its next gradient, and the zero-gradient steps that wait, oldest first.
+	deferrable []bool
+	idle       bool
+	pending    [][]adamK
+	zeros      *F32 // stepEach's zero gradient, for deferred steps
+}
+
+// adamTables describe some of an Adam's tensors (slots idx, in order) to the one-launch
+// kernels.
+type adamTables struct {
+	idx           []int
+	tab, off, cls *I32 // [8·T] addresses (p, g, m, v; low, high halves), [T+1] offsets, [T] classes
 	total         int  // elements of all tensors (off[T])
 	// The 16-byte path (adam_multi_vec4), when every p, g, m, v is 16-byte aligned:
 	// [T+1] offsets in quads and [T] element counts; nil otherwise.
-	offq, cnt  *I32
-	totalq     int
-	scalarOnly bool    // the tests' and the bench's switch to adam_multi
-	angleR     float32 // the angle tensors' range R (AngleGrad)
-	clsHost    []int32 // the classes on the device
-	classLag   []int64 // per class: its lag; nil: more classes than one launch takes
+	offq, cnt *I32
+	totalq    int
+	clsHost   []int32 // the classes on the device
 }
 
-// adamClasses is ADAM_CLASSES in kernels/adam.cu: the lag classes one launch handles.
+func (t *adamTables) free() error {
+	if t == nil {
+		return nil
+	}
+	return FreeAll(t.tab, t.off, t.cls, t.offq, t.cnt)
+}
+
+// adamClasses is ADAM_CLASSES in kernels/adam.cu: the classes one launch handles.
 const adamClasses = 8
+
+// adamSteps is ADAM_STEPS: the most steps one launch applies to a tensor (its deferred
+// zero-gradient steps, then its step).
+const adamSteps = 3
+
+// adamClassKey is what the tensors of one class share: their lag (SetLags) and whether
+// their steps may be deferred (SetDeferrable); so a class's program, and the tensors'
+// classes on the device, stay the same from update to update.
+type adamClassKey struct {
+	lag        int64
+	deferrable bool
+}
+
+// adamK are one step's constants: the step size and bias correction of its step number.
+type adamK struct{ stepSize, bc2Sqrt float32 }
+
+// adamProg is what one launch does to one tensor (the kernels' adam_program): its steps in
+// order, the last one with the gradient when grad (the others with a zero gradient: the
+// deferred steps), and whether the gradient is cleared afterwards.
+type adamProg struct {
+	steps       []adamK
+	grad, clear bool
+}
+
+func (p adamProg) equal(q adamProg) bool {
+	return slices.Equal(p.steps, q.steps) && p.grad == q.grad && p.clear == q.clear
+}
 
 // adamPtrs is ADAM_PTRS: the buffers per tensor in the one-launch kernels' table.
 const adamPtrs = 5
@@ -137,16 +195,41 @@ func NewAdamAngles(d *Device, cfg adam.Config, params, grads []*F32, angles []An
 }
 
 // upload builds the device tables of the one-launch Step (the lags' classes all 0: no
-// lag).
+// lag), and its programs' buffers.
 func (a *Adam) upload() (err error) {
-	T := len(a.slots)
+	idx := make([]int, len(a.slots))
+	for i := range idx {
+		idx[i] = i
+	}
+	if a.all, err = a.tables(idx); err != nil || a.all == nil {
+		return err
+	}
+	if a.prog, err = Alloc[int32](a.dev, adamClasses); err != nil {
+		return err
+	}
+	if a.k, err = Alloc[int32](a.dev, adamClasses*2*adamSteps); err != nil {
+		return err
+	}
+	a.classKey = []adamClassKey{{}}
+	return nil
+}
+
+// tables builds the one-launch tables of the tensors idx (classes all 0), or nil when
+// there are none or their elements are too many for one launch's int indices (Step then
+// goes per tensor).
+func (a *Adam) tables(idx []int) (_ *adamTables, err error) {
+	T := len(idx)
+	if T == 0 {
+		return nil, nil
+	}
 	tab, off := make([]int32, 0, 2*adamPtrs*T), make([]int32, 0, T+1)
 	total := 0
-	for _, s := range a.slots {
+	for _, i := range idx {
+		s := a.slots[i]
 		off = append(off, int32(total))
 		total += s.p.Len()
 		if total > math.MaxInt32 {
-			return nil // too many elements for one launch's int indices: Step goes per tensor
+			return nil, nil
 		}
 		for _, b := range s.launchPtrs() {
 			x := b.Ptr() // 0 for nil
@@ -154,14 +237,18 @@ func (a *Adam) upload() (err error) {
 		}
 	}
 	off = append(off, int32(total))
-	if T == 0 {
-		return nil
-	}
+	tb := &adamTables{idx: idx, total: total, clsHost: make([]int32, T)}
+	defer func() {
+		if err != nil {
+			tb.free()
+		}
+	}()
 	// Quads: each tensor's elements in fours, its last quad partial.
 	aligned := true
 	offq, cnt := make([]int32, 0, T+1), make([]int32, 0, T)
 	totalq := 0
-	for _, s := range a.slots {
+	for _, i := range idx {
+		s := a.slots[i]
 		offq, cnt = append(offq, int32(totalq)), append(cnt, int32(s.p.Len()))
 		totalq += (s.p.Len() + 3) / 4
 		for _, b := range s.launchPtrs() {
@@ -170,25 +257,24 @@ func (a *Adam) upload() (err error) {
 	}
 	offq = append(offq, int32(totalq))
 	if aligned {
-		if a.offq, err = FromHost(a.dev, offq); err != nil {
-			return err
+		if tb.offq, err = FromHost(a.dev, offq); err != nil {
+			return nil, err
 		}
-		if a.cnt, err = FromHost(a.dev, cnt); err != nil {
-			return err
+		if tb.cnt, err = FromHost(a.dev, cnt); err != nil {
+			return nil, err
 		}
-		a.totalq = totalq
+		tb.totalq = totalq
 	}
-	if a.tab, err = FromHost(a.dev, tab); err != nil {
-		return err
+	if tb.tab, err = FromHost(a.dev, tab); err != nil {
+		return nil, err
 	}
-	if a.off, err = FromHost(a.dev, off); err != nil {
-		return err
+	if tb.off, err = FromHost(a.dev, off); err != nil {
+		return nil, err
 	}
-	if a.cls, err = Alloc[int32](a.dev, T); err != nil {
-		return err
+	if tb.cls, err = Alloc[int32](a.dev, T); err != nil {
+		return nil, err
 	}
-	a.total, a.clsHost, a.classLag = total, make([]int32, T), []int64{0}
-	return nil
+	return tb, nil
 }
 
 // Steps is the number of steps taken since creation or the last Reset.
@@ -207,127 +293,292 @@ func (a *Adam) SetLags(lags []int64) error {
 	if lags == nil {
 		a.lags = nil
 	}
-	if a.cls == nil {
+	return a.regroup()
+}
+
+// regroup sorts the tensors into classes by their keys (adamClassKey), the classes
+// numbered in order of first appearance, and uploads the classes when they changed.
+func (a *Adam) regroup() error {
+	if a.all == nil {
 		return nil // Step goes per tensor anyway
 	}
-	// Group the tensors by lag, the classes numbered in order of first appearance.
 	cls := make([]int32, len(a.slots))
-	var classLag []int64
+	var keys []adamClassKey
 	for i := range cls {
-		var lag int64
-		if lags != nil {
-			lag = lags[i]
+		key := adamClassKey{deferrable: a.isDeferrable(i)}
+		if a.lags != nil {
+			key.lag = a.lags[i]
 		}
-		c := slices.Index(classLag, lag)
+		c := slices.Index(keys, key)
 		if c < 0 {
-			c = len(classLag)
-			classLag = append(classLag, lag)
+			c = len(keys)
+			keys = append(keys, key)
 		}
 		cls[i] = int32(c)
 	}
-	if len(classLag) > adamClasses {
-		a.classLag = nil // per tensor until the lags regroup
+	if len(keys) > adamClasses {
+		a.classKey = nil // per tensor until the keys regroup
 		return nil
 	}
-	if !slices.Equal(cls, a.clsHost) {
-		if err := a.cls.Upload(cls); err != nil {
-			a.classLag, a.clsHost = nil, nil // the device's classes are unknown: upload next time
-			return err
+	for _, tb := range []*adamTables{a.all, a.def} {
+		if tb == nil {
+			continue
 		}
-		a.clsHost = cls
+		sub := make([]int32, len(tb.idx))
+		for j, i := range tb.idx {
+			sub[j] = cls[i]
+		}
+		if !slices.Equal(sub, tb.clsHost) {
+			if err := tb.cls.Upload(sub); err != nil {
+				a.classKey, tb.clsHost = nil, nil // the device's classes are unknown: upload next time
+				return err
+			}
+			tb.clsHost = sub
+		}
 	}
-	a.classLag = classLag
+	a.classKey = keys
 	return nil
 }
 
+func (a *Adam) isDeferrable(i int) bool { return a.deferrable != nil && a.deferrable[i] }
+
+// SetDeferrable marks the parameters idx as tensors whose steps may be deferred: at a
+// Step after SetIdle, when no backward pass has written their gradients (so they are
+// zero), they take no step and keep it, and at their next step (or Flush) they take the
+// waiting zero-gradient steps first, in order, with the step numbers and learning rate
+// they had: the same arithmetic element by element, so the same bits as dense steps, one
+// pass over the tensors instead of one each. Up to adamSteps−1 steps wait; one more is
+// taken. (The intersection's weights get no gradient from a batch of paths, two updates
+// of the three a training step makes.) An angle tensor cannot be deferred.
+func (a *Adam) SetDeferrable(idx []int) error {
+	def := make([]bool, len(a.slots))
+	for _, i := range idx {
+		if i < 0 || i >= len(a.slots) {
+			return fmt.Errorf("cuda: Adam.SetDeferrable: parameter %d of %d", i, len(a.slots))
+		}
+		if a.slots[i].dTheta != nil {
+			return fmt.Errorf("cuda: Adam.SetDeferrable: parameter %d is an angle tensor", i)
+		}
+		def[i] = true
+	}
+	if err := a.Flush(); err != nil {
+		return err
+	}
+	a.deferrable = def
+	if err := a.def.free(); err != nil {
+		return err
+	}
+	var err error
+	if a.def, err = a.tables(idx); err != nil {
+		return err
+	}
+	return a.regroup()
+}
+
+// SetIdle says that the coming Step follows a backward pass that wrote no gradient of the
+// deferrable tensors (SetDeferrable): their steps wait.
+func (a *Adam) SetIdle(idle bool) { a.idle = idle }
+
+// Pending is the number of deferred steps parameter i has waiting.
+func (a *Adam) Pending(i int) int { return len(a.pending[i]) }
+
 // Step applies one Adam step to every parameter, in one launch (see Adam); with zeroGrad
-// the gradients are cleared afterwards, ready for the next accumulation. A parameter whose own step count (see
-// SetLags) is not positive is left as it is (its gradient is zero: no backward pass
-// reached it). An angle tensor's Theta then holds the angles of its values
+// the gradients are cleared afterwards, ready for the next accumulation. A parameter whose
+// own step count (see SetLags) is not positive is left as it is (its gradient is zero: no
+// backward pass reached it); a deferrable one after SetIdle keeps its step for later
+// (SetDeferrable). An angle tensor's Theta then holds the angles of its values
 // (AngleForward), updated or not.
 func (a *Adam) Step(zeroGrad bool) error {
 	if !zeroGrad && a.hasAngles() {
 		return fmt.Errorf("cuda: Adam.Step: an optimiser with angle tensors clears their gradients (zeroGrad)")
 	}
 	a.step++
-	if a.cls == nil || a.classLag == nil {
-		return a.stepEach(zeroGrad)
+	return a.launch(a.programs(zeroGrad), a.all)
+}
+
+// programs is what the coming step (number a.step) does to each tensor, its deferred
+// steps recorded.
+func (a *Adam) programs(zeroGrad bool) []adamProg {
+	progs := make([]adamProg, len(a.slots))
+	if a.pending == nil {
+		a.pending = make([][]adamK, len(a.slots))
+	}
+	for i := range a.slots {
+		t := a.step
+		if a.lags != nil {
+			t -= int(a.lags[i])
+		}
+		wait := a.pending[i]
+		switch {
+		case t <= 0: // not started: no step (and nothing waits)
+			progs[i] = adamProg{steps: wait, clear: zeroGrad}
+			a.pending[i] = nil
+		case a.idle && a.isDeferrable(i) && len(wait) < adamSteps-1:
+			a.pending[i] = append(wait, a.constants(t)) // its gradient is zero: nothing to clear
+		default:
+			progs[i] = adamProg{steps: append(wait, a.constants(t)), grad: true, clear: zeroGrad}
+			a.pending[i] = nil
+		}
+	}
+	a.idle = false
+	return progs
+}
+
+// Flush takes every deferred step now (SetDeferrable), in one launch over the deferrable
+// tensors: before the parameters or the moments are read, or the optimiser changes, and
+// before a forward pass that uses the tensors. A no-op when none waits.
+func (a *Adam) Flush() error {
+	progs := make([]adamProg, len(a.slots))
+	any := false
+	for i := range a.pending {
+		if len(a.pending[i]) > 0 {
+			progs[i], any = adamProg{steps: a.pending[i]}, true
+			a.pending[i] = nil
+		}
+	}
+	if !any {
+		return nil
+	}
+	tb := a.def
+	for i, p := range progs {
+		if len(p.steps) > 0 && !a.isDeferrable(i) {
+			tb = a.all
+		}
+	}
+	return a.launch(progs, tb)
+}
+
+// constants are the step size and bias correction of step number t, at the present
+// learning rate.
+func (a *Adam) constants(t int) adamK {
+	stepSize, bc2Sqrt := adamScalars(t, a.Config)
+	return adamK{stepSize, bc2Sqrt}
+}
+
+// launch applies progs[i] to parameter i, in one launch over the tensors of tb (the
+// others' programs must be empty) where every class's tensors share their program (the
+// usual case), else per tensor (stepEach).
+func (a *Adam) launch(progs []adamProg, tb *adamTables) error {
+	if tb == nil || a.classKey == nil || tb.clsHost == nil || a.perTensor {
+		return a.stepEach(progs)
+	}
+	var byClass [adamClasses]*adamProg
+	for j, i := range tb.idx {
+		c := tb.clsHost[j]
+		if byClass[c] == nil {
+			byClass[c] = &progs[i]
+		} else if !byClass[c].equal(progs[i]) {
+			return a.stepEach(progs)
+		}
+	}
+	prog, K := make([]int32, adamClasses), make([]int32, adamClasses*2*adamSteps)
+	for c, p := range byClass {
+		if p == nil {
+			continue
+		}
+		gs := 15
+		if p.grad {
+			gs = len(p.steps) - 1
+		}
+		prog[c] = int32(len(p.steps) | gs<<4)
+		if p.clear {
+			prog[c] |= 1 << 8
+		}
+		for j, k := range p.steps {
+			K[c*2*adamSteps+2*j] = int32(math.Float32bits(k.stepSize))
+			K[c*2*adamSteps+2*j+1] = int32(math.Float32bits(k.bc2Sqrt))
+		}
+	}
+	if err := a.prog.UploadAsync(prog); err != nil {
+		return err
+	}
+	if err := a.k.UploadAsync(K); err != nil {
+		return err
 	}
 	cfg := a.Config
-	kernel, n := "adam_multi", a.total
-	args := []arg{ptr(a.tab), ptr(a.off), ptr(a.cls), i32(len(a.slots)), i32(a.total)}
-	if a.offq != nil && !a.scalarOnly {
-		kernel, n = "adam_multi_vec4", a.totalq
-		args = []arg{ptr(a.tab), ptr(a.offq), ptr(a.cnt), ptr(a.cls), i32(len(a.slots)), i32(a.totalq)}
+	T := len(tb.idx)
+	kernel, n := "adam_multi", tb.total
+	args := []arg{ptr(tb.tab), ptr(tb.off), ptr(tb.cls), i32(T), i32(tb.total)}
+	if tb.offq != nil && !a.scalarOnly {
+		kernel, n = "adam_multi_vec4", tb.totalq
+		args = []arg{ptr(tb.tab), ptr(tb.offq), ptr(tb.cnt), ptr(tb.cls), i32(T), i32(tb.totalq)}
 	}
-	args = append(args, f32(float32(cfg.Beta2)), f32(float32(1-cfg.Beta1)), f32(float32(1-cfg.Beta2)), f32(float32(cfg.Eps)))
-	active := 0
-	for c := 0; c < adamClasses; c++ {
-		var stepSize, bc2Sqrt float32
-		if c < len(a.classLag) {
-			if t := a.step - int(a.classLag[c]); t > 0 {
-				stepSize, bc2Sqrt = adamScalars(t, cfg)
-				active |= 1 << c
-			}
-		}
-		args = append(args, f32(stepSize), f32(bc2Sqrt))
-	}
-	args = append(args, i32(active), boolArg(zeroGrad), f32(a.angleR))
-	// The tables, then per tensor Adam's work (an angle tensor's also reads θ, maps the
-	// gradient, angle_grad's 6 FLOPs, and writes the new θ, angle_of's ~20, tanhf
-	// counted as 18), or only the gradient's clear when its class takes no step.
-	T := len(a.slots)
-	w := Work{Bytes: words(2*adamPtrs*T, T+1, T)}
+	args = append(args, f32(float32(cfg.Beta2)), f32(float32(1-cfg.Beta1)), f32(float32(1-cfg.Beta2)), f32(float32(cfg.Eps)),
+		ptr(a.prog), ptr(a.k), f32(a.angleR))
+	// The tables and programs, then per tensor Adam's work (an angle tensor's also reads
+	// θ, maps the gradient, angle_grad's 6 FLOPs, and writes the new θ, angle_of's ~20,
+	// tanhf counted as 18), or only the gradient's clear when it takes no step.
+	w := Work{Bytes: words(2*adamPtrs*T, T+1, T, adamClasses*(1+2*adamSteps))}
 	if kernel == "adam_multi_vec4" {
 		w.Bytes += words(T)
 	}
-	for i, s := range a.slots {
-		switch {
-		case active>>a.clsHost[i]&1 == 1:
-			w = w.Add(adamWork(s.p.Len(), zeroGrad))
-			if s.dTheta != nil {
-				w = w.Add(Work{Bytes: words(2 * s.p.Len()), FLOPs: flops(s.p.Len(), 6+20)})
-			}
-		case zeroGrad:
-			w.Bytes += words(s.p.Len())
-		}
+	for _, i := range tb.idx {
+		w = w.Add(progs[i].work(a.slots[i]))
 	}
 	return a.dev.each(kernel, n, w, args...)
 }
 
-// stepEach is Step as one adam_step launch per tensor (and a clear of the gradient of a
-// tensor that takes no step): the path for more lag classes than one launch handles, and
-// the reference the one-launch Step is tested against.
-func (a *Adam) stepEach(zeroGrad bool) error {
-	for i, s := range a.slots {
-		step := a.step
-		if a.lags != nil {
-			step -= int(a.lags[i])
+// work is one tensor's work under program p: the parameter and both moments read and
+// written once whatever its steps, 13 FLOPs a step an element, the gradient read when a
+// step takes it (an angle tensor's θ read and written too) and written when cleared.
+func (p adamProg) work(s adamSlot) Work {
+	n := s.p.Len()
+	var w Work
+	if len(p.steps) > 0 {
+		w = Work{Bytes: words(6 * n), FLOPs: flops(n, 13*len(p.steps))}
+		if p.grad {
+			w.Bytes += words(n)
+			if s.dTheta != nil {
+				w = w.Add(Work{Bytes: words(2 * n), FLOPs: flops(n, 6+20)})
+			}
 		}
+	}
+	if p.clear {
+		w.Bytes += words(n)
+	}
+	return w
+}
+
+// stepEach is launch as adam_step launches per tensor and step (and a clear of the
+// gradient of a tensor that takes no step; its deferred steps with a zero gradient): the
+// path for more classes than one launch handles, and the reference the one-launch Step
+// is tested against.
+func (a *Adam) stepEach(progs []adamProg) error {
+	for i, s := range a.slots {
+		p := progs[i]
 		if s.dTheta != nil {
 			// The raw gradient from the angles' (AngleBackward into the cleared g), then
 			// the angles' cleared: what the one-launch kernels do in one pass.
-			if step > 0 {
+			if p.grad {
 				if err := a.dev.AngleBackward(s.g, s.dTheta, s.theta, a.angleR); err != nil {
 					return fmt.Errorf("parameter %d: %w", i, err)
 				}
 			}
-			if err := s.dTheta.Zero(); err != nil {
-				return fmt.Errorf("parameter %d: %w", i, err)
-			}
-		}
-		if step <= 0 {
-			if zeroGrad {
-				if err := s.g.Zero(); err != nil {
+			if p.clear {
+				if err := s.dTheta.Zero(); err != nil {
 					return fmt.Errorf("parameter %d: %w", i, err)
 				}
 			}
-			continue
 		}
-		if err := a.dev.AdamStep(s.p, s.g, s.m, s.v, step, a.Config, zeroGrad); err != nil {
-			return fmt.Errorf("parameter %d: %w", i, err)
+		for j, k := range p.steps {
+			g, last := s.g, j == len(p.steps)-1
+			if !(p.grad && last) {
+				var err error
+				if g, err = grow(a.dev, &a.zeros, s.p.Len()); err != nil {
+					return fmt.Errorf("parameter %d: %w", i, err)
+				}
+				g = g.Slice(0, s.p.Len())
+			}
+			if err := a.dev.adamStepK(s.p, g, s.m, s.v, k, a.Config, p.clear && p.grad && last); err != nil {
+				return fmt.Errorf("parameter %d: %w", i, err)
+			}
 		}
-		if s.theta != nil {
+		if len(p.steps) == 0 && p.clear {
+			if err := s.g.Zero(); err != nil {
+				return fmt.Errorf("parameter %d: %w", i, err)
+			}
+		}
+		if s.theta != nil && len(p.steps) > 0 {
 			if err := a.dev.AngleForward(s.theta, s.p, a.angleR); err != nil {
 				return fmt.Errorf("parameter %d: %w", i, err)
 			}
@@ -348,6 +599,9 @@ func (a *Adam) hasAngles() bool {
 // Reset zeroes the moments and the step count: the "brand-new Adam optimiser" ConE's
 // schedule creates at each learning-rate decay (docs/training.md §1). Set Config.LR as well.
 func (a *Adam) Reset() error {
+	if err := a.Flush(); err != nil { // the deferred steps of the optimiser that ends
+		return err
+	}
 	a.step = 0
 	for _, s := range a.slots {
 		if err := s.m.Zero(); err != nil {
@@ -362,8 +616,13 @@ func (a *Adam) Reset() error {
 
 // Free releases the moments and the tables (not the parameters or gradients).
 func (a *Adam) Free() error {
-	first := FreeAll(a.tab, a.off, a.cls, a.offq, a.cnt)
-	a.tab, a.off, a.cls, a.offq, a.cnt, a.classLag = nil, nil, nil, nil, nil, nil
+	first := FreeAll(a.prog, a.k, a.zeros)
+	for _, tb := range []*adamTables{a.all, a.def} {
+		if err := tb.free(); err != nil && first == nil {
+			first = err
+		}
+	}
+	a.all, a.def, a.prog, a.k, a.zeros, a.classKey, a.pending = nil, nil, nil, nil, nil, nil, nil
 	for _, s := range a.slots {
 		if err := FreeAll(s.m, s.v); err != nil && first == nil {
 			first = err
@@ -380,10 +639,14 @@ func adamScalars(t int, cfg adam.Config) (stepSize, bc2Sqrt float32) {
 	return f.StepSize, f.BC2Sqrt
 }
 
-// Moments downloads the first and second moments of parameter i.
+// Moments downloads the first and second moments of parameter i, its deferred steps
+// taken first (Flush).
 func (a *Adam) Moments(i int, m, v []float32) error {
 	if i < 0 || i >= len(a.slots) {
 		return fmt.Errorf("cuda: Adam has %d parameters, asked for %d", len(a.slots), i)
+	}
+	if err := a.Flush(); err != nil {
+		return err
 	}
 	if err := a.slots[i].m.Download(m); err != nil {
 		return err
@@ -392,10 +655,13 @@ func (a *Adam) Moments(i int, m, v []float32) error {
 }
 
 // SetState sets the step count and uploads the moments of every parameter (m[i], v[i]
-// each as long as parameter i): a resumed optimiser.
+// each as long as parameter i): a resumed optimiser. Deferred steps are taken first.
 func (a *Adam) SetState(step int, m, v [][]float32) error {
 	if len(m) != len(a.slots) || len(v) != len(a.slots) {
 		return fmt.Errorf("cuda: Adam has %d parameters; state for %d and %d given", len(a.slots), len(m), len(v))
+	}
+	if err := a.Flush(); err != nil {
+		return err
 	}
 	for i, s := range a.slots {
 		if len(m[i]) != s.p.Len() || len(v[i]) != s.p.Len() {

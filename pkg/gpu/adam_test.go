@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 // stepPerTensor is Step through the per-tensor launches (the reference).
 func (a *Adam) stepPerTensor(zeroGrad bool) error {
 	a.step++
-	return a.stepEach(zeroGrad)
+	return a.stepEach(a.programs(zeroGrad))
 }
 
 // testAdamMulti: the one-launch Step against the per-tensor adam_step launches, bit for
@@ -68,7 +69,7 @@ func adamMulti(h *harness, path string) {
 	h.ok(err)
 	defer one.Free()
 	one.scalarOnly = kernel == "scalar"
-	if vec4 := one.offq != nil; vec4 != (kernel != "misaligned") {
+	if vec4 := one.all.offq != nil; vec4 != (kernel != "misaligned") {
 		h.t.Fatalf("%s tensors: the 16-byte path is %v", path, vec4)
 	}
 	ref, err := NewAdamAngles(h.d, cfg, P2, G2, A2, R)
@@ -137,8 +138,8 @@ func adamMulti(h *harness, path string) {
 		}
 		h.ok(one.SetLags(lag))
 		h.ok(ref.SetLags(lag))
-		if oneLaunch, many := one.classLag != nil, step == 10 || step == 11; oneLaunch == many {
-			h.t.Fatalf("step %d: one launch %v with %d lag classes", step, oneLaunch, len(one.classLag))
+		if oneLaunch, many := one.classKey != nil, step == 10 || step == 11; oneLaunch == many {
+			h.t.Fatalf("step %d: one launch %v with %d lag classes", step, oneLaunch, len(one.classKey))
 		}
 		for i, n := range sizes {
 			g := h.uniform(n, -1, 1)
@@ -182,6 +183,154 @@ func bitsEqual(a, b []float32) bool {
 		}
 	}
 	return true
+}
+
+// testAdamDefer: deferred steps (SetDeferrable, SetIdle) against dense steps with zero
+// gradients, bit for bit once flushed, through each path (adam_multi_vec4, adam_multi,
+// stepEach): an angle tensor and plain ones step as usual, three deferrable ones sit out
+// idle steps (at most two waiting: a third idle step in a row takes all three), through a
+// Flush, a Moments (which flushes), a Reset (a learning-rate decay: the waiting steps
+// keep their rate) and a SetState; and an angle tensor cannot be deferred.
+func testAdamDefer(h *harness) {
+	for _, path := range []string{"vec4", "scalar", "each"} {
+		h.t.Run(path, func(t *testing.T) {
+			hh := *h
+			hh.t = t
+			adamDefer(&hh, path)
+		})
+	}
+}
+
+func adamDefer(h *harness, path string) {
+	sizes := []int{301, 7, 1029, 64, 5, 9}
+	deferrable := []int{1, 2, 3}
+	const R = 0.75
+	mk := func() (P, G []*F32, A []AngleGrad) {
+		for i, n := range sizes {
+			P, G = append(P, h.zeros(n)), append(G, h.zeros(n))
+			var ag AngleGrad
+			if i == 0 {
+				ag = AngleGrad{DTheta: h.zeros(n), Theta: h.zeros(n)}
+			}
+			A = append(A, ag)
+		}
+		return P, G, A
+	}
+	P1, G1, A1 := mk()
+	P2, G2, A2 := mk()
+	for i, n := range sizes {
+		p := h.uniform(n, -1, 1)
+		h.ok(P1[i].Upload(p))
+		h.ok(P2[i].Upload(p))
+	}
+	cfg := adam.Default(3e-2)
+	def, err := NewAdamAngles(h.d, cfg, P1, G1, A1, R)
+	h.ok(err)
+	defer def.Free()
+	dense, err := NewAdamAngles(h.d, cfg, P2, G2, A2, R)
+	h.ok(err)
+	defer dense.Free()
+	if err := def.SetDeferrable([]int{0}); err == nil {
+		h.t.Fatalf("SetDeferrable of an angle tensor: no error")
+	}
+	h.ok(def.SetDeferrable(deferrable))
+	for _, a := range []*Adam{def, dense} {
+		a.scalarOnly, a.perTensor = path == "scalar", path == "each"
+	}
+	isDef := func(i int) bool { return slices.Contains(deferrable, i) }
+	same := func(step int, what string, i int, want, got []float32) {
+		h.t.Helper()
+		for k := range want {
+			if math.Float32bits(want[k]) != math.Float32bits(got[k]) {
+				h.t.Fatalf("step %d, tensor %d: %s[%d] = %g, dense %g", step, i, what, k, got[k], want[k])
+			}
+		}
+	}
+	checkAll := func(step int) {
+		h.t.Helper()
+		for i, n := range sizes {
+			m1, v1, m2, v2 := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+			h.ok(def.Moments(i, m1, v1)) // flushes
+			h.ok(dense.Moments(i, m2, v2))
+			same(step, "p", i, h.down(P2[i]), h.down(P1[i]))
+			same(step, "m", i, m2, m1)
+			same(step, "v", i, v2, v1)
+		}
+	}
+	idle := []bool{false, true, true, false, true, false, true, true, true, true, false, true, true, false}
+	waiting := 0
+	for step, id := range idle {
+		switch step {
+		case 7: // a learning-rate decay: a brand-new optimiser; the waiting steps keep their rate
+			for _, a := range []*Adam{def, dense} {
+				a.Config.LR /= 5
+				h.ok(a.Reset())
+			}
+			waiting = 0
+		case 12: // a resumed optimiser
+			m, v := make([][]float32, len(sizes)), make([][]float32, len(sizes))
+			for i, n := range sizes {
+				m[i], v[i] = h.uniform(n, -0.1, 0.1), h.uniform(n, 0, 0.01)
+			}
+			h.ok(def.SetState(30, m, v))
+			h.ok(dense.SetState(30, m, v))
+			waiting = 0
+		}
+		for i, n := range sizes {
+			g := h.uniform(n, -1, 1)
+			if id && isDef(i) {
+				continue // no backward pass wrote it: zero (Adam cleared it)
+			}
+			if i == 0 {
+				th := h.uniform(n, -3, 3)
+				for _, b := range []*F32{A1[i].DTheta, A2[i].DTheta} {
+					h.ok(b.Upload(g))
+				}
+				for _, b := range []*F32{A1[i].Theta, A2[i].Theta} {
+					h.ok(b.Upload(th))
+				}
+				continue
+			}
+			h.ok(G1[i].Upload(g))
+			h.ok(G2[i].Upload(g))
+		}
+		def.SetIdle(id)
+		h.ok(def.Step(true))
+		h.ok(dense.Step(true))
+		switch {
+		case id && waiting < adamSteps-1:
+			waiting++
+		default:
+			waiting = 0
+		}
+		for _, i := range deferrable {
+			if got := def.Pending(i); got != waiting {
+				h.t.Fatalf("step %d: tensor %d has %d steps waiting, want %d", step, i, got, waiting)
+			}
+		}
+		for i := range sizes { // the others step as usual
+			if !isDef(i) {
+				same(step, "p", i, h.down(P2[i]), h.down(P1[i]))
+			}
+		}
+		if waiting > 0 && step == 2 {
+			if slices.Equal(h.down(P1[1]), h.down(P2[1])) {
+				h.t.Fatalf("step %d: a deferred tensor moved", step)
+			}
+		}
+		if step == 2 && path == "vec4" { // two steps waiting: one launch over the deferrable tensors
+			if n := launches(h, func() { h.ok(def.Flush()) }); len(n) != 1 || n["adam_multi_vec4"] != 1 {
+				h.t.Fatalf("Flush launched %v, want adam_multi_vec4 once", n)
+			}
+			waiting = 0
+		}
+		if step == 2 || step == 5 || step == 9 {
+			checkAll(step)
+			waiting = 0
+		}
+	}
+	h.ok(def.Flush())
+	checkAll(len(idle))
 }
 
 // adamReference is the textbook Adam (Kingma & Ba, as torch.optim.Adam computes it), in

@@ -159,6 +159,7 @@ var parityCases = []struct {
 	{"LogitUnion", testLogitUnion},
 	{"Loss", testLoss},
 	{"Adam", testAdam},
+	{"AdamDefer", testAdamDefer},
 	{"AdamOptimiser", testAdamOptimiser},
 	{"AdamMulti", testAdamMulti},
 	{"UploadAsync", testUploadAsync},

@@ -22,6 +22,7 @@ import (
 	"github.com/rocone/rocone/pkg/adam"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/rocone/rocone/pkg/gpu"
 	"github.com/rocone/rocone/pkg/model"
@@ -132,6 +133,18 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 	}
 	angles := m.angleGrads()
 	if m.adam, err = gpu.NewAdamAngles(dev, adam.Default(lr), m.params, m.grads, angles, float32(m.cfg.EmbeddingRange())); err != nil {
+		return nil, err
+	}
+	// The intersection's weights get no gradient from an update without intersections
+	// (a batch of paths): their dense steps wait for the next one that has some, in one
+	// pass (gpu.Adam.SetDeferrable; flushed before anything reads them).
+	var inter []int
+	for i, name := range m.names {
+		if strings.HasPrefix(name, "intersection.") {
+			inter = append(inter, i)
+		}
+	}
+	if err := m.adam.SetDeferrable(inter); err != nil {
 		return nil, err
 	}
 	for range pendingRing {
@@ -284,6 +297,15 @@ func (m *Model) Close() error {
 	return err
 }
 
+// flushAdam takes Adam's deferred steps (gpu.Adam.SetDeferrable), if it is training:
+// before the parameters are read.
+func (m *Model) flushAdam() error {
+	if m.adam == nil {
+		return nil
+	}
+	return m.adam.Flush()
+}
+
 // ResetAdam makes the optimiser brand-new with learning rate lr (docs/training.md §1).
 func (m *Model) ResetAdam(lr float64) error {
 	m.adam.Config.LR = lr
@@ -306,11 +328,14 @@ func (m *Model) AdamSteps() int { return m.adam.Steps() }
 
 // Download copies the parameters into p (same configuration) and, if mo and v are not
 // nil, Adam's moments into them (per tensor, in model.Params.Tensors order). It waits
-// for every pending update.
+// for every pending update (and takes Adam's deferred steps).
 func (m *Model) Download(p *model.Params[float32], mo, v [][]float32) error {
 	ts := p.Tensors()
 	if len(ts) != len(m.params) {
 		return fmt.Errorf("gpumodel: %d parameter tensors on the host, %d on the device", len(ts), len(m.params))
+	}
+	if err := m.flushAdam(); err != nil {
+		return err
 	}
 	for i, t := range ts {
 		if t.Name != m.names[i] || len(t.Data) != m.params[i].Len() {

@@ -212,3 +212,76 @@ func TestRelationRowsOneLaunch(t *testing.T) {
 		})
 	}
 }
+
+// TestIntersectionStepsWait: an update without intersections leaves the intersection's
+// weights' Adam steps waiting (gpu.Adam.SetIdle), every other tensor stepping; the next
+// update with intersections takes them (a Flush before its forward pass: two Adam
+// launches) and leaves none waiting. That the waiting changes no bit of training is
+// pkg/train's TestDeviceTrainingMatchesCPU (with path and other batches in turn).
+func TestIntersectionStepsWait(t *testing.T) {
+	dev := gputest.Emulator(t)
+	cfg := testConfig(model.RoConE, 8)
+	rng := rand.New(rand.NewPCG(1, 2))
+	host := spreadModel(t, cfg, rng)
+	dm, err := New(dev, host, 1e-3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Close()
+	byName := func(name string) *query.Structure {
+		for _, ty := range query.Types {
+			if ty.Name == name {
+				return query.MustParse(ty.Notation)
+			}
+		}
+		t.Fatalf("no type %s", name)
+		return nil
+	}
+	update := func(name string) map[string]int {
+		t.Helper()
+		batch := model.RandomBatch(rng, cfg, []*query.Structure{byName(name)}, 4, 3)
+		prof := gpu.NewProfiler(dev, false)
+		dev.Profile(prof)
+		p, err := dm.Update(batch, rand.New(rand.NewPCG(9, 9)))
+		if err == nil {
+			_, _, _, err = p.Wait()
+		}
+		dev.Profile(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := prof.Records()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, r := range recs {
+			if strings.HasPrefix(r.Kernel, "adam") {
+				n["adam"]++
+			}
+		}
+		return n
+	}
+	waiting := func() (inter, other int) {
+		for i, name := range dm.names {
+			if strings.HasPrefix(name, "intersection.") {
+				inter = max(inter, dm.adam.Pending(i))
+			} else {
+				other = max(other, dm.adam.Pending(i))
+			}
+		}
+		return inter, other
+	}
+	for _, c := range []struct {
+		batch        string
+		launches     int
+		inter, other int
+	}{{"2i", 1, 0, 0}, {"1p", 1, 1, 0}, {"2p", 1, 2, 0}, {"2i", 2, 0, 0}, {"3p", 1, 1, 0}, {"pi", 2, 0, 0}} {
+		n := update(c.batch)
+		inter, other := waiting()
+		if n["adam"] != c.launches || inter != c.inter || other != c.other {
+			t.Errorf("after a %s update: %d Adam launches, %d intersection and %d other steps waiting; want %d, %d, %d",
+				c.batch, n["adam"], inter, other, c.launches, c.inter, c.other)
+		}
+	}
+}

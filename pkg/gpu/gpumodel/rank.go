@@ -55,6 +55,9 @@ func (m *Model) EnqueueRankBatch(b eval.DeviceBatch) (wait func() ([][]int32, er
 	if len(queries) == 0 {
 		return func() ([][]int32, error) { return out, nil }, nil
 	}
+	if err := m.flushAdam(); err != nil {
+		return nil, err
+	}
 	groups, err := m.group(queries)
 	if err != nil {
 		return nil, err
@@ -217,6 +220,9 @@ func (m *Model) coneTable(groups []*group, cones func(group []int) ([]model.Cone
 func (m *Model) EmbedBatch(queries []query.Grounded) ([][]model.Cones[float32], error) {
 	if len(queries) == 0 {
 		return nil, nil
+	}
+	if err := m.flushAdam(); err != nil {
+		return nil, err
 	}
 	groups, err := m.group(queries)
 	if err != nil {

@@ -189,6 +189,17 @@ func (m *Model) newWalk(groups []*group, train bool) (*devWalk, error) {
 	return w, nil
 }
 
+// intersects reports whether the walk has an intersection (and so a gradient of the
+// intersection's weights).
+func (w *devWalk) intersects() bool {
+	for _, lv := range w.levels {
+		if lv.inter.outputs > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // layoutIntersections lays out a level's intersections as one ragged batch whose outputs
 // start at table row first, appending their staged input rows to stage.
 func (w *devWalk) layoutIntersections(lv *devLevel, ops []model.Op, stage []int32, first int) []int32 {

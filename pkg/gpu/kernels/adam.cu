@@ -6,8 +6,13 @@
 //	p ← p − stepSize · m / (sqrt(v)/bc2Sqrt + eps)
 //
 // with stepSize = lr/(1 − β1^t), bc2Sqrt = sqrt(1 − β2^t), 1 − β1 and 1 − β2 computed by
-// the host in double and rounded to float, as PyTorch passes its Python-float scalars. Every element is updated, gradient zero or not (docs/training.md §1). When
-// zeroGrad ≠ 0 the gradient is cleared after it is read, ready for the next step.
+// the host in double and rounded to float, as PyTorch passes its Python-float scalars.
+// Every element is updated, gradient zero or not (docs/training.md §1): a tensor known to
+// have no gradient at an update (the intersection's weights after a batch of paths) may
+// have that step deferred and taken later, in order, with a zero gradient and the step's
+// own constants, before the tensor is next read (adam_program): the same arithmetic, so
+// the same bits, with one pass over the tensor for several steps. The gradient is
+// cleared after it is read when the program says so, ready for the next step.
 //
 // In the one-launch kernels a tensor may be an angle tensor: its parameters x are used as
 // angles θ = π·tanh(x/R) (the entity and relation tables), its g is the gradient of θ, and
@@ -52,18 +57,22 @@ KERNEL adam_step(float* p, float* g, float* m, float* v, int n, float beta2, flo
 	GRID_STRIDE(i, n) { adam_element(p, g, m, v, i, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt, zeroGrad); }
 }
 
-// ADAM_CLASSES is how many step counts one adam_multi launch handles (see there).
+// ADAM_CLASSES is how many classes of tensors one adam_multi launch handles (see there).
 #define ADAM_CLASSES 8
+
+// ADAM_STEPS is the most steps a class takes in one launch: its deferred steps with a zero
+// gradient (Adam.SetIdle: up to ADAM_STEPS − 1), then the step with its gradient.
+#define ADAM_STEPS 3
 
 // ADAM_PTRS is the pointers per tensor in an adam_multi launch's table: p, g, m, v, theta.
 #define ADAM_PTRS 5
 
 // adam_cursor follows one thread of an adam_multi launch through the tensors: the
 // thread's element indices e increase, so its tensor only moves forward, and t, the
-// tensor's pointers and its class's constants change only where e crosses into the next
-// tensor. Tensor t's buffers are ptrs[2·ADAM_PTRS·t …], the device addresses of p, g, m, v
-// and theta (NULL but for an angle tensor), each as two 32-bit halves (low first); its
-// indices are off[t] … off[t+1] − 1.
+// tensor's pointers and its class change only where e crosses into the next tensor.
+// Tensor t's buffers are ptrs[2·ADAM_PTRS·t …], the device addresses of p, g, m, v and
+// theta (NULL but for an angle tensor), each as two 32-bit halves (low first); its indices
+// are off[t] … off[t+1] − 1.
 struct adam_cursor {
 	int t = -1;
 	long long first = 0, next = 0;
@@ -88,128 +97,126 @@ struct adam_cursor {
 	}
 };
 
-// adam_pick8 is x<c>, the constant of class c of a launch's eight.
-__device__ __forceinline__ float adam_pick8(int c, float x0, float x1, float x2, float x3, float x4, float x5, float x6,
-                                            float x7) {
-	switch (c) {
-	case 0: return x0;
-	case 1: return x1;
-	case 2: return x2;
-	case 3: return x3;
-	case 4: return x4;
-	case 5: return x5;
-	case 6: return x6;
-	default: return x7;
-	}
-}
+// adam_program is what one launch does to the tensors of one class (Adam.Step builds it
+// per class, the device reads prog[c] and K[c]): n steps (0 … ADAM_STEPS), step s with
+// step size K[2s] and bias correction K[2s+1]; the gradient is step gs's (gs = n − 1), the
+// others' gradient is zero (the deferred steps of an idle tensor, Adam.SetIdle); and
+// whether the gradient is cleared afterwards. prog = n | gs << 4 | clear << 8, gs = 15:
+// no step takes the gradient (a flush of deferred steps).
+struct adam_program {
+	int n = 0, gs = 15;
+	bool clear = false;
+	float K[2 * ADAM_STEPS];
 
-// The classes' constants, as one launch's arguments list them.
-#define ADAM_CLASS_ARGS                                                                                               \
-	float stepSize0, float bc2Sqrt0, float stepSize1, float bc2Sqrt1, float stepSize2, float bc2Sqrt2, float stepSize3, \
-	    float bc2Sqrt3, float stepSize4, float bc2Sqrt4, float stepSize5, float bc2Sqrt5, float stepSize6,              \
-	    float bc2Sqrt6, float stepSize7, float bc2Sqrt7
-// ADAM_SEEK moves cursor c to element e's tensor and, when it moved, sets steps, stepSize
-// and bc2Sqrt from its class and runs onMove.
-#define ADAM_SEEK(c, e, ptrs, off, cls, T, onMove)                                                                  \
-	if (c.seek(e, ptrs, off, cls, T)) {                                                                           \
-		onMove;                                                                                                   \
-		steps = (active >> c.cls) & 1;                                                                            \
-		stepSize = adam_pick8(c.cls, stepSize0, stepSize1, stepSize2, stepSize3, stepSize4, stepSize5, stepSize6, \
-		                      stepSize7);                                                                         \
-		bc2Sqrt = adam_pick8(c.cls, bc2Sqrt0, bc2Sqrt1, bc2Sqrt2, bc2Sqrt3, bc2Sqrt4, bc2Sqrt5, bc2Sqrt6, bc2Sqrt7); \
+	__device__ __forceinline__ void load(const int* prog, const float* Kc, int c) {
+		const int w = prog[c];
+		n = w & 15;
+		gs = (w >> 4) & 15;
+		clear = (w >> 8) & 1;
+		for (int i = 0; i < 2 * ADAM_STEPS; i++) K[i] = Kc[2 * ADAM_STEPS * c + i];
 	}
+
+	// run applies the program's steps to one element: p, m, v in place, g the gradient
+	// of step gs (an angle tensor's already mapped to x's).
+	__device__ __forceinline__ void run(float& p, float g, float& m, float& v, float beta2, float oneMinusBeta1,
+	                                    float oneMinusBeta2, float eps) const {
+		for (int s = 0; s < ADAM_STEPS; s++)
+			if (s < n) adam_math(p, s == gs ? g : 0.f, m, v, beta2, oneMinusBeta1, oneMinusBeta2, eps, K[2 * s], K[2 * s + 1]);
+	}
+};
 
 // adam_multi is adam_step over several tensors in one launch (adam_cursor: the tensors'
-// buffers and index ranges, off [T+1], off[T] = total). The tensors take different step
-// numbers (a tensor that joined late, Adam.SetLags): tensor t is in class cls[t] <
-// ADAM_CLASSES, whose step size and bias correction are stepSize<c> and bc2Sqrt<c>, and
-// which steps only if bit c of active is set (a class not started yet only has its
-// gradient cleared, with zeroGrad). The element arithmetic is adam_step's, so the results
-// are bit-identical to one adam_step launch per tensor.
+// buffers and index ranges, off [T+1], off[T] = total), each tensor in class cls[t] <
+// ADAM_CLASSES, whose program (adam_program: prog [ADAM_CLASSES], K [ADAM_CLASSES]
+// [2·ADAM_STEPS]) says which steps it takes: the classes group tensors by their own step
+// numbers (a tensor that joined late, Adam.SetLags) and by whether their steps were
+// deferred (Adam.SetIdle). The element arithmetic is adam_step's, step by step, so the
+// results are bit-identical to one adam_step launch per tensor and step.
 KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, int total, float beta2, float oneMinusBeta1,
-                  float oneMinusBeta2, float eps, ADAM_CLASS_ARGS, int active, int zeroGrad, float R) {
+                  float oneMinusBeta2, float eps, const int* prog, const float* K, float R) {
 	adam_cursor c;
-	bool steps = false;
-	float stepSize = 0.f, bc2Sqrt = 0.f;
+	adam_program pr;
 	GRID_STRIDE(e, total) {
-		ADAM_SEEK(c, e, ptrs, off, cls, T, );
+		if (c.seek(e, ptrs, off, cls, T)) pr.load(prog, K, c.cls);
 		const long long i = e - c.first;
-		if (!steps) {
-			if (zeroGrad) c.g[i] = 0.f;
-			continue;
-		}
-		if (c.th) {
+		if (pr.n > 0) {
 			float pi = c.p[i], mi = c.m[i], vi = c.v[i];
-			adam_math(pi, angle_grad(c.g[i], c.th[i], R), mi, vi, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize,
-			          bc2Sqrt);
+			float gi = 0.f;
+			if (pr.gs < pr.n) gi = c.th ? angle_grad(c.g[i], c.th[i], R) : c.g[i];
+			pr.run(pi, gi, mi, vi, beta2, oneMinusBeta1, oneMinusBeta2, eps);
 			c.m[i] = mi;
 			c.v[i] = vi;
 			c.p[i] = pi;
-			c.th[i] = angle_of(pi, R);
-			if (zeroGrad) c.g[i] = 0.f;
-			continue;
+			if (c.th) c.th[i] = angle_of(pi, R);
 		}
-		adam_element(c.p, c.g, c.m, c.v, i, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt, zeroGrad);
+		if (pr.clear) c.g[i] = 0.f;
 	}
 }
 
 // adam_multi_vec4 is adam_multi four elements at a time, with 16-byte loads and stores:
 // four times the bytes in flight per thread, for a kernel that only streams memory (7
-// streams of the parameters' size, 8 with zeroGrad). Its index space is quads: tensor t
+// streams of the parameters' size, 8 with the clear). Its index space is quads: tensor t
 // owns quads offq[t] … offq[t+1] − 1, ⌈cnt[t]/4⌉ of them, the last one partial (its
 // elements past cnt[t] are left alone). Every p, g, m and v must be 16-byte aligned (the
 // host checks, and launches adam_multi otherwise; theta too, for an angle tensor). The
 // arithmetic is adam_math (and angle_grad, angle_of), so the results are bit-identical to
 // adam_multi's, and to angle_bwd, adam_step, then angle_fwd.
 KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, const int* cls, int T, int totalq,
-                       float beta2, float oneMinusBeta1, float oneMinusBeta2, float eps, ADAM_CLASS_ARGS, int active,
-                       int zeroGrad, float R) {
+                       float beta2, float oneMinusBeta1, float oneMinusBeta2, float eps, const int* prog, const float* K,
+                       float R) {
 	adam_cursor c;
-	bool steps = false;
-	float stepSize = 0.f, bc2Sqrt = 0.f;
+	adam_program pr;
 	int n = 0;
 	GRID_STRIDE(e, totalq) {
-		ADAM_SEEK(c, e, ptrs, offq, cls, T, n = cnt[c.t])
+		if (c.seek(e, ptrs, offq, cls, T)) {
+			pr.load(prog, K, c.cls);
+			n = cnt[c.t];
+		}
 		float *p = c.p, *g = c.g, *m = c.m, *v = c.v;
 		const long long i = 4 * (e - c.first);
 		float* th = c.th;
+		const bool grad = pr.gs < pr.n;
 		if (i + 4 > n) { // the tensor's partial last quad, element by element
 			for (long long k = i; k < n; k++) {
-				if (steps) {
+				if (pr.n > 0) {
 					float pk = p[k], mk = m[k], vk = v[k];
-					float gk = th ? angle_grad(g[k], th[k], R) : g[k];
-					adam_math(pk, gk, mk, vk, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt);
+					float gk = 0.f;
+					if (grad) gk = th ? angle_grad(g[k], th[k], R) : g[k];
+					pr.run(pk, gk, mk, vk, beta2, oneMinusBeta1, oneMinusBeta2, eps);
 					m[k] = mk;
 					v[k] = vk;
 					p[k] = pk;
 					if (th) th[k] = angle_of(pk, R);
 				}
-				if (zeroGrad) g[k] = 0.f;
+				if (pr.clear) g[k] = 0.f;
 			}
 			continue;
 		}
 		float4* g4 = (float4*)(g + i);
-		if (!steps) {
-			if (zeroGrad) *g4 = make_float4(0.f, 0.f, 0.f, 0.f);
+		if (pr.n == 0) {
+			if (pr.clear) *g4 = make_float4(0.f, 0.f, 0.f, 0.f);
 			continue;
 		}
 		float4* p4 = (float4*)(p + i);
 		float4* m4 = (float4*)(m + i);
 		float4* v4 = (float4*)(v + i);
-		float4 gv = *g4, pv = *p4, mv = *m4, vv = *v4;
-		if (th) {
-			const float4 tv = *(const float4*)(th + i);
-			gv = make_float4(angle_grad(gv.x, tv.x, R), angle_grad(gv.y, tv.y, R), angle_grad(gv.z, tv.z, R),
-			                 angle_grad(gv.w, tv.w, R));
+		float4 gv = make_float4(0.f, 0.f, 0.f, 0.f), pv = *p4, mv = *m4, vv = *v4;
+		if (grad) {
+			gv = *g4;
+			if (th) {
+				const float4 tv = *(const float4*)(th + i);
+				gv = make_float4(angle_grad(gv.x, tv.x, R), angle_grad(gv.y, tv.y, R), angle_grad(gv.z, tv.z, R),
+				                 angle_grad(gv.w, tv.w, R));
+			}
 		}
-		adam_math(pv.x, gv.x, mv.x, vv.x, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt);
-		adam_math(pv.y, gv.y, mv.y, vv.y, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt);
-		adam_math(pv.z, gv.z, mv.z, vv.z, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt);
-		adam_math(pv.w, gv.w, mv.w, vv.w, beta2, oneMinusBeta1, oneMinusBeta2, eps, stepSize, bc2Sqrt);
+		pr.run(pv.x, gv.x, mv.x, vv.x, beta2, oneMinusBeta1, oneMinusBeta2, eps);
+		pr.run(pv.y, gv.y, mv.y, vv.y, beta2, oneMinusBeta1, oneMinusBeta2, eps);
+		pr.run(pv.z, gv.z, mv.z, vv.z, beta2, oneMinusBeta1, oneMinusBeta2, eps);
+		pr.run(pv.w, gv.w, mv.w, vv.w, beta2, oneMinusBeta1, oneMinusBeta2, eps);
 		*m4 = mv;
 		*v4 = vv;
 		*p4 = pv;
 		if (th) *(float4*)(th + i) = make_float4(angle_of(pv.x, R), angle_of(pv.y, R), angle_of(pv.z, R), angle_of(pv.w, R));
-		if (zeroGrad) *g4 = make_float4(0.f, 0.f, 0.f, 0.f);
+		if (pr.clear) *g4 = make_float4(0.f, 0.f, 0.f, 0.f);
 	}
 }
