@@ -445,6 +445,19 @@ var kernelBenches = []benchCase{
 		}
 		return ls
 	}, stepChoices, stepChoices)},
+	// The GEMMs of ConE's projection MLP in one path update of `cone` at FB15k-237 d=800,
+	// b=512 (2d = H = 1,600): three layers at each of three levels of 512, ~340 and ~170
+	// projections (every query projects at the first level, 2p and 3p at the second, 3p
+	// at the third). With the intersection's, these are 8.1 of a cone step's 12.3 kernel-ms
+	// on an H200, their split-K sums 0.63 ms more: the shapes by-shape-64 is for.
+	{"mlp_step", linearBench(func(s benchSize) []linearLayer {
+		var ls []linearLayer
+		for _, rows := range []int{512, 340, 170} {
+			r := max(1, s.rows*rows/1024)
+			ls = append(ls, linearLayer{r, s.dim, s.dim}, linearLayer{r, s.dim, s.dim}, linearLayer{r, s.dim, s.dim})
+		}
+		return ls
+	}, stepChoices, stepChoices)},
 }
 
 // linearLayer is one linear layer of a GEMM bench: rows × in inputs into out outputs.
@@ -462,19 +475,21 @@ type gemmChoice struct {
 	name         string
 	tile, splits int
 	reg, fixup   bool
+	tiles64      bool // Device.tiles64: unsplit 64×64 tiles where they fill the device
 }
 
 // everyTile: the first version's tiles, the register-staged kernels' two, the pipelined
 // kernels' two (FP32: dW only; the rest register-staged) and the production choice by
 // shape.
-var everyTile = []gemmChoice{{"first", gemmTileFirst, 1, false, false}, {"reg64", 64, 1, true, false},
-	{"reg128", 128, 1, true, false}, {"pipe64", 64, 1, false, false}, {"pipe128", 128, 1, false, false},
-	{"by-shape", gemmTileAuto, 0, false, false}}
+var everyTile = []gemmChoice{{"first", gemmTileFirst, 1, false, false, false}, {"reg64", 64, 1, true, false, false},
+	{"reg128", 128, 1, true, false, false}, {"pipe64", 64, 1, false, false, false}, {"pipe128", 128, 1, false, false, false},
+	{"by-shape", gemmTileAuto, 0, false, false, false}}
 
 // stepChoices: the production choice by shape, with the register-staged kernels only,
 // with the splits summed by the GEMMs' own last blocks, and as it is.
-var stepChoices = []gemmChoice{{"reg-by-shape", gemmTileAuto, 0, true, false},
-	{"by-shape-fixup", gemmTileAuto, 0, false, true}, {"by-shape", gemmTileAuto, 0, false, false}}
+var stepChoices = []gemmChoice{{"reg-by-shape", gemmTileAuto, 0, true, false, false},
+	{"by-shape-fixup", gemmTileAuto, 0, false, true, false}, {"by-shape-64", gemmTileAuto, 0, false, false, true},
+	{"by-shape", gemmTileAuto, 0, false, false, false}}
 
 // linearBench is a bench case of the linear layers that layers gives, forward and
 // backward, one version per FP32 choice and per TF32 choice (named tf32-*). TF32 versions
@@ -541,12 +556,12 @@ func linearBench(layers func(benchSize) []linearLayer, fp32, tf32 []gemmChoice) 
 				name, m = "tf32-"+name, compute.MatmulTF32
 			}
 			return benchVersion{name, reset, func() error {
-				d.gemmTile, d.gemmSplit, d.regStaged, d.splitFixup = g.tile, g.splits, g.reg, g.fixup
+				d.gemmTile, d.gemmSplit, d.regStaged, d.splitFixup, d.tiles64 = g.tile, g.splits, g.reg, g.fixup, g.tiles64
 				if err := d.SetMatmul(m); err != nil {
 					return err
 				}
 				defer func() {
-					d.gemmTile, d.gemmSplit, d.regStaged, d.splitFixup = gemmTileAuto, 0, false, false
+					d.gemmTile, d.gemmSplit, d.regStaged, d.splitFixup, d.tiles64 = gemmTileAuto, 0, false, false, false
 					_ = d.SetMatmul(compute.MatmulFP32) // a known precision: cannot fail
 				}()
 				for i, l := range ls {

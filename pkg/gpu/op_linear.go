@@ -275,11 +275,19 @@ func (d *Device) splitTickets() (*I32, error) {
 // would start a second wave of a few blocks, which costs as much as the first (the kernel
 // bench's 104 tiles, 1024 rows × 3200 → 1600, split 3 ways would be 312 blocks for the
 // 264 slots of 132 SMs).
+//
+// With tiles64 (a policy for the kernel bench to measure against this one), a GEMM whose
+// 128×128 tiles are too few takes 64×64 tiles unsplit when those give every SM a block:
+// no workspace and no gemm_splitk_sum pass (81 launches and 0.63 ms of a cone step on an
+// H200), for half the arithmetic per byte loaded.
 func (d *Device) gemmShape(M, N, K int) (tile, splits int) {
 	sms := d.multiprocessors()
 	blocks := ceilDiv(M, 128) * ceilDiv(N, 128)
 	if blocks >= sms {
 		return 128, 1
+	}
+	if d.tiles64 && ceilDiv(M, 64)*ceilDiv(N, 64) >= sms {
+		return 64, 1
 	}
 	if s := min(2*sms/blocks, K/256); s >= 2 {
 		return 128, s

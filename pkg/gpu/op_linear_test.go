@@ -389,3 +389,54 @@ func checkFusedReLU(h *harness, t *testing.T, name string, up func([]float32) *F
 	h.ok(h.d.LinearBackwardAfterReLU(DXF, nil, nil, DY, XR, W, rows, in, out))
 	same("dx (no dw, db)", DX, DXF)
 }
+
+// testTiles64: Device.tiles64's policy (unsplit 64×64 tiles where the 128×128 ones are too
+// few and the 64×64 ones fill the device) launches the _64 kernels unsplit and gives the
+// bits of unsplit 128×128 tiles (each output summed over k in order); dX and dW, whose
+// 64×64 tiles are too few too, stay split as by default, with the same bits. And the
+// policy's choices, which are off by default.
+func testTiles64(h *harness) {
+	// 11 columns of 64×64 tiles and enough rows of them for every SM (132: 12 rows, 36
+	// tiles of 128); dX and dW have K = 40 columns of tiles, too few either way.
+	sms := h.d.multiprocessors()
+	rows, in, out := 64*ceilDiv(sms, 11), 40, 11*64
+	x, w, b, dy := h.uniform(rows*in, -1, 1), h.uniform(out*in, -0.5, 0.5), h.uniform(out, -1, 1), h.uniform(rows*out, -1, 1)
+	X, W, B, DY := h.up(x), h.up(w), h.up(b), h.up(dy)
+	run := func() (y, dx, dw []float32, names map[string]bool) {
+		Y, DX, DW := h.zeros(rows*out), h.zeros(rows*in), h.zeros(out*in)
+		names = kernelsLaunched(h, func() { h.ok(h.d.LinearForward(Y, X, W, B, rows, in, out)) })
+		h.ok(h.d.LinearBackward(DX, DW, nil, DY, X, W, rows, in, out))
+		return h.down(Y), h.down(DX), h.down(DW), names
+	}
+	defer func() { h.d.tiles64, h.d.gemmTile, h.d.gemmSplit = false, gemmTileAuto, 0 }()
+	h.d.tiles64 = true
+	y64, dx64, dw64, names := run()
+	if !names["gemm_nt_64"] || names["gemm_splitk_sum"] {
+		h.t.Fatalf("tiles64: the forward launched %v, want gemm_nt_64 and no split", names)
+	}
+	h.d.tiles64, h.d.gemmTile, h.d.gemmSplit = false, 128, 1
+	y, _, _, _ := run()
+	h.d.gemmTile, h.d.gemmSplit = gemmTileAuto, 0
+	_, dx, dw, _ := run() // dX and dW: too few 64×64 tiles too, split as by default
+	for _, c := range []struct {
+		what      string
+		want, got []float32
+	}{{"y", y, y64}, {"dx", dx, dx64}, {"dw", dw, dw64}} {
+		if !bitsEqual(c.want, c.got) {
+			h.t.Fatalf("tiles64: %s differs", c.what)
+		}
+	}
+	// The policy itself, at a K long enough to split: by default 128×128 tiles split 2
+	// ways, with tiles64 64×64 unsplit; and 128×128 wherever those fill the device.
+	for _, c := range []struct {
+		tiles64           bool
+		M, N, K           int
+		wantTile, wantSpl int
+	}{{false, rows, out, 520, 128, 2}, {true, rows, out, 520, 64, 1}, {true, 64, out, 520, 128, 2},
+		{true, 2 * rows, 2 * out, 520, 128, 1}} {
+		h.d.tiles64 = c.tiles64
+		if tile, spl := h.d.gemmShape(c.M, c.N, c.K); tile != c.wantTile || spl != c.wantSpl {
+			h.t.Errorf("tiles64 %v, %d×%d×%d: tile %d split %d, want %d and %d", c.tiles64, c.M, c.N, c.K, tile, spl, c.wantTile, c.wantSpl)
+		}
+	}
+}

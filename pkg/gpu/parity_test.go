@@ -140,6 +140,7 @@ var parityCases = []struct {
 	fn   func(h *harness)
 }{
 	{"Linear", testLinear},
+	{"Tiles64", testTiles64},
 	{"LinearTF32", testLinearTF32},
 	{"TF32Round", testTF32Round},
 	{"HalfSincos", testHalfSincos},
