@@ -46,24 +46,7 @@ func adamMulti(h *harness, path string) {
 		}
 		return h.zeros(n)
 	}
-	mk := func() (P, G []*F32, A []AngleGrad) {
-		for i, n := range sizes {
-			P, G = append(P, buf(n)), append(G, buf(n))
-			var ag AngleGrad
-			if isAngle(i) {
-				ag = AngleGrad{DTheta: buf(n), Theta: buf(n)}
-			}
-			A = append(A, ag)
-		}
-		return P, G, A
-	}
-	P1, G1, A1 := mk()
-	P2, G2, A2 := mk()
-	for i, n := range sizes {
-		p := h.uniform(n, -1, 1)
-		h.ok(P1[i].Upload(p))
-		h.ok(P2[i].Upload(p))
-	}
+	P1, G1, A1, P2, G2, A2 := adamTwins(h, sizes, buf, isAngle)
 	cfg := adam.Default(3e-2)
 	one, err := NewAdamAngles(h.d, cfg, P1, G1, A1, R)
 	h.ok(err)
@@ -125,10 +108,7 @@ func adamMulti(h *harness, path string) {
 				h.ok(a.Reset())
 			}
 		case 9: // a resumed optimiser
-			m, v := make([][]float32, len(sizes)), make([][]float32, len(sizes))
-			for i, n := range sizes {
-				m[i], v[i] = h.uniform(n, -0.1, 0.1), h.uniform(n, 0, 0.01)
-			}
+			m, v := randomMoments(h, sizes)
 			h.ok(one.SetState(20, m, v))
 			h.ok(ref.SetState(20, m, v))
 		}
@@ -141,20 +121,8 @@ func adamMulti(h *harness, path string) {
 		if oneLaunch, many := one.classKey != nil, step == 10 || step == 11; oneLaunch == many {
 			h.t.Fatalf("step %d: one launch %v with %d lag classes", step, oneLaunch, len(one.classKey))
 		}
-		for i, n := range sizes {
-			g := h.uniform(n, -1, 1)
-			if isAngle(i) { // the angles' gradient and the forward's angles
-				th := h.uniform(n, -3, 3)
-				for _, b := range []*F32{A1[i].DTheta, A2[i].DTheta} {
-					h.ok(b.Upload(g))
-				}
-				for _, b := range []*F32{A1[i].Theta, A2[i].Theta} {
-					h.ok(b.Upload(th))
-				}
-				continue
-			}
-			h.ok(G1[i].Upload(g))
-			h.ok(G2[i].Upload(g))
+		for i := range sizes {
+			giveGradient(h, i, G1, A1, G2, A2)
 		}
 		zero := step%3 != 0 || angled
 		h.ok(one.Step(zero))
@@ -205,24 +173,7 @@ func adamDefer(h *harness, path string) {
 	sizes := []int{301, 7, 1029, 64, 5, 9}
 	deferrable := []int{1, 2, 3}
 	const R = 0.75
-	mk := func() (P, G []*F32, A []AngleGrad) {
-		for i, n := range sizes {
-			P, G = append(P, h.zeros(n)), append(G, h.zeros(n))
-			var ag AngleGrad
-			if i == 0 {
-				ag = AngleGrad{DTheta: h.zeros(n), Theta: h.zeros(n)}
-			}
-			A = append(A, ag)
-		}
-		return P, G, A
-	}
-	P1, G1, A1 := mk()
-	P2, G2, A2 := mk()
-	for i, n := range sizes {
-		p := h.uniform(n, -1, 1)
-		h.ok(P1[i].Upload(p))
-		h.ok(P2[i].Upload(p))
-	}
+	P1, G1, A1, P2, G2, A2 := adamTwins(h, sizes, h.zeros, func(i int) bool { return i == 0 })
 	cfg := adam.Default(3e-2)
 	def, err := NewAdamAngles(h.d, cfg, P1, G1, A1, R)
 	h.ok(err)
@@ -268,31 +219,15 @@ func adamDefer(h *harness, path string) {
 			}
 			waiting = 0
 		case 12: // a resumed optimiser
-			m, v := make([][]float32, len(sizes)), make([][]float32, len(sizes))
-			for i, n := range sizes {
-				m[i], v[i] = h.uniform(n, -0.1, 0.1), h.uniform(n, 0, 0.01)
-			}
+			m, v := randomMoments(h, sizes)
 			h.ok(def.SetState(30, m, v))
 			h.ok(dense.SetState(30, m, v))
 			waiting = 0
 		}
-		for i, n := range sizes {
-			g := h.uniform(n, -1, 1)
-			if id && isDef(i) {
-				continue // no backward pass wrote it: zero (Adam cleared it)
+		for i := range sizes {
+			if !(id && isDef(i)) { // else no backward pass wrote it: zero (Adam cleared it)
+				giveGradient(h, i, G1, A1, G2, A2)
 			}
-			if i == 0 {
-				th := h.uniform(n, -3, 3)
-				for _, b := range []*F32{A1[i].DTheta, A2[i].DTheta} {
-					h.ok(b.Upload(g))
-				}
-				for _, b := range []*F32{A1[i].Theta, A2[i].Theta} {
-					h.ok(b.Upload(th))
-				}
-				continue
-			}
-			h.ok(G1[i].Upload(g))
-			h.ok(G2[i].Upload(g))
 		}
 		def.SetIdle(id)
 		h.ok(def.Step(true))
@@ -331,6 +266,60 @@ func adamDefer(h *harness, path string) {
 	}
 	h.ok(def.Flush())
 	checkAll(len(idle))
+}
+
+// adamTwins allocates two like sets of an optimiser's tensors of the given sizes (their
+// buffers by buf; tensor i an angle tensor where isAngle(i)), the parameters random and
+// the same in both, the rest zero.
+func adamTwins(h *harness, sizes []int, buf func(int) *F32, isAngle func(int) bool) (P1, G1 []*F32, A1 []AngleGrad, P2, G2 []*F32, A2 []AngleGrad) {
+	mk := func() (P, G []*F32, A []AngleGrad) {
+		for i, n := range sizes {
+			P, G = append(P, buf(n)), append(G, buf(n))
+			var ag AngleGrad
+			if isAngle(i) {
+				ag = AngleGrad{DTheta: buf(n), Theta: buf(n)}
+			}
+			A = append(A, ag)
+		}
+		return P, G, A
+	}
+	P1, G1, A1 = mk()
+	P2, G2, A2 = mk()
+	for i, n := range sizes {
+		p := h.uniform(n, -1, 1)
+		h.ok(P1[i].Upload(p))
+		h.ok(P2[i].Upload(p))
+	}
+	return P1, G1, A1, P2, G2, A2
+}
+
+// randomMoments are an optimiser's moments for tensors of the given sizes, as a resumed
+// run's.
+func randomMoments(h *harness, sizes []int) (m, v [][]float32) {
+	m, v = make([][]float32, len(sizes)), make([][]float32, len(sizes))
+	for i, n := range sizes {
+		m[i], v[i] = h.uniform(n, -0.1, 0.1), h.uniform(n, 0, 0.01)
+	}
+	return m, v
+}
+
+// giveGradient uploads a random gradient of tensor i into both twins (adamTwins): an angle
+// tensor's as the gradient of its angles, with random forward angles.
+func giveGradient(h *harness, i int, G1 []*F32, A1 []AngleGrad, G2 []*F32, A2 []AngleGrad) {
+	n := G1[i].Len()
+	g := h.uniform(n, -1, 1)
+	if A1[i].DTheta != nil {
+		th := h.uniform(n, -3, 3)
+		for _, b := range []*F32{A1[i].DTheta, A2[i].DTheta} {
+			h.ok(b.Upload(g))
+		}
+		for _, b := range []*F32{A1[i].Theta, A2[i].Theta} {
+			h.ok(b.Upload(th))
+		}
+		return
+	}
+	h.ok(G1[i].Upload(g))
+	h.ok(G2[i].Upload(g))
 }
 
 // adamReference is the textbook Adam (Kingma & Ba, as torch.optim.Adam computes it), in

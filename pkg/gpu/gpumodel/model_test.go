@@ -154,6 +154,54 @@ func randomBatch(rng *rand.Rand, cfg model.Config, rounds, k int) *model.Batch {
 	return b
 }
 
+// structureNamed is the named query structure (query.Types).
+func structureNamed(t *testing.T, name string) *query.Structure {
+	t.Helper()
+	for _, ty := range query.Types {
+		if ty.Name == name {
+			return query.MustParse(ty.Notation)
+		}
+	}
+	t.Fatalf("no query type %s", name)
+	return nil
+}
+
+// updateLaunches runs one update of dm on batch, waits for it, and returns how many times
+// it launched each kernel.
+func updateLaunches(t *testing.T, dev *gpu.Device, dm *Model, batch *model.Batch) map[string]int {
+	t.Helper()
+	prof := gpu.NewProfiler(dev, false)
+	dev.Profile(prof)
+	p, err := dm.Update(batch, rand.New(rand.NewPCG(9, 9)))
+	if err == nil {
+		_, _, _, err = p.Wait()
+	}
+	dev.Profile(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := prof.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, r := range recs {
+		n[r.Kernel]++
+	}
+	return n
+}
+
+// launchesWithPrefix sums n's counts of the kernels whose names start with prefix.
+func launchesWithPrefix(n map[string]int, prefix string) int {
+	sum := 0
+	for k, c := range n {
+		if strings.HasPrefix(k, prefix) {
+			sum += c
+		}
+	}
+	return sum
+}
+
 // TestRelationRowsOneLaunch: an update gathers every level's relation rows in one launch
 // and sums their gradients in one, so a 3p batch takes only its two more levels' staging
 // (a gather and a row sum each) more than a 1p batch, for every variant (rocone-se gathers
@@ -165,43 +213,15 @@ func TestRelationRowsOneLaunch(t *testing.T) {
 			cfg := testConfig(v, 8)
 			counts := map[string]map[string]int{}
 			for _, name := range []string{"1p", "3p"} {
-				var st *query.Structure
-				for _, ty := range query.Types {
-					if ty.Name == name {
-						st = query.MustParse(ty.Notation)
-					}
-				}
 				rng := rand.New(rand.NewPCG(1, 2))
 				host := spreadModel(t, cfg, rng)
-				batch := model.RandomBatch(rng, cfg, []*query.Structure{st}, 6, 3)
+				batch := model.RandomBatch(rng, cfg, []*query.Structure{structureNamed(t, name)}, 6, 3)
 				dm, err := New(dev, host, 1e-3)
 				if err != nil {
 					t.Fatal(err)
 				}
-				prof := gpu.NewProfiler(dev, false)
-				dev.Profile(prof)
-				p, err := dm.Update(batch, rand.New(rand.NewPCG(9, 9)))
-				if err == nil {
-					_, _, _, err = p.Wait()
-				}
-				dev.Profile(nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				recs, err := prof.Records()
-				if err != nil {
-					t.Fatal(err)
-				}
-				n := map[string]int{}
-				for _, r := range recs {
-					switch {
-					case strings.HasPrefix(r.Kernel, "gather_rows"):
-						n["gather"]++
-					case strings.HasPrefix(r.Kernel, "rows_sum_csr"):
-						n["rows_sum"]++
-					}
-				}
-				counts[name] = n
+				n := updateLaunches(t, dev, dm, batch)
+				counts[name] = map[string]int{"gather": launchesWithPrefix(n, "gather_rows"), "rows_sum": launchesWithPrefix(n, "rows_sum_csr")}
 				dm.Close()
 			}
 			for _, k := range []string{"gather", "rows_sum"} {
@@ -228,39 +248,10 @@ func TestIntersectionStepsWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dm.Close()
-	byName := func(name string) *query.Structure {
-		for _, ty := range query.Types {
-			if ty.Name == name {
-				return query.MustParse(ty.Notation)
-			}
-		}
-		t.Fatalf("no type %s", name)
-		return nil
-	}
-	update := func(name string) map[string]int {
+	update := func(name string) int {
 		t.Helper()
-		batch := model.RandomBatch(rng, cfg, []*query.Structure{byName(name)}, 4, 3)
-		prof := gpu.NewProfiler(dev, false)
-		dev.Profile(prof)
-		p, err := dm.Update(batch, rand.New(rand.NewPCG(9, 9)))
-		if err == nil {
-			_, _, _, err = p.Wait()
-		}
-		dev.Profile(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, err := prof.Records()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := map[string]int{}
-		for _, r := range recs {
-			if strings.HasPrefix(r.Kernel, "adam") {
-				n["adam"]++
-			}
-		}
-		return n
+		batch := model.RandomBatch(rng, cfg, []*query.Structure{structureNamed(t, name)}, 4, 3)
+		return launchesWithPrefix(updateLaunches(t, dev, dm, batch), "adam")
 	}
 	waiting := func() (inter, other int) {
 		for i, name := range dm.names {
@@ -279,9 +270,9 @@ func TestIntersectionStepsWait(t *testing.T) {
 	}{{"2i", 1, 0, 0}, {"1p", 1, 1, 0}, {"2p", 1, 2, 0}, {"2i", 2, 0, 0}, {"3p", 1, 1, 0}, {"pi", 2, 0, 0}} {
 		n := update(c.batch)
 		inter, other := waiting()
-		if n["adam"] != c.launches || inter != c.inter || other != c.other {
+		if n != c.launches || inter != c.inter || other != c.other {
 			t.Errorf("after a %s update: %d Adam launches, %d intersection and %d other steps waiting; want %d, %d, %d",
-				c.batch, n["adam"], inter, other, c.launches, c.inter, c.other)
+				c.batch, n, inter, other, c.launches, c.inter, c.other)
 		}
 	}
 }
