@@ -380,7 +380,12 @@ func (a *Adam) SetDeferrable(idx []int) error {
 func (a *Adam) SetIdle(idle bool) { a.idle = idle }
 
 // Pending is the number of deferred steps parameter i has waiting.
-func (a *Adam) Pending(i int) int { return len(a.pending[i]) }
+func (a *Adam) Pending(i int) int {
+	if a.pending == nil {
+		return 0
+	}
+	return len(a.pending[i])
+}
 
 // Step applies one Adam step to every parameter, in one launch (see Adam); with zeroGrad
 // the gradients are cleared afterwards, ready for the next accumulation. A parameter whose
