@@ -61,7 +61,7 @@ type Adam struct {
 	perTensor  bool           // the tests' switch to stepEach
 	angleR     float32        // the angle tensors' range R (AngleGrad)
 	classKey   []adamClassKey // per class: its key; nil: more classes than one launch takes
-	prog, k    *Buffer[int32] // [adamClasses] the classes' programs; [adamClasses][2·adamSteps] their constants (as bits)
+	prog       *Buffer[int32] // [adamClasses] the classes' programs, then [adamClasses][2·adamSteps] their constants (as bits): one upload a launch
 
 	// Deferred steps (SetDeferrable, SetIdle): per tensor, whether its steps may wait for
 	// its next gradient, and the zero-gradient steps that wait, oldest first.
@@ -204,10 +204,7 @@ func (a *Adam) upload() (err error) {
 	if a.all, err = a.tables(idx); err != nil || a.all == nil {
 		return err
 	}
-	if a.prog, err = Alloc[int32](a.dev, adamClasses); err != nil {
-		return err
-	}
-	if a.k, err = Alloc[int32](a.dev, adamClasses*2*adamSteps); err != nil {
+	if a.prog, err = Alloc[int32](a.dev, adamClasses*(1+2*adamSteps)); err != nil {
 		return err
 	}
 	a.classKey = []adamClassKey{{}}
@@ -476,7 +473,8 @@ func (a *Adam) launch(progs []adamProg, tb *adamTables) error {
 			return a.stepEach(progs)
 		}
 	}
-	prog, K := make([]int32, adamClasses), make([]int32, adamClasses*2*adamSteps)
+	table := make([]int32, adamClasses*(1+2*adamSteps))
+	prog, K := table[:adamClasses], table[adamClasses:]
 	for c, p := range byClass {
 		if p == nil {
 			continue
@@ -494,10 +492,7 @@ func (a *Adam) launch(progs []adamProg, tb *adamTables) error {
 			K[c*2*adamSteps+2*j+1] = int32(math.Float32bits(k.bc2Sqrt))
 		}
 	}
-	if err := a.prog.UploadAsync(prog); err != nil {
-		return err
-	}
-	if err := a.k.UploadAsync(K); err != nil {
+	if err := a.prog.UploadAsync(table); err != nil {
 		return err
 	}
 	cfg := a.Config
@@ -509,7 +504,7 @@ func (a *Adam) launch(progs []adamProg, tb *adamTables) error {
 		args = []arg{ptr(tb.tab), ptr(tb.offq), ptr(tb.cnt), ptr(tb.cls), i32(T), i32(tb.totalq)}
 	}
 	args = append(args, f32(float32(cfg.Beta2)), f32(float32(1-cfg.Beta1)), f32(float32(1-cfg.Beta2)), f32(float32(cfg.Eps)),
-		ptr(a.prog), ptr(a.k), f32(a.angleR))
+		ptr(a.prog), ptr(a.prog.Slice(adamClasses, 2*adamSteps*adamClasses)), f32(a.angleR))
 	// The tables and programs, then per tensor Adam's work (an angle tensor's also reads
 	// θ, maps the gradient, angle_grad's 6 FLOPs, and writes the new θ, angle_of's ~20,
 	// tanhf counted as 18), or only the gradient's clear when it takes no step.
@@ -621,13 +616,13 @@ func (a *Adam) Reset() error {
 
 // Free releases the moments and the tables (not the parameters or gradients).
 func (a *Adam) Free() error {
-	first := FreeAll(a.prog, a.k, a.zeros)
+	first := FreeAll(a.prog, a.zeros)
 	for _, tb := range []*adamTables{a.all, a.def} {
 		if err := tb.free(); err != nil && first == nil {
 			first = err
 		}
 	}
-	a.all, a.def, a.prog, a.k, a.zeros, a.classKey, a.pending = nil, nil, nil, nil, nil, nil, nil
+	a.all, a.def, a.prog, a.zeros, a.classKey, a.pending = nil, nil, nil, nil, nil, nil
 	for _, s := range a.slots {
 		if err := FreeAll(s.m, s.v); err != nil && first == nil {
 			first = err

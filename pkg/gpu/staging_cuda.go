@@ -49,10 +49,11 @@ type stagingSlot struct {
 	gen   uint64 // downloads: the copies made through the slot, to refuse a stale fetch
 }
 
-// stagingSlots is the ring's length: two uploads an update, three updates a step, two
-// steps in flight (train reads a step's losses after the next step is enqueued): 12, and
-// room to spare, so that reusing a slot never waits in the steady state.
-const stagingSlots = 16
+// stagingSlots is the ring's length: three uploads an update (the walk's two and Adam's
+// programs), three updates a step, two steps in flight (train reads a step's losses after
+// the next step is enqueued): 18, and room to spare, so that reusing a slot never waits
+// in the steady state.
+const stagingSlots = 32
 
 // stagingMin is a slot's smallest buffer; buffers grow to the next power of two.
 const stagingMin = 1 << 20
