@@ -336,14 +336,32 @@ GEMM_FP32(gemm_pipe_nn_64, gemm_pipe, false, false, 64, 64)
 // W[s][m][n] + bias[n]), the splits summed in order s = 0 … S−1 (deterministic), W
 // [S][M][N]. When the rows of a GEMM are too few to give every SM a block (a layer of a
 // few hundred rows and K in the thousands), splitting K gives the device S times the
-// blocks, and this pass costs S·M·N reads. The first way to end a split: the GEMMs now
-// end it themselves (gemm_split_fixup, the same sums); kept for the kernel bench.
+// blocks, and this pass costs S·M·N reads (gemm_split_fixup, the GEMM ending its own
+// split with the same sums, was slower: Device.splitFixup). A thread issues its element's
+// partial sums' loads 8 at a time and then adds them in order, where one load after
+// another put S load latencies in a row (a few hundred rows' pass took ~8 µs); and its
+// (m, n) take a 32-bit division where M·N allows.
 KERNEL gemm_splitk_sum(float* C, int ldc, const float* W, int S, int M, int N, const float* bias, int accumulate,
                        int relu, const float* mask) {
-	GRID_STRIDE(i, (long long)M * N) {
-		const long long m = i / N, n = i % N;
+	const long long MN = (long long)M * N;
+	const bool narrow = MN <= 0x7fffffff;
+	GRID_STRIDE(i, MN) {
+		long long m, n;
+		if (narrow) {
+			const int ii = (int)i, mm = ii / N;
+			m = mm;
+			n = ii - mm * N;
+		} else {
+			m = i / N;
+			n = i - m * N;
+		}
 		float v = W[i];
-		for (int s = 1; s < S; s++) v += W[(long long)s * M * N + i];
+		for (int s0 = 1; s0 < S; s0 += 8) {
+			float w[8];
+			for (int u = 0; u < 8; u++) w[u] = s0 + u < S ? W[(long long)(s0 + u) * MN + i] : 0.f;
+			for (int u = 0; u < 8; u++)
+				if (s0 + u < S) v += w[u];
+		}
 		gemm_epilogue(C, ldc, m, n, v, bias, accumulate, relu, mask);
 	}
 }
