@@ -338,22 +338,13 @@ GEMM_FP32(gemm_pipe_nn_64, gemm_pipe, false, false, 64, 64)
 // few hundred rows and K in the thousands), splitting K gives the device S times the
 // blocks, and this pass costs S·M·N reads (gemm_split_fixup, the GEMM ending its own
 // split with the same sums, was slower: Device.splitFixup). A thread issues its element's
-// partial sums' loads 8 at a time and then adds them in order, and finds its (m, n) by a
-// 32-bit division where M·N allows (a 64-bit one is a subroutine of some 70 instructions).
+// partial sums' loads 8 at a time and then adds them in order (nvcc's unrolling issued
+// them 4 at a time).
 KERNEL gemm_splitk_sum(float* C, int ldc, const float* W, int S, int M, int N, const float* bias, int accumulate,
                        int relu, const float* mask) {
 	const long long MN = (long long)M * N;
-	const bool narrow = MN <= 0x7fffffff;
 	GRID_STRIDE(i, MN) {
-		long long m, n;
-		if (narrow) {
-			const int ii = (int)i, mm = ii / N;
-			m = mm;
-			n = ii - mm * N;
-		} else {
-			m = i / N;
-			n = i - m * N;
-		}
+		const long long m = i / N, n = i % N;
 		float v = W[i];
 		for (int s0 = 1; s0 < S; s0 += 8) {
 			float w[8];
