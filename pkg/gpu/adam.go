@@ -187,6 +187,7 @@ func NewAdamAngles(d *Device, cfg adam.Config, params, grads []*F32, angles []An
 		}
 		a.slots = append(a.slots, adamSlot{p: p, g: grads[i], m: m, v: v, dTheta: ag.DTheta, theta: ag.Theta})
 	}
+	a.pending = make([][]adamK, len(a.slots))
 	if err := a.upload(); err != nil {
 		a.Free()
 		return nil, err
@@ -377,12 +378,7 @@ func (a *Adam) SetDeferrable(idx []int) error {
 func (a *Adam) SetIdle(idle bool) { a.idle = idle }
 
 // Pending is the number of deferred steps parameter i has waiting.
-func (a *Adam) Pending(i int) int {
-	if a.pending == nil {
-		return 0
-	}
-	return len(a.pending[i])
-}
+func (a *Adam) Pending(i int) int { return len(a.pending[i]) }
 
 // Step applies one Adam step to every parameter, in one launch (see Adam); with zeroGrad
 // the gradients are cleared afterwards, ready for the next accumulation. A parameter whose
@@ -402,9 +398,6 @@ func (a *Adam) Step(zeroGrad bool) error {
 // steps recorded.
 func (a *Adam) programs(zeroGrad bool) []adamProg {
 	progs := make([]adamProg, len(a.slots))
-	if a.pending == nil {
-		a.pending = make([][]adamK, len(a.slots))
-	}
 	for i := range a.slots {
 		t := a.step
 		if a.lags != nil {
@@ -441,13 +434,7 @@ func (a *Adam) Flush() error {
 	if !any {
 		return nil
 	}
-	tb := a.def
-	for i, p := range progs {
-		if len(p.steps) > 0 && !a.isDeferrable(i) {
-			tb = a.all
-		}
-	}
-	return a.launch(progs, tb)
+	return a.launch(progs, a.def) // only deferrable tensors wait (SetDeferrable flushes before it changes them)
 }
 
 // constants are the step size and bias correction of step number t, at the present
@@ -567,7 +554,6 @@ func (a *Adam) stepEach(progs []adamProg) error {
 				if g, err = grow(a.dev, &a.zeros, s.p.Len()); err != nil {
 					return fmt.Errorf("parameter %d: %w", i, err)
 				}
-				g = g.Slice(0, s.p.Len())
 			}
 			if err := a.dev.adamStepK(s.p, g, s.m, s.v, k, a.Config, p.clear && p.grad && last); err != nil {
 				return fmt.Errorf("parameter %d: %w", i, err)

@@ -346,7 +346,8 @@ func (d *Device) workspace(kind workspaceKind, n int) (*F32, error) {
 // grow returns the first n elements of the device-owned buffer *b, allocating it on
 // first use (zeroed, by Alloc) and reallocating it larger when n outgrows it (freeing
 // the smaller one, which waits for the kernels using it: during the first cycles only).
-// The caller holds d.workMu.
+// The caller has *b to itself: it holds d.workMu for the device's own buffers (Adam's
+// zero gradient is its own).
 func grow[T Elem](d *Device, b **Buffer[T], n int) (*Buffer[T], error) {
 	w := *b
 	if w == nil || w.Len() < n {

@@ -103,11 +103,11 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 	for _, t := range ts {
 		m.names = append(m.names, t.Name)
 	}
-	if m.params, err = m.allocTensors(ts, "uploading", func(t model.Tensor[float32], b *gpu.F32) error { return b.Upload(t.Data) }); err != nil {
+	if m.params, err = m.allocTensors(ts, true); err != nil {
 		return nil, err
 	}
 	if training {
-		if m.grads, err = m.allocTensors(ts, "allocating the gradient of", nil); err != nil {
+		if m.grads, err = m.allocTensors(ts, false); err != nil {
 			return nil, err
 		}
 	}
@@ -163,11 +163,15 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 // (gpu.IntersectWeights). Their gradients are stacked the same way.
 var stackedTensors = [][2]string{{"intersection.w1", "intersection.w3"}, {"intersection.b1", "intersection.b3"}}
 
-// allocTensors allocates a zeroed device tensor for each of ts (doing what, for errors),
-// each pair of stackedTensors as one allocation when both halves have the same length,
-// a multiple of 4 (so the second half stays 16-byte aligned, as Adam's and the GEMMs'
-// 16-byte paths need), and fills each with fill (nil: zeros).
-func (m *Model) allocTensors(ts []model.Tensor[float32], doing string, fill func(model.Tensor[float32], *gpu.F32) error) ([]*gpu.F32, error) {
+// allocTensors allocates a device tensor for each of ts, each pair of stackedTensors as
+// one allocation when both halves have the same length, a multiple of 4 (so the second
+// half stays 16-byte aligned, as Adam's and the GEMMs' 16-byte paths need), and uploads
+// ts's values into them (upload), or leaves them zero (the gradients).
+func (m *Model) allocTensors(ts []model.Tensor[float32], upload bool) ([]*gpu.F32, error) {
+	doing := "allocating the gradient of"
+	if upload {
+		doing = "uploading"
+	}
 	index := map[string]int{}
 	for i, t := range ts {
 		index[t.Name] = i
@@ -195,8 +199,8 @@ func (m *Model) allocTensors(ts []model.Tensor[float32], doing string, fill func
 			}
 			bufs[i] = b
 		}
-		if fill != nil {
-			if err := fill(t, bufs[i]); err != nil {
+		if upload {
+			if err := bufs[i].Upload(t.Data); err != nil {
 				return bufs, fmt.Errorf("%s %s: %w", doing, t.Name, err)
 			}
 		}

@@ -183,7 +183,8 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *gpu.F64) error {
 	dev, cfg, s := m.dev, m.cfg, w.s
 	R := float32(cfg.EmbeddingRange())
 	w.th = m.angles(s) // mapped by the last update's Adam, or here the first time
-	if w.intersects() {
+	intersects := w.intersects()
+	if intersects {
 		// The intersection's weights take the steps that waited (gpu.Adam.SetIdle) before
 		// the forward pass reads them.
 		s.ok(m.adam.Flush())
@@ -217,6 +218,6 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *gpu.F64) error {
 	// Adam maps the angles' gradients to the raw tables' as it reads them, clears every
 	// gradient and maps the new values to angles (gpu.AngleGrad); without intersections
 	// the intersection's weights have no gradient, and their steps wait (SetIdle).
-	m.adam.SetIdle(!w.intersects())
+	m.adam.SetIdle(!intersects)
 	return m.adamStep()
 }

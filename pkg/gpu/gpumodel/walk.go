@@ -47,14 +47,14 @@ type devWalk struct {
 	// level's Project (they are parameters, known before the walk), and their gradients
 	// summed into the relation tables in one launch at the last ProjectBackward: level l's
 	// block is rows devLevel.relRow … of relAll ([nRel][P][d] each, as relIDs).
-	relIDs      int      // ints part: every level's relation ids (and + relations: their apertures), level after level
-	relIx       rowIndex // training: their CSR over nRel·relations rows
-	relRows     int      // rows of relIDs
-	relFirst    int      // the lowest level with projections, whose ProjectBackward is the last
-	relAll      *gpu.F32 // [relRows][d] the gathered relation angles
-	relShiftAll *gpu.F32 // rocone-se: [relRows][d] the gathered shifts (nRel = 1)
-	dRelAll     *gpu.F32 // training: their gradients, as relAll
-	dShiftAll   *gpu.F32
+	relIDs       int      // ints part: every level's relation ids (and + relations: their apertures), level after level
+	relIx        rowIndex // training: their CSR over nRel·relations rows
+	relRows      int      // rows of relIDs
+	relFirst     int      // the lowest level with projections, whose ProjectBackward is the last
+	relAll       *gpu.F32 // [relRows][d] the gathered relation angles
+	relShiftAll  *gpu.F32 // rocone-se: [relRows][d] the gathered shifts (nRel = 1)
+	dRelAll      *gpu.F32 // training: their gradients, as relAll
+	dRelShiftAll *gpu.F32
 }
 
 // devLevel is one level's layout, and its device buffers while the walk runs.
@@ -449,7 +449,7 @@ func (w *devWalk) ProjectBackward(l int, _ []model.Op) error {
 	if w.dRelAll == nil { // the highest level with projections: every level's gradients
 		w.dRelAll = s.take(w.relRows * d)
 		if w.relShiftAll != nil {
-			w.dShiftAll = s.take(w.relRows * d)
+			w.dRelShiftAll = s.take(w.relRows * d)
 		}
 	}
 	if s.err != nil {
@@ -457,7 +457,7 @@ func (w *devWalk) ProjectBackward(l int, _ []model.Op) error {
 	}
 	lv.dRelAng = w.dRelAll.Slice(lv.relRow*d, lv.relAng.Len())
 	if lv.relShift != nil {
-		lv.dRelShift = w.dShiftAll.Slice(lv.relRow*d, P*d)
+		lv.dRelShift = w.dRelShiftAll.Slice(lv.relRow*d, P*d)
 	}
 	dRelAxis, dRelAperture := lv.dRelAng.Slice(0, P*d), (*gpu.F32)(nil)
 	if relAperture := lv.aperture(P, d); relAperture != nil {
@@ -479,8 +479,8 @@ func (w *devWalk) ProjectBackward(l int, _ []model.Op) error {
 	}
 	if l == w.relFirst { // the walk's last ProjectBackward: every level's relation gradients
 		s.ok(dev.RowsSum(w.dThRel, w.dRelAll, w.relIx.on(w.iv), d))
-		if w.dShiftAll != nil {
-			s.ok(dev.RowsSum(m.g.relShift, w.dShiftAll, w.relIx.on(w.iv), d))
+		if w.dRelShiftAll != nil {
+			s.ok(dev.RowsSum(m.g.relShift, w.dRelShiftAll, w.relIx.on(w.iv), d))
 		}
 	}
 	return w.levelErr(l, "project backward")
