@@ -6,34 +6,26 @@ import (
 )
 
 // lossHead is the training head's layout: every query's DNF branch roots scored against
-// its candidates (positive first) in one batch, the max over branches, and the loss
-// (docs/model.md §6, §9), as pkg/model's LossTape computes it group by group.
+// its candidates (positive first) in one batch, and the loss from their distances
+// (gpu.LossHeadForward: the logits, the max over branches and the loss in one pass), as
+// pkg/model's LossTape computes it group by group.
 //
 // The queries are ordered by class (the groups with the same number of DNF branches),
 // and a class's root cones as [nb][q], so that all branches of all queries are scored in
-// one launch and the max over branches is one launch per class.
+// one launch.
 type lossHead struct {
-	classes  []headClass
+	classes  []gpu.LossClass
 	Q, k     int
 	roots    int // root rows: Σ nb·q over the classes
 	rootIdx  int // ints part [2·roots]: the table rows of the roots (axes, then half-apertures)
 	scatter  rowIndex
 	cand     int // ints part [roots][K]: each root row's candidates
 	candIx   rowIndex
+	table    int      // ints part: the classes (gpu.LossClassTable)
 	weight   int      // floats part [Q]: the subsampling weights, in class order
 	stats    *gpu.F64 // where the loss goes
 	rootsBuf *gpu.F32
 	dist     *gpu.F32
-	logits   *gpu.F32
-	pos, neg *gpu.F32
-}
-
-// headClass is the queries of the groups with nb DNF branches.
-type headClass struct {
-	nb, q   int // branches, queries
-	qOff    int // the first query's position in the loss order
-	rootOff int // the first root row
-	arg     *gpu.I32
 }
 
 // layoutLoss lays out the loss head of batch b into the walk's slabs; the loss will go to
@@ -53,9 +45,9 @@ func (w *devWalk) layoutLoss(b *model.Batch, stats *gpu.F64) *lossHead {
 	hb := &m.hostBufs
 	rows, cand, weight := hb.rows[:0], hb.cand[:0], hb.weight[:0]
 	for _, nb := range nbs {
-		c := headClass{nb: nb, qOff: h.Q, rootOff: len(rows)}
+		c := gpu.LossClass{Branches: nb, QueryOff: h.Q, RootOff: len(rows)}
 		for _, gi := range byNB[nb] {
-			c.q += w.groups[gi].n
+			c.Queries += w.groups[gi].n
 			for _, q := range w.groups[gi].queries {
 				weight = append(weight, float32(b.Weight[q]))
 			}
@@ -70,7 +62,7 @@ func (w *devWalk) layoutLoss(b *model.Batch, stats *gpu.F64) *lossHead {
 				cand = append(cand, g.cand...)
 			}
 		}
-		h.Q += c.q
+		h.Q += c.Queries
 		h.classes = append(h.classes, c)
 	}
 	h.roots = len(rows)
@@ -83,38 +75,29 @@ func (w *devWalk) layoutLoss(b *model.Batch, stats *gpu.F64) *lossHead {
 	h.cand = w.ints.add(cand)
 	h.candIx = w.addCSR(cand, m.cfg.NumEntities)
 	h.weight = w.floats.add(weight)
+	hb.classes = gpu.LossClassTable(hb.classes[:0], h.classes)
+	h.table = w.ints.add(hb.classes)
 	hb.rows, hb.cand, hb.weight = rows, cand, weight // copied into the slabs: reusable
 	return h
+}
+
+// layout is the head's gpu.LossHead, its class table on the device.
+func (h *lossHead) layout(w *devWalk) gpu.LossHead {
+	return gpu.LossHead{Classes: h.classes, Table: w.iv[h.table], Q: h.Q, K: h.k + 1}
 }
 
 // forward scores the roots against their candidates and enqueues the loss into h.stats.
 func (h *lossHead) forward(w *devWalk) error {
 	m, s := w.m, w.s
-	dev, d, k := m.dev, m.cfg.Dim, h.k
-	K := k + 1
-	h.rootsBuf, h.dist, h.logits = s.take(2*h.roots*d), s.take(h.roots*K), s.take(h.roots*K)
-	h.pos, h.neg = s.take(h.Q), s.take(h.Q*k)
+	dev, d, K := m.dev, m.cfg.Dim, h.k+1
+	h.rootsBuf, h.dist = s.take(2*h.roots*d), s.take(h.roots*K)
 	if s.err != nil {
 		return s.err
 	}
 	roots := w.cones(h.rootsBuf, h.roots, 0, h.roots)
 	s.ok(dev.GatherRows(h.rootsBuf, w.table, w.iv[h.rootIdx], d))
 	s.ok(dev.DistanceForward(h.dist, roots.Axis, roots.Half, w.th.ent, w.iv[h.cand], h.roots, K, d, float32(m.cfg.CenterReg)))
-	s.ok(dev.LogitForward(h.logits, h.dist, m.p.modulus, float32(m.cfg.Gamma)))
-	for i := range h.classes {
-		c := &h.classes[i]
-		score := h.logits.Slice(c.rootOff*K, c.nb*c.q*K)
-		if c.nb > 1 {
-			logits := score
-			score, c.arg = s.take(c.q*K), s.takeI(c.q*K)
-			if s.err != nil {
-				return s.err
-			}
-			s.ok(dev.UnionMaxForward(score, c.arg, logits, c.nb))
-		}
-		s.ok(dev.SplitScores(h.pos.Slice(c.qOff, c.q), h.neg.Slice(c.qOff*k, c.q*k), score, c.q, K))
-	}
-	s.ok(dev.LossForward(h.stats, h.pos, h.neg, w.fv[h.weight], h.Q, k))
+	s.ok(dev.LossHeadForward(h.stats, h.dist, m.p.modulus, w.fv[h.weight], h.layout(w), float32(m.cfg.Gamma)))
 	return s.err
 }
 
@@ -122,29 +105,12 @@ func (h *lossHead) forward(w *devWalk) error {
 // the modulus.
 func (h *lossHead) backward(w *devWalk) error {
 	m, s := w.m, w.s
-	dev, d, k := m.dev, m.cfg.Dim, h.k
-	K := k + 1
-	dPos, dNeg, dLogits, dDist := s.take(h.Q), s.take(h.Q*k), s.take(h.roots*K), s.take(h.roots*K)
-	dRootsBuf := s.take(2 * h.roots * d)
+	dev, d, K := m.dev, m.cfg.Dim, h.k+1
+	dDist, dRootsBuf := s.take(h.roots*K), s.take(2*h.roots*d)
 	if s.err != nil {
 		return s.err
 	}
-	s.ok(dev.LossBackward(dPos, dNeg, h.pos, h.neg, w.fv[h.weight], h.stats, h.Q, k, 1))
-	for i := range h.classes {
-		c := &h.classes[i]
-		dl := dLogits.Slice(c.rootOff*K, c.nb*c.q*K)
-		dScore := dl
-		if c.nb > 1 {
-			if dScore = s.take(c.q * K); s.err != nil {
-				return s.err
-			}
-		}
-		s.ok(dev.SplitScoresBackward(dScore, dPos.Slice(c.qOff, c.q), dNeg.Slice(c.qOff*k, c.q*k), c.q, K))
-		if c.nb > 1 {
-			s.ok(dev.UnionMaxBackward(dl, dScore, c.arg))
-		}
-	}
-	s.ok(dev.LogitBackward(dDist, m.g.modulus, dLogits, h.dist, m.p.modulus))
+	s.ok(dev.LossHeadBackward(dDist, m.g.modulus, h.dist, m.p.modulus, w.fv[h.weight], h.stats, h.layout(w), float32(m.cfg.Gamma), 1))
 	roots, dRoots := w.cones(h.rootsBuf, h.roots, 0, h.roots), w.cones(dRootsBuf, h.roots, 0, h.roots)
 	candIx := h.candIx.on(w.iv)
 	s.ok(dev.DistanceBackward(dRoots.Axis, dRoots.Half, w.dThEnt, dDist, roots.Axis, roots.Half, w.th.ent, w.iv[h.cand],

@@ -42,6 +42,7 @@ type hostBufs struct {
 	intOffs, fltOffs [][2]int
 	csr              gpu.RowIndex
 	rows, cand       []int32
+	classes          []int32 // the loss head's class table
 	weight           []float32
 }
 

@@ -163,7 +163,7 @@ func TestEntries(t *testing.T) {
 		}
 		seen[e.Name] = true
 	}
-	for _, name := range []string{"distance_fwd", "gemm_nt", "adam_step", "loss_fwd_terms"} {
+	for _, name := range []string{"distance_fwd", "gemm_nt", "adam_step", "loss_head_fwd_terms"} {
 		if !seen[name] {
 			t.Errorf("kernel %s missing", name)
 		}

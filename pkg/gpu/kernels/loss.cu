@@ -30,41 +30,133 @@ __device__ __forceinline__ double log_sigmoid(double x) { return fmin(x, 0.0) - 
 
 __device__ __forceinline__ double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
 
-// The loss in two launches, so that its transcendentals spread over the device (one block
-// took 0.1 ms an update at b=512, n=128): loss_fwd_terms computes each query's three
-// terms, a warp per query (LOSS_QUERIES per block) with its lanes over the negatives, and
-// loss_fwd_sum adds them up in one block. Both sum in a fixed order: deterministic.
+// The loss's transcendentals spread over the device (one block took 0.1 ms an update at
+// b=512, n=128): loss_head_fwd_terms computes each query's three terms, a warp per query
+// (LOSS_QUERIES per block) with its lanes over the negatives, and loss_head_fwd_sum adds
+// them up in one block.
 #define LOSS_QUERIES 8
 
-// part [3][Q] = w_q, w_q·log σ(pos_q), w_q·(1/k)·Σ_j log σ(−neg_qj).
-// Blocks of 32·LOSS_QUERIES threads.
-KERNEL loss_fwd_terms(double* part, const float* pos, const float* neg, const float* w, int Q, int k) {
+// logit_of is the logit γ − m·dist: logit_fwd's, and the loss head's (one function, so the
+// same bits).
+__device__ __forceinline__ float logit_of(float gamma, float m, float dist) { return gamma - m * dist; }
+
+// logit[i] = γ − m·dist[i], with the modulus m read from the device (modulus[0]).
+KERNEL logit_fwd(float* logit, const float* dist, const float* modulus, float gamma, int n) {
+	float m = modulus[0];
+	GRID_STRIDE(i, n) { logit[i] = logit_of(gamma, m, dist[i]); }
+}
+
+// score[i] = max_b branches[b][i], arg[i] = the first b attaining it; branches [nb][n].
+KERNEL union_max_fwd(float* score, int* arg, const float* branches, int nb, int n) {
+	GRID_STRIDE(i, n) {
+		float s = branches[i];
+		int a = 0;
+		for (int b = 1; b < nb; b++) {
+			float v = branches[(long long)b * n + i];
+			if (v > s) {
+				s = v;
+				a = b;
+			}
+		}
+		score[i] = s;
+		arg[i] = a;
+	}
+}
+
+// ---------------------------------------------------------------------------------------
+// The loss head (Device.LossHeadForward, LossHeadBackward): from the distances of every
+// query's DNF branch roots to its candidates (the positive first) straight to the loss and
+// back, two launches each way, where the logits, the union's max, the split into positives
+// and negatives and the loss took a launch and a temporary each (nine to eleven launches
+// an update; logit_fwd and union_max_fwd above remain for ranking). The queries come in classes, those with the
+// same number of branches nb; cls [ncls][4] holds each class's (nb, q, root, qoff): its q
+// queries are the loss's queries qoff … qoff+q−1, and its branch roots are the rows
+// root … root+nb·q−1 of dist [roots][K], branch-major ([nb][q]). The classes are
+// consecutive in both (LossHead's checks).
+struct head_class {
+	int nb, q, root, qoff;
+};
+
+__device__ __forceinline__ head_class head_class_at(const int* cls, int i) {
+	head_class c;
+	c.nb = cls[4 * i];
+	c.q = cls[4 * i + 1];
+	c.root = cls[4 * i + 2];
+	c.qoff = cls[4 * i + 3];
+	return c;
+}
+
+// The class of the loss's query g.
+__device__ __forceinline__ head_class head_class_of_query(const int* cls, int ncls, long long g) {
+	head_class c = head_class_at(cls, 0);
+	for (int i = 1; i < ncls && g >= (long long)c.qoff + c.q; i++) c = head_class_at(cls, i);
+	return c;
+}
+
+// The class of dist's root row r.
+__device__ __forceinline__ head_class head_class_of_root(const int* cls, int ncls, long long r) {
+	head_class c = head_class_at(cls, 0);
+	for (int i = 1; i < ncls && r >= (long long)c.root + (long long)c.nb * c.q; i++) c = head_class_at(cls, i);
+	return c;
+}
+
+// The score of candidate j of query ql of class c: the max over its branches of their
+// logits, and in *arg the first branch attaining it (union_max_fwd's order, so its bits).
+__device__ __forceinline__ float head_score(const float* dist, head_class c, long long ql, int j, int K, float m, float gamma,
+                                            int* arg) {
+	const long long r = c.root + ql;
+	float s = logit_of(gamma, m, dist[r * K + j]);
+	int a = 0;
+	for (int b = 1; b < c.nb; b++) {
+		const float v = logit_of(gamma, m, dist[(r + (long long)b * c.q) * K + j]);
+		if (v > s) {
+			s = v;
+			a = b;
+		}
+	}
+	*arg = a;
+	return s;
+}
+
+// part [3][Q] = w_g, w_g·log σ(pos_g), w_g·(1/k)·Σ_j log σ(−neg_gj) for the loss's queries
+// g, k = K − 1, their scores from dist (head_score).
+// A warp per query, LOSS_QUERIES per block of 32·LOSS_QUERIES threads, grid-strided.
+KERNEL loss_head_fwd_terms(double* part, const float* dist, const int* cls, int ncls, const float* modulus, float gamma,
+                           const float* w, int Q, int K) {
 	__shared__ double red[LOSS_QUERIES][32];
-	int lane = threadIdx.x & 31, row = threadIdx.x >> 5;
+	const int lane = threadIdx.x & 31, row = threadIdx.x >> 5, k = K - 1;
+	const float m = modulus[0];
 	for (long long q0 = (long long)blockIdx.x * LOSS_QUERIES; q0 < Q; q0 += (long long)gridDim.x * LOSS_QUERIES) {
-		long long q = q0 + row;
+		const long long g = q0 + row;
 		double s = 0.0;
-		if (q < Q)
-			for (int j = lane; j < k; j += 32) s += log_sigmoid(-(double)neg[q * k + j]);
+		head_class c = head_class_at(cls, 0);
+		if (g < Q) {
+			c = head_class_of_query(cls, ncls, g);
+			for (int j = lane; j < k; j += 32) {
+				int a;
+				s += log_sigmoid(-(double)head_score(dist, c, g - c.qoff, j + 1, K, m, gamma, &a));
+			}
+		}
 		red[row][lane] = s;
 		__syncthreads();
 		for (int h = 16; h > 0; h >>= 1) {
 			if (lane < h) red[row][lane] += red[row][lane + h];
 			__syncthreads();
 		}
-		if (lane == 0 && q < Q) {
-			double wq = (double)w[q];
-			part[q] = wq;
-			part[Q + q] = wq * log_sigmoid((double)pos[q]);
-			part[2LL * Q + q] = wq * red[row][0] / (double)k;
+		if (lane == 0 && g < Q) {
+			int a;
+			const double wq = (double)w[g];
+			part[g] = wq;
+			part[Q + g] = wq * log_sigmoid((double)head_score(dist, c, g - c.qoff, 0, K, m, gamma, &a));
+			part[2LL * Q + g] = wq * red[row][0] / (double)k;
 		}
 		__syncthreads();
 	}
 }
 
-// stats[0..3] = L, L_pos, L_neg, Σw from loss_fwd_terms' part [3][Q]. One block of
+// stats[0..3] = L, L_pos, L_neg, Σw from loss_head_fwd_terms' part [3][Q]. One block of
 // REDUCE_THREADS threads.
-KERNEL loss_fwd_sum(double* stats, const double* part, int Q) {
+KERNEL loss_head_fwd_sum(double* stats, const double* part, int Q) {
 	__shared__ double red[REDUCE_THREADS];
 	double sw = 0.0, sp = 0.0, sn = 0.0;
 	for (int q = threadIdx.x; q < Q; q += blockDim.x) {
@@ -85,97 +177,48 @@ KERNEL loss_fwd_sum(double* stats, const double* part, int Q) {
 	}
 }
 
-// Adds the gradient of L (times dLoss) into dPos [Q] and dNeg [Q][k]:
-//	∂L/∂pos_q = −w_q·σ(−pos_q)/(2Σw),  ∂L/∂neg_qj = w_q·σ(neg_qj)/(2kΣw),
-// with Σw = stats[3] from loss_fwd (read on the device: no round trip).
-KERNEL loss_bwd(float* dPos, float* dNeg, const float* pos, const float* neg, const float* w, const double* stats, int Q, int k,
-                double dLoss) {
-	double sumW = stats[3];
-	GRID_STRIDE(e, (long long)Q * (k + 1)) {
-		if (e < Q) {
-			double c = dLoss * (double)w[e] / (2.0 * sumW);
-			dPos[e] += (float)(-c * sigmoid_d(-(double)pos[e]));
-		} else {
-			long long j = e - Q;
-			long long q = j / k;
-			double c = dLoss * (double)w[q] / (2.0 * sumW);
-			dNeg[j] += (float)(c / (double)k * sigmoid_d((double)neg[j]));
-		}
-	}
-}
-
-// logit[i] = γ − m·dist[i], with the modulus m read from the device (modulus[0]).
-KERNEL logit_fwd(float* logit, const float* dist, const float* modulus, float gamma, int n) {
-	float m = modulus[0];
-	GRID_STRIDE(i, n) { logit[i] = gamma - m * dist[i]; }
-}
-
-// dDist[i] −= m·dLogit[i].
-KERNEL logit_bwd(float* dDist, const float* dLogit, const float* modulus, int n) {
-	float m = modulus[0];
-	GRID_STRIDE(i, n) { dDist[i] -= m * dLogit[i]; }
-}
-
-// dModulus[0] += −Σ_i dLogit[i]·dist[i], summed in double in two launches:
-// logit_bwd_modulus_part's block b sums i ≡ b·REDUCE_THREADS + t (mod gridDim.x·REDUCE_THREADS)
-// into part[b], and logit_bwd_modulus_sum adds the parts in one block. The grid is fixed
-// by n (Device.LogitBackward), so the order is too: deterministic.
-KERNEL logit_bwd_modulus_part(double* part, const float* dLogit, const float* dist, int n) {
+// The loss's gradient (times dLoss) down to the distances: writes dDist [n = roots·K],
+// each element −m·∂L/∂logit where its branch is the one its score took (head_score) and
+// 0 elsewhere,
+//	∂L/∂pos_g = −w_g·σ(−pos_g)/(2Σw),  ∂L/∂neg_gj = w_g·σ(neg_gj)/(2kΣw),
+// Σw = stats[3] (loss_head_fwd_sum's, read on the device); and block b's share of
+// ∂L/∂m = −Σ_i ∂L/∂logit_i·dist_i into part[b], element i ≡ b·REDUCE_THREADS + t (mod
+// gridDim.x·REDUCE_THREADS), for loss_head_bwd_modulus to add up. The grid is fixed by n
+// (Device.LossHeadBackward), so the order of the sums is too: deterministic. ∂L/∂logit is
+// rounded to float before it is used, as model.LossBackward stores it.
+KERNEL loss_head_bwd(float* dDist, double* part, const float* dist, const int* cls, int ncls, const float* modulus, float gamma,
+                     const float* w, const double* stats, int K, double dLoss, int n) {
 	__shared__ double red[REDUCE_THREADS];
+	const float m = modulus[0];
+	const double sumW = stats[3];
+	const int k = K - 1;
 	double s = 0.0;
-	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		s -= (double)dLogit[i] * (double)dist[i];
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		const long long r = i / K;
+		const int j = (int)(i - r * K);
+		const head_class c = head_class_of_root(cls, ncls, r);
+		const long long b = (r - c.root) / c.q, ql = r - c.root - b * c.q;
+		int a;
+		const float score = head_score(dist, c, ql, j, K, m, gamma, &a);
+		float dLogit = 0.f;
+		if (a == b) {
+			const double cw = dLoss * (double)w[c.qoff + ql] / (2.0 * sumW);
+			dLogit = j == 0 ? (float)(-cw * sigmoid_d(-(double)score)) : (float)(cw / (double)k * sigmoid_d((double)score));
+		}
+		float dd = 0.f;
+		dd -= m * dLogit;
+		dDist[i] = dd;
+		s -= (double)dLogit * (double)dist[i];
+	}
 	s = block_sum(red, s);
 	if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
 
 // dModulus[0] += Σ_b part[b], b < parts. One block of REDUCE_THREADS threads.
-KERNEL logit_bwd_modulus_sum(float* dModulus, const double* part, int parts) {
+KERNEL loss_head_bwd_modulus(float* dModulus, const double* part, int parts) {
 	__shared__ double red[REDUCE_THREADS];
 	double s = 0.0;
 	for (int b = threadIdx.x; b < parts; b += blockDim.x) s += part[b];
 	s = block_sum(red, s);
 	if (threadIdx.x == 0) dModulus[0] += (float)s;
-}
-
-// score[i] = max_b branches[b][i], arg[i] = the first b attaining it; branches [nb][n].
-KERNEL union_max_fwd(float* score, int* arg, const float* branches, int nb, int n) {
-	GRID_STRIDE(i, n) {
-		float s = branches[i];
-		int a = 0;
-		for (int b = 1; b < nb; b++) {
-			float v = branches[(long long)b * n + i];
-			if (v > s) {
-				s = v;
-				a = b;
-			}
-		}
-		score[i] = s;
-		arg[i] = a;
-	}
-}
-
-// dBranches[arg[i]][i] += dScore[i].
-KERNEL union_max_bwd(float* dBranches, const float* dScore, const int* arg, int n) {
-	GRID_STRIDE(i, n) { dBranches[(long long)arg[i] * n + i] += dScore[i]; }
-}
-
-// Splits scores [n][K] (column 0 the positive, then K−1 negatives) into pos [n] and
-// neg [n][K−1].
-KERNEL split_scores(float* pos, float* neg, const float* score, int n, int K) {
-	GRID_STRIDE(i, (long long)n * K) {
-		long long r = i / K, j = i - r * K;
-		if (j == 0)
-			pos[r] = score[i];
-		else
-			neg[r * (K - 1) + j - 1] = score[i];
-	}
-}
-
-// The gradient of split_scores: writes dScore [n][K] from dPos [n] and dNeg [n][K−1].
-KERNEL split_scores_bwd(float* dScore, const float* dPos, const float* dNeg, int n, int K) {
-	GRID_STRIDE(i, (long long)n * K) {
-		long long r = i / K, j = i - r * K;
-		dScore[i] = j == 0 ? dPos[r] : dNeg[r * (K - 1) + j - 1];
-	}
 }
