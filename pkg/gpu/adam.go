@@ -63,12 +63,14 @@ type Adam struct {
 	classKey   []adamClassKey // per class: its key; nil: more classes than one launch takes
 	prog       *Buffer[int32] // [adamClasses] the classes' programs, then [adamClasses][2·adamSteps] their constants (as bits): one upload a launch
 
-	// Deferred steps (SetDeferrable, SetIdle): per tensor, whether its steps may wait for
-	// its next gradient, and the zero-gradient steps that wait, oldest first.
-	deferrable []bool
-	idle       bool
-	pending    [][]adamK
-	zeros      *F32 // stepEach's zero gradient, for deferred steps
+	// Deferred steps (SetDeferrable, SetIdle): per tensor, whether its steps may wait, the
+	// steps that wait, oldest first, and whether the first of them has the gradient (left
+	// in the tensor's gradient buffer; the others' gradient is zero).
+	deferrable  []bool
+	idle        bool
+	pending     [][]adamK
+	pendingGrad []bool
+	zeros       *F32 // stepEach's zero gradient, for deferred steps
 }
 
 // adamTables describe some of an Adam's tensors (slots idx, in order) to the one-launch
@@ -110,16 +112,19 @@ type adamClassKey struct {
 type adamK struct{ stepSize, bc2Sqrt float32 }
 
 // adamProg is what one launch does to one tensor (the kernels' adam_program): its steps in
-// order, the last one with the gradient when grad (the others with a zero gradient: the
+// order, step gs with the gradient (gs < 0: none; the others with a zero gradient: the
 // deferred steps), and whether the gradient is cleared afterwards.
 type adamProg struct {
-	steps       []adamK
-	grad, clear bool
+	steps []adamK
+	gs    int
+	clear bool
 }
 
 func (p adamProg) equal(q adamProg) bool {
-	return slices.Equal(p.steps, q.steps) && p.grad == q.grad && p.clear == q.clear
+	return slices.Equal(p.steps, q.steps) && p.gs == q.gs && p.clear == q.clear
 }
+
+func (p adamProg) grad() bool { return p.gs >= 0 }
 
 // adamPtrs is ADAM_PTRS: the buffers per tensor in the one-launch kernels' table.
 const adamPtrs = 5
@@ -188,6 +193,7 @@ func NewAdamAngles(d *Device, cfg adam.Config, params, grads []*F32, angles []An
 		a.slots = append(a.slots, adamSlot{p: p, g: grads[i], m: m, v: v, dTheta: ag.DTheta, theta: ag.Theta})
 	}
 	a.pending = make([][]adamK, len(a.slots))
+	a.pendingGrad = make([]bool, len(a.slots))
 	if err := a.upload(); err != nil {
 		a.Free()
 		return nil, err
@@ -340,14 +346,19 @@ func (a *Adam) regroup() error {
 
 func (a *Adam) isDeferrable(i int) bool { return a.deferrable != nil && a.deferrable[i] }
 
-// SetDeferrable marks the parameters idx as tensors whose steps may be deferred: at a
-// Step after SetIdle, when no backward pass has written their gradients (so they are
-// zero), they take no step and keep it, and at their next step (or Flush) they take the
-// waiting zero-gradient steps first, in order, with the step numbers and learning rate
-// they had: the same arithmetic element by element, so the same bits as dense steps, one
-// pass over the tensors instead of one each. Up to adamSteps−1 steps wait; one more is
-// taken. (The intersection's weights get no gradient from a batch of paths, two updates
-// of the three a training step makes.) An angle tensor cannot be deferred.
+// SetDeferrable marks the parameters idx as tensors whose steps may be deferred: they
+// take no step and keep it, and at a later Step (or Flush) they take the waiting steps
+// first, in order, with the step numbers and learning rate they had: the same arithmetic
+// element by element, so the same bits as dense steps, one pass over the tensors instead
+// of one each. A step waits at a Step after SetIdle, when no backward pass has written
+// their gradients (so they are zero), and at a Step with zeroGrad when no step waits:
+// that one's gradient stays in the gradient buffer until the steps are taken, so the
+// caller must Flush before a backward pass writes the tensors' gradients again (Step
+// refuses a gradient that finds one waiting), as before anything reads the parameters.
+// Up to adamSteps−1 steps wait; one more is taken with them. (The intersection's weights
+// get no gradient from a batch of paths, two updates of the three a training step makes:
+// the step of the update that has intersections and the two after it are then taken in
+// one pass, within the second path update's launch.) An angle tensor cannot be deferred.
 func (a *Adam) SetDeferrable(idx []int) error {
 	def := make([]bool, len(a.slots))
 	for _, i := range idx {
@@ -380,6 +391,15 @@ func (a *Adam) SetIdle(idle bool) { a.idle = idle }
 // Pending is the number of deferred steps parameter i has waiting.
 func (a *Adam) Pending(i int) int { return len(a.pending[i]) }
 
+// waiting is parameter i's deferred steps as a program's first steps, and where among
+// them the gradient is (−1: none).
+func (a *Adam) waiting(i int) (steps []adamK, gs int) {
+	if a.pendingGrad[i] {
+		return a.pending[i], 0
+	}
+	return a.pending[i], -1
+}
+
 // Step applies one Adam step to every parameter, in one launch (see Adam); with zeroGrad
 // the gradients are cleared afterwards, ready for the next accumulation. A parameter whose
 // own step count (see SetLags) is not positive is left as it is (its gradient is zero: no
@@ -390,6 +410,13 @@ func (a *Adam) Step(zeroGrad bool) error {
 	if !zeroGrad && a.hasAngles() {
 		return fmt.Errorf("cuda: Adam.Step: an optimiser with angle tensors clears their gradients (zeroGrad)")
 	}
+	if !a.idle {
+		for i, waits := range a.pendingGrad {
+			if waits {
+				return fmt.Errorf("cuda: Adam.Step: parameter %d's deferred step still has its gradient in the buffer a backward pass has written since: Flush first", i)
+			}
+		}
+	}
 	a.step++
 	return a.launch(a.programs(zeroGrad), a.all)
 }
@@ -398,37 +425,46 @@ func (a *Adam) Step(zeroGrad bool) error {
 // steps recorded.
 func (a *Adam) programs(zeroGrad bool) []adamProg {
 	progs := make([]adamProg, len(a.slots))
+	idle := a.idle
+	a.idle = false
 	for i := range a.slots {
 		t := a.step
 		if a.lags != nil {
 			t -= int(a.lags[i])
 		}
-		wait := a.pending[i]
+		wait, gs := a.waiting(i)
+		deferrable := a.isDeferrable(i) && len(wait) < adamSteps-1
 		switch {
-		case t <= 0: // not started: no step (and nothing waits)
-			progs[i] = adamProg{steps: wait, clear: zeroGrad}
-			a.pending[i] = nil
-		case a.idle && a.isDeferrable(i) && len(wait) < adamSteps-1:
-			a.pending[i] = append(wait, a.constants(t)) // its gradient is zero: nothing to clear
+		case t <= 0: // not started: no step (and nothing more waits)
+			progs[i] = adamProg{steps: wait, gs: gs, clear: zeroGrad || gs >= 0}
+		case deferrable && idle: // its gradient is zero: nothing to clear
+			a.pending[i] = append(wait, a.constants(t))
+			continue
+		case deferrable && zeroGrad && len(wait) == 0: // its gradient waits in g
+			a.pending[i], a.pendingGrad[i] = append(wait, a.constants(t)), true
+			continue
+		case gs >= 0: // idle: a zero gradient now, the one that waited first
+			progs[i] = adamProg{steps: append(wait, a.constants(t)), gs: gs, clear: true}
 		default:
-			progs[i] = adamProg{steps: append(wait, a.constants(t)), grad: true, clear: zeroGrad}
-			a.pending[i] = nil
+			progs[i] = adamProg{steps: append(wait, a.constants(t)), gs: len(wait), clear: zeroGrad}
 		}
+		a.pending[i], a.pendingGrad[i] = nil, false
 	}
-	a.idle = false
 	return progs
 }
 
 // Flush takes every deferred step now (SetDeferrable), in one launch over the deferrable
 // tensors: before the parameters or the moments are read, or the optimiser changes, and
-// before a forward pass that uses the tensors. A no-op when none waits.
+// before a forward pass that uses the tensors or a backward pass that writes their
+// gradients. A no-op when none waits.
 func (a *Adam) Flush() error {
 	progs := make([]adamProg, len(a.slots))
 	any := false
 	for i := range a.pending {
 		if len(a.pending[i]) > 0 {
-			progs[i], any = adamProg{steps: a.pending[i]}, true
-			a.pending[i] = nil
+			steps, gs := a.waiting(i)
+			progs[i], any = adamProg{steps: steps, gs: gs, clear: gs >= 0}, true
+			a.pending[i], a.pendingGrad[i] = nil, false
 		}
 	}
 	if !any {
@@ -467,8 +503,8 @@ func (a *Adam) launch(progs []adamProg, tb *adamTables) error {
 			continue
 		}
 		gs := 15
-		if p.grad {
-			gs = len(p.steps) - 1
+		if p.grad() {
+			gs = p.gs
 		}
 		prog[c] = int32(len(p.steps) | gs<<4)
 		if p.clear {
@@ -513,7 +549,7 @@ func (p adamProg) work(s adamSlot) Work {
 	var w Work
 	if len(p.steps) > 0 {
 		w = Work{Bytes: words(6 * n), FLOPs: flops(n, 13*len(p.steps))}
-		if p.grad {
+		if p.grad() {
 			w.Bytes += words(n)
 			if s.dTheta != nil {
 				w = w.Add(Work{Bytes: words(2 * n), FLOPs: flops(n, 6+20)})
@@ -536,7 +572,7 @@ func (a *Adam) stepEach(progs []adamProg) error {
 		if s.dTheta != nil {
 			// The raw gradient from the angles' (AngleBackward into the cleared g), then
 			// the angles' cleared: what the one-launch kernels do in one pass.
-			if p.grad {
+			if p.grad() {
 				if err := a.dev.AngleBackward(s.g, s.dTheta, s.theta, a.angleR); err != nil {
 					return fmt.Errorf("parameter %d: %w", i, err)
 				}
@@ -548,18 +584,18 @@ func (a *Adam) stepEach(progs []adamProg) error {
 			}
 		}
 		for j, k := range p.steps {
-			g, last := s.g, j == len(p.steps)-1
-			if !(p.grad && last) {
+			g := s.g
+			if j != p.gs {
 				var err error
 				if g, err = grow(a.dev, &a.zeros, s.p.Len()); err != nil {
 					return fmt.Errorf("parameter %d: %w", i, err)
 				}
 			}
-			if err := a.dev.adamStepK(s.p, g, s.m, s.v, k, a.Config, p.clear && p.grad && last); err != nil {
+			if err := a.dev.adamStepK(s.p, g, s.m, s.v, k, a.Config, p.clear && j == p.gs); err != nil {
 				return fmt.Errorf("parameter %d: %w", i, err)
 			}
 		}
-		if len(p.steps) == 0 && p.clear {
+		if p.clear && !p.grad() { // else the step that took the gradient cleared it
 			if err := s.g.Zero(); err != nil {
 				return fmt.Errorf("parameter %d: %w", i, err)
 			}
@@ -608,7 +644,7 @@ func (a *Adam) Free() error {
 			first = err
 		}
 	}
-	a.all, a.def, a.prog, a.zeros, a.classKey, a.pending = nil, nil, nil, nil, nil, nil
+	a.all, a.def, a.prog, a.zeros, a.classKey, a.pending, a.pendingGrad = nil, nil, nil, nil, nil, nil, nil
 	for _, s := range a.slots {
 		if err := FreeAll(s.m, s.v); err != nil && first == nil {
 			first = err

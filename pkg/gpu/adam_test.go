@@ -208,8 +208,8 @@ func adamDefer(h *harness, path string) {
 			same(step, "v", i, v2, v1)
 		}
 	}
-	idle := []bool{false, true, true, false, true, false, true, true, true, true, false, true, true, false}
-	waiting := 0
+	idle := []bool{false, true, true, false, true, false, true, true, true, true, false, true, true, false, true, true, false}
+	waiting, refused, flushed, moved := 0, false, false, false
 	for step, id := range idle {
 		switch step {
 		case 7: // a learning-rate decay: a brand-new optimiser; the waiting steps keep their rate
@@ -224,8 +224,22 @@ func adamDefer(h *harness, path string) {
 			h.ok(dense.SetState(30, m, v))
 			waiting = 0
 		}
+		if !id && waiting > 0 {
+			// A backward pass is to write the deferrable tensors' gradients, where the first
+			// waiting step's still is: Step refuses it, a Flush first takes it (as gpumodel
+			// flushes before a forward pass with intersections).
+			if !refused {
+				before := def.Steps()
+				if err := def.Step(true); err == nil || def.Steps() != before || def.Pending(deferrable[0]) != waiting {
+					h.t.Fatalf("step %d: Step with a gradient waiting: err %v, %d steps (was %d), %d waiting", step, err, def.Steps(), before, def.Pending(deferrable[0]))
+				}
+				refused = true
+			}
+			h.ok(def.Flush())
+			waiting = 0
+		}
 		for i := range sizes {
-			if !(id && isDef(i)) { // else no backward pass wrote it: zero (Adam cleared it)
+			if !(id && isDef(i)) { // else no backward pass wrote it: zero, or a waiting step's
 				giveGradient(h, i, G1, A1, G2, A2)
 			}
 		}
@@ -233,9 +247,11 @@ func adamDefer(h *harness, path string) {
 		h.ok(def.Step(true))
 		h.ok(dense.Step(true))
 		switch {
-		case id && waiting < adamSteps-1:
+		case !id: // the gradient's step waits, the gradient in the buffer
+			waiting = 1
+		case waiting < adamSteps-1:
 			waiting++
-		default:
+		default: // taken with the two that waited
 			waiting = 0
 		}
 		for _, i := range deferrable {
@@ -248,21 +264,25 @@ func adamDefer(h *harness, path string) {
 				same(step, "p", i, h.down(P2[i]), h.down(P1[i]))
 			}
 		}
-		if waiting > 0 && step == 2 {
+		if waiting > 0 && !moved {
 			if slices.Equal(h.down(P1[1]), h.down(P2[1])) {
 				h.t.Fatalf("step %d: a deferred tensor moved", step)
 			}
+			moved = true
 		}
-		if step == 2 && path == "vec4" { // two steps waiting: one launch over the deferrable tensors
+		if waiting == adamSteps-1 && path == "vec4" && !flushed { // one launch over the deferrable tensors
 			if n := launches(h, func() { h.ok(def.Flush()) }); len(n) != 1 || n["adam_multi_vec4"] != 1 {
 				h.t.Fatalf("Flush launched %v, want adam_multi_vec4 once", n)
 			}
-			waiting = 0
+			waiting, flushed = 0, true
 		}
 		if step == 2 || step == 5 || step == 9 {
 			checkAll(step)
 			waiting = 0
 		}
+	}
+	if !refused || !moved || (path == "vec4" && !flushed) {
+		h.t.Fatalf("the sequence never refused (%v), moved (%v) or flushed (%v)", refused, moved, flushed)
 	}
 	h.ok(def.Flush())
 	checkAll(len(idle))

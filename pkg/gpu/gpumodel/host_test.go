@@ -4,6 +4,7 @@ package gpumodel
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/rocone/rocone/internal/gputest"
@@ -40,6 +41,72 @@ func benchmarkHostShare(b *testing.B, dropRate float64) {
 	}
 	b.ReportMetric(float64(null.Launches()-start)/float64(b.N), "launches/op")
 	b.ReportMetric(float64(null.Memsets()-startZ)/float64(b.N), "memsets/op")
+}
+
+// BenchmarkStepCounts counts one training step's device work at the FB15k-237 paper
+// configuration (d=1600, b=513, n=128, dropout 0.1; train's order of updates: paths,
+// the trained structures with intersections and negations, paths) on a driver that runs
+// nothing: its launches, and the bytes its kernels state they move (gpu.Work), in all,
+// of Adam and of the arena's memsets. Counts, not times: the same on any machine, and
+// what a device profile's launches/step and MB/step columns will show.
+func BenchmarkStepCounts(b *testing.B) {
+	null := &gputest.NullDriver{}
+	m, _ := hostShareModel(b, null, 1600, 0.1)
+	rng := rand.New(rand.NewPCG(5, 6))
+	pool := func(names ...string) *model.Batch {
+		var structures []*query.Structure
+		for _, name := range names {
+			for _, ty := range query.Types {
+				if ty.Name == name {
+					structures = append(structures, query.MustParse(ty.Notation))
+				}
+			}
+		}
+		return model.RandomBatch(rng, m.cfg, structures, 513/len(structures), 128)
+	}
+	paths := pool("1p", "2p", "3p")
+	other := pool("2i", "3i", "ip", "pi", "2in", "3in", "inp", "pin", "pni")
+	drop := rand.New(rand.NewPCG(3, 4))
+	step := func() {
+		for _, batch := range []*model.Batch{paths, other, paths} {
+			p, err := m.Update(batch, drop)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, _, err := p.Wait(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	step() // the arena grows, the angle tables are mapped
+	step()
+	prof := gpu.NewProfiler(m.dev, false)
+	m.dev.Profile(prof)
+	b.ResetTimer()
+	for range b.N {
+		step()
+	}
+	b.StopTimer()
+	m.dev.Profile(nil)
+	recs, err := prof.Records()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var all, adam, memset int64
+	for _, r := range recs {
+		all += r.Work.Bytes
+		switch {
+		case strings.HasPrefix(r.Kernel, "adam"):
+			adam += r.Work.Bytes
+		case r.Kernel == "memset":
+			memset += r.Work.Bytes
+		}
+	}
+	perStep := func(x int64) float64 { return float64(x) / float64(b.N) / 1e6 }
+	b.ReportMetric(float64(len(recs))/float64(b.N), "launches/step")
+	b.ReportMetric(perStep(all), "MB/step")
+	b.ReportMetric(perStep(adam), "adam-MB/step")
+	b.ReportMetric(perStep(memset), "memset-MB/step")
 }
 
 // TestUpdateDoesNotWait checks that enqueueing an update never waits for the device

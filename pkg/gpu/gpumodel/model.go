@@ -136,8 +136,10 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 		return nil, err
 	}
 	// The intersection's weights get no gradient from an update without intersections
-	// (a batch of paths): their dense steps wait for the next one that has some, in one
-	// pass (gpu.Adam.SetDeferrable; flushed before anything reads them).
+	// (a batch of paths): their steps wait, the step of an update with intersections
+	// (its gradient kept in the buffer) and the zero-gradient ones after it, and are
+	// taken together, three in one pass (gpu.Adam.SetDeferrable; flushed before
+	// anything reads them, and before a backward pass writes their gradients).
 	var inter []int
 	for i, name := range m.names {
 		if strings.HasPrefix(name, "intersection.") {

@@ -233,11 +233,13 @@ func TestRelationRowsOneLaunch(t *testing.T) {
 	}
 }
 
-// TestIntersectionStepsWait: an update without intersections leaves the intersection's
-// weights' Adam steps waiting (gpu.Adam.SetIdle), every other tensor stepping; the next
-// update with intersections takes them (a Flush before its forward pass: two Adam
-// launches) and leaves none waiting. That the waiting changes no bit of training is
-// pkg/train's TestDeviceTrainingMatchesCPU (with path and other batches in turn).
+// TestIntersectionStepsWait: the intersection's weights' Adam steps wait
+// (gpu.Adam.SetDeferrable), every other tensor stepping: an update with intersections
+// leaves its step waiting with its gradient, an update without (gpu.Adam.SetIdle) adds a
+// zero-gradient step, and the third is taken with the two in the update's one Adam
+// launch; an update with intersections takes what waits before its forward pass (a Flush:
+// two Adam launches). That the waiting changes no bit of training is pkg/train's
+// TestDeviceTrainingMatchesCPU (with path and other batches in turn).
 func TestIntersectionStepsWait(t *testing.T) {
 	dev := gputest.Emulator(t)
 	cfg := testConfig(model.RoConE, 8)
@@ -267,7 +269,7 @@ func TestIntersectionStepsWait(t *testing.T) {
 		batch        string
 		launches     int
 		inter, other int
-	}{{"2i", 1, 0, 0}, {"1p", 1, 1, 0}, {"2p", 1, 2, 0}, {"2i", 2, 0, 0}, {"3p", 1, 1, 0}, {"pi", 2, 0, 0}} {
+	}{{"2i", 1, 1, 0}, {"1p", 1, 2, 0}, {"2p", 1, 0, 0}, {"2i", 1, 1, 0}, {"3p", 1, 2, 0}, {"pi", 2, 1, 0}, {"2i", 2, 1, 0}, {"1p", 1, 2, 0}} {
 		n := update(c.batch)
 		inter, other := waiting()
 		if n != c.launches || inter != c.inter || other != c.other {

@@ -186,8 +186,8 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *gpu.F64) error {
 	w.th = m.angles(s) // mapped by the last update's Adam, or here the first time
 	intersects := w.intersects()
 	if intersects {
-		// The intersection's weights take the steps that waited (gpu.Adam.SetIdle) before
-		// the forward pass reads them.
+		// The intersection's weights take the steps that waited (gpu.Adam.SetDeferrable)
+		// before the forward pass reads them and the backward pass writes their gradients.
 		s.ok(m.adam.Flush())
 	}
 	if err := w.allocate(); err != nil {
@@ -217,8 +217,9 @@ func (m *Model) step(b *model.Batch, groups []*group, stats *gpu.F64) error {
 		return s.err
 	}
 	// Adam maps the angles' gradients to the raw tables' as it reads them, clears every
-	// gradient and maps the new values to angles (gpu.AngleGrad); without intersections
-	// the intersection's weights have no gradient, and their steps wait (SetIdle).
+	// gradient and maps the new values to angles (gpu.AngleGrad); the intersection's
+	// weights' steps wait (SetDeferrable), without intersections with a zero gradient
+	// (SetIdle).
 	m.adam.SetIdle(!intersects)
 	return m.adamStep()
 }

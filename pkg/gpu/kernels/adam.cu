@@ -60,8 +60,8 @@ KERNEL adam_step(float* p, float* g, float* m, float* v, int n, float beta2, flo
 // ADAM_CLASSES is how many classes of tensors one adam_multi launch handles (see there).
 #define ADAM_CLASSES 8
 
-// ADAM_STEPS is the most steps a class takes in one launch: its deferred steps with a zero
-// gradient (Adam.SetIdle: up to ADAM_STEPS − 1), then the step with its gradient.
+// ADAM_STEPS is the most steps a class takes in one launch: its deferred steps (up to
+// ADAM_STEPS − 1, Adam.SetDeferrable), then the present one.
 #define ADAM_STEPS 3
 
 // ADAM_PTRS is the pointers per tensor in an adam_multi launch's table: p, g, m, v, theta.
@@ -99,10 +99,11 @@ struct adam_cursor {
 
 // adam_program is what one launch does to the tensors of one class (Adam.Step builds it
 // per class, the device reads prog[c] and K[c]): n steps (0 … ADAM_STEPS), step s with
-// step size K[2s] and bias correction K[2s+1]; the gradient is step gs's (gs = n − 1), the
+// step size K[2s] and bias correction K[2s+1]; the gradient is step gs's (the present
+// step, n − 1, or the first deferred one, 0, when its gradient waited in the buffer), the
 // others' gradient is zero (the deferred steps of an idle tensor, Adam.SetIdle); and
 // whether the gradient is cleared afterwards. prog = n | gs << 4 | clear << 8, gs = 15:
-// no step takes the gradient (a flush of deferred steps).
+// no step takes the gradient.
 struct adam_program {
 	int n = 0, gs = 15;
 	bool clear = false;
