@@ -475,21 +475,22 @@ type gemmChoice struct {
 	name         string
 	tile, splits int
 	reg, fixup   bool
-	tiles64      bool // Device.tiles64: unsplit 64×64 tiles where they fill the device
+	policy       gemmPolicy // Device.gemmPolicy: how the tile and split are chosen by shape
 }
 
 // everyTile: the first version's tiles, the register-staged kernels' two, the pipelined
 // kernels' two (FP32: dW only; the rest register-staged) and the production choice by
 // shape.
-var everyTile = []gemmChoice{{"first", gemmTileFirst, 1, false, false, false}, {"reg64", 64, 1, true, false, false},
-	{"reg128", 128, 1, true, false, false}, {"pipe64", 64, 1, false, false, false}, {"pipe128", 128, 1, false, false, false},
-	{"by-shape", gemmTileAuto, 0, false, false, false}}
+var everyTile = []gemmChoice{{"first", gemmTileFirst, 1, false, false, policyCost}, {"reg64", 64, 1, true, false, policyCost},
+	{"reg128", 128, 1, true, false, policyCost}, {"pipe64", 64, 1, false, false, policyCost},
+	{"pipe128", 128, 1, false, false, policyCost}, {"by-shape", gemmTileAuto, 0, false, false, policyCost}}
 
-// stepChoices: the production choice by shape, with the register-staged kernels only,
-// with the splits summed by the GEMMs' own last blocks, and as it is.
-var stepChoices = []gemmChoice{{"reg-by-shape", gemmTileAuto, 0, true, false, false},
-	{"by-shape-fixup", gemmTileAuto, 0, false, true, false}, {"by-shape-64", gemmTileAuto, 0, false, false, true},
-	{"by-shape", gemmTileAuto, 0, false, false, false}}
+// stepChoices: the production choice by shape (policyCost), with the register-staged
+// kernels only, with the splits summed by the GEMMs' own last blocks, the policies to
+// measure it against (by-waves, the default before it; by-shape-64), and as it is.
+var stepChoices = []gemmChoice{{"reg-by-shape", gemmTileAuto, 0, true, false, policyCost},
+	{"by-shape-fixup", gemmTileAuto, 0, false, true, policyCost}, {"by-waves", gemmTileAuto, 0, false, false, policyWaves},
+	{"by-shape-64", gemmTileAuto, 0, false, false, policyTiles64}, {"by-shape", gemmTileAuto, 0, false, false, policyCost}}
 
 // linearBench is a bench case of the linear layers that layers gives, forward and
 // backward, one version per FP32 choice and per TF32 choice (named tf32-*). TF32 versions
@@ -556,12 +557,12 @@ func linearBench(layers func(benchSize) []linearLayer, fp32, tf32 []gemmChoice) 
 				name, m = "tf32-"+name, compute.MatmulTF32
 			}
 			return benchVersion{name, reset, func() error {
-				d.gemmTile, d.gemmSplit, d.regStaged, d.splitFixup, d.tiles64 = g.tile, g.splits, g.reg, g.fixup, g.tiles64
+				d.gemmTile, d.gemmSplit, d.regStaged, d.splitFixup, d.gemmPolicy = g.tile, g.splits, g.reg, g.fixup, g.policy
 				if err := d.SetMatmul(m); err != nil {
 					return err
 				}
 				defer func() {
-					d.gemmTile, d.gemmSplit, d.regStaged, d.splitFixup, d.tiles64 = gemmTileAuto, 0, false, false, false
+					d.gemmTile, d.gemmSplit, d.regStaged, d.splitFixup, d.gemmPolicy = gemmTileAuto, 0, false, false, policyCost
 					_ = d.SetMatmul(compute.MatmulFP32) // a known precision: cannot fail
 				}()
 				for i, l := range ls {

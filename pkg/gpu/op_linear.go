@@ -268,31 +268,90 @@ func (d *Device) splitTickets() (*I32, error) {
 	return t, nil
 }
 
-// gemmShape picks the GEMM's tile and K splits for a shape, FP32 and TF32 alike: 128×128
-// tiles, unsplit when they give every SM a block; otherwise K split into as many slices
-// as keep all the blocks resident at once (two per SM: splits·blocks ≤ 2·SMs), with at
-// least 256 of K per split; 64×64 tiles when that allows no two splits. A split more
-// would start a second wave of a few blocks, which costs as much as the first (the kernel
-// bench's 104 tiles, 1024 rows × 3200 → 1600, split 3 ways would be 312 blocks for the
-// 264 slots of 132 SMs).
-//
-// With tiles64 (a policy for the kernel bench to measure against this one), a GEMM whose
-// 128×128 tiles are too few takes 64×64 tiles unsplit when those give every SM a block:
-// no workspace and no gemm_splitk_sum pass (81 launches and 0.63 ms of a cone step on an
-// H200), for half the arithmetic per byte loaded.
+// gemmPolicy is how gemmShape picks a GEMM's tile and K splits (Device.gemmPolicy).
+type gemmPolicy int
+
+const (
+	// policyCost, the default: the tile and split of least gemmCost.
+	policyCost gemmPolicy = iota
+	// policyWaves, the default until the cost model (kept for the kernel bench to measure
+	// against it): 128×128 tiles, unsplit when they give every SM a block; otherwise K
+	// split into as many slices as keep all the blocks resident at once (two per SM:
+	// splits·blocks ≤ 2·SMs), with at least 256 of K per split; 64×64 tiles when that
+	// allows no two splits.
+	policyWaves
+	// policyTiles64: as policyWaves, but a GEMM whose 128×128 tiles are too few takes
+	// 64×64 tiles unsplit when those give every SM a block: no workspace and no
+	// gemm_splitk_sum pass, for half the arithmetic per byte loaded. For the bench.
+	policyTiles64
+)
+
+// gemmShape picks the GEMM's tile and K splits for a shape, FP32 and TF32 alike, by the
+// device's policy.
 func (d *Device) gemmShape(M, N, K int) (tile, splits int) {
 	sms := d.multiprocessors()
+	if d.gemmPolicy == policyCost {
+		return d.gemmShapeByCost(M, N, K, sms)
+	}
 	blocks := ceilDiv(M, 128) * ceilDiv(N, 128)
 	if blocks >= sms {
 		return 128, 1
 	}
-	if d.tiles64 && ceilDiv(M, 64)*ceilDiv(N, 64) >= sms {
+	if d.gemmPolicy == policyTiles64 && ceilDiv(M, 64)*ceilDiv(N, 64) >= sms {
 		return 64, 1
 	}
 	if s := min(2*sms/blocks, K/256); s >= 2 {
 		return 128, s
 	}
 	return 64, 1
+}
+
+// gemmShapeByCost is the tile and split of least gemmCost: 128×128 tiles split S ways
+// (S ≤ maxCostSplits, at least 256 of K a split), or 64×64 tiles unsplit; on a tie the
+// fewer splits, then the larger tile.
+func (d *Device) gemmShapeByCost(M, N, K, sms int) (tile, splits int) {
+	tile, splits = 128, 1
+	best := d.gemmCost(M, N, K, sms, 128, 1)
+	for s := 2; s <= maxCostSplits && K/s >= 256 && s*M*N <= math.MaxInt32 && ceilDiv(M, 128)*ceilDiv(N, 128) <= maxSplitTiles; s++ {
+		if c := d.gemmCost(M, N, K, sms, 128, s); c < best {
+			tile, splits, best = 128, s, c
+		}
+	}
+	if c := d.gemmCost(M, N, K, sms, 64, 1); c < best {
+		tile, splits = 64, 1
+	}
+	return tile, splits
+}
+
+// maxCostSplits bounds policyCost's K splits.
+const maxCostSplits = 16
+
+// gemmCost estimates a GEMM's time in seconds with tile×tile tiles and K split S ways on
+// sms SMs, the model behind policyCost. The blocks are dealt to the SMs, so the busiest
+// SM runs ceil(tiles·S / sms) of them, each 2·tile²·⌈K/S⌉ FLOPs; a split adds
+// gemm_splitk_sum's pass (the S partial sums written and read back and the output written)
+// and its launch. The rates are an H200's, fitted to the kernel bench's runs at `7174404`:
+// 128×128 tiles at 40 TFLOP/s over 132 SMs in FP32 and 80 in TF32 (the per-SM rate of a
+// tile's main loop), 64×64 tiles 19 % and 17 % slower a FLOP (pipe64 against pipe128 at
+// linear's shape), the split's pass at 1.4 TB/s and 5 µs. So fitted, the model gives
+// linear's pipe128 1,024 µs (measured 1,024) and by-shape 1,053 (1,013), linear_step's
+// policyWaves 3,343 µs (3,334) and in TF32 1,906 (2,027); and for policyCost 16 % and 24 %
+// less on linear_step, the shapes (small layers, few tiles) where splitting into every
+// SM's two slots left the busiest SMs a whole tile more than the mean.
+func (d *Device) gemmCost(M, N, K, sms, tile, S int) float64 {
+	perSM, slower := 40e12/132, 1.19
+	if d.tf32 {
+		perSM, slower = 80e12/132, 1.17
+	}
+	if tile != 128 {
+		perSM /= slower
+	}
+	blocks := ceilDiv(M, tile) * ceilDiv(N, tile) * S
+	t := float64(ceilDiv(blocks, sms)) * 2 * float64(tile*tile) * float64(ceilDiv(K, S)) / perSM
+	if S > 1 {
+		t += float64((2*S+1)*M*N*4)/1.4e12 + 5e-6
+	}
+	return t
 }
 
 // The GEMM tiles (Device.gemmTile): chosen by shape, the register-tiled kernels' two, or

@@ -390,7 +390,7 @@ func checkFusedReLU(h *harness, t *testing.T, name string, up func([]float32) *F
 	same("dx (no dw, db)", DX, DXF)
 }
 
-// testTiles64: Device.tiles64's policy (unsplit 64×64 tiles where the 128×128 ones are too
+// testTiles64: policyTiles64 (unsplit 64×64 tiles where the 128×128 ones are too
 // few and the 64×64 ones fill the device) launches the _64 kernels unsplit and gives the
 // bits of unsplit 128×128 tiles (each output summed over k in order); dX and dW, whose
 // 64×64 tiles are too few too, stay split as by default, with the same bits. And the
@@ -408,13 +408,13 @@ func testTiles64(h *harness) {
 		h.ok(h.d.LinearBackward(DX, DW, nil, DY, X, W, rows, in, out))
 		return h.down(Y), h.down(DX), h.down(DW), names
 	}
-	defer func() { h.d.tiles64, h.d.gemmTile, h.d.gemmSplit = false, gemmTileAuto, 0 }()
-	h.d.tiles64 = true
+	defer func() { h.d.gemmPolicy, h.d.gemmTile, h.d.gemmSplit = policyCost, gemmTileAuto, 0 }()
+	h.d.gemmPolicy = policyTiles64
 	y64, dx64, dw64, names := run()
 	if !names["gemm_nt_64"] || names["gemm_splitk_sum"] {
 		h.t.Fatalf("tiles64: the forward launched %v, want gemm_nt_64 and no split", names)
 	}
-	h.d.tiles64, h.d.gemmTile, h.d.gemmSplit = false, 128, 1
+	h.d.gemmPolicy, h.d.gemmTile, h.d.gemmSplit = policyWaves, 128, 1
 	y, _, _, _ := run()
 	h.d.gemmTile, h.d.gemmSplit = gemmTileAuto, 0
 	_, dx, dw, _ := run() // dX and dW: too few 64×64 tiles too, split as by default
@@ -434,9 +434,71 @@ func testTiles64(h *harness) {
 		wantTile, wantSpl int
 	}{{false, rows, out, 520, 128, 2}, {true, rows, out, 520, 64, 1}, {true, 64, out, 520, 128, 2},
 		{true, 2 * rows, 2 * out, 520, 128, 1}} {
-		h.d.tiles64 = c.tiles64
+		h.d.gemmPolicy = map[bool]gemmPolicy{false: policyWaves, true: policyTiles64}[c.tiles64]
 		if tile, spl := h.d.gemmShape(c.M, c.N, c.K); tile != c.wantTile || spl != c.wantSpl {
 			h.t.Errorf("tiles64 %v, %d×%d×%d: tile %d split %d, want %d and %d", c.tiles64, c.M, c.N, c.K, tile, spl, c.wantTile, c.wantSpl)
+		}
+	}
+}
+
+// testGemmByCost: policyCost's choices at the step's shapes (d=1600: the stacked
+// intersection layer, W2's dW, linear's forward), their constraints over many shapes
+// (splits of at least 256 of K, no more than maxCostSplits, never costlier than the
+// default's choice where that is one of its candidates), and a layer run by its choices
+// against fixed tiles: the unsplit ones give the same bits as unsplit 128×128 tiles.
+func testGemmByCost(h *harness) {
+	d := h.d
+	defer func() { d.gemmPolicy = policyCost }()
+	const sms = 132
+	for _, c := range []struct {
+		M, N, K, tile, splits int
+	}{
+		{3200, 3200, 587, 128, 1},  // the stacked layer's dW: 625 tiles, 4.7 a SM
+		{1600, 1600, 587, 64, 1},   // W2's dW: 169 tiles of 128 (2 on some SMs), 625 of 64
+		{1024, 1600, 3200, 128, 5}, // linear's forward: 104 tiles; split 5 ways, 4 blocks on the busiest SM
+		{587, 3200, 3200, 128, 1},  // 125 tiles: a split gains nothing
+		{8, 8, 8, 64, 1},           // one tile either way: the smaller does less padded work
+	} {
+		if tile, s := d.gemmShapeByCost(c.M, c.N, c.K, sms); tile != c.tile || s != c.splits {
+			h.t.Errorf("%d×%d×%d: by cost tile %d split %d, want %d and %d", c.M, c.N, c.K, tile, s, c.tile, c.splits)
+		}
+	}
+	for range 300 {
+		M, N, K := 1+h.rng.IntN(4000), 1+h.rng.IntN(4000), 1+h.rng.IntN(4000)
+		tile, s := d.gemmShapeByCost(M, N, K, sms)
+		if (tile != 128 && tile != 64) || s < 1 || s > maxCostSplits || (s > 1 && (tile != 128 || K/s < 256)) {
+			h.t.Fatalf("%d×%d×%d: by cost tile %d split %d", M, N, K, tile, s)
+		}
+		d.gemmPolicy = policyWaves
+		wt, ws := d.gemmShape(M, N, K)
+		if ws <= maxCostSplits && d.gemmCost(M, N, K, sms, tile, s) > d.gemmCost(M, N, K, sms, wt, ws) {
+			h.t.Fatalf("%d×%d×%d: by cost tile %d split %d costs more than the default's %d and %d", M, N, K, tile, s, wt, ws)
+		}
+	}
+	rows, in, out := 200, 300, 70
+	x, w, b, dy := h.uniform(rows*in, -1, 1), h.uniform(out*in, -0.5, 0.5), h.uniform(out, -1, 1), h.uniform(rows*out, -1, 1)
+	X, W, B, DY := h.up(x), h.up(w), h.up(b), h.up(dy)
+	run := func() (y, dx, dw []float32) {
+		Y, DX, DW := h.zeros(rows*out), h.zeros(rows*in), h.zeros(out*in)
+		h.ok(d.LinearForward(Y, X, W, B, rows, in, out))
+		h.ok(d.LinearBackward(DX, DW, nil, DY, X, W, rows, in, out))
+		return h.down(Y), h.down(DX), h.down(DW)
+	}
+	d.gemmPolicy = policyCost
+	y, dx, dw := run()
+	d.gemmPolicy = policyWaves
+	d.gemmTile, d.gemmSplit = 128, 1
+	y1, dx1, dw1 := run()
+	d.gemmTile, d.gemmSplit = gemmTileAuto, 0
+	for _, c := range []struct {
+		what      string
+		M, N, K   int
+		want, got []float32
+	}{{"y", rows, out, in, y1, y}, {"dx", rows, in, out, dx1, dx}, {"dw", out, in, rows, dw1, dw}} {
+		if _, s := d.gemmShapeByCost(c.M, c.N, c.K, d.multiprocessors()); s == 1 && !bitsEqual(c.want, c.got) {
+			h.t.Errorf("by cost: %s differs from unsplit 128×128 tiles", c.what)
+		} else if s > 1 {
+			compare(h.t, "by cost: "+c.what, c.want, c.got)
 		}
 	}
 }

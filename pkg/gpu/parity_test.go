@@ -141,6 +141,7 @@ var parityCases = []struct {
 }{
 	{"Linear", testLinear},
 	{"Tiles64", testTiles64},
+	{"GemmByCost", testGemmByCost},
 	{"LinearTF32", testLinearTF32},
 	{"TF32Round", testTF32Round},
 	{"HalfSincos", testHalfSincos},
