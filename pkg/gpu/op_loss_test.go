@@ -82,11 +82,7 @@ func testLossHeadShape(h *harness, classes []LossClass, Q, roots, k int) {
 	pos, neg := make([]float32, Q), make([]float32, Q*k)
 	args := make([][]int32, len(classes))
 	for ci, c := range classes {
-		branches := make([][]float32, c.Branches)
-		for b := range branches {
-			at := (c.RootOff + b*c.Queries) * K
-			branches[b] = logit[at : at+c.Queries*K]
-		}
+		branches := classBranches(logit, c, K)
 		score := make([]float32, c.Queries*K)
 		args[ci] = make([]int32, c.Queries*K)
 		model.UnionMaxForward(score, args[ci], branches)
@@ -100,11 +96,7 @@ func testLossHeadShape(h *harness, classes []LossClass, Q, roots, k int) {
 	model.LossBackward(dPos, dNeg, pos, neg, w, k, 0.75)
 	dLogit := make([]float32, roots*K)
 	for ci, c := range classes {
-		dBranches := make([][]float32, c.Branches)
-		for b := range dBranches {
-			at := (c.RootOff + b*c.Queries) * K
-			dBranches[b] = dLogit[at : at+c.Queries*K]
-		}
+		dBranches := classBranches(dLogit, c, K)
 		dScore := make([]float32, c.Queries*K)
 		for q := range c.Queries {
 			dScore[q*K] = dPos[c.QueryOff+q]
@@ -144,6 +136,16 @@ func testLossHeadShape(h *harness, classes []LossClass, Q, roots, k int) {
 	if got, want := h.down(DM)[0], float32(0.25+dm); math.Abs(float64(got-want)) > 1e-6*math.Abs(float64(want)) {
 		h.t.Fatalf("%v k=%d: dModulus %.9g, reference %.9g", classes, k, got, want)
 	}
+}
+
+// classBranches are class c's branches' rows of x [roots][K], one view a branch.
+func classBranches(x []float32, c LossClass, K int) [][]float32 {
+	views := make([][]float32, c.Branches)
+	for b := range views {
+		at := (c.RootOff + b*c.Queries) * K
+		views[b] = x[at : at+c.Queries*K]
+	}
+	return views
 }
 
 // testLossHeadErrors: layouts whose classes do not add up are refused.
