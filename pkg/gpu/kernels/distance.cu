@@ -349,11 +349,20 @@ KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const
 				Q = qt[lane];
 				for (int c = 0; c < DTAB_CW; c++) th[c] = row[c][lane];
 			}
+			// The next round's loads step each pointer by 32 dimensions (one offset added,
+			// where indexing each row by j recomputed four 64-bit addresses a round).
+			const float4* qn = qt + lane;
+			const float* rn[DTAB_CW];
+			for (int c = 0; c < DTAB_CW; c++) rn[c] = row[c] + lane;
 			for (int j = lane; j < dim; j += 32) {
-				const int jn = j + 32 < dim ? j + 32 : j; // the last round reloads its own
-				const float4 Qn = qt[jn];
+				const int step = j + 32 < dim ? 32 : 0; // the last round reloads its own
+				qn += step;
+				const float4 Qn = *qn;
 				float thn[DTAB_CW];
-				for (int c = 0; c < DTAB_CW; c++) thn[c] = row[c][jn];
+				for (int c = 0; c < DTAB_CW; c++) {
+					rn[c] += step;
+					thn[c] = *rn[c];
+				}
 				for (int c = 0; c < DTAB_CW; c++) {
 					float su, cu, o, i;
 					half_sincos(th[c] * 0.5f, &su, &cu);
