@@ -28,7 +28,7 @@ type Device struct {
 	gemmSplit  int                      // with a fixed gemmTile, its K splits (≤ 1: none)
 	regStaged  bool                     // the register-staged GEMMs where pipelined ones could run (tests, bench)
 	splitFixup bool                     // split GEMMs summed by their own last blocks (gemm_split_fixup), not by gemm_splitk_sum (tests, bench)
-	gemmPolicy gemmPolicy               // how gemmShape picks a GEMM's tile and split: by waves (the default), tiles64 or by cost (bench)
+	gemmPolicy gemmPolicy               // how gemmShape picks a GEMM's tile and split: by cost (the default), by waves or tiles64 (bench)
 	distFirst  bool                     // the first distance kernels, a sincosf per pair, not the table ones (tests, bench)
 	distCSR    bool                     // the candidates' entity gradient by distance_bwd_ent_csr_tab, not as per-pair rows and RowsSum (tests, bench)
 	noFloat4   bool                     // the row gathers and sums and the angle map one float at a time, not float4 (tests, bench)
