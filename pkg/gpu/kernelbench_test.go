@@ -131,21 +131,27 @@ var kernelBenches = []benchCase{
 			return closeTo("dist", want, got, 1e-5)
 		}
 		// first: distance_fwd, two sincosf per (pair, dim); table: distance_qtab and
-		// distance_fwd_tab (the production path).
+		// distance_fwd_tab (the production path); etab: distance_fwd_etab, from the entity
+		// half-angle table (made here once, untimed: ent_half_sincos times its making).
 		ar := NewArena(d)
-		run := func(first bool) func() error {
+		ET := b.f(make([]float32, 2*s.entities*s.dim))
+		if b.err == nil {
+			b.err = d.entHalfSinCos(ET, E)
+		}
+		run := func(first bool, etab *F32) func() error {
 			return func() error {
 				restore, err := distBenchMode(d, ar, first)
 				defer restore()
 				if err != nil {
 					return err
 				}
-				return d.DistanceForward(D, A, H, E, C, s.queries, s.cands, s.dim, lambda)
+				return d.distanceForward(D, A, H, E, etab, C, s.queries, s.cands, s.dim, lambda)
 			}
 		}
 		reset := func() error { return nil }
 		free := func() { ar.Free(); b.free() }
-		return []benchVersion{{"first", reset, run(true), check}, {"table", reset, run(false), check}}, free, b.err
+		return []benchVersion{{"first", reset, run(true, nil), check}, {"table", reset, run(false, nil), check},
+			{"etab", reset, run(false, ET), check}}, free, b.err
 	}},
 	{"distance_bwd", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
 		// The whole backward of the training step: dAxis, dHalf and the entity gradient,
@@ -190,7 +196,11 @@ var kernelBenches = []benchCase{
 			return nil
 		}
 		ar := NewArena(d)
-		run := func(first bool, ix *DeviceRowIndex, pairs bool) func() error {
+		ET := b.f(make([]float32, 2*s.entities*s.dim)) // etab_pairs: table_pairs from the entity half-angle table
+		if b.err == nil {
+			b.err = d.entHalfSinCos(ET, E)
+		}
+		run := func(first bool, ix *DeviceRowIndex, pairs bool, etab *F32) func() error {
 			return func() error {
 				restore, err := distBenchMode(d, ar, first)
 				defer restore()
@@ -199,17 +209,40 @@ var kernelBenches = []benchCase{
 				}
 				d.distCSR = !pairs
 				defer func() { d.distCSR = false }()
-				return d.DistanceBackward(DA, DH, DE, DD, A, H, E, C, ix, s.queries, s.cands, s.dim, lambda)
+				return d.distanceBackward(DA, DH, DE, DD, A, H, E, etab, C, ix, s.queries, s.cands, s.dim, lambda)
 			}
 		}
 		free := func() { ar.Free(); b.free() }
 		return []benchVersion{
-			{"first_csr", reset, run(true, index, false), check},
-			{"first_atomic", reset, run(true, nil, false), check},
-			{"table_csr", reset, run(false, index, false), check},
-			{"table_pairs", reset, run(false, index, true), check},
-			{"table_atomic", reset, run(false, nil, false), check},
+			{"first_csr", reset, run(true, index, false, nil), check},
+			{"first_atomic", reset, run(true, nil, false, nil), check},
+			{"table_csr", reset, run(false, index, false, nil), check},
+			{"table_pairs", reset, run(false, index, true, nil), check},
+			{"etab_pairs", reset, run(false, index, true, ET), check},
+			{"table_atomic", reset, run(false, nil, false, nil), check},
 		}, free, b.err
+	}},
+	// The entity half-angle table that distance_fwd_etab and distance_bwd_q_etab read: its
+	// making, a pass over the entity table (in the training step it would come with
+	// Adam's, which writes the angles already).
+	{"ent_half_sincos", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
+		b := &benchBuffers{d: d}
+		ent := randF32(rng, s.entities*s.dim, -math.Pi, math.Pi)
+		E, ET := b.f(ent), b.f(make([]float32, 2*s.entities*s.dim))
+		check := func() error {
+			got, err := download(ET)
+			if err != nil {
+				return err
+			}
+			want := make([]float32, len(got))
+			for i, v := range ent {
+				sn, cs := math.Sincos(float64(v) / 2)
+				want[2*i], want[2*i+1] = float32(sn), float32(cs)
+			}
+			return closeTo("tab", want, got, 1e-6)
+		}
+		reset := func() error { return nil }
+		return []benchVersion{{"half_sincos", reset, func() error { return d.entHalfSinCos(ET, E) }, check}}, b.free, b.err
 	}},
 	{"score_all", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
 		// rank's hot loop: the queries against every entity, from the two half-angle

@@ -13,6 +13,12 @@ import (
 //   - the first kernels (Device.distFirst, kept for the kernel bench and the parity
 //     tests): two sincosf per (pair, dimension) in each of them.
 //
+// And, for the kernel bench to weigh against the table kernels, distance_fwd_etab and
+// distance_bwd_q_etab: the same, their entity half-angle sines from a table made once
+// (ent_half_sincos, 8 bytes an entity value where the angle is 4) instead of a
+// half_sincos per (pair, dimension); the same bits (distanceForward, distanceBackward
+// with an etab).
+//
 // Both are deterministic except the atomic entity scatter (DistanceBackward with cand and
 // no index).
 
@@ -37,10 +43,29 @@ func (d *Device) queryTable(axis, half *F32, n int) (*F32, error) {
 	return tab, nil
 }
 
+// entHalfSinCos writes tab [n][2] = (sin θ/2, cos θ/2) of the entity angles θ = ent [n]
+// by half_sincos: the table distance_fwd_etab and distance_bwd_q_etab read.
+func (d *Device) entHalfSinCos(tab, ent *F32) error {
+	n := ent.Len()
+	c := check{op: "entHalfSinCos"}
+	c.f("tab", tab, 2*n)
+	if c.err != nil {
+		return c.err
+	}
+	// Reads the angle, writes its sine and cosine; a multiply and half_sincos's 23.
+	return d.each("ent_half_sincos", n, Work{Bytes: words(3 * n), FLOPs: flops(n, 1+distHalfAngleFlops)}, ptr(tab), ptr(ent), i32(n))
+}
+
 // DistanceForward computes dist [queries][cands] for cones axis, half [queries][dim]
 // against the entity angles ent, candidate rows cand [queries][cands] (nil: rows 0 …
 // cands−1 for every query).
 func (d *Device) DistanceForward(dist, axis, half, ent *F32, cand *I32, queries, cands, dim int, lambda float32) error {
+	return d.distanceForward(dist, axis, half, ent, nil, cand, queries, cands, dim, lambda)
+}
+
+// distanceForward is DistanceForward, from the entity half-angle table etab
+// (entHalfSinCos of ent) where it is not nil.
+func (d *Device) distanceForward(dist, axis, half, ent, etab *F32, cand *I32, queries, cands, dim int, lambda float32) error {
 	c := check{op: "DistanceForward"}
 	c.nonneg(queries, cands, dim)
 	c.f("dist", dist, queries*cands)
@@ -51,6 +76,10 @@ func (d *Device) DistanceForward(dist, axis, half, ent *F32, cand *I32, queries,
 		c.f("ent", ent, dim)
 	} else {
 		c.f("ent", ent, cands*dim)
+	}
+	c.opt("etab", etab, 2*ent.Len())
+	if c.err == nil && etab != nil && d.distFirst {
+		c.err = fmt.Errorf("cuda: DistanceForward: the first kernels take no entity table")
 	}
 	if c.err != nil || queries == 0 || cands == 0 {
 		return c.err
@@ -85,6 +114,13 @@ func (d *Device) DistanceForward(dist, axis, half, ent *F32, cand *I32, queries,
 	w.Bytes += words(4 * queries * dim)
 	w.FLOPs = flops(queries*cands*dim, distHalfAngleFlops+distTabFwdFlops)
 	grid := [3]int{min(ceilDiv(queries*ceilDiv(cands, dtabCW), dtabWarps), d.maxBlocks), 1, 1}
+	if etab != nil {
+		// The entity rows' sines and cosines, twice the angles' bytes; no half_sincos.
+		w.Bytes += words(rows * dim)
+		w.FLOPs -= flops(queries*cands*dim, distHalfAngleFlops)
+		return d.launch("distance_fwd_etab", w, grid, [3]int{dtabThreads, 1, 1},
+			ptr(dist), ptr(tab), ptr(etab), ptr(cand), i32(queries), i32(cands), i32(dim), f32(lambda))
+	}
 	return d.launch("distance_fwd_tab", w, grid, [3]int{dtabThreads, 1, 1},
 		ptr(dist), ptr(tab), ptr(ent), ptr(cand), i32(queries), i32(cands), i32(dim), f32(lambda))
 }
@@ -95,6 +131,14 @@ func (d *Device) DistanceForward(dist, axis, half, ent *F32, cand *I32, queries,
 // is the deterministic CSR gather; with cand and a nil index it is scattered with
 // atomicAdd (faster, summation order not reproducible).
 func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F32, cand *I32, index *DeviceRowIndex,
+	queries, cands, dim int, lambda float32) error {
+	return d.distanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent, nil, cand, index, queries, cands, dim, lambda)
+}
+
+// distanceBackward is DistanceBackward, its query side (distance_bwd_q_tab, and with it
+// the per-pair rows) from the entity half-angle table etab (entHalfSinCos of ent) where
+// it is not nil.
+func (d *Device) distanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent, etab *F32, cand *I32, index *DeviceRowIndex,
 	queries, cands, dim int, lambda float32) error {
 	c := check{op: "DistanceBackward"}
 	c.nonneg(queries, cands, dim)
@@ -108,6 +152,10 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 	} else {
 		c.f("ent", ent, cands*dim)
 		c.opt("dEnt", dEnt, cands*dim)
+	}
+	c.opt("etab", etab, 2*ent.Len())
+	if c.err == nil && etab != nil && d.distFirst {
+		c.err = fmt.Errorf("cuda: DistanceBackward: the first kernels take no entity table")
 	}
 	if c.err != nil || queries == 0 || cands == 0 || dim == 0 {
 		return c.err
@@ -156,8 +204,15 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 		if pairs {
 			w.Bytes += words(queries * cands * dim)
 		}
-		if err := d.launch("distance_bwd_q_tab", w, [3]int{gx, min(queries, d.gridY), 1}, block,
-			ptr(dAxis), ptr(dHalf), ptr(dEnt), ptr(dPair), ptr(dDist), ptr(tab), ptr(ent), ptr(cand),
+		kernel, entArg := "distance_bwd_q_tab", ptr(ent)
+		if etab != nil {
+			// The entity rows' sines and cosines, twice the angles' bytes; no half_sincos.
+			kernel, entArg = "distance_bwd_q_etab", ptr(etab)
+			w.Bytes += words(rows * dim)
+			w.FLOPs -= flops(queries*cands*dim, distHalfAngleFlops)
+		}
+		if err := d.launch(kernel, w, [3]int{gx, min(queries, d.gridY), 1}, block,
+			ptr(dAxis), ptr(dHalf), ptr(dEnt), ptr(dPair), ptr(dDist), ptr(tab), entArg, ptr(cand),
 			i32(queries), i32(cands), i32(dim), f32(lambda), boolArg(atomic)); err != nil {
 			return err
 		}

@@ -175,6 +175,54 @@ func testDistance(h *harness) {
 	h.t.Run("boundary", func(t *testing.T) { testDistanceBoundary(&harness{t: t, d: h.d, rng: h.rng}) })
 }
 
+// testDistanceETab: the table kernels from the entity half-angle table (entHalfSinCos;
+// distance_fwd_etab, distance_bwd_q_etab) give the bits of those from the angles, forward
+// and backward (the per-pair rows, and the query side alone), with candidates and
+// without, at a dimension that is no multiple of the warp (the last round reloads its
+// own) and a candidate count that leaves a short task; and a short table is refused.
+func testDistanceETab(h *harness) {
+	const queries, cands, dim, rows, lambda = 11, 21, 133, 17, 0.05
+	axis, half := h.uniform(queries*dim, -math.Pi, math.Pi), h.uniform(queries*dim, 0, math.Pi)
+	ent := h.uniform(rows*dim, -math.Pi, math.Pi)
+	cand := make([]int32, queries*cands)
+	for i := range cand {
+		cand[i] = int32(h.rng.IntN(rows))
+	}
+	A, H, E, C := h.up(axis), h.up(half), h.up(ent), h.upI(cand)
+	ET := h.zeros(2 * rows * dim)
+	h.ok(h.d.entHalfSinCos(ET, E))
+	same := func(what string, a, b *F32) {
+		h.t.Helper()
+		if !bitsEqual(h.down(a), h.down(b)) {
+			h.t.Fatalf("%s: from the entity table, not the angles' bits", what)
+		}
+	}
+	for _, c := range []struct {
+		C *I32
+		k int
+	}{{C, cands}, {nil, rows}} {
+		D1, D2 := h.zeros(queries*c.k), h.zeros(queries*c.k)
+		h.ok(h.d.distanceForward(D1, A, H, E, nil, c.C, queries, c.k, dim, lambda))
+		h.ok(h.d.distanceForward(D2, A, H, E, ET, c.C, queries, c.k, dim, lambda))
+		same("dist", D1, D2)
+	}
+	dDist := h.uniform(queries*cands, -1, 1)
+	dDist[5] = 0
+	DD := h.up(dDist)
+	ix := h.upIndex(RowCSR(cand, rows, nil))
+	var got [2][3]*F32
+	for i, et := range []*F32{nil, ET} {
+		got[i] = [3]*F32{h.zeros(queries * dim), h.zeros(queries * dim), h.zeros(rows * dim)}
+		h.ok(h.d.distanceBackward(got[i][0], got[i][1], got[i][2], DD, A, H, E, et, C, ix, queries, cands, dim, lambda))
+	}
+	for j, what := range []string{"dAxis", "dHalf", "dEnt"} {
+		same(what, got[0][j], got[1][j])
+	}
+	if err := h.d.distanceForward(h.zeros(queries*cands), A, H, E, h.zeros(rows*dim), C, queries, cands, dim, lambda); err == nil {
+		h.t.Fatalf("a short entity table: no error")
+	}
+}
+
 // testDistanceBoundary: the subgradient conventions and the inside test where they
 // decide, against the float64 reference, element by element (one dimension, so that no
 // sum hides a wrong element): entities exactly on the axis (sign(0) = 0), cones of

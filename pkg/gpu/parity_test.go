@@ -148,6 +148,7 @@ var parityCases = []struct {
 	{"SgnMul", testSgnMul},
 	{"Distance", testDistance},
 	{"DistanceAll", testDistanceAll},
+	{"DistanceETab", testDistanceETab},
 	{"FilteredRanks", testFilteredRanks},
 	{"Angle", testAngle},
 	{"Gather", testGather},

@@ -72,10 +72,12 @@ struct alignas(16) float4 {
 };
 inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 
-// float2, for the 8-byte shared loads of tf32.cu's fragments.
+// float2, for the 8-byte shared loads of tf32.cu's fragments and distance.cu's entity
+// half-angle table.
 struct alignas(8) float2 {
 	float x, y;
 };
+inline float2 make_float2(float x, float y) { return float2{x, y}; }
 
 // The bit casts between float and its 32-bit pattern.
 inline unsigned __float_as_uint(float x) {

@@ -241,6 +241,35 @@ KERNEL distance_bwd_ent_csr(float* dEnt, const float* dDist, const float* axis, 
 #define DTAB_THREADS (32 * DTAB_WARPS)
 #define DBQ_GROUP 4                       // distance_bwd_q_tab: candidates whose loads issue together
 
+// ent_src is where the table kernels take an entity value's half-angle sines from: the
+// angle θ, mapped by half_sincos per (pair, dimension) (ent_src<false>, the default), or
+// an entity table of (sin θ/2, cos θ/2) made once (ent_src<true>: ent_half_sincos, the
+// same function, so the same bits), twice the gathered bytes for no half_sincos. The
+// second is for the kernel bench to weigh the two (distance_fwd_etab, distance_bwd_q_etab).
+template <bool ETAB>
+struct ent_src {
+	typedef float T;
+	static __device__ __forceinline__ void sc(T v, float* s, float* c) { half_sincos(v * 0.5f, s, c); }
+};
+template <>
+struct ent_src<true> {
+	typedef float2 T;
+	static __device__ __forceinline__ void sc(T v, float* s, float* c) {
+		*s = v.x;
+		*c = v.y;
+	}
+};
+
+// The entity half-angle table: tab[i] = (sin θ/2, cos θ/2) of θ = ent[i] by half_sincos,
+// i < n (ent_src<true>).
+KERNEL ent_half_sincos(float2* tab, const float* ent, int n) {
+	GRID_STRIDE(i, n) {
+		float s, c;
+		half_sincos(ent[i] * 0.5f, &s, &c);
+		tab[i] = make_float2(s, c);
+	}
+}
+
 // Query table: tab[i] = (sin(a/2), cos(a/2), sin(h/2), cos(h/2)) for a = axis[i],
 // h = half[i], i < n.
 KERNEL distance_qtab(float4* tab, const float* axis, const float* half, int n) {
@@ -320,8 +349,11 @@ __device__ __forceinline__ void dim_grad_tab(float su, float cu, float4 Q, float
 // the 32 lane sums are added in order through shared memory: deterministic, and
 // independent of the grid. Grid x: ceil(queries·G / DTAB_WARPS) blocks or fewer,
 // grid-strided.
-KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const int* cand, int queries, int cands, int dim,
-                        float lambda) {
+template <bool ETAB>
+__device__ __forceinline__ void distance_fwd_tab_impl(float* dist, const float4* qtab, const typename ent_src<ETAB>::T* ent,
+                                                      const int* cand, int queries, int cands, int dim, float lambda) {
+	typedef ent_src<ETAB> E;
+	typedef typename E::T V;
 	__shared__ float red[DTAB_CANDS][33];
 	const int t = threadIdx.x, lane = t & 31, w = t >> 5;
 	const long long G = (cands + DTAB_CW - 1) / DTAB_CW, tasks = (long long)queries * G;
@@ -333,7 +365,7 @@ KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const
 			k0 = (int)(T % G) * DTAB_CW;
 			nc = cands - k0 < DTAB_CW ? cands - k0 : DTAB_CW;
 		}
-		const float* row[DTAB_CW];
+		const V* row[DTAB_CW];
 		for (int c = 0; c < DTAB_CW; c++) {
 			long long r = 0;
 			if (c < nc) r = cand ? (long long)cand[(long long)q * cands + k0 + c] : (long long)(k0 + c);
@@ -344,7 +376,7 @@ KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const
 		for (int c = 0; c < DTAB_CW; c++) accO[c] = accI[c] = 0.f;
 		if (nc == DTAB_CW) {
 			float4 Q = make_float4(0.f, 1.f, 0.f, 1.f);
-			float th[DTAB_CW] = {};
+			V th[DTAB_CW] = {};
 			if (lane < dim) {
 				Q = qt[lane];
 				for (int c = 0; c < DTAB_CW; c++) th[c] = row[c][lane];
@@ -352,20 +384,20 @@ KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const
 			// The next round's loads step each pointer by 32 dimensions (one offset added,
 			// where indexing each row by j recomputed four 64-bit addresses a round).
 			const float4* qn = qt + lane;
-			const float* rn[DTAB_CW];
+			const V* rn[DTAB_CW];
 			for (int c = 0; c < DTAB_CW; c++) rn[c] = row[c] + lane;
 			for (int j = lane; j < dim; j += 32) {
 				const int step = j + 32 < dim ? 32 : 0; // the last round reloads its own
 				qn += step;
 				const float4 Qn = *qn;
-				float thn[DTAB_CW];
+				V thn[DTAB_CW];
 				for (int c = 0; c < DTAB_CW; c++) {
 					rn[c] += step;
 					thn[c] = *rn[c];
 				}
 				for (int c = 0; c < DTAB_CW; c++) {
 					float su, cu, o, i;
-					half_sincos(th[c] * 0.5f, &su, &cu);
+					E::sc(th[c], &su, &cu);
 					dim_distance_tab(su, cu, Q, &o, &i);
 					accO[c] += o;
 					accI[c] += i;
@@ -377,7 +409,7 @@ KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const
 			for (int c = 0; c < DTAB_CW; c++) // constant indices: the arrays stay in registers
 				for (int j = lane; c < nc && j < dim; j += 32) {
 					float su, cu, o, i;
-					half_sincos(row[c][j] * 0.5f, &su, &cu);
+					E::sc(row[c][j], &su, &cu);
 					dim_distance_tab(su, cu, qt[j], &o, &i);
 					accO[c] += o;
 					accI[c] += i;
@@ -398,6 +430,18 @@ KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const
 	}
 }
 
+KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const int* cand, int queries, int cands, int dim,
+                        float lambda) {
+	distance_fwd_tab_impl<false>(dist, qtab, ent, cand, queries, cands, dim, lambda);
+}
+
+// distance_fwd_etab is distance_fwd_tab from the entity half-angle table etab
+// (ent_half_sincos): the same bits.
+KERNEL distance_fwd_etab(float* dist, const float4* qtab, const float2* etab, const int* cand, int queries, int cands,
+                         int dim, float lambda) {
+	distance_fwd_tab_impl<true>(dist, qtab, etab, cand, queries, cands, dim, lambda);
+}
+
 // dbq_slice is distance_bwd_q_tab's walk over one staged slice of n candidates (their
 // gradients sg and entity row offsets srow) for dimension j: it adds g·Gθ and g·Gh into
 // accT and accH, in the candidates' order, and with PAIRS writes each pair's row of dPair
@@ -405,16 +449,19 @@ KERNEL distance_fwd_tab(float* dist, const float4* qtab, const float* ent, const
 // per candidate. The entity values of DBQ_GROUP candidates are loaded together, and the
 // next group's before this one is computed, so that up to 2·DBQ_GROUP gathers are in
 // flight.
-template <bool PAIRS>
+template <bool PAIRS, bool ETAB>
 __device__ __forceinline__ void dbq_slice(float* dPair, long long pair, float* dEnt, bool atomic, const float* sg,
-                                          const long long* srow, int n, int j, int dim, const float* ent, float4 Q,
-                                          float lambda, float& accT, float& accH) {
-	float th[DBQ_GROUP], thn[DBQ_GROUP];
-	for (int u = 0; u < DBQ_GROUP; u++) th[u] = u < n && sg[u] != 0.f ? ent[srow[u] + j] : 0.f;
+                                          const long long* srow, int n, int j, int dim,
+                                          const typename ent_src<ETAB>::T* ent, float4 Q, float lambda, float& accT,
+                                          float& accH) {
+	typedef ent_src<ETAB> E;
+	typedef typename E::T V;
+	V th[DBQ_GROUP], thn[DBQ_GROUP];
+	for (int u = 0; u < DBQ_GROUP; u++) th[u] = u < n && sg[u] != 0.f ? ent[srow[u] + j] : V();
 	for (int i0 = 0; i0 < n; i0 += DBQ_GROUP) {
 		for (int u = 0; u < DBQ_GROUP; u++) {
 			const int i = i0 + DBQ_GROUP + u;
-			thn[u] = i < n && sg[i] != 0.f ? ent[srow[i] + j] : 0.f;
+			thn[u] = i < n && sg[i] != 0.f ? ent[srow[i] + j] : V();
 		}
 		for (int u = 0; u < DBQ_GROUP; u++, pair += dim) {
 			const int i = i0 + u;
@@ -425,7 +472,7 @@ __device__ __forceinline__ void dbq_slice(float* dPair, long long pair, float* d
 				continue;
 			}
 			float su, cu, gT, gH;
-			half_sincos(th[u] * 0.5f, &su, &cu);
+			E::sc(th[u], &su, &cu);
 			dim_grad_tab(su, cu, Q, lambda, &gT, &gH);
 			accT += g * gT;
 			accH += g * gH;
@@ -449,8 +496,11 @@ __device__ __forceinline__ void dbq_slice(float* dPair, long long pair, float* d
 // the candidate loop reads only the entity values from global memory. Block
 // DIST_BWD_THREADS over j, grid (ceil(dim/DIST_BWD_THREADS), min(queries, 65535)), y
 // grid-strided.
-KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, float* dPair, const float* dDist, const float4* qtab,
-                          const float* ent, const int* cand, int queries, int cands, int dim, float lambda, int entAtomic) {
+template <bool ETAB>
+__device__ __forceinline__ void distance_bwd_q_tab_impl(float* dAxis, float* dHalf, float* dEnt, float* dPair,
+                                                        const float* dDist, const float4* qtab,
+                                                        const typename ent_src<ETAB>::T* ent, const int* cand,
+                                                        int queries, int cands, int dim, float lambda, int entAtomic) {
 	__shared__ long long srow[DIST_BWD_THREADS];
 	__shared__ float sg[DIST_BWD_THREADS];
 	const int t = threadIdx.x, j = blockIdx.x * DIST_BWD_THREADS + t;
@@ -469,15 +519,32 @@ KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, float* dPair,
 			if (on) {
 				const long long pair = ((long long)q * cands + k0) * dim + j;
 				if (dPair)
-					dbq_slice<true>(dPair, pair, dEnt, entAtomic != 0, sg, srow, n, j, dim, ent, Q, lambda, accT, accH);
+					dbq_slice<true, ETAB>(dPair, pair, dEnt, entAtomic != 0, sg, srow, n, j, dim, ent, Q, lambda, accT,
+					                      accH);
 				else
-					dbq_slice<false>(dPair, pair, dEnt, entAtomic != 0, sg, srow, n, j, dim, ent, Q, lambda, accT, accH);
+					dbq_slice<false, ETAB>(dPair, pair, dEnt, entAtomic != 0, sg, srow, n, j, dim, ent, Q, lambda, accT,
+					                       accH);
 			}
 			__syncthreads();
 		}
 		if (on && dAxis) dAxis[(long long)q * dim + j] -= 0.5f * accT;
 		if (on && dHalf) dHalf[(long long)q * dim + j] += 0.5f * accH;
 	}
+}
+
+KERNEL distance_bwd_q_tab(float* dAxis, float* dHalf, float* dEnt, float* dPair, const float* dDist, const float4* qtab,
+                          const float* ent, const int* cand, int queries, int cands, int dim, float lambda, int entAtomic) {
+	distance_bwd_q_tab_impl<false>(dAxis, dHalf, dEnt, dPair, dDist, qtab, ent, cand, queries, cands, dim, lambda,
+	                               entAtomic);
+}
+
+// distance_bwd_q_etab is distance_bwd_q_tab from the entity half-angle table etab
+// (ent_half_sincos): the same bits.
+KERNEL distance_bwd_q_etab(float* dAxis, float* dHalf, float* dEnt, float* dPair, const float* dDist, const float4* qtab,
+                           const float2* etab, const int* cand, int queries, int cands, int dim, float lambda,
+                           int entAtomic) {
+	distance_bwd_q_tab_impl<true>(dAxis, dHalf, dEnt, dPair, dDist, qtab, etab, cand, queries, cands, dim, lambda,
+	                              entAtomic);
 }
 
 // sgn_mul_f32: out[i] = sgn_mul(s[i], y[i]), for the tests of sgn_mul against sgnf(s)·y.
