@@ -226,6 +226,8 @@ if ! skip profile; then
 		ncu_kernel gemm_tf32_pipe_tn linear/tf32-pipe128
 		ncu_kernel distance_fwd_tab distance_fwd/table
 		ncu_kernel distance_bwd_q_tab distance_bwd/table_pairs
+		ncu_kernel distance_fwd_etab distance_fwd/etab
+		ncu_kernel distance_bwd_q_etab distance_bwd/etab_pairs
 		if ! skip ncu-train; then
 			ncu_kernel score_all score_all/tables
 			ncu_profile rocone-d1600 --preset fb15k-237
