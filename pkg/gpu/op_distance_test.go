@@ -105,13 +105,8 @@ func testHalfSincos(h *harness) {
 // the cone boundaries (testDistanceBoundary).
 func testDistance(h *harness) {
 	ref := compute.Reference[float32]{}
-	const queries, cands, dim, rows, lambda = 11, 21, 133, 17, 0.05
-	axis, half := h.uniform(queries*dim, -math.Pi, math.Pi), h.uniform(queries*dim, 0, math.Pi)
-	ent := h.uniform(rows*dim, -math.Pi, math.Pi)
-	cand := make([]int32, queries*cands)
-	for i := range cand {
-		cand[i] = int32(h.rng.IntN(rows))
-	}
+	const queries, cands, dim, rows, lambda = tdQueries, tdCands, tdDim, tdRows, 0.05
+	axis, half, ent, cand := distInputs(h)
 	A, H, E := h.up(axis), h.up(half), h.up(ent)
 	csrEnt := map[string][]float32{} // per version, the CSR mode's dEnt
 	// Each mode's upstream gradient and initial gradients, the same for every version.
@@ -175,19 +170,29 @@ func testDistance(h *harness) {
 	h.t.Run("boundary", func(t *testing.T) { testDistanceBoundary(&harness{t: t, d: h.d, rng: h.rng}) })
 }
 
+// The distance tests' shape: a dimension that is no multiple of the warp, a candidate
+// count that leaves a warp task short, fewer entity rows than candidates (repeats).
+const tdQueries, tdCands, tdDim, tdRows = 11, 21, 133, 17
+
+// distInputs are random cones, entity angles and candidates at the tests' shape.
+func distInputs(h *harness) (axis, half, ent []float32, cand []int32) {
+	axis, half = h.uniform(tdQueries*tdDim, -math.Pi, math.Pi), h.uniform(tdQueries*tdDim, 0, math.Pi)
+	ent = h.uniform(tdRows*tdDim, -math.Pi, math.Pi)
+	cand = make([]int32, tdQueries*tdCands)
+	for i := range cand {
+		cand[i] = int32(h.rng.IntN(tdRows))
+	}
+	return axis, half, ent, cand
+}
+
 // testDistanceETab: the table kernels from the entity half-angle table (entHalfSinCos;
 // distance_fwd_etab, distance_bwd_q_etab) give the bits of those from the angles, forward
 // and backward (the per-pair rows, and the query side alone), with candidates and
 // without, at a dimension that is no multiple of the warp (the last round reloads its
 // own) and a candidate count that leaves a short task; and a short table is refused.
 func testDistanceETab(h *harness) {
-	const queries, cands, dim, rows, lambda = 11, 21, 133, 17, 0.05
-	axis, half := h.uniform(queries*dim, -math.Pi, math.Pi), h.uniform(queries*dim, 0, math.Pi)
-	ent := h.uniform(rows*dim, -math.Pi, math.Pi)
-	cand := make([]int32, queries*cands)
-	for i := range cand {
-		cand[i] = int32(h.rng.IntN(rows))
-	}
+	const queries, cands, dim, rows, lambda = tdQueries, tdCands, tdDim, tdRows, 0.05
+	axis, half, ent, cand := distInputs(h)
 	A, H, E, C := h.up(axis), h.up(half), h.up(ent), h.upI(cand)
 	ET := h.zeros(2 * rows * dim)
 	h.ok(h.d.entHalfSinCos(ET, E))
