@@ -136,7 +136,7 @@ var kernelBenches = []benchCase{
 		ar := NewArena(d)
 		ET := b.f(make([]float32, 2*s.entities*s.dim))
 		if b.err == nil {
-			b.err = d.entHalfSinCos(ET, E)
+			b.err = d.EntHalfSinCos(ET, E)
 		}
 		run := func(first bool, etab *F32) func() error {
 			return func() error {
@@ -198,7 +198,7 @@ var kernelBenches = []benchCase{
 		ar := NewArena(d)
 		ET := b.f(make([]float32, 2*s.entities*s.dim)) // etab_pairs: table_pairs from the entity half-angle table
 		if b.err == nil {
-			b.err = d.entHalfSinCos(ET, E)
+			b.err = d.EntHalfSinCos(ET, E)
 		}
 		run := func(first bool, ix *DeviceRowIndex, pairs bool, etab *F32) func() error {
 			return func() error {
@@ -242,7 +242,7 @@ var kernelBenches = []benchCase{
 			return closeTo("tab", want, got, 1e-6)
 		}
 		reset := func() error { return nil }
-		return []benchVersion{{"half_sincos", reset, func() error { return d.entHalfSinCos(ET, E) }, check}}, b.free, b.err
+		return []benchVersion{{"half_sincos", reset, func() error { return d.EntHalfSinCos(ET, E) }, check}}, b.free, b.err
 	}},
 	{"score_all", func(d *Device, rng *rand.Rand, s benchSize) ([]benchVersion, func(), error) {
 		// rank's hot loop: the queries against every entity, from the two half-angle

@@ -13,11 +13,12 @@ import (
 //   - the first kernels (Device.distFirst, kept for the kernel bench and the parity
 //     tests): two sincosf per (pair, dimension) in each of them.
 //
-// And, for the kernel bench to weigh against the table kernels, distance_fwd_etab and
-// distance_bwd_q_etab: the same, their entity half-angle sines from a table made once
-// (ent_half_sincos, 8 bytes an entity value where the angle is 4) instead of a
-// half_sincos per (pair, dimension); the same bits (distanceForward, distanceBackward
-// with an etab).
+// And distance_fwd_etab and distance_bwd_q_etab: the same, their entity half-angle sines
+// from a table made once (EntHalfSinCos, 8 bytes an entity value where the angle is 4)
+// instead of a half_sincos per (pair, dimension); the same bits. The training step's
+// backward takes it (DistanceBackwardETab: the query side is issue-bound, and the table
+// takes a third of its instructions); the forward, lighter, keeps the angles (its etab
+// version is for the kernel bench to weigh).
 //
 // Both are deterministic except the atomic entity scatter (DistanceBackward with cand and
 // no index).
@@ -43,11 +44,12 @@ func (d *Device) queryTable(axis, half *F32, n int) (*F32, error) {
 	return tab, nil
 }
 
-// entHalfSinCos writes tab [n][2] = (sin θ/2, cos θ/2) of the entity angles θ = ent [n]
-// by half_sincos: the table distance_fwd_etab and distance_bwd_q_etab read.
-func (d *Device) entHalfSinCos(tab, ent *F32) error {
+// EntHalfSinCos writes tab [n][2] = (sin θ/2, cos θ/2) of the entity angles θ = ent [n]
+// by half_sincos, the function of the distance kernels: the table DistanceBackwardETab
+// reads.
+func (d *Device) EntHalfSinCos(tab, ent *F32) error {
 	n := ent.Len()
-	c := check{op: "entHalfSinCos"}
+	c := check{op: "EntHalfSinCos"}
 	c.f("tab", tab, 2*n)
 	if c.err != nil {
 		return c.err
@@ -64,7 +66,7 @@ func (d *Device) DistanceForward(dist, axis, half, ent *F32, cand *I32, queries,
 }
 
 // distanceForward is DistanceForward, from the entity half-angle table etab
-// (entHalfSinCos of ent) where it is not nil.
+// (EntHalfSinCos of ent) where it is not nil.
 func (d *Device) distanceForward(dist, axis, half, ent, etab *F32, cand *I32, queries, cands, dim int, lambda float32) error {
 	c := check{op: "DistanceForward"}
 	c.nonneg(queries, cands, dim)
@@ -135,9 +137,19 @@ func (d *Device) DistanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent *F3
 	return d.distanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent, nil, cand, index, queries, cands, dim, lambda)
 }
 
-// distanceBackward is DistanceBackward, its query side (distance_bwd_q_tab, and with it
-// the per-pair rows) from the entity half-angle table etab (entHalfSinCos of ent) where
-// it is not nil.
+// DistanceBackwardETab is DistanceBackward with its query side (distance_bwd_q_etab,
+// and with it the per-pair rows of the entity gradient) from the entity half-angle table
+// etab, EntHalfSinCos of ent: the same bits.
+func (d *Device) DistanceBackwardETab(dAxis, dHalf, dEnt, dDist, axis, half, ent, etab *F32, cand *I32, index *DeviceRowIndex,
+	queries, cands, dim int, lambda float32) error {
+	if etab == nil {
+		return fmt.Errorf("cuda: DistanceBackwardETab: no entity table")
+	}
+	return d.distanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent, etab, cand, index, queries, cands, dim, lambda)
+}
+
+// distanceBackward is DistanceBackward, its query side from the entity half-angle table
+// etab where it is not nil.
 func (d *Device) distanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent, etab *F32, cand *I32, index *DeviceRowIndex,
 	queries, cands, dim int, lambda float32) error {
 	c := check{op: "DistanceBackward"}

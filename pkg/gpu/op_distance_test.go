@@ -185,7 +185,7 @@ func distInputs(h *harness) (axis, half, ent []float32, cand []int32) {
 	return axis, half, ent, cand
 }
 
-// testDistanceETab: the table kernels from the entity half-angle table (entHalfSinCos;
+// testDistanceETab: the table kernels from the entity half-angle table (EntHalfSinCos;
 // distance_fwd_etab, distance_bwd_q_etab) give the bits of those from the angles, forward
 // and backward (the per-pair rows, and the query side alone), with candidates and
 // without, at a dimension that is no multiple of the warp (the last round reloads its
@@ -195,7 +195,7 @@ func testDistanceETab(h *harness) {
 	axis, half, ent, cand := distInputs(h)
 	A, H, E, C := h.up(axis), h.up(half), h.up(ent), h.upI(cand)
 	ET := h.zeros(2 * rows * dim)
-	h.ok(h.d.entHalfSinCos(ET, E))
+	h.ok(h.d.EntHalfSinCos(ET, E))
 	same := func(what string, a, b *F32) {
 		h.t.Helper()
 		if !bitsEqual(h.down(a), h.down(b)) {

@@ -50,9 +50,11 @@ type Model struct {
 	// use (thetaFresh false) and then kept those of the parameters by Adam, and,
 	// training, their gradients, which the backward pass accumulates and Adam maps to
 	// the raw tables' and clears (gpu.AngleGrad). etab is the entity table's half-angle sines and cosines that rank
-	// scores with (made on the first rank batch after the angles).
+	// scores with (made on the first rank batch after the angles). entSC, training, is
+	// the entity angles' half-angle sines and cosines by the distance kernels' own
+	// function (gpu.EntHalfSinCos), which the loss head's backward reads.
 	theta, dTheta         angleTables
-	etab                  *gpu.F32
+	etab, entSC           *gpu.F32
 	thetaFresh, etabFresh bool
 
 	stats   []*gpu.F64 // a ring of loss results, one per pending update
@@ -130,6 +132,9 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 	}
 	if err := m.allocAngles(&m.dTheta); err != nil {
 		return nil, err
+	}
+	if m.entSC, err = gpu.Alloc[float32](dev, 2*m.p.entity.Len()); err != nil {
+		return nil, fmt.Errorf("allocating the entity half-angle table: %w", err)
 	}
 	angles := m.angleGrads()
 	if m.adam, err = gpu.NewAdamAngles(dev, adam.Default(lr), m.params, m.grads, angles, float32(m.cfg.EmbeddingRange())); err != nil {
@@ -283,7 +288,7 @@ func (m *Model) Close() error {
 	for _, s := range m.stats {
 		all = append(all, s)
 	}
-	all = append(all, m.theta.ent, m.theta.rel, m.dTheta.ent, m.dTheta.rel, m.etab)
+	all = append(all, m.theta.ent, m.theta.rel, m.dTheta.ent, m.dTheta.rel, m.etab, m.entSC)
 	err := gpu.FreeAll(all...)
 	if m.adam != nil {
 		if e := m.adam.Free(); e != nil && err == nil {
@@ -299,7 +304,7 @@ func (m *Model) Close() error {
 		m.arenas[i] = nil
 	}
 	m.params, m.grads, m.stacked, m.stats, m.adam, m.arena = nil, nil, nil, nil, nil, nil
-	m.theta, m.dTheta, m.etab = angleTables{}, angleTables{}, nil
+	m.theta, m.dTheta, m.etab, m.entSC = angleTables{}, angleTables{}, nil, nil
 	return err
 }
 
