@@ -226,8 +226,10 @@ KERNEL distance_bwd_ent_csr(float* dEnt, const float* dDist, const float* axis, 
 //
 // Where the entity's sin u, cos u come from: in the forward and the query-side backward
 // each (pair, dimension) reads a different entity value, so it costs one half_sincos
-// there (a table of the entity half-angles would double the gathered bytes, 8 per value
-// instead of 4); in the CSR entity-side backward a thread owns (row, dimension), so one
+// there, or, from a table of the entity half-angles made once (ent_src<true>), 8 bytes
+// gathered per value instead of 4 and no half_sincos: the query-side backward, issue-
+// bound, takes the table in training (distance_bwd_q_etab); the forward, lighter, the
+// angles; in the CSR entity-side backward a thread owns (row, dimension), so one
 // half_sincos serves all the row's pairs, and the table's float4 of each pair's query
 // is read instead (16 bytes from L2 where the old kernel computed two sincosf).
 //
@@ -242,10 +244,10 @@ KERNEL distance_bwd_ent_csr(float* dEnt, const float* dDist, const float* axis, 
 #define DBQ_GROUP 4                       // distance_bwd_q_tab: candidates whose loads issue together
 
 // ent_src is where the table kernels take an entity value's half-angle sines from: the
-// angle θ, mapped by half_sincos per (pair, dimension) (ent_src<false>, the default), or
-// an entity table of (sin θ/2, cos θ/2) made once (ent_src<true>: ent_half_sincos, the
-// same function, so the same bits), twice the gathered bytes for no half_sincos. The
-// second is for the kernel bench to weigh the two (distance_fwd_etab, distance_bwd_q_etab).
+// angle θ, mapped by half_sincos per (pair, dimension) (ent_src<false>), or an entity
+// table of (sin θ/2, cos θ/2) made once (ent_src<true>: ent_half_sincos, the same
+// function, so the same bits), twice the gathered bytes for no half_sincos
+// (distance_fwd_etab, for the kernel bench; distance_bwd_q_etab, the training step's).
 template <bool ETAB>
 struct ent_src {
 	typedef float T;
