@@ -127,20 +127,21 @@ func (p adamProg) equal(q adamProg) bool {
 func (p adamProg) grad() bool { return p.gs >= 0 }
 
 // adamPtrs is ADAM_PTRS: the buffers per tensor in the one-launch kernels' table.
-const adamPtrs = 5
+const adamPtrs = 6
 
-// launchPtrs are the slot's buffers as the one-launch kernels see them: p, g, m, v and
-// theta, where an angle tensor's g is the gradient of its angles.
+// launchPtrs are the slot's buffers as the one-launch kernels see them: p, g, m, v,
+// theta and sinCos, where an angle tensor's g is the gradient of its angles.
 func (s adamSlot) launchPtrs() [adamPtrs]*F32 {
 	if s.dTheta != nil {
-		return [adamPtrs]*F32{s.p, s.dTheta, s.m, s.v, s.theta}
+		return [adamPtrs]*F32{s.p, s.dTheta, s.m, s.v, s.theta, s.sinCos}
 	}
-	return [adamPtrs]*F32{s.p, s.g, s.m, s.v, nil}
+	return [adamPtrs]*F32{s.p, s.g, s.m, s.v, nil, nil}
 }
 
 // adamSlot is a parameter tensor p with its gradient g and moments m, v; an angle tensor
-// (AngleGrad) has the gradient of its angles dTheta and the angles theta besides.
-type adamSlot struct{ p, g, m, v, dTheta, theta *F32 }
+// (AngleGrad) has the gradient of its angles dTheta and the angles theta besides, and
+// perhaps their half-angle sines and cosines sinCos.
+type adamSlot struct{ p, g, m, v, dTheta, theta, sinCos *F32 }
 
 // AngleGrad makes a parameter tensor an angle tensor of the optimiser: its values x are
 // used as angles θ = π·tanh(x/R) (the entity and relation tables), the backward pass
@@ -148,10 +149,12 @@ type adamSlot struct{ p, g, m, v, dTheta, theta *F32 }
 // AngleBackward) as it reads it, then clears DTheta: one pass over the table instead of
 // AngleBackward's and Adam's. Theta is the forward's θ of the same update; Step
 // overwrites it with the angles of the values it has just updated (AngleForward's bits),
-// so that the next update need not map the table again. The tensor's own gradient buffer
-// is then only Step's scratch on its per-tensor path.
+// so that the next update need not map the table again, and, where SinCos is not nil,
+// their half-angle sines and cosines into SinCos [n][2] (EntHalfSinCos's bits: the table
+// DistanceBackwardETab reads). The tensor's own gradient buffer is then only Step's
+// scratch on its per-tensor path.
 type AngleGrad struct {
-	DTheta, Theta *F32
+	DTheta, Theta, SinCos *F32
 }
 
 // NewAdam allocates zero moments for the parameters params[i] with gradients grads[i].
@@ -179,6 +182,10 @@ func NewAdamAngles(d *Device, cfg adam.Config, params, grads []*F32, angles []An
 			return nil, fmt.Errorf("cuda: NewAdam: parameter %d has %d elements, its angle gradient %d and angles %d",
 				i, p.Len(), ag.DTheta.Len(), ag.Theta.Len())
 		}
+		if ag.SinCos != nil && (ag.Theta == nil || ag.SinCos.Len() != 2*p.Len()) {
+			return nil, fmt.Errorf("cuda: NewAdam: parameter %d has %d elements, its angles' sines and cosines %d (and angles: %v)",
+				i, p.Len(), ag.SinCos.Len(), ag.Theta != nil)
+		}
 		m, err := Alloc[float32](d, p.Len())
 		if err != nil {
 			a.Free()
@@ -190,7 +197,7 @@ func NewAdamAngles(d *Device, cfg adam.Config, params, grads []*F32, angles []An
 			a.Free()
 			return nil, err
 		}
-		a.slots = append(a.slots, adamSlot{p: p, g: grads[i], m: m, v: v, dTheta: ag.DTheta, theta: ag.Theta})
+		a.slots = append(a.slots, adamSlot{p: p, g: grads[i], m: m, v: v, dTheta: ag.DTheta, theta: ag.Theta, sinCos: ag.SinCos})
 	}
 	a.pending = make([][]adamK, len(a.slots))
 	a.pendingGrad = make([]bool, len(a.slots))
@@ -555,6 +562,9 @@ func (p adamProg) work(s adamSlot) Work {
 				w = w.Add(Work{Bytes: words(2 * n), FLOPs: flops(n, 6+20)})
 			}
 		}
+		if s.sinCos != nil { // written: a half-angle and half_sincos an element
+			w = w.Add(Work{Bytes: words(2 * n), FLOPs: flops(n, 1+distHalfAngleFlops)})
+		}
 	}
 	if p.clear {
 		w.Bytes += words(n)
@@ -603,6 +613,11 @@ func (a *Adam) stepEach(progs []adamProg) error {
 		if s.theta != nil && len(p.steps) > 0 {
 			if err := a.dev.AngleForward(s.theta, s.p, a.angleR); err != nil {
 				return fmt.Errorf("parameter %d: %w", i, err)
+			}
+			if s.sinCos != nil {
+				if err := a.dev.EntHalfSinCos(s.sinCos, s.theta); err != nil {
+					return fmt.Errorf("parameter %d: %w", i, err)
+				}
 			}
 		}
 	}

@@ -91,7 +91,8 @@ func adamMulti(h *harness, path string) {
 				what      string
 				want, got []float32
 			}{{"p", h.down(P2[i]), h.down(P1[i])}, {"g", h.down(G2[i]), h.down(G1[i])}, {"m", m2, m1}, {"v", v2, v1},
-				{"dTheta", h.down(A2[i].DTheta), h.down(A1[i].DTheta)}, {"theta", h.down(A2[i].Theta), h.down(A1[i].Theta)}} {
+				{"dTheta", h.down(A2[i].DTheta), h.down(A1[i].DTheta)}, {"theta", h.down(A2[i].Theta), h.down(A1[i].Theta)},
+				{"sinCos", h.down(A2[i].SinCos), h.down(A1[i].SinCos)}} {
 				for k := range c.want {
 					if math.Float32bits(c.want[k]) != math.Float32bits(c.got[k]) {
 						h.t.Fatalf("step %d, tensor %d: %s[%d] = %g, per-tensor launches %g", step, i, c.what, k, c.got[k], c.want[k])
@@ -136,6 +137,13 @@ func adamMulti(h *harness, path string) {
 			h.ok(h.d.AngleForward(want, P1[i], R))
 			if w, g := h.down(want), h.down(A1[i].Theta); !bitsEqual(w, g) {
 				h.t.Fatalf("step %d, tensor %d: Step's angles are not AngleForward's of the new values", step, i)
+			}
+			if A1[i].SinCos != nil {
+				sc := h.zeros(2 * n)
+				h.ok(h.d.EntHalfSinCos(sc, want))
+				if w, g := h.down(sc), h.down(A1[i].SinCos); !bitsEqual(w, g) {
+					h.t.Fatalf("step %d, tensor %d: Step's sines and cosines are not EntHalfSinCos's of the new angles", step, i)
+				}
 			}
 		}
 	}
@@ -298,6 +306,9 @@ func adamTwins(h *harness, sizes []int, buf func(int) *F32, isAngle func(int) bo
 			var ag AngleGrad
 			if isAngle(i) {
 				ag = AngleGrad{DTheta: buf(n), Theta: buf(n)}
+				if i%8 == 0 { // the entity table's case: its sines and cosines too
+					ag.SinCos = buf(2 * n)
+				}
 			}
 			A = append(A, ag)
 		}

@@ -113,10 +113,9 @@ func (h *lossHead) backward(w *devWalk) error {
 	s.ok(dev.LossHeadBackward(dDist, m.g.modulus, h.dist, m.p.modulus, w.fv[h.weight], h.stats, h.layout(w), float32(m.cfg.Gamma), 1))
 	roots, dRoots := w.cones(h.rootsBuf, h.roots, 0, h.roots), w.cones(dRootsBuf, h.roots, 0, h.roots)
 	candIx := h.candIx.on(w.iv)
-	// The candidates' side from a table of the entities' half-angle sines and cosines,
-	// made here from this update's angles (the same bits as from the angles, a third
+	// The candidates' side from the table of the entities' half-angle sines and cosines
+	// that comes with the angles (Model.entSC: the same bits as from the angles, a third
 	// fewer instructions in the issue-bound backward for twice the gathered bytes).
-	s.ok(dev.EntHalfSinCos(m.entSC, w.th.ent))
 	s.ok(dev.DistanceBackwardETab(dRoots.Axis, dRoots.Half, w.dThEnt, dDist, roots.Axis, roots.Half, w.th.ent, m.entSC,
 		w.iv[h.cand], &candIx, h.roots, K, d, float32(m.cfg.CenterReg)))
 	s.ok(dev.RowsSum(w.dTable, dRootsBuf, h.scatter.on(w.iv), d))

@@ -52,7 +52,8 @@ type Model struct {
 	// the raw tables' and clears (gpu.AngleGrad). etab is the entity table's half-angle sines and cosines that rank
 	// scores with (made on the first rank batch after the angles). entSC, training, is
 	// the entity angles' half-angle sines and cosines by the distance kernels' own
-	// function (gpu.EntHalfSinCos), which the loss head's backward reads.
+	// function (gpu.EntHalfSinCos), which the loss head's backward reads: made with the
+	// angles, and then written by Adam with them (gpu.AngleGrad.SinCos).
 	theta, dTheta         angleTables
 	etab, entSC           *gpu.F32
 	thetaFresh, etabFresh bool
@@ -241,7 +242,7 @@ func (m *Model) angleGrads() []gpu.AngleGrad {
 	for i, p := range m.params {
 		switch p {
 		case m.p.entity:
-			angles[i] = gpu.AngleGrad{DTheta: m.dTheta.ent, Theta: m.theta.ent}
+			angles[i] = gpu.AngleGrad{DTheta: m.dTheta.ent, Theta: m.theta.ent, SinCos: m.entSC}
 		case m.p.relAxis:
 			angles[i] = gpu.AngleGrad{DTheta: m.dTheta.rel.Slice(0, nR*d), Theta: m.theta.rel.Slice(0, nR*d)}
 		case m.p.relAperture:

@@ -134,6 +134,9 @@ func (m *Model) angles(s *scratch) angleTables {
 	nR, d := m.cfg.NumRelations, m.cfg.Dim
 	th := m.theta
 	s.ok(m.dev.AngleForward(th.ent, m.p.entity, R))
+	if m.entSC != nil {
+		s.ok(m.dev.EntHalfSinCos(m.entSC, th.ent))
+	}
 	s.ok(m.dev.AngleForward(th.rel.Slice(0, nR*d), m.p.relAxis, R))
 	if th.nRel == 2 {
 		s.ok(m.dev.AngleForward(th.rel.Slice(nR*d, nR*d), m.p.relAperture, R))
@@ -162,8 +165,8 @@ func (m *Model) entHalfAngles(s *scratch) *gpu.F32 {
 }
 
 // adamStep enqueues Adam's step, the only change to the parameters after their upload.
-// It leaves the angle tables those of the new parameters (gpu.AngleGrad: Adam writes
-// them), the half-angle table stale.
+// It leaves the angle tables and entSC those of the new parameters (gpu.AngleGrad: Adam
+// writes them), rank's half-angle table stale.
 func (m *Model) adamStep() error {
 	err := m.adam.Step(true)
 	m.thetaFresh, m.etabFresh = err == nil, false

@@ -21,7 +21,10 @@
 // (reading dθ, θ and the raw gradient, writing the raw gradient) and the raw gradient's
 // clearing. Having updated x it writes θ = angle_of(x) over the θ it read: the next
 // update's angles, which would otherwise take angle_fwd's pass (reading x again, writing
-// θ). R is the launch's (every angle tensor shares it).
+// θ); and, where the tensor has one, their half-angle sines and cosines (sc [n][2],
+// half_sincos: ent_half_sincos's bits), the table the distance backward reads, which
+// would otherwise take a pass of its own. R is the launch's (every angle tensor shares
+// it).
 #include "common.h"
 
 // adam_math is one element's update on registers: the arithmetic of every kernel below,
@@ -64,8 +67,9 @@ KERNEL adam_step(float* p, float* g, float* m, float* v, int n, float beta2, flo
 // ADAM_STEPS − 1, Adam.SetDeferrable), then the present one.
 #define ADAM_STEPS 3
 
-// ADAM_PTRS is the pointers per tensor in an adam_multi launch's table: p, g, m, v, theta.
-#define ADAM_PTRS 5
+// ADAM_PTRS is the pointers per tensor in an adam_multi launch's table: p, g, m, v, theta,
+// sc.
+#define ADAM_PTRS 6
 
 // adam_cursor follows one thread of an adam_multi launch through the tensors: the
 // thread's element indices e increase, so its tensor only moves forward, and t, the
@@ -76,7 +80,7 @@ KERNEL adam_step(float* p, float* g, float* m, float* v, int n, float beta2, flo
 struct adam_cursor {
 	int t = -1;
 	long long first = 0, next = 0;
-	float *p = 0, *g = 0, *m = 0, *v = 0, *th = 0;
+	float *p = 0, *g = 0, *m = 0, *v = 0, *th = 0, *sc = 0;
 	int cls = 0;
 
 	// seek moves to e's tensor; it returns whether it moved (cls is then its class).
@@ -92,10 +96,24 @@ struct adam_cursor {
 		m = (float*)(((unsigned long long)q[5] << 32) | q[4]);
 		v = (float*)(((unsigned long long)q[7] << 32) | q[6]);
 		th = (float*)(((unsigned long long)q[9] << 32) | q[8]);
+		sc = (float*)(((unsigned long long)q[11] << 32) | q[10]);
 		cls = clsOf[t];
 		return true;
 	}
 };
+
+// adam_angle writes an angle tensor's new angle θ of x into th[k] and, with sc, its
+// half-angle sine and cosine into sc[2k], sc[2k+1].
+__device__ __forceinline__ void adam_angle(float* th, float* sc, long long k, float x, float R) {
+	const float t = angle_of(x, R);
+	th[k] = t;
+	if (sc) {
+		float s, c;
+		half_sincos(t * 0.5f, &s, &c);
+		sc[2 * k] = s;
+		sc[2 * k + 1] = c;
+	}
+}
 
 // adam_program is what one launch does to the tensors of one class (Adam.Step builds it
 // per class, the device reads prog[c] and K[c]): n steps (0 … ADAM_STEPS), step s with
@@ -148,7 +166,7 @@ KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, i
 			c.m[i] = mi;
 			c.v[i] = vi;
 			c.p[i] = pi;
-			if (c.th) c.th[i] = angle_of(pi, R);
+			if (c.th) adam_angle(c.th, c.sc, i, pi, R);
 		}
 		if (pr.clear) c.g[i] = 0.f;
 	}
@@ -159,9 +177,10 @@ KERNEL adam_multi(const unsigned* ptrs, const int* off, const int* cls, int T, i
 // streams of the parameters' size, 8 with the clear). Its index space is quads: tensor t
 // owns quads offq[t] … offq[t+1] − 1, ⌈cnt[t]/4⌉ of them, the last one partial (its
 // elements past cnt[t] are left alone). Every p, g, m and v must be 16-byte aligned (the
-// host checks, and launches adam_multi otherwise; theta too, for an angle tensor). The
-// arithmetic is adam_math (and angle_grad, angle_of), so the results are bit-identical to
-// adam_multi's, and to angle_bwd, adam_step, then angle_fwd.
+// host checks, and launches adam_multi otherwise; theta and sc too, for an angle
+// tensor). The arithmetic is adam_math (and angle_grad, angle_of, half_sincos), so the
+// results are bit-identical to adam_multi's, and to angle_bwd, adam_step, angle_fwd,
+// then ent_half_sincos.
 KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, const int* cls, int T, int totalq,
                        float beta2, float oneMinusBeta1, float oneMinusBeta2, float eps, const int* prog, const float* K,
                        float R) {
@@ -175,7 +194,7 @@ KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, co
 		}
 		float *p = c.p, *g = c.g, *m = c.m, *v = c.v;
 		const long long i = 4 * (e - c.first);
-		float* th = c.th;
+		float *th = c.th, *sc = c.sc;
 		const bool grad = pr.gs < pr.n;
 		if (i + 4 > n) { // the tensor's partial last quad, element by element
 			for (long long k = i; k < n; k++) {
@@ -187,7 +206,7 @@ KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, co
 					m[k] = mk;
 					v[k] = vk;
 					p[k] = pk;
-					if (th) th[k] = angle_of(pk, R);
+					if (th) adam_angle(th, sc, k, pk, R);
 				}
 				if (pr.clear) g[k] = 0.f;
 			}
@@ -217,7 +236,19 @@ KERNEL adam_multi_vec4(const unsigned* ptrs, const int* offq, const int* cnt, co
 		*m4 = mv;
 		*v4 = vv;
 		*p4 = pv;
-		if (th) *(float4*)(th + i) = make_float4(angle_of(pv.x, R), angle_of(pv.y, R), angle_of(pv.z, R), angle_of(pv.w, R));
+		if (th) {
+			const float4 tv = make_float4(angle_of(pv.x, R), angle_of(pv.y, R), angle_of(pv.z, R), angle_of(pv.w, R));
+			*(float4*)(th + i) = tv;
+			if (sc) {
+				float4 a, b;
+				half_sincos(tv.x * 0.5f, &a.x, &a.y);
+				half_sincos(tv.y * 0.5f, &a.z, &a.w);
+				half_sincos(tv.z * 0.5f, &b.x, &b.y);
+				half_sincos(tv.w * 0.5f, &b.z, &b.w);
+				*(float4*)(sc + 2 * i) = a;
+				*(float4*)(sc + 2 * i + 4) = b;
+			}
+		}
 		if (pr.clear) *g4 = make_float4(0.f, 0.f, 0.f, 0.f);
 	}
 }
