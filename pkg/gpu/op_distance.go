@@ -58,6 +58,24 @@ func (d *Device) EntHalfSinCos(tab, ent *F32) error {
 	return d.each("ent_half_sincos", n, Work{Bytes: words(3 * n), FLOPs: flops(n, 1+distHalfAngleFlops)}, ptr(tab), ptr(ent), i32(n))
 }
 
+// checkETab checks an entity half-angle table etab (nil: none) for the angles ent: two
+// floats an angle, and the table kernels to read it.
+func (d *Device) checkETab(c *check, etab, ent *F32) {
+	c.opt("etab", etab, 2*ent.Len())
+	if c.err == nil && etab != nil && d.distFirst {
+		c.err = fmt.Errorf("cuda: %s: the first kernels take no entity table", c.op)
+	}
+}
+
+// etabWork is a table kernel's work w with its entity values read from the half-angle
+// table: the rows' sines and cosines, twice the angles' bytes, and no half_sincos for the
+// pairs' dimensions.
+func etabWork(w Work, rows, pairs, dim int) Work {
+	w.Bytes += words(rows * dim)
+	w.FLOPs -= flops(pairs*dim, distHalfAngleFlops)
+	return w
+}
+
 // DistanceForward computes dist [queries][cands] for cones axis, half [queries][dim]
 // against the entity angles ent, candidate rows cand [queries][cands] (nil: rows 0 …
 // cands−1 for every query).
@@ -79,10 +97,7 @@ func (d *Device) distanceForward(dist, axis, half, ent, etab *F32, cand *I32, qu
 	} else {
 		c.f("ent", ent, cands*dim)
 	}
-	c.opt("etab", etab, 2*ent.Len())
-	if c.err == nil && etab != nil && d.distFirst {
-		c.err = fmt.Errorf("cuda: DistanceForward: the first kernels take no entity table")
-	}
+	d.checkETab(&c, etab, ent)
 	if c.err != nil || queries == 0 || cands == 0 {
 		return c.err
 	}
@@ -117,9 +132,7 @@ func (d *Device) distanceForward(dist, axis, half, ent, etab *F32, cand *I32, qu
 	w.FLOPs = flops(queries*cands*dim, distHalfAngleFlops+distTabFwdFlops)
 	grid := [3]int{min(ceilDiv(queries*ceilDiv(cands, dtabCW), dtabWarps), d.maxBlocks), 1, 1}
 	if etab != nil {
-		// The entity rows' sines and cosines, twice the angles' bytes; no half_sincos.
-		w.Bytes += words(rows * dim)
-		w.FLOPs -= flops(queries*cands*dim, distHalfAngleFlops)
+		w = etabWork(w, rows, queries*cands, dim)
 		return d.launch("distance_fwd_etab", w, grid, [3]int{dtabThreads, 1, 1},
 			ptr(dist), ptr(tab), ptr(etab), ptr(cand), i32(queries), i32(cands), i32(dim), f32(lambda))
 	}
@@ -165,10 +178,7 @@ func (d *Device) distanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent, et
 		c.f("ent", ent, cands*dim)
 		c.opt("dEnt", dEnt, cands*dim)
 	}
-	c.opt("etab", etab, 2*ent.Len())
-	if c.err == nil && etab != nil && d.distFirst {
-		c.err = fmt.Errorf("cuda: DistanceBackward: the first kernels take no entity table")
-	}
+	d.checkETab(&c, etab, ent)
 	if c.err != nil || queries == 0 || cands == 0 || dim == 0 {
 		return c.err
 	}
@@ -218,10 +228,7 @@ func (d *Device) distanceBackward(dAxis, dHalf, dEnt, dDist, axis, half, ent, et
 		}
 		kernel, entArg := "distance_bwd_q_tab", ptr(ent)
 		if etab != nil {
-			// The entity rows' sines and cosines, twice the angles' bytes; no half_sincos.
-			kernel, entArg = "distance_bwd_q_etab", ptr(etab)
-			w.Bytes += words(rows * dim)
-			w.FLOPs -= flops(queries*cands*dim, distHalfAngleFlops)
+			kernel, entArg, w = "distance_bwd_q_etab", ptr(etab), etabWork(w, rows, queries*cands, dim)
 		}
 		if err := d.launch(kernel, w, [3]int{gx, min(queries, d.gridY), 1}, block,
 			ptr(dAxis), ptr(dHalf), ptr(dEnt), ptr(dPair), ptr(dDist), ptr(tab), entArg, ptr(cand),

@@ -312,7 +312,8 @@ func (d *Device) gemmShape(M, N, K int) (tile, splits int) {
 func (d *Device) gemmShapeByCost(M, N, K, sms int) (tile, splits int) {
 	tile, splits = 128, 1
 	best := d.gemmCost(M, N, K, sms, 128, 1)
-	for s := 2; s <= maxCostSplits && K/s >= 256 && s*M*N <= math.MaxInt32 && ceilDiv(M, 128)*ceilDiv(N, 128) <= maxSplitTiles; s++ {
+	splittable := ceilDiv(M, 128)*ceilDiv(N, 128) <= maxSplitTiles
+	for s := 2; splittable && s <= maxCostSplits && K/s >= 256 && s*M*N <= math.MaxInt32; s++ {
 		if c := d.gemmCost(M, N, K, sms, 128, s); c < best {
 			tile, splits, best = 128, s, c
 		}
