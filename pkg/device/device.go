@@ -11,6 +11,7 @@ package device
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cpu"
@@ -40,6 +41,9 @@ type Choice struct {
 
 // Open returns the Choice for name: "cpu" or "" (the fast CPU backend, nothing resident)
 // or "cuda" (the resident paths, in a cuda-tagged binary, beside the fast CPU backend).
+// For cuda, $ROCONE_GPU_REVERT (gpu.RevertEnv) turns the device's newest choices back,
+// for a device run's A/B, and Open says so on stderr; a name it does not know is an
+// error.
 func Open(name string, workers int) (Choice, error) {
 	kernels := cpu.New(cpu.Options{Workers: workers})
 	switch name {
@@ -49,9 +53,17 @@ func Open(name string, workers int) (Choice, error) {
 		if openCUDA == nil {
 			return Choice{}, fmt.Errorf("--device cuda: this binary was built without CUDA; build one with `make build-cuda` (go build -tags cuda)")
 		}
+		reverts, err := gpu.ParseReverts(os.Getenv(gpu.RevertEnv))
+		if err != nil {
+			return Choice{}, fmt.Errorf("$%s: %w", gpu.RevertEnv, err)
+		}
 		dev, err := openCUDA()
 		if err != nil {
 			return Choice{}, err
+		}
+		if reverts != (gpu.Reverts{}) {
+			dev.SetReverts(reverts)
+			fmt.Fprintf(os.Stderr, "note: $%s=%s: %s\n", gpu.RevertEnv, reverts, reverts.Describe())
 		}
 		return Choice{Kernels: kernels, Train: gpumodel.TrainDevice(dev), Rank: RankDevice(dev)}, nil
 	}

@@ -50,6 +50,37 @@ func TestOpenCUDA(t *testing.T) {
 	}
 }
 
+// TestOpenCUDAReverts: $ROCONE_GPU_REVERT turns the device's choices back before any
+// model is built on it, and a name it does not know fails the stage before the device
+// opens.
+func TestOpenCUDAReverts(t *testing.T) {
+	saved := openCUDA
+	defer func() { openCUDA = saved }()
+	var dev *gpu.Device
+	openCUDA = func() (*gpu.Device, error) { dev = gpu.NewDevice(&gputest.NullDriver{}); return dev, nil }
+	t.Setenv(gpu.RevertEnv, "etab,gemm-cost")
+	if _, err := Open("cuda", 1); err != nil {
+		t.Fatal(err)
+	}
+	if want := (gpu.Reverts{GemmCost: true, EntityTable: true}); dev.Reverts() != want {
+		t.Errorf("reverts %+v, want %+v", dev.Reverts(), want)
+	}
+	if got, want := dev.Name(), "null; reverted: gemm-cost,etab"; got != want {
+		t.Errorf("the device's name %q, want %q (a profile's header says what was reverted)", got, want)
+	}
+	dev = nil
+	t.Setenv(gpu.RevertEnv, "etab,fast")
+	if _, err := Open("cuda", 1); err == nil || !strings.Contains(err.Error(), "$"+gpu.RevertEnv) || !strings.Contains(err.Error(), `"fast"`) {
+		t.Errorf("a bad revert: %v", err)
+	}
+	if dev != nil {
+		t.Errorf("a bad revert opened the device")
+	}
+	if _, err := Open("cpu", 1); err != nil {
+		t.Errorf("cpu with a bad %s (which only cuda reads): %v", gpu.RevertEnv, err)
+	}
+}
+
 // TestRankDeviceNil: no device gives a nil eval.RankDevice, not an interface holding a nil
 // pointer, so that the rank stage, which tests it against nil, ranks on the host.
 func TestRankDeviceNil(t *testing.T) {

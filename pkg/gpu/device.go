@@ -32,6 +32,7 @@ type Device struct {
 	distFirst  bool                     // the first distance kernels, a sincosf per pair, not the table ones (tests, bench)
 	distCSR    bool                     // the candidates' entity gradient by distance_bwd_ent_csr_tab, not as per-pair rows and RowsSum (tests, bench)
 	noFloat4   bool                     // the row gathers and sums and the angle map one float at a time, not float4 (tests, bench)
+	reverts    Reverts                  // the newest choices turned back (SetReverts, RevertEnv)
 
 	workMu  sync.Mutex          // guards the device-owned buffers below (grow)
 	work    [numWorkspaces]*F32 // the workspaces (workspace)
@@ -50,8 +51,14 @@ func NewDevice(drv Driver) *Device {
 // Driver returns the underlying driver.
 func (d *Device) Driver() Driver { return d.drv }
 
-// Name describes the device.
-func (d *Device) Name() string { return d.drv.Name() }
+// Name describes the device, and the choices turned back on it (SetReverts), if any, so
+// that whatever names the device (a profile's header, a run's record) says so too.
+func (d *Device) Name() string {
+	if d.reverts != (Reverts{}) {
+		return d.drv.Name() + "; reverted: " + d.reverts.String()
+	}
+	return d.drv.Name()
+}
 
 // Sync waits for every enqueued kernel and reports the first execution error.
 func (d *Device) Sync() error { return d.drv.Sync() }

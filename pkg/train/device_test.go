@@ -58,18 +58,30 @@ func closeCurves(t *testing.T, a, b []artifact.TrainLogRow, tol curveTolerance) 
 var emulatorCurves = curveTolerance{lossRel: 1e-4, mrrAbs: 1e-3}
 
 // TestDeviceTrainingMatchesCPU trains the tiny configuration on the CPU and on the
-// (emulated) device, across both lr drops and Adam resets, and compares the loss curves.
+// (emulated) device, across both lr drops and Adam resets, and compares the loss curves;
+// rocone also with every choice of gpu.Reverts turned back, as a device run's A/B rows
+// train (scripts/cuda/bench.sh).
 func TestDeviceTrainingMatchesCPU(t *testing.T) {
 	train, valid := Files(t)
-	for _, variant := range []string{"rocone", "cone"} {
-		t.Run(variant, func(t *testing.T) {
+	allReverts := gpu.Reverts{GemmCost: true, EntityTable: true, Stacked: true}
+	for _, c := range []struct {
+		variant string
+		reverts gpu.Reverts
+	}{{"rocone", gpu.Reverts{}}, {"cone", gpu.Reverts{}}, {"rocone", allReverts}} {
+		name := c.variant
+		if c.reverts != (gpu.Reverts{}) {
+			name += "/reverts=" + c.reverts.String()
+		}
+		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := TinyConfig(variant)
+			cfg := TinyConfig(c.variant)
 			cfg.LR = 1e-3 // at 1e-2 a rounding difference soon flips a ReLU or a union's branch
 			cpuRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "cpu.arrow"), Log: filepath.Join(dir, "cpu-log.arrow")}
 			RunT(t, cfg, cpuRun)
+			dev := gputest.Emulator(t)
+			dev.SetReverts(c.reverts)
 			devRun := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "dev.arrow"), Log: filepath.Join(dir, "dev-log.arrow"),
-				Device: gpumodel.TrainDevice(gputest.Emulator(t))}
+				Device: gpumodel.TrainDevice(dev)}
 			RunT(t, cfg, devRun)
 			closeCurves(t, LogCurves(t, cpuRun.Log), LogCurves(t, devRun.Log), emulatorCurves)
 		})

@@ -8,7 +8,8 @@
 #   BIN_DIR holds cuda-tagged sample, train, rank, metrics and cuda.test (default: bin/cuda, built
 #   here with `make build-cuda` and scripts/cuda/gpu-check.sh --build-test-binary bin/cuda).
 # Environment: STEPS (default 300) training steps per configuration, WARMUP (default 20)
-# the first of them left out of the steady rate; OUT_DIR (default out/gpu-bench) for the
+# the first of them left out of the steady rate; REVERTS, the A/B rows' reverts (below);
+# OUT_DIR (default out/gpu-bench) for the
 # queries, checkpoints and logs, and rates.txt, the rate lines printed.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -66,6 +67,17 @@ train_rate nell995-cone-d800 --train "$out/nell-train.arrow" --preset nell995 --
 train_rate fb15k-237-rocone-d1600-tf32 --train "$out/fb-train.arrow" --preset fb15k-237 --matmul tf32
 train_rate nell995-rocone-d800-tf32 --train "$out/nell-train.arrow" --preset nell995 --matmul tf32
 train_rate fb15k-237-cone-d800-tf32 --train "$out/fb-train.arrow" --preset fb15k-237 --model cone --dim 800 --matmul tf32
+# A/B: the same steps with the newest, not yet measured choices turned back one by one
+# ($ROCONE_GPU_REVERT, pkg/gpu/revert.go; REVERTS, a space-separated list of its values,
+# default below; REVERTS= leaves the A/B out), each row against the default's above.
+for r in ${REVERTS-gemm-cost etab stacked gemm-cost,etab,stacked}; do
+	ROCONE_GPU_REVERT=$r train_rate "fb15k-237-rocone-d1600-revert-${r//,/+}" --train "$out/fb-train.arrow" --preset fb15k-237
+	case ,$r, in *,gemm-cost,*)
+		ROCONE_GPU_REVERT=$r train_rate "fb15k-237-rocone-d1600-tf32-revert-${r//,/+}" --train "$out/fb-train.arrow" --preset fb15k-237 --matmul tf32
+		ROCONE_GPU_REVERT=$r train_rate "fb15k-237-cone-d800-revert-${r//,/+}" --train "$out/fb-train.arrow" --preset fb15k-237 --model cone --dim 800
+		;;
+	esac
+done
 
 echo "== rank (FB15k-237 test, every entity, d=1600)"
 "$bin/rank" --checkpoint "$out/fb15k-237-rocone-d1600.arrow" --queries "$out/fb-test.arrow" --device cuda \

@@ -199,6 +199,9 @@ if ! skip kernels; then
 fi
 if ! skip profile; then
 	profile rocone-d1600 --preset fb15k-237
+	# The same with the newest choices turned back ($ROCONE_GPU_REVERT, pkg/gpu/revert.go):
+	# kernel by kernel, what they changed.
+	ROCONE_GPU_REVERT=gemm-cost,etab,stacked profile rocone-d1600-reverted --preset fb15k-237
 	profile cone-d800 "${cone[@]}"
 	profile rocone-d1600-tf32 --preset fb15k-237 --matmul tf32
 	profile cone-d800-tf32 "${cone[@]}" --matmul tf32

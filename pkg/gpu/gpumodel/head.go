@@ -115,9 +115,15 @@ func (h *lossHead) backward(w *devWalk) error {
 	candIx := h.candIx.on(w.iv)
 	// The candidates' side from the table of the entities' half-angle sines and cosines
 	// that comes with the angles (Model.entSC: the same bits as from the angles, a third
-	// fewer instructions in the issue-bound backward for twice the gathered bytes).
-	s.ok(dev.DistanceBackwardETab(dRoots.Axis, dRoots.Half, w.dThEnt, dDist, roots.Axis, roots.Half, w.th.ent, m.entSC,
-		w.iv[h.cand], &candIx, h.roots, K, d, float32(m.cfg.CenterReg)))
+	// fewer instructions in the issue-bound backward for twice the gathered bytes), or,
+	// with that table reverted (gpu.Reverts.EntityTable), from the angles.
+	if m.entSC != nil {
+		s.ok(dev.DistanceBackwardETab(dRoots.Axis, dRoots.Half, w.dThEnt, dDist, roots.Axis, roots.Half, w.th.ent, m.entSC,
+			w.iv[h.cand], &candIx, h.roots, K, d, float32(m.cfg.CenterReg)))
+	} else {
+		s.ok(dev.DistanceBackward(dRoots.Axis, dRoots.Half, w.dThEnt, dDist, roots.Axis, roots.Half, w.th.ent,
+			w.iv[h.cand], &candIx, h.roots, K, d, float32(m.cfg.CenterReg)))
+	}
 	s.ok(dev.RowsSum(w.dTable, dRootsBuf, h.scatter.on(w.iv), d))
 	return s.err
 }

@@ -134,8 +134,10 @@ func newModel(dev *gpu.Device, host *model.Model[float32], training bool, lr flo
 	if err := m.allocAngles(&m.dTheta); err != nil {
 		return nil, err
 	}
-	if m.entSC, err = gpu.Alloc[float32](dev, 2*m.p.entity.Len()); err != nil {
-		return nil, fmt.Errorf("allocating the entity half-angle table: %w", err)
+	if !dev.Reverts().EntityTable {
+		if m.entSC, err = gpu.Alloc[float32](dev, 2*m.p.entity.Len()); err != nil {
+			return nil, fmt.Errorf("allocating the entity half-angle table: %w", err)
+		}
 	}
 	angles := m.angleGrads()
 	if m.adam, err = gpu.NewAdamAngles(dev, adam.Default(lr), m.params, m.grads, angles, float32(m.cfg.EmbeddingRange())); err != nil {
@@ -186,6 +188,9 @@ func (m *Model) allocTensors(ts []model.Tensor[float32], upload bool) ([]*gpu.F3
 	}
 	bufs := make([]*gpu.F32, len(ts))
 	for _, pair := range stackedTensors {
+		if m.dev.Reverts().Stacked {
+			break
+		}
 		i, ok1 := index[pair[0]]
 		j, ok2 := index[pair[1]]
 		if !ok1 || !ok2 || len(ts[i].Data) != len(ts[j].Data) || len(ts[i].Data)%4 != 0 {

@@ -30,6 +30,33 @@ func TestEmulatorMatchesCPU(t *testing.T) {
 	}
 }
 
+// TestReverts: with each of gpu.Reverts turned back, a step is still the CPU's, and the
+// model takes the path it names: the distance backward from the angles with no entity
+// table (EntityTable), the intersection's W1 and W3 apart (Stacked, which
+// checkStepMatchesCPU asserts); by default, the table and its backward.
+func TestReverts(t *testing.T) {
+	for _, r := range []gpu.Reverts{{}, {EntityTable: true}, {Stacked: true}} {
+		t.Run("reverts="+r.String(), func(t *testing.T) {
+			dev := gputest.Emulator(t)
+			dev.SetReverts(r)
+			checkStepMatchesCPU(t, dev, model.RoConE, 8)
+
+			cfg := testConfig(model.RoConE, 8)
+			rng := rand.New(rand.NewPCG(3, 4))
+			dm, err := New(dev, spreadModel(t, cfg, rng), 1e-3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dm.Close()
+			n := updateLaunches(t, dev, dm, randomBatch(rng, cfg, 1, 3))
+			if table := !r.EntityTable; (dm.entSC != nil) != table || (n["distance_bwd_q_etab"] > 0) != table || (n["distance_bwd_q_tab"] > 0) == table {
+				t.Errorf("entity table %v, distance_bwd_q_etab %d launches, distance_bwd_q_tab %d; want the table: %v",
+					dm.entSC != nil, n["distance_bwd_q_etab"], n["distance_bwd_q_tab"], table)
+			}
+		})
+	}
+}
+
 var customStructures = []string{
 	"(((('e',('r',)),('e',('r','n'))),('r','n')),('e',('r','r')),('e',('n','r')))",
 	"((('e',('r',)),('e',('r',)),('u',)),(('e',('r',)),('e',('r','n')),('u',)))",
@@ -91,8 +118,9 @@ func checkStepMatchesCPU(t *testing.T, dev *gpu.Device, v model.Variant, dim int
 		t.Fatal(err)
 	}
 	defer dm.Close()
-	// Where the bias halves keep 16-byte alignment, the first intersection layers are one.
-	if stack := dim%4 == 0; dm.p.inter.Stacked() != stack || dm.g.inter.Stacked() != stack {
+	// Where the bias halves keep 16-byte alignment, the first intersection layers are one
+	// (unless that is reverted: gpu.Reverts.Stacked).
+	if stack := dim%4 == 0 && !dev.Reverts().Stacked; dm.p.inter.Stacked() != stack || dm.g.inter.Stacked() != stack {
 		t.Errorf("d=%d: the intersection's W1 and W3 stacked: %v (gradients %v), want %v", dim, dm.p.inter.Stacked(), dm.g.inter.Stacked(), stack)
 	}
 	dm.keepGrads = true

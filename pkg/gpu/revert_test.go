@@ -1,0 +1,67 @@
+package gpu
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseReverts(t *testing.T) {
+	for _, c := range []struct {
+		in, want, err string
+	}{
+		{in: ""},
+		{in: " , "},
+		{in: "etab", want: "etab"},
+		{in: "stacked, gemm-cost", want: "gemm-cost,stacked"},
+		{in: "gemm-cost,etab,stacked", want: "gemm-cost,etab,stacked"},
+		{in: "etab,etab", err: "etab is named twice"},
+		{in: "etab,tf32", err: `no revert "tf32": want a comma-separated list of gemm-cost, etab, stacked`},
+		{in: "ETAB", err: `no revert "ETAB"`},
+	} {
+		r, err := ParseReverts(c.in)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("ParseReverts(%q): error %v, want one containing %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseReverts(%q): %v", c.in, err)
+			continue
+		}
+		if got := r.String(); got != c.want {
+			t.Errorf("ParseReverts(%q).String() = %q, want %q", c.in, got, c.want)
+		}
+		if again, err := ParseReverts(r.String()); err != nil || again != r {
+			t.Errorf("ParseReverts(%q) = %+v, %v; want %+v back", r.String(), again, err, r)
+		}
+		if (r == Reverts{}) != (r.Describe() == "") {
+			t.Errorf("%+v: Describe() = %q", r, r.Describe())
+		}
+	}
+}
+
+// TestRevertGemmCost: the reverted GEMM policy is the waves rule, and turning the revert
+// off again brings back the cost model, at a shape where the two choose differently.
+func TestRevertGemmCost(t *testing.T) {
+	d := NewDevice(nil) // 132 SMs: the multiprocessors' default without a driver to ask
+	const M, N, K = 1600, 1600, 587
+	costTile, costSplits := d.gemmShape(M, N, K)
+	d.gemmPolicy = policyWaves
+	wavesTile, wavesSplits := d.gemmShape(M, N, K)
+	d.gemmPolicy = policyCost
+	if costTile == wavesTile && costSplits == wavesSplits {
+		t.Fatalf("%d×%d×%d: cost and waves both choose tile %d split %d; pick a shape where they differ", M, N, K, costTile, costSplits)
+	}
+	d.SetReverts(Reverts{GemmCost: true})
+	if tile, s := d.gemmShape(M, N, K); tile != wavesTile || s != wavesSplits {
+		t.Errorf("reverted: tile %d split %d, want the waves rule's %d and %d", tile, s, wavesTile, wavesSplits)
+	}
+	if !d.Reverts().GemmCost {
+		t.Errorf("Reverts() = %+v after SetReverts(GemmCost)", d.Reverts())
+	}
+	d.SetReverts(Reverts{})
+	if tile, s := d.gemmShape(M, N, K); tile != costTile || s != costSplits {
+		t.Errorf("revert undone: tile %d split %d, want the cost model's %d and %d", tile, s, costTile, costSplits)
+	}
+}
