@@ -69,10 +69,9 @@ var checksumPlaceholder = strings.Repeat("-", sha256.Size*2)
 
 // contentHash computes an artifact's content digest record batch by record batch.
 type contentHash struct {
-	meta  []byte // the hashed schema metadata and column names
-	cols  []*nodeHash
-	rows  int64
-	names []string
+	meta []byte // the hashed schema metadata and column names
+	cols []*nodeHash
+	rows int64
 }
 
 // newContentHash starts the digest of an artifact of this schema.

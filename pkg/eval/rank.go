@@ -26,8 +26,6 @@ type hardKey struct {
 	pos int32
 }
 
-func (k hardKey) id() int32 { return int32(uint32(k.key)) }
-
 // Ranker computes filtered ranks (docs/queries.md §5, steps 1–3). It keeps scratch space
 // between calls, so after the first few queries ranking does not allocate. The zero value is
 // ready to use. A Ranker must not be used by several goroutines at once; give each worker its

@@ -133,7 +133,7 @@ func TestDir(t *testing.T) {
 				t.Fatal(err)
 			}
 			write(t, d)
-			if _, err := os.Stat(filepath.Join(out, "a.npy")); c.before == nil || len(c.before) == 0 {
+			if _, err := os.Stat(filepath.Join(out, "a.npy")); len(c.before) == 0 {
 				if err == nil {
 					t.Error("a.npy is at the destination before Commit")
 				}

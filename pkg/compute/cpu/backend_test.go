@@ -244,7 +244,6 @@ func TestDeterminism(t *testing.T) {
 	type lin struct {
 		rows, in, out int
 		x, w, b, dy   []float32
-		y, dx, dw, db []float32
 	}
 	// Many rows (B packed, y = x·Wᵀ) and few (B in place, yᵀ = W·xᵀ); odd sizes.
 	var lins []*lin
