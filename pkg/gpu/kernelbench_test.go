@@ -131,8 +131,9 @@ var kernelBenches = []benchCase{
 			return closeTo("dist", want, got, 1e-5)
 		}
 		// first: distance_fwd, two sincosf per (pair, dim); table: distance_qtab and
-		// distance_fwd_tab (the production path); etab: distance_fwd_etab, from the entity
-		// half-angle table (made here once, untimed: ent_half_sincos times its making).
+		// distance_fwd_tab (ranking's and embedding's); etab: distance_fwd_etab, from the
+		// entity half-angle table (the training step's; made here once, untimed:
+		// ent_half_sincos times its making).
 		ar := NewArena(d)
 		ET := b.f(make([]float32, 2*s.entities*s.dim))
 		if b.err == nil {

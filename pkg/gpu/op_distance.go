@@ -15,10 +15,10 @@ import (
 //
 // And distance_fwd_etab and distance_bwd_q_etab: the same, their entity half-angle sines
 // from a table made once (EntHalfSinCos, 8 bytes an entity value where the angle is 4)
-// instead of a half_sincos per (pair, dimension); the same bits. The training step's
-// backward takes it (DistanceBackwardETab: the query side is issue-bound, and the table
-// takes a third of its instructions); the forward, lighter, keeps the angles (its etab
-// version is for the kernel bench to weigh).
+// instead of a half_sincos per (pair, dimension); the same bits. The training step takes
+// them (DistanceForwardETab, DistanceBackwardETab: both kernels are issue-bound, and the
+// table takes half the forward's instructions and a third of the backward's), with the
+// table Adam writes (AngleGrad.SinCos); ranking and embedding keep the angles.
 //
 // Both are deterministic except the atomic entity scatter (DistanceBackward with cand and
 // no index).
@@ -81,6 +81,15 @@ func etabWork(w Work, rows, pairs, dim int) Work {
 // cands−1 for every query).
 func (d *Device) DistanceForward(dist, axis, half, ent *F32, cand *I32, queries, cands, dim int, lambda float32) error {
 	return d.distanceForward(dist, axis, half, ent, nil, cand, queries, cands, dim, lambda)
+}
+
+// DistanceForwardETab is DistanceForward from the entity half-angle table etab,
+// EntHalfSinCos of ent (distance_fwd_etab): the same bits.
+func (d *Device) DistanceForwardETab(dist, axis, half, ent, etab *F32, cand *I32, queries, cands, dim int, lambda float32) error {
+	if etab == nil {
+		return fmt.Errorf("cuda: DistanceForwardETab: no entity table")
+	}
+	return d.distanceForward(dist, axis, half, ent, etab, cand, queries, cands, dim, lambda)
 }
 
 // distanceForward is DistanceForward, from the entity half-angle table etab

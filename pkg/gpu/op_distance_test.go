@@ -189,7 +189,8 @@ func distInputs(h *harness) (axis, half, ent []float32, cand []int32) {
 // distance_fwd_etab, distance_bwd_q_etab) give the bits of those from the angles, forward
 // and backward (the per-pair rows, and the query side alone), with candidates and
 // without, at a dimension that is no multiple of the warp (the last round reloads its
-// own) and a candidate count that leaves a short task; and a short table is refused.
+// own) and a candidate count that leaves a short task; and a short or missing table is
+// refused.
 func testDistanceETab(h *harness) {
 	const queries, cands, dim, rows, lambda = tdQueries, tdCands, tdDim, tdRows, 0.05
 	axis, half, ent, cand := distInputs(h)
@@ -208,7 +209,7 @@ func testDistanceETab(h *harness) {
 	}{{C, cands}, {nil, rows}} {
 		D1, D2 := h.zeros(queries*c.k), h.zeros(queries*c.k)
 		h.ok(h.d.distanceForward(D1, A, H, E, nil, c.C, queries, c.k, dim, lambda))
-		h.ok(h.d.distanceForward(D2, A, H, E, ET, c.C, queries, c.k, dim, lambda))
+		h.ok(h.d.DistanceForwardETab(D2, A, H, E, ET, c.C, queries, c.k, dim, lambda))
 		same("dist", D1, D2)
 	}
 	dDist := h.uniform(queries*cands, -1, 1)
@@ -223,8 +224,11 @@ func testDistanceETab(h *harness) {
 	for j, what := range []string{"dAxis", "dHalf", "dEnt"} {
 		same(what, got[0][j], got[1][j])
 	}
-	if err := h.d.distanceForward(h.zeros(queries*cands), A, H, E, h.zeros(rows*dim), C, queries, cands, dim, lambda); err == nil {
+	if err := h.d.DistanceForwardETab(h.zeros(queries*cands), A, H, E, h.zeros(rows*dim), C, queries, cands, dim, lambda); err == nil {
 		h.t.Fatalf("a short entity table: no error")
+	}
+	if err := h.d.DistanceForwardETab(h.zeros(queries*cands), A, H, E, nil, C, queries, cands, dim, lambda); err == nil {
+		h.t.Fatalf("DistanceForwardETab without a table: no error")
 	}
 }
 

@@ -20,9 +20,9 @@ type Reverts struct {
 	// GemmCost: the GEMMs' tile and split by the waves rule (policyWaves), the default
 	// before the cost model (gemmCost).
 	GemmCost bool
-	// EntityTable: the training step's distance backward computes each pair's entity
-	// half-angle sines (DistanceBackward), and Adam writes no table of them
-	// (AngleGrad.SinCos), as before DistanceBackwardETab.
+	// EntityTable: the training step's candidate distances, forward and backward,
+	// compute each pair's entity half-angle sines (DistanceForward, DistanceBackward),
+	// and Adam writes no table of them (AngleGrad.SinCos), as before the table.
 	EntityTable bool
 	// Stacked: the intersection's first attention and DeepSets layers (W1, W3) allocated
 	// apart, and so run as two layers of d outputs, not one of 2d (IntersectWeights).
@@ -36,7 +36,7 @@ var revertNames = []struct {
 	what string
 }{
 	{"gemm-cost", func(r *Reverts) *bool { return &r.GemmCost }, "the GEMMs' tile and split by the waves rule, not the cost model"},
-	{"etab", func(r *Reverts) *bool { return &r.EntityTable }, "the distance backward without the entity half-angle table"},
+	{"etab", func(r *Reverts) *bool { return &r.EntityTable }, "the candidate distances without the entity half-angle table"},
 	{"stacked", func(r *Reverts) *bool { return &r.Stacked }, "the intersection's W1 and W3 as two layers"},
 }
 

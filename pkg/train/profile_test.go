@@ -41,7 +41,7 @@ func TestProfileOnEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"# Device profile: rocone d=8, batch 16, 4 negatives", "CPU launch emulator", "Peaks: memory unknown",
-		"Window: steps 4–6 (3 steps)", "Command: `train --profile profile.md`", "| `distance_fwd_tab` |", "| `adam_multi_vec4` |",
+		"Window: steps 4–6 (3 steps)", "Command: `train --profile profile.md`", "| `distance_fwd_etab` |", "| `adam_multi_vec4` |",
 		"| **all kernels** |", "Wall time per step in the window:", "Wall time per step without profiling (steps 1–3)"} {
 		if !strings.Contains(string(text), s) {
 			t.Errorf("no %q in %s:\n%s", s, md, text)
@@ -90,7 +90,7 @@ func TestProfileOnEmulator(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"distance_fwd_tab", "distance_bwd_q_etab", "distance_qtab", "gemm_nt_64", "loss_head_fwd_terms", "loss_head_bwd", "adam_multi_vec4", "gather_rows4", "rows_sum_csr4"} {
+	for _, k := range []string{"distance_fwd_etab", "distance_bwd_q_etab", "distance_qtab", "gemm_nt_64", "loss_head_fwd_terms", "loss_head_bwd", "adam_multi_vec4", "gather_rows4", "rows_sum_csr4"} {
 		if !kernels[k] {
 			t.Errorf("no %s in the profile (%v)", k, kernels)
 		}

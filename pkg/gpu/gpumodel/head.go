@@ -96,7 +96,13 @@ func (h *lossHead) forward(w *devWalk) error {
 	}
 	roots := w.cones(h.rootsBuf, h.roots, 0, h.roots)
 	s.ok(dev.GatherRows(h.rootsBuf, w.table, w.iv[h.rootIdx], d))
-	s.ok(dev.DistanceForward(h.dist, roots.Axis, roots.Half, w.th.ent, w.iv[h.cand], h.roots, K, d, float32(m.cfg.CenterReg)))
+	// From the entities' half-angle table where the model keeps one (Model.entSC, as in
+	// backward), else from the angles.
+	if m.entSC != nil {
+		s.ok(dev.DistanceForwardETab(h.dist, roots.Axis, roots.Half, w.th.ent, m.entSC, w.iv[h.cand], h.roots, K, d, float32(m.cfg.CenterReg)))
+	} else {
+		s.ok(dev.DistanceForward(h.dist, roots.Axis, roots.Half, w.th.ent, w.iv[h.cand], h.roots, K, d, float32(m.cfg.CenterReg)))
+	}
 	s.ok(dev.LossHeadForward(h.stats, h.dist, m.p.modulus, w.fv[h.weight], h.layout(w), float32(m.cfg.Gamma)))
 	return s.err
 }

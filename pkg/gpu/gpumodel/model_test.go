@@ -31,9 +31,9 @@ func TestEmulatorMatchesCPU(t *testing.T) {
 }
 
 // TestReverts: with each of gpu.Reverts turned back, a step is still the CPU's, and the
-// model takes the path it names: the distance backward from the angles with no entity
+// model takes the path it names: the candidate distances from the angles with no entity
 // table (EntityTable), the intersection's W1 and W3 apart (Stacked, which
-// checkStepMatchesCPU asserts); by default, the table and its backward.
+// checkStepMatchesCPU asserts); by default, the table and its forward and backward.
 func TestReverts(t *testing.T) {
 	for _, r := range []gpu.Reverts{{}, {EntityTable: true}, {Stacked: true}} {
 		t.Run("reverts="+r.String(), func(t *testing.T) {
@@ -49,9 +49,14 @@ func TestReverts(t *testing.T) {
 			}
 			defer dm.Close()
 			n := updateLaunches(t, dev, dm, randomBatch(rng, cfg, 1, 3))
-			if table := !r.EntityTable; (dm.entSC != nil) != table || (n["distance_bwd_q_etab"] > 0) != table || (n["distance_bwd_q_tab"] > 0) == table {
-				t.Errorf("entity table %v, distance_bwd_q_etab %d launches, distance_bwd_q_tab %d; want the table: %v",
-					dm.entSC != nil, n["distance_bwd_q_etab"], n["distance_bwd_q_tab"], table)
+			table := !r.EntityTable
+			if (dm.entSC != nil) != table {
+				t.Errorf("entity table %v, want %v", dm.entSC != nil, table)
+			}
+			for _, k := range []string{"distance_fwd", "distance_bwd_q"} {
+				if (n[k+"_etab"] > 0) != table || (n[k+"_tab"] > 0) == table {
+					t.Errorf("%s_etab %d launches, %s_tab %d; want the table's: %v", k, n[k+"_etab"], k, n[k+"_tab"], table)
+				}
 			}
 		})
 	}

@@ -247,7 +247,7 @@ KERNEL distance_bwd_ent_csr(float* dEnt, const float* dDist, const float* axis, 
 // angle θ, mapped by half_sincos per (pair, dimension) (ent_src<false>), or an entity
 // table of (sin θ/2, cos θ/2) made once (ent_src<true>: ent_half_sincos, the same
 // function, so the same bits), twice the gathered bytes for no half_sincos
-// (distance_fwd_etab, for the kernel bench; distance_bwd_q_etab, the training step's).
+// (distance_fwd_etab and distance_bwd_q_etab: the training step's).
 template <bool ETAB>
 struct ent_src {
 	typedef float T;
