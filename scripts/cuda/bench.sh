@@ -69,8 +69,10 @@ train_rate nell995-rocone-d800-tf32 --train "$out/nell-train.arrow" --preset nel
 train_rate fb15k-237-cone-d800-tf32 --train "$out/fb-train.arrow" --preset fb15k-237 --model cone --dim 800 --matmul tf32
 # A/B: the same steps with the newest, not yet measured choices turned back one by one
 # ($ROCONE_GPU_REVERT, pkg/gpu/revert.go; REVERTS, a space-separated list of its values,
-# default below; REVERTS= leaves the A/B out), each row against the default's above.
-for r in ${REVERTS-gemm-cost etab stacked gemm-cost,etab,stacked}; do
+# default below; REVERTS= leaves the A/B out), each row against the default's above, which
+# runs again after them: the two default rows show the noise between runs.
+reverts=${REVERTS-gemm-cost etab stacked gemm-cost,etab,stacked}
+for r in $reverts; do
 	ROCONE_GPU_REVERT=$r train_rate "fb15k-237-rocone-d1600-revert-${r//,/+}" --train "$out/fb-train.arrow" --preset fb15k-237
 	case ,$r, in *,gemm-cost,*)
 		ROCONE_GPU_REVERT=$r train_rate "fb15k-237-rocone-d1600-tf32-revert-${r//,/+}" --train "$out/fb-train.arrow" --preset fb15k-237 --matmul tf32
@@ -78,6 +80,7 @@ for r in ${REVERTS-gemm-cost etab stacked gemm-cost,etab,stacked}; do
 		;;
 	esac
 done
+[ -n "$reverts" ] && train_rate fb15k-237-rocone-d1600-again --train "$out/fb-train.arrow" --preset fb15k-237
 
 echo "== rank (FB15k-237 test, every entity, d=1600)"
 "$bin/rank" --checkpoint "$out/fb15k-237-rocone-d1600.arrow" --queries "$out/fb-test.arrow" --device cuda \
