@@ -100,7 +100,8 @@ func (b *Buffer[T]) Free() error {
 	return b.dev.drv.Free(p)
 }
 
-// Upload copies src into the first len(src) elements.
+// Upload copies src into the first len(src) elements (recorded as "upload" when
+// profiled, as UploadAsync's copies are).
 func (b *Buffer[T]) Upload(src []T) error {
 	if len(src) > b.Len() {
 		return fmt.Errorf("cuda: upload of %d elements into a %d-element buffer", len(src), b.Len())
@@ -108,11 +109,17 @@ func (b *Buffer[T]) Upload(src []T) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return b.dev.drv.CopyIn(b.ptr, unsafe.Pointer(&src[0]), len(src)*sizeOf[T]())
+	bytes := len(src) * sizeOf[T]()
+	copyIn := func() error { return b.dev.drv.CopyIn(b.ptr, unsafe.Pointer(&src[0]), bytes) }
+	if p := b.dev.prof.Load(); p != nil {
+		return p.around("upload", Work{Bytes: int64(bytes)}, copyIn)
+	}
+	return copyIn()
 }
 
 // UploadAsync copies src into the first len(src) elements in stream order, without
-// waiting for the kernels enqueued before it (AsyncCopier); src may be reused at once.
+// waiting for the kernels enqueued before it (AsyncCopier; recorded as "upload" when
+// profiled); src may be reused at once.
 // A training update's index arrays go up this way, so that the host enqueues the next
 // update while the device runs the last.
 func (b *Buffer[T]) UploadAsync(src []T) error {
@@ -126,10 +133,16 @@ func (b *Buffer[T]) UploadAsync(src []T) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return ac.CopyInAsync(b.ptr, unsafe.Pointer(&src[0]), len(src)*sizeOf[T]())
+	bytes := len(src) * sizeOf[T]()
+	copyIn := func() error { return ac.CopyInAsync(b.ptr, unsafe.Pointer(&src[0]), bytes) }
+	if p := b.dev.prof.Load(); p != nil {
+		return p.around("upload", Work{Bytes: int64(bytes)}, copyIn)
+	}
+	return copyIn()
 }
 
-// Download copies the first len(dst) elements into dst, waiting for pending kernels.
+// Download copies the first len(dst) elements into dst, waiting for pending kernels
+// (recorded as "download" when profiled).
 func (b *Buffer[T]) Download(dst []T) error {
 	if len(dst) > b.Len() {
 		return fmt.Errorf("cuda: download of %d elements from a %d-element buffer", len(dst), b.Len())
@@ -137,11 +150,16 @@ func (b *Buffer[T]) Download(dst []T) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	return b.dev.drv.CopyOut(unsafe.Pointer(&dst[0]), b.ptr, len(dst)*sizeOf[T]())
+	bytes := len(dst) * sizeOf[T]()
+	copyOut := func() error { return b.dev.drv.CopyOut(unsafe.Pointer(&dst[0]), b.ptr, bytes) }
+	if p := b.dev.prof.Load(); p != nil {
+		return p.around("download", Work{Bytes: int64(bytes)}, copyOut)
+	}
+	return copyOut()
 }
 
-// DownloadAsync enqueues a copy of the first n elements to the host (AsyncDownloader)
-// and returns the function that waits for that copy alone (not for the work enqueued
+// DownloadAsync enqueues a copy of the first n elements to the host (AsyncDownloader;
+// recorded as "download" when profiled) and returns the function that waits for that copy alone (not for the work enqueued
 // after it) and writes the elements into dst (len(dst) == n). Without an
 // AsyncDownloader the copy is made at once (Download), and fetch only hands it over.
 func (b *Buffer[T]) DownloadAsync(n int) (fetch func(dst []T) error, err error) {
@@ -168,7 +186,13 @@ func (b *Buffer[T]) DownloadAsync(n int) (fetch func(dst []T) error, err error) 
 			return nil
 		}, nil
 	}
-	f, err := ad.CopyOutAsync(b.ptr, n*sizeOf[T]())
+	var f func(unsafe.Pointer) error
+	copyOut := func() (err error) { f, err = ad.CopyOutAsync(b.ptr, n*sizeOf[T]()); return err }
+	if p := b.dev.prof.Load(); p != nil {
+		err = p.around("download", Work{Bytes: int64(n * sizeOf[T]())}, copyOut)
+	} else {
+		err = copyOut()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -333,7 +333,8 @@ func kernelsLaunched(h *harness, f func()) map[string]bool {
 	return names
 }
 
-// launches is kernelsLaunched with each kernel's count of launches.
+// launches is kernelsLaunched with each kernel's count of launches (copies from and to
+// the host left out).
 func launches(h *harness, f func()) map[string]int {
 	h.t.Helper()
 	before := h.d.prof.Load()
@@ -345,7 +346,9 @@ func launches(h *harness, f func()) map[string]int {
 	h.ok(err)
 	n := map[string]int{}
 	for _, r := range recs {
-		n[r.Kernel]++
+		if !r.HostCopy() {
+			n[r.Kernel]++
+		}
 	}
 	return n
 }

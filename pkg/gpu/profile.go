@@ -99,24 +99,37 @@ func (d *Device) Peaks() (bytesPerSecond, flopsPerSecond float64, ok bool) {
 	return b, f, true
 }
 
-// Record is one profiled launch (or device memset or copy, named "memset" and "memcpy").
+// Record is one profiled launch (or device memset or copy, named "memset" and "memcpy",
+// or a copy in stream order from or to the host, "upload" and "download").
 type Record struct {
 	Kernel  string
 	Work    Work
 	Seconds float64 // on the device's clock; NaN when untimed
-	from    int     // marks; -1: none
-	to      int
+	// Idle is how long the device waited before this launch, on its clock: from the end
+	// of the record before it to this one's start, time in which the stream held nothing
+	// to run because the host had not yet enqueued this launch. NaN for the first record
+	// after the profiler was attached (what ran before it was not profiled), and when
+	// untimed.
+	Idle   float64
+	from   int // marks; -1: none
+	to     int
+	attach int // the Profiler's attachment it was recorded in (Device.Profile)
 }
+
+// HostCopy reports whether the record is a copy from or to the host (upload, download),
+// not a launch on the device.
+func (r Record) HostCopy() bool { return r.Kernel == "upload" || r.Kernel == "download" }
 
 // Profiler collects Records while attached to a Device (Device.Profile). It may be
 // attached and detached several times (a window of several steps, leaving out what runs
 // between them); Records resolves the times at the end. Only one Profiler may hold marks
 // on a driver at a time: Records resets the driver's marks.
 type Profiler struct {
-	mu    sync.Mutex
-	timer Timer // nil: untimed
-	recs  []Record
-	err   error // the first failed mark
+	mu     sync.Mutex
+	timer  Timer // nil: untimed
+	recs   []Record
+	err    error // the first failed mark
+	attach int   // how often Device.Profile attached it
 }
 
 // NewProfiler returns a profiler for d: timed when timed is true and d's driver is a
@@ -134,12 +147,22 @@ func (p *Profiler) Timed() bool { return p.timer != nil }
 
 // Profile attaches p to the device (nil detaches): every launch, memset and device copy
 // from then on is recorded in p.
-func (d *Device) Profile(p *Profiler) { d.prof.Store(p) }
+func (d *Device) Profile(p *Profiler) {
+	if p != nil {
+		p.mu.Lock()
+		p.attach++
+		p.mu.Unlock()
+	}
+	d.prof.Store(p)
+}
 
 // around runs op (one launch, memset or copy) and records it with its work, between two
 // marks when timed.
 func (p *Profiler) around(name string, w Work, op func() error) error {
-	r := Record{Kernel: name, Work: w, Seconds: math.NaN(), from: -1, to: -1}
+	r := Record{Kernel: name, Work: w, Seconds: math.NaN(), Idle: math.NaN(), from: -1, to: -1}
+	p.mu.Lock()
+	r.attach = p.attach
+	p.mu.Unlock()
 	if p.timer != nil {
 		r.from = p.mark()
 	}
@@ -169,8 +192,8 @@ func (p *Profiler) mark() int {
 }
 
 // Records waits for the device, resolves the times of every record so far (one wait for
-// all of them), releases the marks and returns the records in launch order. Detach the
-// profiler first.
+// all of them: each record's time and the device's idle time before it), releases the
+// marks and returns the records in launch order. Detach the profiler first.
 func (p *Profiler) Records() ([]Record, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -181,24 +204,38 @@ func (p *Profiler) Records() ([]Record, error) {
 	if p.timer == nil {
 		return out, nil
 	}
+	// The launches' times, from each record's first mark to its second; then the idle
+	// times, from a record's second mark to the next record's first where nothing was
+	// marked between them (the next mark, in the same attachment).
 	var from, to, at []int
 	for i, r := range out {
 		if r.from >= 0 && r.to >= 0 {
 			from, to, at = append(from, r.from), append(to, r.to), append(at, i)
 		}
 	}
+	launches := len(at)
+	for i := 1; i < len(out); i++ {
+		prev, r := out[i-1], out[i]
+		if prev.to >= 0 && r.from == prev.to+1 && r.attach == prev.attach {
+			from, to, at = append(from, prev.to), append(to, r.from), append(at, i)
+		}
+	}
 	if len(at) > 0 {
 		secs, err := p.timer.Elapsed(from, to)
 		if err != nil {
-			return nil, fmt.Errorf("cuda: profiling: resolving %d launch times: %w", len(at), err)
+			return nil, fmt.Errorf("cuda: profiling: resolving %d launch times: %w", launches, err)
 		}
 		for k, i := range at {
-			out[i].Seconds = secs[k]
+			if k < launches {
+				out[i].Seconds = secs[k]
+			} else {
+				out[i].Idle = secs[k]
+			}
 		}
 	}
 	for i := range p.recs {
 		p.recs[i].from, p.recs[i].to = -1, -1
-		p.recs[i].Seconds = out[i].Seconds
+		p.recs[i].Seconds, p.recs[i].Idle = out[i].Seconds, out[i].Idle
 	}
 	if err := p.timer.ResetMarks(); err != nil {
 		return nil, fmt.Errorf("cuda: profiling: %w", err)

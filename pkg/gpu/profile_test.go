@@ -5,6 +5,7 @@ package gpu
 import (
 	"math"
 	"testing"
+	"time"
 )
 
 // TestWorkHandChecked profiles a few launches on the emulator and compares the work
@@ -97,5 +98,60 @@ func TestCheckWork(t *testing.T) {
 		if (err != nil) != c.bad {
 			t.Errorf("CheckWork(%+v) = %v", c.recs, err)
 		}
+	}
+}
+
+// TestProfileIdle: a record's Idle is the device's wait for it since the record before,
+// here the host's sleep between two launches on the emulator's clock (at least the
+// sleep; no upper bound on a shared machine); it is unknown (NaN) for the first record
+// after each attach, whatever ran or waited before it, and the copies from and to the
+// host are recorded as upload and download.
+func TestProfileIdle(t *testing.T) {
+	d := emuDevice(t, nil)
+	dst, err := FromHost(d, make([]float32, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := FromHost(d, []float32{1, 2, 3, 4, 5, 6, 7, 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sleep = 30 * time.Millisecond
+	p := NewProfiler(d, true)
+	d.Profile(p)
+	run := func(steps ...func() error) {
+		for _, s := range steps {
+			if err := s(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add := func() error { return d.Add(dst, src) }
+	nap := func() error { time.Sleep(sleep); return nil }
+	run(add, nap, add, add, func() error { return dst.Upload(make([]float32, 4)) })
+	d.Profile(nil)
+	run(add, nap) // unprofiled: no record, and no idle time across it
+	d.Profile(p)
+	run(add, func() error { _, err := dst.DownloadAsync(8); return err })
+	d.Profile(nil)
+	recs, err := p.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernels := []string{"add_f32", "add_f32", "add_f32", "upload", "add_f32", "download"}
+	if len(recs) != len(kernels) {
+		t.Fatalf("%d records, want %d: %+v", len(recs), len(kernels), recs)
+	}
+	for i, r := range recs {
+		if r.Kernel != kernels[i] {
+			t.Errorf("record %d: %s, want %s", i, r.Kernel, kernels[i])
+		}
+		first := i == 0 || i == 4 // the first of each attach
+		if math.IsNaN(r.Idle) != first || (!first && r.Idle < 0) {
+			t.Errorf("record %d (%s): idle %v; want NaN: %v", i, r.Kernel, r.Idle, first)
+		}
+	}
+	if recs[1].Idle < sleep.Seconds() {
+		t.Errorf("idle before the launch after a %v sleep: %v s", sleep, recs[1].Idle)
 	}
 }

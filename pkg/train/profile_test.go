@@ -42,7 +42,8 @@ func TestProfileOnEmulator(t *testing.T) {
 	}
 	for _, s := range []string{"# Device profile: rocone d=8, batch 16, 4 negatives", "CPU launch emulator", "Peaks: memory unknown",
 		"Window: steps 4–6 (3 steps)", "Command: `train --profile profile.md`", "| `distance_fwd_etab` |", "| `adam_multi_vec4` |",
-		"| **all kernels** |", "Wall time per step in the window:", "Wall time per step without profiling (steps 1–3)"} {
+		"| **all kernels** |", "Wall time per step in the window:", "Wall time per step without profiling (steps 1–3)",
+		"## The device's idle time between launches", "| after | before | gaps/step |", "| `upload` |"} {
 		if !strings.Contains(string(text), s) {
 			t.Errorf("no %q in %s:\n%s", s, md, text)
 		}

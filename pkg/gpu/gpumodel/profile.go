@@ -85,6 +85,9 @@ func (pr *profiling) write(dev *gpu.Device, md, csv io.Writer, h roofline.Header
 	if err := roofline.WriteMarkdown(md, h, rows); err != nil {
 		return 0, err
 	}
+	if err := roofline.WriteIdle(md, h, recs, 12); err != nil {
+		return 0, err
+	}
 	if err := roofline.WriteCSV(csv, h, rows); err != nil {
 		return 0, err
 	}

@@ -276,3 +276,89 @@ func csvNum(x float64, prec int) string {
 	}
 	return strconv.FormatFloat(x, 'f', prec, 64)
 }
+
+// IdleRow is the device's idle time before one kernel that followed another (gpu.Record's
+// Idle), summed over a window: where the host kept the device waiting.
+type IdleRow struct {
+	After, Before string // the kernels on either side of the gaps
+	Gaps          int
+	Seconds       float64
+	Longest       float64
+}
+
+// Idle sums the records' idle times by where they fell (the kernel before, the kernel
+// after), the most idle time first; records whose idle time is unknown (the first after
+// each attach, untimed ones) are left out. gaps holds every known idle time, in launch
+// order.
+func Idle(recs []gpu.Record) (rows []IdleRow, gaps []float64) {
+	at := map[[2]string]int{}
+	for i := 1; i < len(recs); i++ {
+		r := recs[i]
+		if math.IsNaN(r.Idle) {
+			continue
+		}
+		gaps = append(gaps, r.Idle)
+		key := [2]string{recs[i-1].Kernel, r.Kernel}
+		j, ok := at[key]
+		if !ok {
+			j = len(rows)
+			at[key] = j
+			rows = append(rows, IdleRow{After: key[0], Before: key[1]})
+		}
+		rows[j].Gaps++
+		rows[j].Seconds += r.Idle
+		rows[j].Longest = max(rows[j].Longest, r.Idle)
+	}
+	slices.SortStableFunc(rows, func(a, b IdleRow) int {
+		if c := cmp.Compare(b.Seconds, a.Seconds); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.After, b.After); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Before, b.Before)
+	})
+	return rows, gaps
+}
+
+// quantile is the q-quantile of xs (sorted in place), the nearest rank; NaN when empty.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(xs)
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[max(0, min(i, len(xs)-1))]
+}
+
+// WriteIdle writes, in Markdown, the device's idle time between the window's launches
+// (Idle): per step (or batch) its total, the gaps' count, median, 90th percentile and
+// longest, then the top places where it fell, the most idle time first. It writes
+// nothing when no idle time is known (an untimed profile).
+func WriteIdle(w io.Writer, h Header, recs []gpu.Record, top int) error {
+	rows, gaps := Idle(recs)
+	if len(gaps) == 0 {
+		return nil
+	}
+	var total float64
+	for _, g := range gaps {
+		total += g
+	}
+	steps := float64(max(h.Steps, 1))
+	u := h.unit()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## The device's idle time between launches\n\n")
+	fmt.Fprintf(&b, "Between one launch's end and the next one's start the device waited %s ms per %s, over %s gaps per %s "+
+		"(median %s µs, 90th percentile %s µs, longest %s µs): time in which its stream held nothing to run, because the host "+
+		"had not yet enqueued the next launch (the first launch of each profiled %s, which waited for what ran before it unprofiled, is left out). "+
+		"Where the device waited longest, in all:\n\n",
+		num(1e3*total/steps, 3), u, num(float64(len(gaps))/steps, 1), u,
+		num(1e6*quantile(gaps, 0.5), 1), num(1e6*quantile(gaps, 0.9), 1), num(1e6*quantile(gaps, 1), 1), u)
+	fmt.Fprintf(&b, "| after | before | gaps/%[1]s | ms/%[1]s | mean µs | longest µs |\n|---|---|--:|--:|--:|--:|\n", u)
+	for _, r := range rows[:min(top, len(rows))] {
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s | %s |\n", r.After, r.Before, num(float64(r.Gaps)/steps, 1),
+			num(1e3*r.Seconds/steps, 3), num(1e6*r.Seconds/float64(r.Gaps), 1), num(1e6*r.Longest, 1))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -99,3 +99,47 @@ func TestMarkdownUnknownPeaks(t *testing.T) {
 		}
 	}
 }
+
+// TestIdle: the idle times summed by where they fell, the most first; unknown ones (NaN:
+// the first record of a window) left out; the Markdown's figures counted by hand.
+func TestIdle(t *testing.T) {
+	nan := math.NaN()
+	rec := func(k string, idle float64) gpu.Record { return gpu.Record{Kernel: k, Work: gpu.Work{Bytes: 4}, Idle: idle} }
+	recs := []gpu.Record{
+		rec("upload", nan), rec("gemm", 40e-6), rec("adam", 2e-6), rec("upload", 10e-6), rec("gemm", 60e-6), rec("adam", 4e-6),
+	}
+	rows, gaps := Idle(recs)
+	want := []IdleRow{{"upload", "gemm", 2, 100e-6, 60e-6}, {"adam", "upload", 1, 10e-6, 10e-6}, {"gemm", "adam", 2, 6e-6, 4e-6}}
+	if len(rows) != len(want) || len(gaps) != 5 {
+		t.Fatalf("rows %+v, %d gaps", rows, len(gaps))
+	}
+	for i := range want {
+		g, w := rows[i], want[i]
+		if g.After != w.After || g.Before != w.Before || g.Gaps != w.Gaps || math.Abs(g.Seconds-w.Seconds) > 1e-12 || g.Longest != w.Longest {
+			t.Errorf("row %d: %+v, want %+v", i, g, w)
+		}
+	}
+	var b strings.Builder
+	h := header() // 2 steps
+	if err := WriteIdle(&b, h, recs, 2); err != nil {
+		t.Fatal(err)
+	}
+	// 116 µs over 2 steps; 5 gaps: 2, 4, 10, 40, 60 µs: median 10, 90th percentile 60.
+	for _, s := range []string{"waited 0.058 ms per step, over 2.5 gaps per step (median 10.0 µs, 90th percentile 60.0 µs, longest 60.0 µs)",
+		"| `upload` | `gemm` | 1.0 | 0.050 | 50.0 | 60.0 |", "| `adam` | `upload` | 0.5 | 0.005 | 10.0 | 10.0 |"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("no %q in\n%s", s, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "| `gemm` | `adam` |") {
+		t.Errorf("more rows than the top 2:\n%s", b.String())
+	}
+	b.Reset()
+	untimed := records()
+	for i := range untimed {
+		untimed[i].Idle = nan
+	}
+	if err := WriteIdle(&b, h, untimed, 5); err != nil || b.Len() != 0 {
+		t.Errorf("no idle times known: %q, %v; want nothing written", b.String(), err)
+	}
+}
