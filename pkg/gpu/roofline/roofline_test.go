@@ -104,7 +104,9 @@ func TestMarkdownUnknownPeaks(t *testing.T) {
 // the first record of a window) left out; the Markdown's figures counted by hand.
 func TestIdle(t *testing.T) {
 	nan := math.NaN()
-	rec := func(k string, idle float64) gpu.Record { return gpu.Record{Kernel: k, Work: gpu.Work{Bytes: 4}, Idle: idle} }
+	rec := func(k string, idle float64) gpu.Record {
+		return gpu.Record{Kernel: k, Work: gpu.Work{Bytes: 4}, Idle: idle}
+	}
 	recs := []gpu.Record{
 		rec("upload", nan), rec("gemm", 40e-6), rec("adam", 2e-6), rec("upload", 10e-6), rec("gemm", 60e-6), rec("adam", 4e-6),
 	}
