@@ -263,6 +263,9 @@ rm -f "$out"/*.arrow "$bench"/*.arrow
 		[ -f "$f" ] || continue
 		echo "${f##*/}:"
 		grep -E '^Wall time per' "$f" | sed 's/^/  /'
+		# The device's idle time between launches (roofline.WriteIdle), and its top place.
+		sed -n 's/^Between one launch.s end and the next one.s start the device \(waited [^:]*\):.*/  idle: \1/p' "$f"
+		grep -m1 -A2 '^| after | before |' "$f" | tail -1 | sed 's/^/  most idle: /'
 	done
 	echo '```'
 } >"$out/summary.md"
