@@ -159,9 +159,10 @@ func (b *Buffer[T]) Download(dst []T) error {
 }
 
 // DownloadAsync enqueues a copy of the first n elements to the host (AsyncDownloader;
-// recorded as "download" when profiled) and returns the function that waits for that copy alone (not for the work enqueued
-// after it) and writes the elements into dst (len(dst) == n). Without an
-// AsyncDownloader the copy is made at once (Download), and fetch only hands it over.
+// recorded as "download" when profiled) and returns the function that waits for that
+// copy alone (not for the work enqueued after it) and writes the elements into dst
+// (len(dst) == n). Without an AsyncDownloader the copy is made at once (Download), and
+// fetch only hands it over.
 func (b *Buffer[T]) DownloadAsync(n int) (fetch func(dst []T) error, err error) {
 	if n > b.Len() || n < 0 {
 		return nil, fmt.Errorf("cuda: download of %d elements from a %d-element buffer", n, b.Len())

@@ -145,8 +145,8 @@ func NewProfiler(d *Device, timed bool) *Profiler {
 // Timed reports whether the profiler times its launches.
 func (p *Profiler) Timed() bool { return p.timer != nil }
 
-// Profile attaches p to the device (nil detaches): every launch, memset and device copy
-// from then on is recorded in p.
+// Profile attaches p to the device (nil detaches): every launch, memset, device copy and
+// copy from or to the host from then on is recorded in p.
 func (d *Device) Profile(p *Profiler) {
 	if p != nil {
 		p.mu.Lock()
