@@ -47,7 +47,8 @@ func benchmarkHostShare(b *testing.B, dropRate float64) {
 // configuration (d=1600, b=513, n=128, dropout 0.1; train's order of updates: paths,
 // the trained structures with intersections and negations, paths) on a driver that runs
 // nothing: its launches, and the bytes its kernels state they move (gpu.Work), in all,
-// of Adam and of the arena's memsets. Counts, not times: the same on any machine, and
+// of Adam and of the arena's memsets; and apart, its copies from and to the host (the
+// updates' index arrays and Adam's programs up, the losses down). Counts, not times: the same on any machine, and
 // what a device profile's launches/step and MB/step columns will show.
 func BenchmarkStepCounts(b *testing.B) {
 	null := &gputest.NullDriver{}
@@ -92,10 +93,12 @@ func BenchmarkStepCounts(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var all, adam, memset int64
-	launches := 0
+	var all, adam, memset, host int64
+	launches, copies := 0, 0
 	for _, r := range recs {
 		if r.HostCopy() { // not the kernels' traffic
+			host += r.Work.Bytes
+			copies++
 			continue
 		}
 		launches++
@@ -112,6 +115,8 @@ func BenchmarkStepCounts(b *testing.B) {
 	b.ReportMetric(perStep(all), "MB/step")
 	b.ReportMetric(perStep(adam), "adam-MB/step")
 	b.ReportMetric(perStep(memset), "memset-MB/step")
+	b.ReportMetric(perStep(host), "host-copy-MB/step")
+	b.ReportMetric(float64(copies)/float64(b.N), "host-copies/step")
 }
 
 // TestUpdateDoesNotWait checks that enqueueing an update never waits for the device
