@@ -17,13 +17,15 @@ build-cuda:
 	@mkdir -p bin/cuda
 	$(GO) build -buildvcs=auto -tags cuda -o bin/cuda/ $(addprefix ./cmd/,$(STAGES))
 
-# The whole test suite: Go (vet, unit, integration and the CUDA kernels under the launch
-# emulator) and the checks that a queries file written here reads in JavaScript with
+# The whole test suite: Go (gofmt, vet, unit, integration and the CUDA kernels under the
+# launch emulator) and the checks that a queries file written here reads in JavaScript with
 # apache-arrow and that `embed export`'s Parquet files read with hyparquet (skipped when
 # node is absent).
 test: test-go test-js
 
 test-go: check-cgo
+	@unformatted=$$("$$($(GO) env GOROOT)/bin/gofmt" -l .); if [ -n "$$unformatted" ]; then \
+		echo "make test: not gofmt-formatted (run gofmt -w on them):" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
