@@ -110,11 +110,9 @@ func (b *Buffer[T]) Upload(src []T) error {
 		return nil
 	}
 	bytes := len(src) * sizeOf[T]()
-	copyIn := func() error { return b.dev.drv.CopyIn(b.ptr, unsafe.Pointer(&src[0]), bytes) }
-	if p := b.dev.prof.Load(); p != nil {
-		return p.around("upload", Work{Bytes: int64(bytes)}, copyIn)
-	}
-	return copyIn()
+	return b.dev.profiled("upload", Work{Bytes: int64(bytes)}, func() error {
+		return b.dev.drv.CopyIn(b.ptr, unsafe.Pointer(&src[0]), bytes)
+	})
 }
 
 // UploadAsync copies src into the first len(src) elements in stream order, without
@@ -134,11 +132,9 @@ func (b *Buffer[T]) UploadAsync(src []T) error {
 		return nil
 	}
 	bytes := len(src) * sizeOf[T]()
-	copyIn := func() error { return ac.CopyInAsync(b.ptr, unsafe.Pointer(&src[0]), bytes) }
-	if p := b.dev.prof.Load(); p != nil {
-		return p.around("upload", Work{Bytes: int64(bytes)}, copyIn)
-	}
-	return copyIn()
+	return b.dev.profiled("upload", Work{Bytes: int64(bytes)}, func() error {
+		return ac.CopyInAsync(b.ptr, unsafe.Pointer(&src[0]), bytes)
+	})
 }
 
 // Download copies the first len(dst) elements into dst, waiting for pending kernels
@@ -151,11 +147,9 @@ func (b *Buffer[T]) Download(dst []T) error {
 		return nil
 	}
 	bytes := len(dst) * sizeOf[T]()
-	copyOut := func() error { return b.dev.drv.CopyOut(unsafe.Pointer(&dst[0]), b.ptr, bytes) }
-	if p := b.dev.prof.Load(); p != nil {
-		return p.around("download", Work{Bytes: int64(bytes)}, copyOut)
-	}
-	return copyOut()
+	return b.dev.profiled("download", Work{Bytes: int64(bytes)}, func() error {
+		return b.dev.drv.CopyOut(unsafe.Pointer(&dst[0]), b.ptr, bytes)
+	})
 }
 
 // DownloadAsync enqueues a copy of the first n elements to the host (AsyncDownloader;
@@ -188,12 +182,11 @@ func (b *Buffer[T]) DownloadAsync(n int) (fetch func(dst []T) error, err error) 
 		}, nil
 	}
 	var f func(unsafe.Pointer) error
-	copyOut := func() (err error) { f, err = ad.CopyOutAsync(b.ptr, n*sizeOf[T]()); return err }
-	if p := b.dev.prof.Load(); p != nil {
-		err = p.around("download", Work{Bytes: int64(n * sizeOf[T]())}, copyOut)
-	} else {
-		err = copyOut()
-	}
+	bytes := n * sizeOf[T]()
+	err = b.dev.profiled("download", Work{Bytes: int64(bytes)}, func() (err error) {
+		f, err = ad.CopyOutAsync(b.ptr, bytes)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

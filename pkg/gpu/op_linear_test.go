@@ -344,13 +344,7 @@ func launches(h *harness, f func()) map[string]int {
 	h.d.Profile(before)
 	recs, err := p.Records()
 	h.ok(err)
-	n := map[string]int{}
-	for _, r := range recs {
-		if !r.HostCopy() {
-			n[r.Kernel]++
-		}
-	}
-	return n
+	return Launches(recs)
 }
 
 // checkFusedReLU: LinearReLUForward gives the bits of LinearForward then ReLUForward, and

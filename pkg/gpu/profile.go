@@ -120,6 +120,17 @@ type Record struct {
 // not a launch on the device.
 func (r Record) HostCopy() bool { return r.Kernel == "upload" || r.Kernel == "download" }
 
+// Launches counts the records' launches per kernel, host copies left out.
+func Launches(recs []Record) map[string]int {
+	n := map[string]int{}
+	for _, r := range recs {
+		if !r.HostCopy() {
+			n[r.Kernel]++
+		}
+	}
+	return n
+}
+
 // Profiler collects Records while attached to a Device (Device.Profile). It may be
 // attached and detached several times (a window of several steps, leaving out what runs
 // between them); Records resolves the times at the end. Only one Profiler may hold marks
@@ -160,9 +171,6 @@ func (d *Device) Profile(p *Profiler) {
 // marks when timed.
 func (p *Profiler) around(name string, w Work, op func() error) error {
 	r := Record{Kernel: name, Work: w, Seconds: math.NaN(), Idle: math.NaN(), from: -1, to: -1}
-	p.mu.Lock()
-	r.attach = p.attach
-	p.mu.Unlock()
 	if p.timer != nil {
 		r.from = p.mark()
 	}
@@ -172,10 +180,20 @@ func (p *Profiler) around(name string, w Work, op func() error) error {
 	}
 	if err == nil {
 		p.mu.Lock()
+		r.attach = p.attach
 		p.recs = append(p.recs, r)
 		p.mu.Unlock()
 	}
 	return err
+}
+
+// profiled runs op, a copy or memset, recorded as name with work w while a profiler is
+// attached.
+func (d *Device) profiled(name string, w Work, op func() error) error {
+	if p := d.prof.Load(); p != nil {
+		return p.around(name, w, op)
+	}
+	return op()
 }
 
 func (p *Profiler) mark() int {

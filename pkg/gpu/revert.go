@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -29,12 +30,16 @@ type Reverts struct {
 	Stacked bool
 }
 
-// revertNames are the names ParseReverts takes, in String's order.
-var revertNames = []struct {
+// revertName is one revert: its name in RevertEnv, its flag in Reverts, and what it
+// turns back.
+type revertName struct {
 	name string
 	flag func(*Reverts) *bool
 	what string
-}{
+}
+
+// revertNames are the names ParseReverts takes, in String's order.
+var revertNames = []revertName{
 	{"gemm-cost", func(r *Reverts) *bool { return &r.GemmCost }, "the GEMMs' tile and split by the waves rule, not the cost model"},
 	{"etab", func(r *Reverts) *bool { return &r.EntityTable }, "the candidate distances without the entity half-angle table"},
 	{"stacked", func(r *Reverts) *bool { return &r.Stacked }, "the intersection's W1 and W3 as two layers"},
@@ -49,48 +54,39 @@ func ParseReverts(s string) (Reverts, error) {
 		if f == "" {
 			continue
 		}
-		found := false
-		for _, n := range revertNames {
-			if n.name == f {
-				if p := n.flag(&r); *p {
-					return Reverts{}, fmt.Errorf("%q: %s is named twice", s, f)
-				}
-				*n.flag(&r) = true
-				found = true
-			}
+		i := slices.IndexFunc(revertNames, func(n revertName) bool { return n.name == f })
+		if i < 0 {
+			return Reverts{}, fmt.Errorf("%q: no revert %q: want a comma-separated list of %s", s, f, strings.Join(r.list(true, revertName.label), ", "))
 		}
-		if !found {
-			names := make([]string, len(revertNames))
-			for i, n := range revertNames {
-				names[i] = n.name
-			}
-			return Reverts{}, fmt.Errorf("%q: no revert %q: want a comma-separated list of %s", s, f, strings.Join(names, ", "))
+		p := revertNames[i].flag(&r)
+		if *p {
+			return Reverts{}, fmt.Errorf("%q: %s is named twice", s, f)
 		}
+		*p = true
 	}
 	return r, nil
 }
 
-// String lists the reverts by name, comma-separated, as ParseReverts reads them.
-func (r Reverts) String() string {
-	var names []string
+// list is label of each revert set in r (of every revert, with all), in revertNames'
+// order.
+func (r Reverts) list(all bool, label func(revertName) string) []string {
+	var out []string
 	for _, n := range revertNames {
-		if *n.flag(&r) {
-			names = append(names, n.name)
+		if all || *n.flag(&r) {
+			out = append(out, label(n))
 		}
 	}
-	return strings.Join(names, ",")
+	return out
 }
 
+func (n revertName) label() string    { return n.name }
+func (n revertName) describe() string { return n.name + " (" + n.what + ")" }
+
+// String lists the reverts by name, comma-separated, as ParseReverts reads them.
+func (r Reverts) String() string { return strings.Join(r.list(false, revertName.label), ",") }
+
 // Describe says what each revert turns back, for the stages' stderr.
-func (r Reverts) Describe() string {
-	var parts []string
-	for _, n := range revertNames {
-		if *n.flag(&r) {
-			parts = append(parts, n.name+" ("+n.what+")")
-		}
-	}
-	return strings.Join(parts, "; ")
-}
+func (r Reverts) Describe() string { return strings.Join(r.list(false, revertName.describe), "; ") }
 
 // SetReverts turns the device's choices in r back (Reverts); the operators enqueued after
 // it follow them. Set it before building a model on the device: the stacked layout is

@@ -65,3 +65,24 @@ func TestRevertGemmCost(t *testing.T) {
 		t.Errorf("revert undone: tile %d split %d, want the cost model's %d and %d", tile, s, costTile, costSplits)
 	}
 }
+
+// FuzzParseReverts: any value of $ROCONE_GPU_REVERT is read or refused (with nothing
+// reverted), never a panic; a value read prints back (String) to one that reads the same.
+func FuzzParseReverts(f *testing.F) {
+	for _, s := range []string{"", "etab", "gemm-cost, stacked", "etab,etab", ",,", "gemm-cost,etab,stacked", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseReverts(s)
+		if err != nil {
+			if r != (Reverts{}) {
+				t.Fatalf("%q: refused (%v) but %+v", s, err, r)
+			}
+			return
+		}
+		again, err := ParseReverts(r.String())
+		if err != nil || again != r {
+			t.Fatalf("%q: %+v prints as %q, which reads as %+v, %v", s, r, r.String(), again, err)
+		}
+	})
+}

@@ -217,13 +217,7 @@ func updateLaunches(t *testing.T, dev *gpu.Device, dm *Model, batch *model.Batch
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := map[string]int{}
-	for _, r := range recs {
-		if !r.HostCopy() {
-			n[r.Kernel]++
-		}
-	}
-	return n
+	return gpu.Launches(recs)
 }
 
 // launchesWithPrefix sums n's counts of the kernels whose names start with prefix.
