@@ -291,11 +291,21 @@ func writeResults(w io.Writer, entries []resultEntry) error {
 		fmt.Fprintln(w, "|---|---|--:|--:|---|--:|---|---|")
 		for _, e := range group {
 			fmt.Fprintf(w, "| `%s` | %s | %d | %d | %s | %s | %s | `%.10s` |\n", filepath.ToSlash(e.dir), e.rec.Model, e.rec.Seed,
-				e.rec.Steps, e.rec.Device, (time.Duration(e.rec.WallTimeS) * time.Second).String(), e.rec.Date, e.rec.Commit)
+				e.rec.Steps, e.rec.Device, wallTime(e.rec.WallTimeS), e.rec.Date, e.rec.Commit)
 		}
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// wallTime prints a run's training time in seconds as a duration: to the second, or to
+// the millisecond under one second (a trial's), so that no run shows as 0s.
+func wallTime(seconds float64) string {
+	d := time.Duration(seconds * float64(time.Second))
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }
 
 func seedTypes(e resultEntry) report.SeedTypes {

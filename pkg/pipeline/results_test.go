@@ -262,3 +262,21 @@ func FuzzRunRecord(f *testing.F) {
 		}
 	})
 }
+
+func TestWallTime(t *testing.T) {
+	for _, c := range []struct {
+		seconds float64
+		want    string
+	}{
+		{0.078, "78ms"},
+		{0.9996, "1s"},
+		{1.5, "2s"},
+		{363.4, "6m3s"},
+		{3023.7, "50m24s"},
+		{9000, "2h30m0s"},
+	} {
+		if got := wallTime(c.seconds); got != c.want {
+			t.Errorf("wallTime(%v) = %q, want %q", c.seconds, got, c.want)
+		}
+	}
+}
