@@ -73,3 +73,64 @@ func TestPaperRun(t *testing.T) {
 		t.Errorf("a call after the entry: %v\n%s", err, out)
 	}
 }
+
+// TestDeviceStepTrial runs the trial part of scripts/cuda/device-step.sh (DEADLINE) alone
+// on the CPU, with a trial's settings: the steps are the whole thousands that fit the
+// time left at TRIAL_MS a step, the entry is written under RESULTS/trial with that many
+// steps, summary.md quotes its row, and the work folder is gone; with too little time
+// left the trial says it is skipped and writes nothing.
+func TestDeviceStepTrial(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	root, bin := stagetest.RepoRoot(t), binaries(t)
+	run := func(deadline string) (results, work, out string) {
+		dir := t.TempDir()
+		results, work = filepath.Join(dir, "results"), filepath.Join(dir, "work")
+		cmd := exec.Command(filepath.Join(root, "scripts", "cuda", "device-step.sh"), bin)
+		// 1 s a step "measured" and no overhead: 2,600 s less the time already spent
+		// leave between 2,060 and 3,090 steps' time with the 3 % margin, so 2,000 steps.
+		cmd.Env = append(os.Environ(), "RESULTS="+results, "TRIAL_WORK="+work, "SKIP=tests bench side kernels profile",
+			"DEADLINE="+deadline, "TRIAL_MS=1000", "TRIAL_OVERHEAD=0", "DEVICE=cpu",
+			"SAMPLE=--types 1p,2p,2i --count 1p=300,2p=150,2i=150", "EXTRA=--dim 8 --batch 32 --negatives 8 --workers 2")
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("device-step.sh: %v\n%s", err, b)
+		}
+		return results, work, string(b)
+	}
+
+	results, work, out := run("2600")
+	entry := filepath.Join(results, "trial", "fb15k-237", "rocone", "seed0-2k-steps")
+	if !strings.Contains(out, "trial: 2000 steps at 1000 ms/step") || !strings.Contains(out, "paper-run: wrote "+entry) {
+		t.Fatalf("the trial did not train 2,000 steps into %s:\n%s", entry, out)
+	}
+	b, err := os.ReadFile(filepath.Join(entry, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct{ Steps int }
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Steps != 2000 {
+		t.Errorf("run.json: %v, steps %d, want 2000\n%s", err, rec.Steps, b)
+	}
+	if _, err := os.Stat(work); !os.IsNotExist(err) {
+		t.Errorf("the work folder is left behind: %v", err)
+	}
+	summary, err := os.ReadFile(filepath.Join(results, "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"paper-run: wrote " + entry, "| rocone ", "| `" + entry + "` | rocone | 0 | 2000 |"} {
+		if !strings.Contains(string(summary), want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, summary)
+		}
+	}
+
+	results, _, out = run("60")
+	if !strings.Contains(out, "trial: skipped") {
+		t.Errorf("with a minute left the trial ran:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(results, "trial")); !os.IsNotExist(err) {
+		t.Errorf("a skipped trial wrote %s: %v", filepath.Join(results, "trial"), err)
+	}
+}

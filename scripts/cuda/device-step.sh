@@ -19,9 +19,10 @@
 # Environment: RESULTS (default out/device-step), STEPS (bench.sh's steps per configuration,
 # default 150), QECONE_STEPS (default 150, after 20 warm-up steps), PROFILE_STEPS (the
 # steps train --profile times, default 5-14), SKIP (space-separated parts to leave out:
-# tests bench side qecone kernels profile ncu-train; qecone leaves out QE-ConE's half of the side by side
+# tests bench side qecone kernels profile ncu-train trial; qecone leaves out QE-ConE's half of the side by side
 # when its figure is already at hand: QECONE_JSON, an earlier run's qecone-speed.json on
-# the same kind of GPU, then gives the ratio). NCU=1 adds Nsight Compute: the stall reasons,
+# the same kind of GPU, then gives the ratio). DEADLINE (seconds after the start) adds the
+# trial at the end: a results entry trained for as many steps as fit (below). NCU=1 adds Nsight Compute: the stall reasons,
 # occupancy and speed of light of one launch of each hot kernel in the kernel bench
 # (ncu-kernel-*.txt, up to a minute each), then (ncu-train) rank's score_all and the
 # counters for the two training runs (PROFILE_SKIP and PROFILE_COUNT: the launches ncu
@@ -87,7 +88,8 @@ if ! skip bench; then
 	STEPS=${STEPS:-150} OUT_DIR=$bench timeout 300 scripts/cuda/bench.sh "$bin" || echo "bench.sh: exit $?"
 fi
 mkdir -p "$bench"
-if [ ! -f "$bench/fb-train.arrow" ]; then
+# The side by side and the profiles train on FB15k-237's train queries (bench.sh's, if it ran).
+if { ! skip side || ! skip profile; } && [ ! -f "$bench/fb-train.arrow" ]; then
 	"$bin/sample" generate --data data/fb15k-237 --split train -q -o "$bench/fb-train.arrow" || exit 1
 fi
 
@@ -239,6 +241,40 @@ if ! skip profile; then
 	fi
 fi
 rm -f "$out"/*.arrow "$bench"/*.arrow
+
+# The trial (only with DEADLINE, seconds after this script's start): a results entry
+# (scripts/paper-run.sh) of FB15k-237 rocone at --preset fb15k-237, trained on the device
+# for as many steps as fit before DEADLINE (in thousands; the schedule's drops scale with
+# them), then ranked on the test queries on the device, into $RESULTS/trial/ for results/.
+# The step's time is bench.sh's FB15k-237 rocone rate of this call (the slower of its two
+# rows), or TRIAL_MS; TRIAL_OVERHEAD (default 75) seconds are kept for sampling, loading,
+# the last checkpoint, ranking and metrics. The work folder (TRIAL_WORK, default
+# out/trial-work: the train queries and the checkpoint, about 1 GB) is removed after.
+# trial_lines FILE: paper-run's verdicts, and the entry's MRR row and its line in the runs' list.
+trial_lines() {
+	awk '/^paper-run/ { print } /^paper-run: wrote/ { w = 1 } w && /^\| rocone / && !r { print; r = 1 } w && /^\| `/ { print }' "$1"
+}
+if [ -n "${DEADLINE:-}" ] && ! skip trial; then
+	section "trial: a results entry, FB15k-237 rocone at the preset, done by +${DEADLINE}s"
+	ms=${TRIAL_MS:-$(awk '$1 == "fb15k-237-rocone-d1600" && $2 > m { m = $2 } END { if (m > 0) print m }' "$bench/rates.txt" 2>/dev/null)}
+	left=$((DEADLINE - (SECONDS - t0) - ${TRIAL_OVERHEAD:-75}))
+	steps=0
+	[ -n "$ms" ] && steps=$(awk -v ms="$ms" -v s="$left" 'BEGIN { n = int(s * 1000 / (ms * 1.03) / 1000) * 1000; print (n > 0 ? n : 0) }')
+	if [ "$steps" -lt 2000 ]; then
+		echo "trial: skipped: ${left}s of training left at ${ms:-unknown (no bench rate; set TRIAL_MS)} ms/step is under 2,000 steps"
+	else
+		work=${TRIAL_WORK:-out/trial-work}
+		entry=$out/trial/fb15k-237/rocone/seed0-$((steps / 1000))k-steps
+		rm -rf "$work" "$out/trial"
+		echo "trial: $steps steps at ${ms} ms/step (${left}s of training) into $entry"
+		BIN=$bin STEPS=$steps BUDGET=$((left + 45)) scripts/paper-run.sh fb15k-237 rocone 0 "$work" "$entry" \
+			>"$out/trial.txt" 2>&1
+		echo "paper-run: exit $?"
+		trial_lines "$out/trial.txt"
+		rm -rf "$work"
+	fi
+fi
+
 # summary.md: what to record (the device, bench.sh's rates and rank, the side by side, the
 # profiles' step times), from the files the parts wrote.
 {
@@ -267,6 +303,10 @@ rm -f "$out"/*.arrow "$bench"/*.arrow
 		sed -n 's/^Between one launch.s end and the next one.s start the device \(waited [^:]*\):.*/  idle: \1/p' "$f"
 		grep -m1 -A2 '^| after | before |' "$f" | tail -1 | sed 's/^/  most idle: /'
 	done
+	if [ -s "$out/trial.txt" ]; then
+		echo "trial (scripts/paper-run.sh, $out/trial):"
+		trial_lines "$out/trial.txt" | sed 's/^/  /'
+	fi
 	echo '```'
 } >"$out/summary.md"
 echo "summary: $out/summary.md"
