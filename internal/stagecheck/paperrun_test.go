@@ -102,7 +102,8 @@ func TestDeviceStepTrial(t *testing.T) {
 
 	results, work, out := run("2600")
 	entry := filepath.Join(results, "trial", "fb15k-237", "rocone", "seed0-2k-steps")
-	if !strings.Contains(out, "trial: 2000 steps at 1000 ms/step") || !strings.Contains(out, "paper-run: wrote "+entry) {
+	if !strings.Contains(out, "trial: 2000 steps at 1000 ms/step") || !strings.Contains(out, "paper-run: wrote "+entry) ||
+		!strings.Contains(out, "paper-run: exit 0") {
 		t.Fatalf("the trial did not train 2,000 steps into %s:\n%s", entry, out)
 	}
 	b, err := os.ReadFile(filepath.Join(entry, "run.json"))
