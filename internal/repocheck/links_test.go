@@ -26,11 +26,14 @@ var inlineCode = regexp.MustCompile("`[^`]*`")
 // mdHeading is an ATX heading: "## Stage 1: `sample`".
 var mdHeading = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
 
+// headingLink is a link inside a heading: its text counts towards the anchor, its target
+// does not.
+var headingLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+
 // slug is GitHub's anchor for a heading's text: lower case, every character but letters,
-// digits, spaces, '-' and '_' dropped, spaces made '-'. A link's text in a heading counts,
-// its target does not.
+// digits, spaces, '-' and '_' dropped, spaces made '-'.
 func slug(text string) string {
-	text = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`).ReplaceAllString(text, "$1")
+	text = headingLink.ReplaceAllString(text, "$1")
 	var b strings.Builder
 	for _, r := range strings.ToLower(text) {
 		switch {
