@@ -46,37 +46,9 @@ func slug(text string) string {
 	return b.String()
 }
 
-// anchors returns the anchors of a Markdown document's headings (outside code fences), a
-// repeated one numbered as GitHub numbers it: x, x-1, x-2.
-func anchors(doc []byte) map[string]bool {
-	out, seen := map[string]bool{}, map[string]int{}
-	inFence := false
-	s := newScanner(doc)
-	for s.Scan() {
-		line := s.Text()
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inFence = !inFence
-			continue
-		}
-		m := mdHeading.FindStringSubmatch(line)
-		if m == nil || inFence {
-			continue
-		}
-		a := slug(m[1])
-		if n := seen[a]; n > 0 {
-			out[fmt.Sprintf("%s-%d", a, n)] = true
-		} else {
-			out[a] = true
-		}
-		seen[a]++
-	}
-	return out
-}
-
-// links returns the relative link targets of a Markdown document with their lines: not
-// inside code fences or code spans, not URLs.
-func links(doc []byte) []finding {
-	var out []finding
+// proseLines calls fn with each line of a Markdown document outside its code fences, and
+// its number.
+func proseLines(doc []byte, fn func(n int, line string)) {
 	inFence := false
 	s := newScanner(doc)
 	for n := 1; s.Scan(); n++ {
@@ -85,9 +57,37 @@ func links(doc []byte) []finding {
 			inFence = !inFence
 			continue
 		}
-		if inFence {
-			continue
+		if !inFence {
+			fn(n, line)
 		}
+	}
+}
+
+// anchors returns the anchors of a Markdown document's headings (outside code fences), a
+// repeated one numbered as GitHub numbers it: x, x-1, x-2.
+func anchors(doc []byte) map[string]bool {
+	out, seen := map[string]bool{}, map[string]int{}
+	proseLines(doc, func(_ int, line string) {
+		m := mdHeading.FindStringSubmatch(line)
+		if m == nil {
+			return
+		}
+		a := slug(m[1])
+		if n := seen[a]; n > 0 {
+			out[fmt.Sprintf("%s-%d", a, n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	})
+	return out
+}
+
+// links returns the relative link targets of a Markdown document with their lines: not
+// inside code fences or code spans, not URLs.
+func links(doc []byte) []finding {
+	var out []finding
+	proseLines(doc, func(n int, line string) {
 		for _, m := range mdLink.FindAllStringSubmatch(inlineCode.ReplaceAllString(line, ""), -1) {
 			target := m[1]
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
@@ -95,7 +95,7 @@ func links(doc []byte) []finding {
 			}
 			out = append(out, finding{n, target})
 		}
-	}
+	})
 	return out
 }
 

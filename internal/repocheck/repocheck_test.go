@@ -171,17 +171,11 @@ var heading = regexp.MustCompile(`^#{1,6} (\d+(?:\.\d+)*)\.? `)
 // sections returns the numbered sections of a Markdown document.
 func sections(b []byte) map[string]bool {
 	out := map[string]bool{}
-	s := newScanner(b)
-	inFence := false
-	for s.Scan() {
-		line := s.Text()
-		if strings.HasPrefix(line, "```") {
-			inFence = !inFence
-		}
-		if m := heading.FindStringSubmatch(line); m != nil && !inFence {
+	proseLines(b, func(_ int, line string) {
+		if m := heading.FindStringSubmatch(line); m != nil {
 			out[m[1]] = true
 		}
-	}
+	})
 	return out
 }
 

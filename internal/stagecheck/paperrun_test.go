@@ -11,6 +11,10 @@ import (
 	"github.com/rocone/rocone/internal/stagetest"
 )
 
+// trialSettings make scripts/paper-run.sh's run a trial on the CPU: few queries, d=8.
+var trialSettings = []string{"DEVICE=cpu", "SAMPLE=--types 1p,2p,2i --count 1p=300,2p=150,2i=150",
+	"EXTRA=--dim 8 --batch 32 --negatives 8 --workers 2"}
+
 // TestPaperRun runs scripts/paper-run.sh, which makes a results entry in a lent GPU
 // session, on the CPU with a trial's settings (few queries, d=8): a call cut by its
 // budget exits 0 and says the checkpoint is saved; a call that finishes training ranks
@@ -25,9 +29,7 @@ func TestPaperRun(t *testing.T) {
 	dir := t.TempDir()
 	script := func(work, entry, steps, budget string) (string, error) {
 		cmd := exec.Command(filepath.Join(root, "scripts", "paper-run.sh"), "fb15k-237", "rocone", "0", work, entry)
-		cmd.Env = append(os.Environ(), "BIN="+bin, "DEVICE=cpu", "STEPS="+steps, "BUDGET="+budget,
-			"SAMPLE=--types 1p,2p,2i --count 1p=300,2p=150,2i=150",
-			"EXTRA=--dim 8 --batch 32 --negatives 8 --workers 2")
+		cmd.Env = append(append(os.Environ(), trialSettings...), "BIN="+bin, "STEPS="+steps, "BUDGET="+budget)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
@@ -102,9 +104,8 @@ func TestDeviceStepTrial(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(filepath.Join(root, "scripts", "cuda", "device-step.sh"), bin)
-		cmd.Env = append(os.Environ(), "RESULTS="+results, "TRIAL_WORK="+work, "SKIP=tests bench side kernels profile",
-			"DEADLINE="+deadline, "TRIAL_OVERHEAD=0", "DEVICE=cpu",
-			"SAMPLE=--types 1p,2p,2i --count 1p=300,2p=150,2i=150", "EXTRA=--dim 8 --batch 32 --negatives 8 --workers 2")
+		cmd.Env = append(append(os.Environ(), trialSettings...), "RESULTS="+results, "TRIAL_WORK="+work,
+			"SKIP=tests bench side kernels profile", "DEADLINE="+deadline, "TRIAL_OVERHEAD=0")
 		b, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("device-step.sh: %v\n%s", err, b)

@@ -187,10 +187,11 @@ func (m *Model) allocTensors(ts []model.Tensor[float32], upload bool) ([]*gpu.F3
 		index[t.Name] = i
 	}
 	bufs := make([]*gpu.F32, len(ts))
-	for _, pair := range stackedTensors {
-		if m.dev.Reverts().Stacked {
-			break
-		}
+	pairs := stackedTensors
+	if m.dev.Reverts().Stacked {
+		pairs = nil // each tensor apart, as before the stacked layout
+	}
+	for _, pair := range pairs {
 		i, ok1 := index[pair[0]]
 		j, ok2 := index[pair[1]]
 		if !ok1 || !ok2 || len(ts[i].Data) != len(ts[j].Data) || len(ts[i].Data)%4 != 0 {
