@@ -80,14 +80,15 @@ func TestPaperRun(t *testing.T) {
 // on the CPU, with a trial's settings: the steps are the whole thousands that fit the
 // time left at the slower of bench.sh's two default FB15k-237 rocone rates (a revert
 // row's does not count), the entry is written under RESULTS/trial with that many steps,
-// summary.md quotes its row, and the work folder is gone; with too little time left the
-// trial says it is skipped and writes nothing.
+// summary.md quotes its row, and the work folder is gone; with too little time left, or a
+// DEADLINE, TRIAL_OVERHEAD or TRIAL_MS that is not a number of the kind it needs, the
+// trial says it is skipped and why, and writes nothing.
 func TestDeviceStepTrial(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
 	root, bin := stagetest.RepoRoot(t), binaries(t)
-	run := func(deadline string) (results, work, out string) {
+	run := func(deadline string, env ...string) (results, work, out string) {
 		dir := t.TempDir()
 		results, work = filepath.Join(dir, "results"), filepath.Join(dir, "work")
 		// bench.sh's rate lines, as an earlier run of the script in RESULTS left them: the
@@ -106,6 +107,7 @@ func TestDeviceStepTrial(t *testing.T) {
 		cmd := exec.Command(filepath.Join(root, "scripts", "cuda", "device-step.sh"), bin)
 		cmd.Env = append(append(os.Environ(), trialSettings...), "RESULTS="+results, "TRIAL_WORK="+work,
 			"SKIP=tests bench side kernels profile", "DEADLINE="+deadline, "TRIAL_OVERHEAD=0")
+		cmd.Env = append(cmd.Env, env...)
 		b, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("device-step.sh: %v\n%s", err, b)
@@ -140,11 +142,24 @@ func TestDeviceStepTrial(t *testing.T) {
 		}
 	}
 
-	results, _, out = run("60")
-	if !strings.Contains(out, "trial: skipped") {
-		t.Errorf("with a minute left the trial ran:\n%s", out)
-	}
-	if _, err := os.Stat(filepath.Join(results, "trial")); !os.IsNotExist(err) {
-		t.Errorf("a skipped trial wrote %s: %v", filepath.Join(results, "trial"), err)
+	// Skipped, saying why, and writing nothing: too little time, and bad input.
+	for _, c := range []struct {
+		deadline string
+		env      []string
+		why      string
+	}{
+		{"60", nil, "is under 2,000 steps"},
+		{"soon", nil, "DEADLINE=soon and TRIAL_OVERHEAD=0 must be whole seconds"},
+		{"2600", []string{"TRIAL_OVERHEAD=-5"}, "must be whole seconds"},
+		{"2600", []string{"TRIAL_MS=0"}, "no step time: 0; set TRIAL_MS"},
+		{"2600", []string{"TRIAL_MS=fast"}, "no step time: fast; set TRIAL_MS"},
+	} {
+		results, _, out := run(c.deadline, c.env...)
+		if !strings.Contains(out, "trial: skipped") || !strings.Contains(out, c.why) {
+			t.Errorf("DEADLINE=%s %v: the trial was not skipped with %q:\n%s", c.deadline, c.env, c.why, out)
+		}
+		if _, err := os.Stat(filepath.Join(results, "trial")); !os.IsNotExist(err) {
+			t.Errorf("DEADLINE=%s %v: a skipped trial wrote %s: %v", c.deadline, c.env, filepath.Join(results, "trial"), err)
+		}
 	}
 }

@@ -23,7 +23,8 @@
 # of the side by side when its figure is already at hand: QECONE_JSON, an earlier run's
 # qecone-speed.json on the same kind of GPU, then gives the ratio). DEADLINE (seconds
 # after the start) adds the trial at the end: a results entry trained for as many steps
-# as fit (below). NCU=1 adds Nsight Compute: the stall reasons, occupancy and speed of
+# as fit (below; a DEADLINE, TRIAL_MS or TRIAL_OVERHEAD that is not a number skips it,
+# saying so). NCU=1 adds Nsight Compute: the stall reasons, occupancy and speed of
 # light of one launch of each hot kernel in the kernel bench (ncu-kernel-*.txt, up to a
 # minute each), then (ncu-train) rank's score_all and the counters for the two training
 # runs (PROFILE_SKIP and PROFILE_COUNT: the launches ncu skips, then profiles; default 2000
@@ -259,13 +260,18 @@ if [ -n "${DEADLINE:-}" ] && ! skip trial; then
 	section "trial: a results entry, FB15k-237 rocone at the preset, done by +${DEADLINE}s"
 	ms=${TRIAL_MS:-$(awk '($1 == "fb15k-237-rocone-d1600" || $1 == "fb15k-237-rocone-d1600-again") && $2 > m { m = $2 }
 		END { if (m > 0) print m }' "$bench/rates.txt" 2>/dev/null)}
-	left=$((DEADLINE - (SECONDS - t0) - ${TRIAL_OVERHEAD:-75}))
-	steps=0
 	rm -rf "$out/trial" "$out/trial.txt"
-	[ -n "$ms" ] && steps=$(awk -v ms="$ms" -v s="$left" 'BEGIN { n = int(s * 1000 / (ms * 1.03) / 1000) * 1000; print (n > 0 ? n : 0) }')
-	if [ "$steps" -lt 2000 ]; then
-		echo "trial: skipped: ${left}s of training left at ${ms:-unknown (no bench rate; set TRIAL_MS)} ms/step is under 2,000 steps"
+	steps=0
+	if ! [[ $DEADLINE =~ ^[0-9]+$ && ${TRIAL_OVERHEAD:-75} =~ ^[0-9]+$ ]]; then
+		echo "trial: skipped: DEADLINE=$DEADLINE and TRIAL_OVERHEAD=${TRIAL_OVERHEAD:-75} must be whole seconds"
+	elif ! [[ $ms =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v ms="$ms" 'BEGIN { exit !(ms > 0) }'; then
+		echo "trial: skipped: no step time: ${ms:-no bench rate in $bench/rates.txt}; set TRIAL_MS (milliseconds > 0)"
 	else
+		left=$((DEADLINE - (SECONDS - t0) - ${TRIAL_OVERHEAD:-75}))
+		steps=$(awk -v ms="$ms" -v s="$left" 'BEGIN { n = int(s * 1000 / (ms * 1.03) / 1000) * 1000; print (n > 0 ? n : 0) }')
+		[ "$steps" -ge 2000 ] || echo "trial: skipped: ${left}s of training left at ${ms} ms/step is under 2,000 steps"
+	fi
+	if [ "$steps" -ge 2000 ]; then
 		work=${TRIAL_WORK:-out/trial-work}
 		entry=$out/trial/fb15k-237/rocone/seed0-$((steps / 1000))k-steps
 		rm -rf "$work"
