@@ -11,88 +11,147 @@ import (
 	"fmt"
 )
 
+// argument is how an opcode's argument is laid out after it.
+type argument uint8
+
+const (
+	none       argument = iota
+	line                // text up to and including a newline
+	twoLines            // module and name, each up to a newline
+	fixed1              // 1 byte
+	fixed2              // 2 bytes, little-endian
+	fixed4              // 4 bytes
+	fixed8              // 8 bytes
+	len1                // a 1-byte length, then that many bytes
+	len4                // a 4-byte unsigned length, then that many bytes
+	len4signed          // a 4-byte signed length (BINSTRING, LONG4), then that many bytes
+	len8                // an 8-byte length, then that many bytes
+	frame               // an 8-byte frame size; the frame's opcodes follow
+)
+
+type opcode struct {
+	name string
+	arg  argument
+}
+
+// opcodes is the pickle machine's instruction set, protocols 0 to 5, with Python's names;
+// the bytes that are not opcodes have no name.
+var opcodes = [256]opcode{
+	'(': {"MARK", none}, '.': {"STOP", none}, '0': {"POP", none}, '1': {"POP_MARK", none},
+	'2': {"DUP", none}, 'F': {"FLOAT", line}, 'I': {"INT", line}, 'J': {"BININT", fixed4},
+	'K': {"BININT1", fixed1}, 'L': {"LONG", line}, 'M': {"BININT2", fixed2}, 'N': {"NONE", none},
+	'P': {"PERSID", line}, 'Q': {"BINPERSID", none}, 'R': {"REDUCE", none},
+	'S': {"STRING", line}, 'T': {"BINSTRING", len4signed}, 'U': {"SHORT_BINSTRING", len1},
+	'V': {"UNICODE", line}, 'X': {"BINUNICODE", len4}, 'a': {"APPEND", none},
+	'b': {"BUILD", none}, 'c': {"GLOBAL", twoLines}, 'd': {"DICT", none},
+	'}': {"EMPTY_DICT", none}, 'e': {"APPENDS", none}, 'g': {"GET", line},
+	'h': {"BINGET", fixed1}, 'i': {"INST", twoLines}, 'j': {"LONG_BINGET", fixed4},
+	'l': {"LIST", none}, ']': {"EMPTY_LIST", none}, 'o': {"OBJ", none}, 'p': {"PUT", line},
+	'q': {"BINPUT", fixed1}, 'r': {"LONG_BINPUT", fixed4}, 's': {"SETITEM", none},
+	't': {"TUPLE", none}, ')': {"EMPTY_TUPLE", none}, 'u': {"SETITEMS", none},
+	'G': {"BINFLOAT", fixed8}, 'B': {"BINBYTES", len4}, 'C': {"SHORT_BINBYTES", len1},
+	0x80: {"PROTO", fixed1}, 0x81: {"NEWOBJ", none}, 0x82: {"EXT1", fixed1},
+	0x83: {"EXT2", fixed2}, 0x84: {"EXT4", fixed4}, 0x85: {"TUPLE1", none},
+	0x86: {"TUPLE2", none}, 0x87: {"TUPLE3", none}, 0x88: {"NEWTRUE", none},
+	0x89: {"NEWFALSE", none}, 0x8a: {"LONG1", len1}, 0x8b: {"LONG4", len4signed},
+	0x8c: {"SHORT_BINUNICODE", len1}, 0x8d: {"BINUNICODE8", len8}, 0x8e: {"BINBYTES8", len8},
+	0x8f: {"EMPTY_SET", none}, 0x90: {"ADDITEMS", none}, 0x91: {"FROZENSET", none},
+	0x92: {"NEWOBJ_EX", none}, 0x93: {"STACK_GLOBAL", none}, 0x94: {"MEMOIZE", none},
+	0x95: {"FRAME", frame}, 0x96: {"BYTEARRAY8", len8}, 0x97: {"NEXT_BUFFER", none},
+	0x98: {"READONLY_BUFFER", none},
+}
+
 // Scan walks the opcodes of a pickle without building anything, and checks every
 // length the pickle declares (of a string, bytes, a long integer, a frame) against the
 // bytes that follow it: gopickle allocates a declared length before reading, so a lying
 // one would ask for terabytes. It also checks that every opcode is known and that the
-// pickle ends with STOP.
+// pickle ends with STOP; what follows the STOP is not read. Errors name the opcode and
+// its offset.
 func Scan(data []byte) error {
-	pos := 0
-	need := func(n uint64, op byte) error {
-		if n > uint64(len(data)-pos) {
-			return fmt.Errorf("opcode %q at byte %d declares %d bytes, but only %d follow", op, pos-1, n, len(data)-pos)
+	for pos := 0; pos < len(data); {
+		at := pos
+		op := opcodes[data[pos]]
+		if op.name == "" {
+			return fmt.Errorf("unknown opcode %#x at byte %d", data[pos], at)
 		}
-		pos += int(n)
-		return nil
-	}
-	uint := func(size int, op byte) (uint64, error) {
-		if err := need(uint64(size), op); err != nil {
-			return 0, err
-		}
-		var v uint64
-		for i := size - 1; i >= 0; i-- {
-			v = v<<8 | uint64(data[pos-size+i])
-		}
-		return v, nil
-	}
-	line := func(op byte) error {
-		i := bytes.IndexByte(data[pos:], '\n')
-		if i < 0 {
-			return fmt.Errorf("opcode %q at byte %d: no end of line before the end of the file", op, pos-1)
-		}
-		pos += i + 1
-		return nil
-	}
-	for pos < len(data) {
-		op := data[pos]
 		pos++
-		var err error
-		switch op {
-		case '.': // STOP
+		fail := func(format string, args ...any) error {
+			return fmt.Errorf("%s (opcode %#x) at byte %d: %s", op.name, data[at], at, fmt.Sprintf(format, args...))
+		}
+		// take consumes n bytes of argument.
+		take := func(n uint64) error {
+			if n > uint64(len(data)-pos) {
+				return fail("declares %d bytes, but only %d follow", n, len(data)-pos)
+			}
+			pos += int(n)
 			return nil
-		case '(', '0', '1', '2', 'N', 'Q', 'R', 'a', 'b', 'd', '}', 'e', 'l', ']', 'o', 's', 't', ')', 'u',
-			0x81, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8f, 0x90, 0x91, 0x92, 0x93, 0x94, 0x97, 0x98:
-			// no argument
-		case 'F', 'I', 'L', 'P', 'S', 'V', 'g', 'p': // one line
-			err = line(op)
-		case 'c', 'i': // two lines
-			if err = line(op); err == nil {
-				err = line(op)
+		}
+		// number consumes a size-byte little-endian unsigned integer.
+		number := func(size int) (uint64, error) {
+			if err := take(uint64(size)); err != nil {
+				return 0, err
 			}
-		case 'K', 'h', 'q', 0x80, 0x82: // 1-byte argument
-			_, err = uint(1, op)
-		case 'M', 0x83: // 2-byte argument
-			_, err = uint(2, op)
-		case 'J', 'j', 'r', 0x84: // 4-byte argument
-			_, err = uint(4, op)
-		case 'G': // 8-byte float
-			_, err = uint(8, op)
-		case 0x95: // FRAME: 8-byte size of the frame that follows, opcodes within it
-			var n uint64
-			if n, err = uint(8, op); err == nil && n > uint64(len(data)-pos) {
-				err = fmt.Errorf("frame at byte %d declares %d bytes, but only %d follow", pos-9, n, len(data)-pos)
+			var v uint64
+			for i := pos - 1; i >= pos-size; i-- {
+				v = v<<8 | uint64(data[i])
 			}
-		case 'U', 'C', 0x8a, 0x8c: // 1-byte length, then that many bytes
-			var n uint64
-			if n, err = uint(1, op); err == nil {
-				err = need(n, op)
+			return v, nil
+		}
+		endOfLine := func() error {
+			i := bytes.IndexByte(data[pos:], '\n')
+			if i < 0 {
+				return fail("no end of line before the end of the file")
 			}
-		case 'T', 'X', 'B', 0x8b: // 4-byte length (signed for BINSTRING and LONG4)
-			var n uint64
-			if n, err = uint(4, op); err == nil {
-				if (op == 'T' || op == 0x8b) && int32(n) < 0 {
-					err = fmt.Errorf("opcode %q at byte %d declares a negative length %d", op, pos-5, int32(n))
+			pos += i + 1
+			return nil
+		}
+
+		var err error
+		var n uint64
+		switch op.arg {
+		case none:
+			if op.name == "STOP" {
+				return nil
+			}
+		case line:
+			err = endOfLine()
+		case twoLines:
+			if err = endOfLine(); err == nil {
+				err = endOfLine()
+			}
+		case fixed1:
+			err = take(1)
+		case fixed2:
+			err = take(2)
+		case fixed4:
+			err = take(4)
+		case fixed8:
+			err = take(8)
+		case len1:
+			if n, err = number(1); err == nil {
+				err = take(n)
+			}
+		case len4:
+			if n, err = number(4); err == nil {
+				err = take(n)
+			}
+		case len4signed:
+			if n, err = number(4); err == nil {
+				if int32(n) < 0 {
+					err = fail("declares a negative length %d", int32(n))
 				} else {
-					err = need(n, op)
+					err = take(n)
 				}
 			}
-		case 0x8d, 0x8e, 0x96: // 8-byte length
-			var n uint64
-			if n, err = uint(8, op); err == nil {
-				err = need(n, op)
+		case len8:
+			if n, err = number(8); err == nil {
+				err = take(n)
 			}
-		default:
-			return fmt.Errorf("unknown opcode %#x at byte %d", op, pos-1)
+		case frame:
+			// The frame's own opcodes are walked like any others; its size must fit.
+			if n, err = number(8); err == nil && n > uint64(len(data)-pos) {
+				err = fail("declares a frame of %d bytes, but only %d follow", n, len(data)-pos)
+			}
 		}
 		if err != nil {
 			return err
