@@ -113,7 +113,7 @@ FUZZPAR  ?= 1
 # take most of a short run.
 FUZZMINTIME ?= 50x
 FUZZ_TARGETS := ./pkg/query:FuzzParse ./pkg/query:FuzzParseGrounded ./pkg/query:FuzzParseAsk \
-	./pkg/sample:FuzzParseCounts ./pkg/sample:FuzzBetaEPickle \
+	./pkg/sample:FuzzParseCounts ./pkg/sample:FuzzBetaEPickle ./pkg/picklescan:FuzzScan \
 	./pkg/kg:FuzzLoadIDs ./pkg/kg:FuzzLoadNames ./pkg/kg:FuzzLoadAuto \
 	./pkg/artifact:FuzzQueries ./pkg/artifact:FuzzCheckpoint ./pkg/artifact:FuzzCones \
 	./pkg/artifact:FuzzRanks ./pkg/artifact:FuzzTrainLog ./pkg/artifact:FuzzMetrics ./pkg/artifact:FuzzAnswers \

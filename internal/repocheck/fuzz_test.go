@@ -2,6 +2,7 @@ package repocheck
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -20,12 +21,15 @@ var (
 	fuzzRow = regexp.MustCompile("^\\| `(Fuzz\\w*)`[^|]*\\| `([^`]+)` \\|")
 	// The README's count: "30 Go fuzz targets".
 	fuzzCount = regexp.MustCompile(`(\d+) Go fuzz targets`)
+	// The Makefile's list for make fuzz, continuation lines and all.
+	fuzzTargets = regexp.MustCompile(`(?m)^FUZZ_TARGETS :=((?:.*\\\n)*.*)$`)
 )
 
-// TestFuzzTargetsDocumented keeps the documentation of fuzzing true: every Go fuzz target
-// has a row, with its package, in docs/reliability.md's fuzzing table (what it reads, how
-// long it was fuzzed), every row names a target that exists, and the README's count is
-// the number of targets.
+// TestFuzzTargetsDocumented keeps fuzzing and its documentation whole: `make fuzz` runs
+// every Go fuzz target (the Makefile's FUZZ_TARGETS, package:name) and nothing else, every
+// target has a row, with its package, in docs/reliability.md's fuzzing table (what it
+// reads, how long it was fuzzed), every row names a target that exists, and the README's
+// count is the number of targets.
 func TestFuzzTargetsDocumented(t *testing.T) {
 	root := stagetest.RepoRoot(t)
 	targets := map[string]bool{} // "pkg/dir FuzzX"
@@ -70,6 +74,33 @@ func TestFuzzTargetsDocumented(t *testing.T) {
 	slices.Sort(missing)
 	for _, m := range missing {
 		t.Errorf("docs/reliability.md's fuzzing table has no row for %s", m)
+	}
+
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := fuzzTargets.FindSubmatch(makefile)
+	if list == nil {
+		t.Fatal("the Makefile has no FUZZ_TARGETS")
+	}
+	made := map[string]bool{}
+	for _, item := range strings.Fields(strings.ReplaceAll(string(list[1]), "\\\n", " ")) {
+		dir, name, ok := strings.Cut(item, ":")
+		key := strings.TrimPrefix(dir, "./") + " " + name
+		if !ok || !targets[key] {
+			t.Errorf("the Makefile's FUZZ_TARGETS names %q, which is not a fuzz target", item)
+		}
+		if made[key] {
+			t.Errorf("the Makefile's FUZZ_TARGETS names %q twice", item)
+		}
+		made[key] = true
+	}
+	for _, key := range slices.Sorted(maps.Keys(targets)) {
+		if !made[key] {
+			dir, name, _ := strings.Cut(key, " ")
+			t.Errorf("make fuzz does not run %s (./%s:%s is not in the Makefile's FUZZ_TARGETS)", name, dir, name)
+		}
 	}
 
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
