@@ -3,6 +3,6 @@
 // section citations of the specifications in docs/ (docs/model.md §3.2 and the like) name
 // sections that exist, that every relative Markdown link names a file that exists and
 // its #anchor a heading there, that make fuzz runs every fuzz target and
-// docs/reliability.md's table and the README's count list them all, and that packages import only packages on lower floors.
-// Its tests are the whole of it.
+// docs/reliability.md's table and the README's count list them all, and that packages
+// import only packages on lower floors. Its tests are the whole of it.
 package repocheck
