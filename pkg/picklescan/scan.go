@@ -27,6 +27,7 @@ const (
 	len4signed          // a 4-byte signed length (BINSTRING, LONG4), then that many bytes
 	len8                // an 8-byte length, then that many bytes
 	frame               // an 8-byte frame size; the frame's opcodes follow
+	stop                // none: the end of the pickle
 )
 
 type opcode struct {
@@ -37,7 +38,7 @@ type opcode struct {
 // opcodes is the pickle machine's instruction set, protocols 0 to 5, with Python's names;
 // the bytes that are not opcodes have no name.
 var opcodes = [256]opcode{
-	'(': {"MARK", none}, '.': {"STOP", none}, '0': {"POP", none}, '1': {"POP_MARK", none},
+	'(': {"MARK", none}, '.': {"STOP", stop}, '0': {"POP", none}, '1': {"POP_MARK", none},
 	'2': {"DUP", none}, 'F': {"FLOAT", line}, 'I': {"INT", line}, 'J': {"BININT", fixed4},
 	'K': {"BININT1", fixed1}, 'L': {"LONG", line}, 'M': {"BININT2", fixed2}, 'N': {"NONE", none},
 	'P': {"PERSID", line}, 'Q': {"BINPERSID", none}, 'R': {"REDUCE", none},
@@ -109,10 +110,9 @@ func Scan(data []byte) error {
 		var err error
 		var n uint64
 		switch op.arg {
+		case stop:
+			return nil
 		case none:
-			if op.name == "STOP" {
-				return nil
-			}
 		case line:
 			err = endOfLine()
 		case twoLines:
