@@ -24,7 +24,9 @@ const (
 	fixed8              // 8 bytes
 	len1                // a 1-byte length, then that many bytes
 	len4                // a 4-byte unsigned length, then that many bytes
-	len4signed          // a 4-byte signed length (BINSTRING, LONG4), then that many bytes
+	len4signed          // a 4-byte signed length (BINSTRING), then that many bytes
+	long4               // LONG4: as len4signed, at most MaxLongBytes
+	longLine            // LONG: a decimal line of at most MaxLongDigits digits
 	len8                // an 8-byte length, then that many bytes
 	frame               // an 8-byte frame size; the frame's opcodes follow
 	stop                // none: the end of the pickle
@@ -40,7 +42,7 @@ type opcode struct {
 var opcodes = [256]opcode{
 	'(': {"MARK", none}, '.': {"STOP", stop}, '0': {"POP", none}, '1': {"POP_MARK", none},
 	'2': {"DUP", none}, 'F': {"FLOAT", line}, 'I': {"INT", line}, 'J': {"BININT", fixed4},
-	'K': {"BININT1", fixed1}, 'L': {"LONG", line}, 'M': {"BININT2", fixed2}, 'N': {"NONE", none},
+	'K': {"BININT1", fixed1}, 'L': {"LONG", longLine}, 'M': {"BININT2", fixed2}, 'N': {"NONE", none},
 	'P': {"PERSID", line}, 'Q': {"BINPERSID", none}, 'R': {"REDUCE", none},
 	'S': {"STRING", line}, 'T': {"BINSTRING", len4signed}, 'U': {"SHORT_BINSTRING", len1},
 	'V': {"UNICODE", line}, 'X': {"BINUNICODE", len4}, 'a': {"APPEND", none},
@@ -54,7 +56,7 @@ var opcodes = [256]opcode{
 	0x80: {"PROTO", fixed1}, 0x81: {"NEWOBJ", none}, 0x82: {"EXT1", fixed1},
 	0x83: {"EXT2", fixed2}, 0x84: {"EXT4", fixed4}, 0x85: {"TUPLE1", none},
 	0x86: {"TUPLE2", none}, 0x87: {"TUPLE3", none}, 0x88: {"NEWTRUE", none},
-	0x89: {"NEWFALSE", none}, 0x8a: {"LONG1", len1}, 0x8b: {"LONG4", len4signed},
+	0x89: {"NEWFALSE", none}, 0x8a: {"LONG1", len1}, 0x8b: {"LONG4", long4},
 	0x8c: {"SHORT_BINUNICODE", len1}, 0x8d: {"BINUNICODE8", len8}, 0x8e: {"BINBYTES8", len8},
 	0x8f: {"EMPTY_SET", none}, 0x90: {"ADDITEMS", none}, 0x91: {"FROZENSET", none},
 	0x92: {"NEWOBJ_EX", none}, 0x93: {"STACK_GLOBAL", none}, 0x94: {"MEMOIZE", none},
@@ -62,11 +64,23 @@ var opcodes = [256]opcode{
 	0x98: {"READONLY_BUFFER", none},
 }
 
+// gopickle turns a long integer into a big.Int in time quadratic in its length (a LONG4 of
+// 256 KiB takes 1.3 s, of 4 MiB about 5 minutes; a LONG of a million digits 1.4 s), so a
+// small file could hold a reader for hours. Python refuses to convert a decimal integer
+// of more than 4,300 digits for the same reason (its int_max_str_digits, CVE-2020-10735);
+// Scan refuses a LONG of more digits, and a LONG4 of more bytes than such an integer
+// needs. No pickle this project reads holds an integer wider than 64 bits.
+const (
+	MaxLongDigits = 4300
+	MaxLongBytes  = 1786 // ⌈4300·log₂10 / 8⌉
+)
+
 // Scan walks the opcodes of a pickle without building anything, and checks every
 // length the pickle declares (of a string, bytes, a long integer, a frame) against the
 // bytes that follow it: gopickle allocates a declared length before reading, so a lying
-// one would ask for terabytes. It also checks that every opcode is known and that the
-// pickle ends with STOP; what follows the STOP is not read. Errors name the opcode and
+// one would ask for terabytes. It also checks that every opcode is known, that long
+// integers are at most MaxLongDigits digits or MaxLongBytes bytes, and that the pickle
+// ends with STOP; what follows the STOP is not read. Errors name the opcode and
 // its offset.
 func Scan(data []byte) error {
 	for pos := 0; pos < len(data); {
@@ -115,6 +129,13 @@ func Scan(data []byte) error {
 		case none:
 		case line:
 			err = endOfLine()
+		case longLine:
+			if err = endOfLine(); err == nil {
+				digits := bytes.TrimSuffix(bytes.TrimLeft(data[at+1:pos-1], "+-"), []byte("L"))
+				if len(digits) > MaxLongDigits {
+					err = fail("an integer of %d digits; at most %d are read (converting more takes time quadratic in their number)", len(digits), MaxLongDigits)
+				}
+			}
 		case twoLines:
 			if err = endOfLine(); err == nil {
 				err = endOfLine()
@@ -140,6 +161,17 @@ func Scan(data []byte) error {
 				if int32(n) < 0 {
 					err = fail("declares a negative length %d", int32(n))
 				} else {
+					err = take(n)
+				}
+			}
+		case long4:
+			if n, err = number(4); err == nil {
+				switch {
+				case int32(n) < 0:
+					err = fail("declares a negative length %d", int32(n))
+				case n > MaxLongBytes:
+					err = fail("an integer of %d bytes; at most %d are read (converting more takes time quadratic in their number)", n, MaxLongBytes)
+				default:
 					err = take(n)
 				}
 			}

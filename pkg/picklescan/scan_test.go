@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,10 @@ func TestScanRefuses(t *testing.T) {
 		{"BINBYTES of 2 GiB", proto + "B" + u32(1<<31) + ".", "declares 2147483648 bytes"},
 		{"BINSTRING of negative length", proto + "T" + u32(0xfffffffe) + ".", "BINSTRING (opcode 0x54) at byte 2: declares a negative length -2"},
 		{"LONG4 of negative length", proto + "\x8b" + u32(0x80000000) + ".", "declares a negative length -2147483648"},
+		{"LONG4 of 1,787 bytes", proto + "\x8b" + u32(1787) + strings.Repeat("\x01", 1787) + ".", "LONG4 (opcode 0x8b) at byte 2: an integer of 1787 bytes; at most 1786 are read"},
+		{"LONG4 of 1 GiB", proto + "\x8b" + u32(1<<30) + ".", "an integer of 1073741824 bytes"},
+		{"LONG of 4,301 digits", "L" + strings.Repeat("9", 4301) + "\n.", "LONG (opcode 0x4c) at byte 0: an integer of 4301 digits; at most 4300 are read"},
+		{"LONG of 4,301 digits, signed, Python 2's L", "L-" + strings.Repeat("9", 4301) + "L\n.", "an integer of 4301 digits"},
 		{"BINUNICODE8 of 2^63", proto + "\x8d" + u64(1<<63) + ".", "declares 9223372036854775808 bytes, but only 1 follow"},
 		{"BINBYTES8 of 2^64-1", proto + "\x8e" + u64(^uint64(0)) + ".", "declares 18446744073709551615 bytes"},
 		{"BYTEARRAY8 one too long", proto + "\x96" + u64(4) + "ab.", "BYTEARRAY8 (opcode 0x96) at byte 2: declares 4 bytes, but only 3 follow"},
@@ -92,6 +97,25 @@ func TestScanRefuses(t *testing.T) {
 				t.Errorf("Scan(%q) = %v, want an error containing %q", c.pickle, err, c.want)
 			}
 		})
+	}
+}
+
+// The longest integers Scan lets through: 4,300 decimal digits, and the bytes of the
+// widest such integer in LONG4's two's complement.
+func TestScanLongIntegers(t *testing.T) {
+	widest := new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(MaxLongDigits), nil), big.NewInt(1))
+	if bytes := (widest.BitLen() + 1 + 7) / 8; bytes != MaxLongBytes { // + 1: the sign bit
+		t.Errorf("10^%d−1 takes %d bytes in two's complement, MaxLongBytes is %d", MaxLongDigits, bytes, MaxLongBytes)
+	}
+	for _, p := range []string{
+		"L" + widest.String() + "\n.",
+		"L-" + widest.String() + "L\n.",
+		"L+" + widest.String() + "\n.",
+		"\x80\x02\x8b" + string(binary.LittleEndian.AppendUint32(nil, MaxLongBytes)) + strings.Repeat("\xff", MaxLongBytes) + ".",
+	} {
+		if err := Scan([]byte(p)); err != nil {
+			t.Errorf("%.20q...: %v", p, err)
+		}
 	}
 }
 

@@ -33,7 +33,10 @@ func TestCorruptPickle(t *testing.T) {
 		{"2^40-byte FRAME", proto4 + "\x95" + u64(1<<40) + "N.", "FRAME (opcode 0x95) at byte 2: declares a frame of 1099511627776 bytes"},
 		{"4 GB BINUNICODE", "\x80\x03X" + u32(0xffffffff) + ".", "declares 4294967295 bytes"},
 		{"negative BINSTRING", "T" + u32(0xfffffff0) + ".", "negative length"},
-		{"LONG4 past the end", "\x80\x02\x8b" + u32(1<<30) + ".", "declares 1073741824 bytes"},
+		{"LONG4 past the end", "\x80\x02\x8b" + u32(1<<30) + ".", "LONG4 (opcode 0x8b) at byte 2: an integer of 1073741824 bytes; at most 1786 are read"},
+		// Whole, but gopickle's conversion is quadratic: 4 MiB would take minutes.
+		{"a LONG4 of 4 MiB", "\x80\x02\x8b" + u32(4<<20) + strings.Repeat("\x07", 4<<20) + ".", "an integer of 4194304 bytes; at most 1786 are read"},
+		{"a LONG of a million digits", "L" + strings.Repeat("7", 1e6) + "\n.", "LONG (opcode 0x4c) at byte 0: an integer of 1000000 digits; at most 4300 are read"},
 		{"SHORT_BINUNICODE past the end", proto4 + "\x8c\xffab.", "declares 255 bytes, but only 3 follow"},
 		{"unknown opcode", proto4 + "\xff.", "unknown opcode 0xff at byte 2"},
 		{"no STOP", proto4 + "N", "without its STOP opcode"},
