@@ -136,6 +136,10 @@ func readBetaEPickle(path string) (groups []pickleGroup, err error) {
 	// exponentially long text.
 	budget := &textBudget{left: 64*len(data) + 1<<20}
 
+	// gopickle's dict keeps every SETITEM and its set every distinct object, where Python
+	// keeps a key's last value and one of equal elements: the file is read as Python
+	// reads it (equal tuples print the same text).
+	groupOf := map[string]int{} // key text -> index in groups
 	k := 0
 	for _, entry := range *d {
 		k++
@@ -160,6 +164,12 @@ func readBetaEPickle(path string) (groups []pickleGroup, err error) {
 			grp.queries = append(grp.queries, text)
 		}
 		slices.Sort(grp.queries)
+		grp.queries = slices.Compact(grp.queries)
+		if i, seen := groupOf[key]; seen {
+			groups[i] = grp
+			continue
+		}
+		groupOf[key] = len(groups)
 		groups = append(groups, grp)
 	}
 	slices.SortFunc(groups, func(a, b pickleGroup) int {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -84,6 +85,29 @@ func TestSharedTuplePickle(t *testing.T) {
 	_, err := readBetaEPickle(path)
 	if err == nil || !strings.Contains(err.Error(), "nested more than") && !strings.Contains(err.Error(), "longer than the file") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestPickleReadAsPython: a pickle may set a dict key twice and add equal tuples to a set;
+// Python keeps the key's last value and one of the equal tuples, and so does the import.
+// (Python reads this pickle as {('e', ('r',)): {(3, (0,)), (4, (0,))}}.)
+func TestPickleReadAsPython(t *testing.T) {
+	key := "\x8c\x01e\x8c\x01r\x85\x86"                                         // ('e', ('r',))
+	q := func(a byte) string { return "K" + string(rune(a)) + "K\x00\x85\x86" } // (a, (0,))
+	p := proto4 + "}(" +
+		key + "\x8f(" + q(1) + q(1) + q(2) + "\x90" + // {(1,(0,)), (1,(0,)), (2,(0,))}
+		key + "\x8f(" + q(4) + q(3) + q(4) + "\x90" + // the same key again
+		"u."
+	path := filepath.Join(t.TempDir(), "q.pkl")
+	if err := os.WriteFile(path, []byte(p), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := readBetaEPickle(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 1 || groups[0].name != "1p" || !slices.Equal(groups[0].queries, []string{"(3,(0,))", "(4,(0,))"}) {
+		t.Fatalf("got %+v, want one 1p group of (3,(0,)) and (4,(0,))", groups)
 	}
 }
 
