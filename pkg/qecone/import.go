@@ -333,12 +333,16 @@ func loadTorch(path string) (v any, err error) {
 	return v, nil
 }
 
-// dictGet returns d[key] for a pickled dict.
+// dictGet returns d[key] for a pickled dict. A pickle may set a key more than once;
+// Python keeps the last value, where gopickle's Dict keeps every entry and its Get
+// returns the first.
 func dictGet(d any, key string) (any, error) {
 	switch m := d.(type) {
 	case *types.Dict:
-		if v, ok := m.Get(key); ok {
-			return v, nil
+		for i := len(*m) - 1; i >= 0; i-- {
+			if k, ok := (*m)[i].Key.(string); ok && k == key {
+				return (*m)[i].Value, nil
+			}
 		}
 	case *types.OrderedDict:
 		if v, ok := m.Get(key); ok {
@@ -432,7 +436,7 @@ func adamState(top any, trainable []string, byKey map[string]*sdEntry) (int64, m
 	if !ok {
 		return 0, nil, fmt.Errorf("optimizer_state_dict state is a %T, want a dict", st)
 	}
-	var maxStep int64
+	steps := map[string]int64{} // by parameter: the last entry of an index is the one Python keeps
 	for _, e := range *state {
 		idx, ok := e.Key.(int)
 		if !ok || idx < 0 || idx >= len(trainable) {
@@ -443,7 +447,7 @@ func adamState(top any, trainable []string, byKey map[string]*sdEntry) (int64, m
 		if !ok {
 			return 0, nil, fmt.Errorf("optimizer state of %s has no step", key)
 		}
-		maxStep = max(maxStep, int64(step))
+		steps[key] = int64(step)
 		var mv [2][]float32
 		for j, name := range []string{"exp_avg", "exp_avg_sq"} {
 			v, err := dictGet(e.Value, name)
@@ -460,6 +464,10 @@ func adamState(top any, trainable []string, byKey map[string]*sdEntry) (int64, m
 			mv[j] = vals
 		}
 		out[key] = mv
+	}
+	var maxStep int64
+	for _, step := range steps {
+		maxStep = max(maxStep, step)
 	}
 	return maxStep, out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/nlpodyssey/gopickle/types"
 	"github.com/rocone/rocone/pkg/checkpoint"
 	"github.com/rocone/rocone/pkg/query"
 )
@@ -119,4 +120,27 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// A pickle may set a dict key twice (SETITEMS with the key again); Python keeps the last
+// value, and so does dictGet, for a dict and an OrderedDict alike.
+func TestDictGetLastValue(t *testing.T) {
+	d := types.NewDict()
+	d.Set("model_state_dict", 1)
+	d.Set("step", 2)
+	d.Set("model_state_dict", 3)
+	od := types.NewOrderedDict()
+	od.Set("model_state_dict", 1)
+	od.Set("model_state_dict", 3)
+	for _, m := range []any{d, od} {
+		if v, err := dictGet(m, "model_state_dict"); err != nil || v != 3 {
+			t.Errorf("%T: got %v, %v; want the last value, 3", m, v, err)
+		}
+		if _, err := dictGet(m, "missing"); err == nil || err.Error() != `no "missing" entry` {
+			t.Errorf("%T: a missing key gives %v", m, err)
+		}
+	}
+	if v, err := dictGet(d, "step"); err != nil || v != 2 {
+		t.Errorf("step: got %v, %v", v, err)
+	}
 }
