@@ -138,6 +138,9 @@ func (f *frameReader) next() error {
 	}
 	var info messageInfo
 	if err := catch(func() (err error) { info, err = verifyMessage(meta); return err }); err != nil {
+		if ce := (*compressedError)(nil); errors.As(err, &ce) {
+			return ce
+		}
 		return f.corrupt("message %d: %v", f.messages, err)
 	}
 	switch {
@@ -184,6 +187,10 @@ func (f *frameReader) cause(err error) error {
 	var fe *frameError
 	if errors.As(f.err, &fe) {
 		return fe
+	}
+	var ce *compressedError
+	if errors.As(f.err, &ce) {
+		return ce
 	}
 	return err
 }

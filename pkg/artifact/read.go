@@ -113,6 +113,7 @@ type Reader struct {
 	// File format: records are read through the footer's index, which blocks holds as
 	// checked against the file's size.
 	file   *ipc.FileReader
+	fileIn io.ReaderAt // the file, for the metadata of each block (verifyBlock)
 	blocks []fileBlock
 	// Stream format: records are read in order; in tells a clean end from a truncated one,
 	// frame checks each message before the IPC reader sees it.
@@ -229,12 +230,36 @@ func openFileFormat(in ipc.ReadAtSeeker, size int64, name string) (*Reader, erro
 	if err := catch(func() error { schema = fr.Schema(); return nil }); err != nil {
 		return nil, fmt.Errorf("%s: corrupt Arrow file: %w", name, err)
 	}
-	r := &Reader{name: name, schema: schema, file: fr, blocks: blocks}
+	r := &Reader{name: name, schema: schema, file: fr, fileIn: in, blocks: blocks}
 	if err := r.startChecksum(); err != nil {
 		catch(fr.Close)
 		return nil, err
 	}
 	return r, nil
+}
+
+// verifyBlock checks the metadata of a file's record batch as a stream's is checked
+// (verifyMessage) before the IPC reader decodes it: the block's bounds are the footer's,
+// checked against the file by verifyFooter.
+func (r *Reader) verifyBlock(blk fileBlock) error {
+	msg := make([]byte, blk.metaLen)
+	if _, err := r.fileIn.ReadAt(msg, blk.offset); err != nil {
+		return err
+	}
+	// The message's 8-byte prefix: the continuation marker and the flatbuffer's length
+	// (a 4-byte length alone before Arrow 0.15).
+	meta := msg[4:]
+	if binary.LittleEndian.Uint32(msg) == 0xffffffff {
+		meta = msg[8:]
+	}
+	info, err := verifyMessage(meta)
+	if err != nil {
+		return err
+	}
+	if info.header != headerRecordBatch {
+		return fmt.Errorf("the footer's block at offset %d is not a record batch", blk.offset)
+	}
+	return nil
 }
 
 // readFooter reads the footer of an IPC file of size bytes (magic, padding, messages,
@@ -367,6 +392,9 @@ func (r *Reader) Next() bool {
 			return false
 		}
 		err := catch(func() (err error) {
+			if err := r.verifyBlock(r.blocks[r.batches]); err != nil {
+				return err
+			}
 			if r.rec, err = r.file.RecordAt(r.batches); err != nil {
 				return err
 			}
@@ -380,7 +408,11 @@ func (r *Reader) Next() bool {
 				r.rec.Release()
 				r.rec = nil
 			}
-			r.err = fmt.Errorf("%s: truncated or corrupt Arrow file: record batch %d: %w", r.name, r.batches, err)
+			if errors.As(err, new(*compressedError)) {
+				r.err = fmt.Errorf("%s: record batch %d: %w", r.name, r.batches, err)
+			} else {
+				r.err = fmt.Errorf("%s: truncated or corrupt Arrow file: record batch %d: %w", r.name, r.batches, err)
+			}
 			return false
 		}
 		r.batches++
@@ -421,6 +453,8 @@ func (r *Reader) nextStream() bool {
 		err = r.frame.err
 	}
 	switch {
+	case errors.As(err, new(*compressedError)):
+		r.err = fmt.Errorf("%s: record batch %d: %w", r.name, r.batches, err)
 	case err != nil && r.in.short:
 		r.err = fmt.Errorf("%s: truncated Arrow stream: record batch %d: %w", r.name, r.batches, err)
 	case err != nil:

@@ -349,6 +349,11 @@ func verifyMessage(meta []byte) (messageInfo, error) {
 		}
 		return info, b.verifySchema(header)
 	case headerRecordBatch:
+		if header != 0 {
+			if err := b.verifyUncompressed(header); err != nil {
+				return info, err
+			}
+		}
 		s, n, found, err := b.metaValue(root, messageCustomMetadata, MetaChecksum)
 		if found {
 			info.checksum, info.trailer = string(b[s:s+n]), true
@@ -358,6 +363,41 @@ func verifyMessage(meta []byte) (messageInfo, error) {
 		return info, fmt.Errorf("dictionary batches are not used by any artifact")
 	}
 	return info, fmt.Errorf("message of type %d is not a schema or record batch", info.header)
+}
+
+// recordBatchCompression is the slot of a RecordBatch table's BodyCompression, and
+// bodyCompressionCodec that of its codec (LZ4_FRAME = 0, the default, or ZSTD = 1).
+const recordBatchCompression, bodyCompressionCodec = 3, 0
+
+// compressedError is a record batch whose buffers are compressed. Every artifact is
+// written uncompressed, and a compressed buffer declares the size it decompresses to,
+// which no bound on the input's size can check (a few kilobytes of zeros compress from
+// gigabytes): such a batch is refused, as a batch of the wrong format, not a corrupt one.
+type compressedError struct{ codec string }
+
+func (e *compressedError) Error() string {
+	return fmt.Sprintf("its buffers are compressed (%s), and artifacts are read uncompressed: write it again without compression (pyarrow: ipc.IpcWriteOptions(compression=None))", e.codec)
+}
+
+// verifyUncompressed refuses the RecordBatch table at p if it declares a body compression.
+func (b fbuf) verifyUncompressed(p int64) error {
+	c, err := b.subtable(p, recordBatchCompression)
+	if err != nil || c == 0 {
+		return err
+	}
+	codec := "LZ4_FRAME"
+	f, err := b.field(c, bodyCompressionCodec)
+	switch {
+	case err != nil:
+		return err
+	case f >= int64(len(b)):
+		return errFlatbuffer
+	case f != 0 && b[f] == 1:
+		codec = "ZSTD"
+	case f != 0 && b[f] != 0:
+		codec = fmt.Sprintf("codec %d", b[f])
+	}
+	return &compressedError{codec}
 }
 
 // metaValue finds key in the custom_metadata vector in field slot of the table at p and
