@@ -3,7 +3,8 @@
 // declares, and then reads it, so one lying length in a small file would ask for
 // terabytes and end the process; Scan reads the opcodes without building anything and
 // refuses such a file. Every reader of outside pickles (BetaE query files, PyTorch
-// checkpoints) runs it first.
+// checkpoints) runs it first, and names what gopickle decoded by its Python type in its
+// errors (PyType, TorchDtype).
 package picklescan
 
 import (

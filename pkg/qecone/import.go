@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rocone/rocone/pkg/kg"
 	"io/fs"
 	"math"
 	"os"
@@ -16,7 +15,9 @@ import (
 	"github.com/nlpodyssey/gopickle/types"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/kg"
 	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/picklescan"
 )
 
 // ImportOptions says what Import reads.
@@ -101,7 +102,7 @@ func Import(opts ImportOptions) (*artifact.Checkpoint, error) {
 	}
 	state, ok := sd.(*types.OrderedDict)
 	if !ok {
-		return nil, fail("model_state_dict is a %T, want an OrderedDict", sd)
+		return nil, fail("model_state_dict is a %s, want an OrderedDict", picklescan.PyType(sd))
 	}
 
 	// The state_dict, in order (the optimiser numbers the trainable ones in this order).
@@ -349,7 +350,7 @@ func dictGet(d any, key string) (any, error) {
 			return v, nil
 		}
 	default:
-		return nil, fmt.Errorf("the file holds a %T, not a dict", d)
+		return nil, fmt.Errorf("the file holds a %s, not a dict", picklescan.PyType(d))
 	}
 	return nil, fmt.Errorf("no %q entry", key)
 }
@@ -384,11 +385,11 @@ func number(v any) (float64, bool) {
 func tensorValues(v any) ([]int, []float32, error) {
 	t, ok := v.(*pytorch.Tensor)
 	if !ok {
-		return nil, nil, fmt.Errorf("a %T, not a tensor", v)
+		return nil, nil, fmt.Errorf("a %s, not a tensor", picklescan.PyType(v))
 	}
 	st, ok := t.Source.(*pytorch.FloatStorage)
 	if !ok {
-		return nil, nil, fmt.Errorf("a %T tensor, not float32", t.Source)
+		return nil, nil, fmt.Errorf("a %s tensor, not torch.float32", picklescan.TorchDtype(t.Source))
 	}
 	n := 1
 	for _, s := range t.Size {
@@ -434,7 +435,7 @@ func adamState(top any, trainable []string, byKey map[string]*sdEntry) (int64, m
 	}
 	state, ok := st.(*types.Dict)
 	if !ok {
-		return 0, nil, fmt.Errorf("optimizer_state_dict state is a %T, want a dict", st)
+		return 0, nil, fmt.Errorf("optimizer_state_dict state is a %s, want a dict", picklescan.PyType(st))
 	}
 	steps := map[string]int64{} // by parameter: the last entry of an index is the one Python keeps
 	for _, e := range *state {

@@ -3,7 +3,6 @@ package sample
 import (
 	"bytes"
 	"fmt"
-	"math/big"
 	"os"
 	"slices"
 	"strconv"
@@ -91,7 +90,7 @@ func (builtinSet) Call(args ...any) (any, error) {
 	}
 	l, ok := args[0].(*types.List)
 	if !ok {
-		return nil, fmt.Errorf("set() of a %s, want a list", pyType(args[0]))
+		return nil, fmt.Errorf("set() of a %s, want a list", picklescan.PyType(args[0]))
 	}
 	return types.NewSetFromSlice(*l), nil
 }
@@ -129,7 +128,7 @@ func readBetaEPickle(path string) (groups []pickleGroup, err error) {
 	}
 	d, ok := v.(*types.Dict)
 	if !ok {
-		return nil, fmt.Errorf("%s: want a dict of structure -> set of queries, found a %s", path, pyType(v))
+		return nil, fmt.Errorf("%s: want a dict of structure -> set of queries, found a %s", path, picklescan.PyType(v))
 	}
 	// The text of the tuples, which memo references may share, is bounded by a multiple of
 	// the file's size: a pickle of nested shared tuples would otherwise print as
@@ -153,7 +152,7 @@ func readBetaEPickle(path string) (groups []pickleGroup, err error) {
 		}
 		set, ok := entry.Value.(*types.Set)
 		if !ok {
-			return nil, fmt.Errorf("%s: key %s: want a set of queries, found a %s", path, key, pyType(entry.Value))
+			return nil, fmt.Errorf("%s: key %s: want a set of queries, found a %s", path, key, picklescan.PyType(entry.Value))
 		}
 		grp := pickleGroup{name: s.Name(), notation: s.String()}
 		for item := range *set {
@@ -218,7 +217,7 @@ func tupleText(v any, budget *textBudget) (string, error) {
 		case int:
 			b.WriteString(strconv.Itoa(x))
 		default:
-			return fmt.Errorf("a %s in a query tuple, want tuples of str and int", pyType(v))
+			return fmt.Errorf("a %s in a query tuple, want tuples of str and int", picklescan.PyType(v))
 		}
 		return nil
 	}
@@ -227,36 +226,4 @@ func tupleText(v any, budget *textBudget) (string, error) {
 	}
 	budget.left -= b.Len()
 	return b.String(), nil
-}
-
-// pyType names the Python type of a value gopickle decoded, for errors: the reader of one
-// knows the pickle, not gopickle's Go types (and %v of those prints pointers).
-func pyType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "None"
-	case *types.Dict:
-		return "dict"
-	case *types.Set:
-		return "set"
-	case *types.FrozenSet:
-		return "frozenset"
-	case *types.List:
-		return "list"
-	case *types.Tuple:
-		return "tuple"
-	case string:
-		return "str"
-	case int, *big.Int:
-		return "int"
-	case float64:
-		return "float"
-	case bool:
-		return "bool"
-	case []byte:
-		return "bytes"
-	case *types.ByteArray:
-		return "bytearray"
-	}
-	return "value of an unsupported type"
 }
