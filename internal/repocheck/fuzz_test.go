@@ -1,7 +1,6 @@
 package repocheck
 
 import (
-	"fmt"
 	"maps"
 	"os"
 	"path"
@@ -25,6 +24,9 @@ var (
 	fuzzTargets = regexp.MustCompile(`(?m)^FUZZ_TARGETS :=((?:.*\\\n)*.*)$`)
 )
 
+// fuzzTarget is a Go fuzz function and the folder of its package, relative to the root.
+type fuzzTarget struct{ dir, name string }
+
 // TestFuzzTargetsDocumented keeps fuzzing and its documentation whole: `make fuzz` runs
 // every Go fuzz target (the Makefile's FUZZ_TARGETS, package:name) and nothing else, every
 // target has a row, with its package, in docs/reliability.md's fuzzing table (what it
@@ -32,62 +34,54 @@ var (
 // count is the number of targets.
 func TestFuzzTargetsDocumented(t *testing.T) {
 	root := stagetest.RepoRoot(t)
-	targets := map[string]bool{} // "pkg/dir FuzzX"
+	read := func(rel string) []byte {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	targets := map[fuzzTarget]bool{}
 	for _, f := range repoFiles(t, root) {
 		f = filepath.ToSlash(f)
 		if !strings.HasSuffix(f, "_test.go") || strings.Contains(f, "/testdata/") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range fuzzFunc.FindAllSubmatch(b, -1) {
-			targets[path.Dir(f)+" "+string(m[1])] = true
+		for _, m := range fuzzFunc.FindAllSubmatch(read(f), -1) {
+			targets[fuzzTarget{path.Dir(f), string(m[1])}] = true
 		}
 	}
 	if len(targets) < 10 {
 		t.Fatalf("found %d fuzz targets: the search is broken", len(targets))
 	}
+	sorted := slices.SortedFunc(maps.Keys(targets), func(a, b fuzzTarget) int {
+		return strings.Compare(a.name+" "+a.dir, b.name+" "+b.dir)
+	})
 
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "reliability.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := map[string]bool{}
-	proseLines(doc, func(n int, line string) {
+	rows := map[fuzzTarget]bool{}
+	proseLines(read("docs/reliability.md"), func(n int, line string) {
 		if m := fuzzRow.FindStringSubmatch(line); m != nil {
-			key := m[2] + " " + m[1]
+			key := fuzzTarget{m[2], m[1]}
 			rows[key] = true
 			if !targets[key] {
 				t.Errorf("docs/reliability.md:%d: %s in %s is not a fuzz target", n, m[1], m[2])
 			}
 		}
 	})
-	var missing []string
-	for key := range targets {
+	for _, key := range sorted {
 		if !rows[key] {
-			dir, name, _ := strings.Cut(key, " ")
-			missing = append(missing, fmt.Sprintf("%s (%s)", name, dir))
+			t.Errorf("docs/reliability.md's fuzzing table has no row for %s (%s)", key.name, key.dir)
 		}
 	}
-	slices.Sort(missing)
-	for _, m := range missing {
-		t.Errorf("docs/reliability.md's fuzzing table has no row for %s", m)
-	}
 
-	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	list := fuzzTargets.FindSubmatch(makefile)
+	list := fuzzTargets.FindSubmatch(read("Makefile"))
 	if list == nil {
 		t.Fatal("the Makefile has no FUZZ_TARGETS")
 	}
-	made := map[string]bool{}
+	made := map[fuzzTarget]bool{}
 	for _, item := range strings.Fields(strings.ReplaceAll(string(list[1]), "\\\n", " ")) {
 		dir, name, ok := strings.Cut(item, ":")
-		key := strings.TrimPrefix(dir, "./") + " " + name
+		key := fuzzTarget{strings.TrimPrefix(dir, "./"), name}
 		if !ok || !targets[key] {
 			t.Errorf("the Makefile's FUZZ_TARGETS names %q, which is not a fuzz target", item)
 		}
@@ -96,18 +90,13 @@ func TestFuzzTargetsDocumented(t *testing.T) {
 		}
 		made[key] = true
 	}
-	for _, key := range slices.Sorted(maps.Keys(targets)) {
+	for _, key := range sorted {
 		if !made[key] {
-			dir, name, _ := strings.Cut(key, " ")
-			t.Errorf("make fuzz does not run %s (./%s:%s is not in the Makefile's FUZZ_TARGETS)", name, dir, name)
+			t.Errorf("make fuzz does not run %s (./%s:%s is not in the Makefile's FUZZ_TARGETS)", key.name, key.dir, key.name)
 		}
 	}
 
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := fuzzCount.FindSubmatch(readme)
+	m := fuzzCount.FindSubmatch(read("README.md"))
 	if m == nil {
 		t.Fatal("README.md does not say how many Go fuzz targets there are")
 	}

@@ -408,11 +408,7 @@ func (r *Reader) Next() bool {
 				r.rec.Release()
 				r.rec = nil
 			}
-			if errors.As(err, new(*compressedError)) {
-				r.err = fmt.Errorf("%s: record batch %d: %w", r.name, r.batches, err)
-			} else {
-				r.err = fmt.Errorf("%s: truncated or corrupt Arrow file: record batch %d: %w", r.name, r.batches, err)
-			}
+			r.err = r.batchError("truncated or corrupt Arrow file", err)
 			return false
 		}
 		r.batches++
@@ -440,6 +436,15 @@ func (r *Reader) Next() bool {
 	}
 }
 
+// batchError is the error of reading record batch r.batches: damage says what state the
+// input is in, but for a compressed batch, which is whole and of a format not read.
+func (r *Reader) batchError(damage string, err error) error {
+	if errors.As(err, new(*compressedError)) {
+		return fmt.Errorf("%s: record batch %d: %w", r.name, r.batches, err)
+	}
+	return fmt.Errorf("%s: %s: record batch %d: %w", r.name, damage, r.batches, err)
+}
+
 // nextStream reads the next record batch of a stream, the checksum trailer included.
 func (r *Reader) nextStream() bool {
 	var ok bool
@@ -453,12 +458,10 @@ func (r *Reader) nextStream() bool {
 		err = r.frame.err
 	}
 	switch {
-	case errors.As(err, new(*compressedError)):
-		r.err = fmt.Errorf("%s: record batch %d: %w", r.name, r.batches, err)
 	case err != nil && r.in.short:
-		r.err = fmt.Errorf("%s: truncated Arrow stream: record batch %d: %w", r.name, r.batches, err)
+		r.err = r.batchError("truncated Arrow stream", err)
 	case err != nil:
-		r.err = fmt.Errorf("%s: corrupt Arrow stream: record batch %d: %w", r.name, r.batches, err)
+		r.err = r.batchError("corrupt Arrow stream", err)
 	case !ok && r.in.short:
 		// ipc.Reader takes the end of its input for the end of the stream; only the
 		// end-of-stream marker, which every writer writes on a successful close, says

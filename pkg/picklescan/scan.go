@@ -84,43 +84,46 @@ const (
 // ends with STOP; what follows the STOP is not read. Errors name the opcode and
 // its offset.
 func Scan(data []byte) error {
-	for pos := 0; pos < len(data); {
-		at := pos
-		op := opcodes[data[pos]]
-		if op.name == "" {
+	pos := 0 // the next byte to read
+	at := 0  // the offset of the opcode being read, which every error names
+	var op opcode
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%s (opcode %#x) at byte %d: %s", op.name, data[at], at, fmt.Sprintf(format, args...))
+	}
+	// take consumes n bytes of argument.
+	take := func(n uint64) error {
+		if n > uint64(len(data)-pos) {
+			return fail("declares %d bytes, but only %d follow", n, len(data)-pos)
+		}
+		pos += int(n)
+		return nil
+	}
+	// number consumes a size-byte little-endian unsigned integer.
+	number := func(size int) (uint64, error) {
+		if err := take(uint64(size)); err != nil {
+			return 0, err
+		}
+		var v uint64
+		for i := pos - 1; i >= pos-size; i-- {
+			v = v<<8 | uint64(data[i])
+		}
+		return v, nil
+	}
+	endOfLine := func() error {
+		i := bytes.IndexByte(data[pos:], '\n')
+		if i < 0 {
+			return fail("no end of line before the end of the file")
+		}
+		pos += i + 1
+		return nil
+	}
+
+	for pos < len(data) {
+		at = pos
+		if op = opcodes[data[pos]]; op.name == "" {
 			return fmt.Errorf("unknown opcode %#x at byte %d", data[pos], at)
 		}
 		pos++
-		fail := func(format string, args ...any) error {
-			return fmt.Errorf("%s (opcode %#x) at byte %d: %s", op.name, data[at], at, fmt.Sprintf(format, args...))
-		}
-		// take consumes n bytes of argument.
-		take := func(n uint64) error {
-			if n > uint64(len(data)-pos) {
-				return fail("declares %d bytes, but only %d follow", n, len(data)-pos)
-			}
-			pos += int(n)
-			return nil
-		}
-		// number consumes a size-byte little-endian unsigned integer.
-		number := func(size int) (uint64, error) {
-			if err := take(uint64(size)); err != nil {
-				return 0, err
-			}
-			var v uint64
-			for i := pos - 1; i >= pos-size; i-- {
-				v = v<<8 | uint64(data[i])
-			}
-			return v, nil
-		}
-		endOfLine := func() error {
-			i := bytes.IndexByte(data[pos:], '\n')
-			if i < 0 {
-				return fail("no end of line before the end of the file")
-			}
-			pos += i + 1
-			return nil
-		}
 
 		var err error
 		var n uint64

@@ -249,8 +249,9 @@ rm -f "$out"/*.arrow "$bench"/*.arrow
 # for as many steps as fit before DEADLINE (in thousands; the schedule's drops scale with
 # them), then ranked on the test queries on the device, into $RESULTS/trial/ for results/.
 # The step's time is bench.sh's FB15k-237 rocone rate in RESULTS (the slower of its two
-# rows, the default's and the one after the A/B rows), or TRIAL_MS; TRIAL_OVERHEAD (default 75) seconds are kept for sampling, loading,
-# the last checkpoint, ranking and metrics. The work folder (TRIAL_WORK, default
+# rows, the default's and the one after the A/B rows), or TRIAL_MS; TRIAL_OVERHEAD
+# (default 75) seconds are kept for sampling, loading, the last checkpoint, ranking and
+# metrics. The work folder (TRIAL_WORK, default
 # out/trial-work: the train queries and the checkpoint, about 1 GB) is removed after.
 # trial_lines FILE: paper-run's verdicts, and the entry's MRR row and its line in the runs' list.
 trial_lines() {
@@ -260,14 +261,15 @@ if [ -n "${DEADLINE:-}" ] && ! skip trial; then
 	section "trial: a results entry, FB15k-237 rocone at the preset, done by +${DEADLINE}s"
 	ms=${TRIAL_MS:-$(awk '($1 == "fb15k-237-rocone-d1600" || $1 == "fb15k-237-rocone-d1600-again") && $2 > m { m = $2 }
 		END { if (m > 0) print m }' "$bench/rates.txt" 2>/dev/null)}
+	overhead=${TRIAL_OVERHEAD:-75}
 	rm -rf "$out/trial" "$out/trial.txt"
 	steps=0
-	if ! [[ $DEADLINE =~ ^[0-9]+$ && ${TRIAL_OVERHEAD:-75} =~ ^[0-9]+$ ]]; then
-		echo "trial: skipped: DEADLINE=$DEADLINE and TRIAL_OVERHEAD=${TRIAL_OVERHEAD:-75} must be whole seconds"
+	if ! [[ $DEADLINE =~ ^[0-9]+$ && $overhead =~ ^[0-9]+$ ]]; then
+		echo "trial: skipped: DEADLINE=$DEADLINE and TRIAL_OVERHEAD=$overhead must be whole seconds"
 	elif ! [[ $ms =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v ms="$ms" 'BEGIN { exit !(ms > 0) }'; then
 		echo "trial: skipped: no step time: ${ms:-no bench rate in $bench/rates.txt}; set TRIAL_MS (milliseconds > 0)"
 	else
-		left=$((DEADLINE - (SECONDS - t0) - ${TRIAL_OVERHEAD:-75}))
+		left=$((DEADLINE - (SECONDS - t0) - overhead))
 		steps=$(awk -v ms="$ms" -v s="$left" 'BEGIN { n = int(s * 1000 / (ms * 1.03) / 1000) * 1000; print (n > 0 ? n : 0) }')
 		[ "$steps" -ge 2000 ] || echo "trial: skipped: ${left}s of training left at ${ms} ms/step is under 2,000 steps"
 	fi
