@@ -151,7 +151,7 @@ type adamSlot struct{ p, g, m, v, dTheta, theta, sinCos *F32 }
 // overwrites it with the angles of the values it has just updated (AngleForward's bits),
 // so that the next update need not map the table again, and, where SinCos is not nil,
 // their half-angle sines and cosines into SinCos [n][2] (EntHalfSinCos's bits: the table
-// DistanceBackwardETab reads). The tensor's own gradient buffer is then only Step's
+// DistanceBackwardETab reads, so 8-byte aligned like it). The tensor's own gradient buffer is then only Step's
 // scratch on its per-tensor path.
 type AngleGrad struct {
 	DTheta, Theta, SinCos *F32
@@ -168,14 +168,14 @@ func NewAdamAngles(d *Device, cfg adam.Config, params, grads []*F32, angles []An
 	if len(params) != len(grads) || (angles != nil && len(angles) != len(params)) {
 		return nil, fmt.Errorf("cuda: NewAdam: %d parameters, %d gradients, %d angle gradients", len(params), len(grads), len(angles))
 	}
-	a := &Adam{Config: cfg, dev: d, angleR: R}
+	slots := make([]adamSlot, len(params))
 	for i, p := range params {
-		if grads[i].Len() != p.Len() {
-			return nil, fmt.Errorf("cuda: NewAdam: parameter %d has %d elements, its gradient %d", i, p.Len(), grads[i].Len())
-		}
 		var ag AngleGrad
 		if angles != nil {
 			ag = angles[i]
+		}
+		if grads[i].Len() != p.Len() {
+			return nil, fmt.Errorf("cuda: NewAdam: parameter %d has %d elements, its gradient %d", i, p.Len(), grads[i].Len())
 		}
 		if (ag.DTheta == nil) != (ag.Theta == nil) ||
 			(ag.DTheta != nil && (ag.DTheta.Len() != p.Len() || ag.Theta.Len() != p.Len())) {
@@ -186,18 +186,26 @@ func NewAdamAngles(d *Device, cfg adam.Config, params, grads []*F32, angles []An
 			return nil, fmt.Errorf("cuda: NewAdam: parameter %d has %d elements, its angles' sines and cosines %d (and angles: %v)",
 				i, p.Len(), ag.SinCos.Len(), ag.Theta != nil)
 		}
-		m, err := Alloc[float32](d, p.Len())
+		c := check{op: "NewAdam"}
+		c.aligned(fmt.Sprintf("parameter %d's sines and cosines", i), ag.SinCos, 8)
+		if c.err != nil {
+			return nil, c.err
+		}
+		slots[i] = adamSlot{p: p, g: grads[i], dTheta: ag.DTheta, theta: ag.Theta, sinCos: ag.SinCos}
+	}
+	a := &Adam{Config: cfg, dev: d, angleR: R}
+	for _, s := range slots {
+		var err error
+		if s.m, err = Alloc[float32](d, s.p.Len()); err == nil {
+			if s.v, err = Alloc[float32](d, s.p.Len()); err != nil {
+				s.m.Free()
+			}
+		}
 		if err != nil {
 			a.Free()
 			return nil, err
 		}
-		v, err := Alloc[float32](d, p.Len())
-		if err != nil {
-			m.Free()
-			a.Free()
-			return nil, err
-		}
-		a.slots = append(a.slots, adamSlot{p: p, g: grads[i], m: m, v: v, dTheta: ag.DTheta, theta: ag.Theta, sinCos: ag.SinCos})
+		a.slots = append(a.slots, s)
 	}
 	a.pending = make([][]adamK, len(a.slots))
 	a.pendingGrad = make([]bool, len(a.slots))

@@ -186,6 +186,18 @@ func (c *check) len(name string, n, need int, optional, present bool) {
 func (c *check) f(name string, b *F32, need int)   { c.len(name, b.Len(), need, false, b != nil) }
 func (c *check) opt(name string, b *F32, need int) { c.len(name, b.Len(), need, true, b != nil) }
 func (c *check) i(name string, b *I32, need int)   { c.len(name, b.Len(), need, false, b != nil) }
+
+// aligned checks that b (nil passes: f and opt say whether it may be nil) starts at a
+// multiple of n bytes, for a kernel that reads or writes it n bytes at a time (a float2
+// table: 8; a float4 one: 16). The device faults on a misaligned such access ("misaligned
+// address") and the context is lost with every buffer in it, so a view that starts
+// elsewhere (Slice) is refused here, by name.
+func (c *check) aligned(name string, b *F32, n uint64) {
+	if c.err == nil && b != nil && b.Ptr()%n != 0 {
+		c.err = fmt.Errorf("cuda: %s: %s at 0x%x is not %d-byte aligned (a view into a buffer, read %d bytes at a time)", c.op, name, b.Ptr(), n, n)
+	}
+}
+
 func (c *check) nonneg(vals ...int) {
 	for _, v := range vals {
 		if c.err == nil && v < 0 {

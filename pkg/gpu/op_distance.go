@@ -51,6 +51,7 @@ func (d *Device) EntHalfSinCos(tab, ent *F32) error {
 	n := ent.Len()
 	c := check{op: "EntHalfSinCos"}
 	c.f("tab", tab, 2*n)
+	c.aligned("tab", tab, 8)
 	if c.err != nil {
 		return c.err
 	}
@@ -62,6 +63,7 @@ func (d *Device) EntHalfSinCos(tab, ent *F32) error {
 // floats an angle, and the table kernels to read it.
 func (d *Device) checkETab(c *check, etab, ent *F32) {
 	c.opt("etab", etab, 2*ent.Len())
+	c.aligned("etab", etab, 8)
 	if c.err == nil && etab != nil && d.distFirst {
 		c.err = fmt.Errorf("cuda: %s: the first kernels take no entity table", c.op)
 	}

@@ -53,6 +53,8 @@ func (d *Device) DistanceAll(dist, qtab, etab *F32, queries, cands, dim int, lam
 	c.f("dist", dist, queries*cands)
 	c.f("qtab", qtab, queries*dim*QueryTableWidth)
 	c.f("etab", etab, cands*dim*2)
+	c.aligned("qtab", qtab, 16)
+	c.aligned("etab", etab, 16)
 	if c.err != nil || queries == 0 || cands == 0 {
 		return c.err
 	}

@@ -174,6 +174,8 @@ var parityCases = []struct {
 // testErrors: bad sizes and arguments come back as errors, not crashes.
 func testErrors(h *harness) {
 	small, big := h.zeros(3), h.zeros(100)
+	odd := func(n int) *F32 { return h.zeros(n+1).Slice(1, n) }  // 4-byte aligned
+	pair := func(n int) *F32 { return h.zeros(n+2).Slice(2, n) } // 8-byte aligned, not 16
 	for _, c := range []struct {
 		name string
 		err  error
@@ -192,6 +194,20 @@ func testErrors(h *harness) {
 		{"argument count", h.d.launch("fill_f32", Work{Bytes: 4}, [3]int{1, 1, 1}, [3]int{1, 1, 1}, ptr(big)), "takes 3 arguments"},
 		{"int range", h.d.launch("fill_f32", Work{Bytes: 4}, [3]int{1, 1, 1}, [3]int{1, 1, 1}, ptr(big), f32(0), i32(1<<40)), "does not fit"},
 		{"upload", small.Upload(make([]float32, 4)), "upload of 4 elements"},
+		// A float2 or float4 table that is a view off its alignment: refused by name
+		// before the launch, which would fault on the device and lose the context.
+		{"sin cos table misaligned", h.d.EntHalfSinCos(odd(8), h.zeros(4)), "tab at 0x"},
+		{"etab misaligned", h.d.DistanceForwardETab(big, big, big, h.zeros(4), odd(8), h.upI([]int32{0}), 1, 1, 2, 0.5), "etab at 0x"},
+		{"score qtab misaligned", h.d.DistanceAll(big, pair(16), big, 1, 1, 2, 0.5), "qtab at 0x"},
+		{"score etab misaligned", h.d.DistanceAll(big, big, pair(4), 1, 1, 2, 0.5), "etab at 0x"},
+		{"adam sin cos misaligned", func() error {
+			a, err := NewAdamAngles(h.d, adam.Default(1), []*F32{small}, []*F32{h.zeros(3)},
+				[]AngleGrad{{DTheta: h.zeros(3), Theta: h.zeros(3), SinCos: odd(6)}}, 1)
+			if err == nil {
+				a.Free()
+			}
+			return err
+		}(), "parameter 0's sines and cosines at 0x"},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
 			h.t.Errorf("%s: error %v, want one containing %q", c.name, c.err, c.want)

@@ -158,6 +158,7 @@ struct Worker {
 	void (*thunk)(const uint64_t*) = nullptr;
 	const uint64_t* args = nullptr;
 	std::string err;
+	std::string fault; // the block's first misaligned access (__ubsan_handle_type_mismatch_v1)
 
 	~Worker() {
 		for (char* s : stacks) free(s);
@@ -267,6 +268,55 @@ void __syncthreads() {
 	_longjmp(w->sched, 1);
 }
 
+// A misaligned access: the device faults on a load or store whose address is not a
+// multiple of its size (a float4 at an address that is not 16-byte aligned, a float2 not
+// 8-byte aligned: "misaligned address", and the context is lost), where the CPU would
+// just do it. This file is compiled with -fsanitize=alignment (emu.go), which checks every
+// load and store through a pointer against its type's alignment and calls this handler
+// (the sanitizer's ABI, implemented here rather than linking its runtime) before a
+// misaligned one. The access is not made (the compiler may use an aligned SSE move for a
+// float4, which faults on the CPU too): the thread ends there, as a faulting device thread
+// does; the block records its first fault and the launch fails with it, as a device's
+// would.
+struct UbsanSourceLocation {
+	const char* file;
+	uint32_t line, column;
+};
+struct UbsanTypeDescriptor {
+	uint16_t kind, info;
+	char name[1];
+};
+struct UbsanTypeMismatch {
+	UbsanSourceLocation loc;
+	const UbsanTypeDescriptor* type;
+	unsigned char logAlignment, checkKind;
+};
+
+extern "C" [[noreturn]] void __ubsan_handle_type_mismatch_v1(UbsanTypeMismatch* d, uintptr_t ptr) {
+	const char* file = strrchr(d->loc.file, '/');
+	file = file ? file + 1 : d->loc.file;
+	char buf[300];
+	snprintf(buf, sizeof buf, "misaligned address 0x%llx: a %s needs %u-byte alignment (%s:%u)", (unsigned long long)ptr,
+	         d->type->name, 1u << d->logAlignment, file, d->loc.line);
+	Worker* w = tw;
+	if (!w) { // not inside a launch: the emulator's own code
+		fprintf(stderr, "emu: %s\n", buf);
+		abort();
+	}
+	if (w->fault.empty()) {
+		char at[80];
+		snprintf(at, sizeof at, "block (%u,%u,%u) thread (%u,%u,%u): ", blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+		         threadIdx.y, threadIdx.z);
+		w->fault = std::string(at) + buf;
+	}
+	w->fibers[w->cur].state = DONE;
+	_longjmp(w->sched, 1); // as fiber_main's end: the scheduler goes on after this thread
+}
+
+extern "C" [[noreturn]] void __ubsan_handle_type_mismatch_v1_abort(UbsanTypeMismatch* d, uintptr_t ptr) {
+	__ubsan_handle_type_mismatch_v1(d, ptr);
+}
+
 namespace {
 
 struct Launch {
@@ -307,9 +357,12 @@ void* worker_loop(void* p) {
 		bidx.x = (unsigned)(b % l->grid.x);
 		bidx.y = (unsigned)((b / l->grid.x) % l->grid.y);
 		bidx.z = (unsigned)(b / ((long long)l->grid.x * l->grid.y));
-		if (!run_block(w, bidx, l->block)) {
+		w->fault.clear();
+		const bool ok = run_block(w, bidx, l->block);
+		if (!ok || !w->fault.empty()) {
 			std::lock_guard<std::mutex> g(l->mu);
-			if (!l->failed.exchange(true)) l->err = w->err;
+			// A fault first: the faulting threads' ends may leave the others at a barrier.
+			if (!l->failed.exchange(true)) l->err = w->fault.empty() ? w->err : w->fault;
 			break;
 		}
 	}

@@ -66,7 +66,8 @@ inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 
 // float4 and make_float4, for 16-byte loads and stores (the kernels use them only where
-// the host has checked the alignment; on the CPU any address would do).
+// the host has checked the alignment; a misaligned one fails the launch, as on the
+// device: emu.cc's __ubsan_handle_type_mismatch_v1).
 struct alignas(16) float4 {
 	float x, y, z, w;
 };

@@ -126,3 +126,51 @@ func TestBarrier(t *testing.T) {
 		}
 	}
 }
+
+// TestMisalignedAddress: a load or store at an address that is not a multiple of its
+// type's alignment fails the launch, as it faults on the device (CUDA's "misaligned
+// address"), through a kernel's vector parameter (ent_half_sincos's float2 table), a
+// float4 access through a parameter (gather_rows4) and a float one off its 4 bytes.
+func TestMisalignedAddress(t *testing.T) {
+	d, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	p, err := d.Alloc(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := d.Alloc(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := make([]byte, 256)
+	for _, b := range []uint64{p, q} {
+		if err := d.CopyIn(b, unsafe.Pointer(&zero[0]), len(zero)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := [3]int{1, 1, 1}
+	for _, c := range []struct {
+		name   string
+		kernel string
+		args   []uint64
+		want   string // "" for none
+	}{
+		{"float2 aligned", "ent_half_sincos", []uint64{p + 8, q + 4, 4}, ""},
+		{"float2 off 8", "ent_half_sincos", []uint64{p + 4, q, 4}, "float2' needs 8-byte alignment (distance.cu:"},
+		{"float4 aligned", "gather_rows4", []uint64{p + 16, q + 16, q, 1, 1}, ""},
+		{"float4 off 16", "gather_rows4", []uint64{p + 8, q, q, 1, 1}, "float4' needs 16-byte alignment (rows.cu:"},
+		{"float off 4", "fill_f32", []uint64{p + 2, f32(1), 4}, "'float' needs 4-byte alignment"},
+	} {
+		err := d.Launch(c.kernel, one, [3]int{4, 1, 1}, c.args)
+		t.Logf("%s: %v", c.name, err)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), "misaligned address") || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want a misaligned address, %q", c.name, err, c.want)
+		}
+	}
+}
