@@ -211,10 +211,19 @@ KERNEL distance_bwd_ent_csr(float* dEnt, const float* dDist, const float* axis, 
 //	sh = sin(u − α − v) = st·cos v − ct·sin v     (the upper boundary a + h: hi = |sh|)
 //
 // so t = |st|, β = |sin v|, and the pair's trigonometry is multiply-adds. st's two
-// products are rounded separately (no FMA contraction), so that st is exactly 0 where
-// θ = a (both sides then hold the same half_sincos of the same float) and sign(0) = 0 picks
-// the reference's subgradient; with h = 0, sin v = 0 and sl = sh exactly, so lo and hi
-// tie and the gradient splits as in the reference.
+// products are rounded separately, so that st is exactly 0 where θ = a (both sides then
+// hold the same half_sincos of the same float) and sign(0) = 0 picks the reference's
+// subgradient; with h = 0, sin v = 0 and sl = sh exactly, so lo and hi tie and the
+// gradient splits as in the reference.
+//
+// Every product that meets a sum here is an explicit fmaf or rounded on its own
+// (__fmul_rn, __fadd_rn), never left to the compiler: whether nvcc, or the driver's JIT
+// from PTX's unrounded mul and add, fuses `a·b + c` depends on the code around it, so the
+// same expression inlined into two kernels gave different bits on an H200 (the CSR
+// entity gradient against the per-pair rows', the query gradient from the entity table
+// against the angles', by an ulp). Written out, each kernel's arithmetic is the same
+// sequence of correctly rounded operations wherever it is inlined, and the emulator's
+// (glibc's fmaf, correctly rounded) is the device's.
 //
 // The inside test is sl·sh < 0 (t² − β² = sin(x + y)·sin(x − y) = −sl·sh with x = u − α,
 // y = v), the CPU backend's (pkg/compute/cpu): the two boundary sines are small where the
@@ -291,10 +300,10 @@ struct dim_rot {
 __device__ __forceinline__ dim_rot rotate_half(float su, float cu, float4 Q) {
 	dim_rot r;
 	r.st = __fsub_rn(__fmul_rn(su, Q.y), __fmul_rn(cu, Q.x));
-	r.ct = cu * Q.y + su * Q.x;
-	float a = r.st * Q.w, b = r.ct * Q.z;
-	r.sl = a + b;
-	r.sh = a - b;
+	r.ct = fmaf(cu, Q.y, __fmul_rn(su, Q.x));
+	const float a = __fmul_rn(r.st, Q.w);
+	r.sl = fmaf(r.ct, Q.z, a);
+	r.sh = fmaf(-r.ct, Q.z, a);
 	return r;
 }
 
@@ -312,7 +321,8 @@ __device__ __forceinline__ void dim_grad_tab(float su, float cu, float4 Q, float
 	const float p = r.sl * r.sh; // < 0: inside (t < β); 0: t = β
 	float gt = 0.f, gh = 0.f;
 	if (!(p < 0.f)) {
-		float cl = r.ct * Q.w - r.st * Q.z, ch = r.ct * Q.w + r.st * Q.z; // cosines of u − α ± v
+		const float b = __fmul_rn(r.st, Q.z);
+		float cl = fmaf(r.ct, Q.w, -b), ch = fmaf(r.ct, Q.w, b); // cosines of u − α ± v
 		float gl = sgn_mul(r.sl, cl), gu = sgn_mul(r.sh, ch);             // ∂(θ, h): lo (gl, gl), hi (gu, −gu)
 		float lo = fabsf(r.sl), hi = fabsf(r.sh);
 		if (lo < hi) {
@@ -326,14 +336,15 @@ __device__ __forceinline__ void dim_grad_tab(float su, float cu, float4 Q, float
 			gh = 0.5f * (gl - gu);
 		}
 	}
-	const float gIn = lambda * sgn_mul(r.st, r.ct), gB = lambda * (sgnf(Q.z) * Q.w); // λ·2∂t/∂θ, λ·2∂β/∂h
+	// λ·2∂t/∂θ, λ·2∂β/∂h
+	const float gIn = __fmul_rn(lambda, sgn_mul(r.st, r.ct)), gB = __fmul_rn(lambda, sgnf(Q.z) * Q.w);
 	if (p < 0.f) {
-		gt += gIn;
+		gt = __fadd_rn(gt, gIn);
 	} else if (p > 0.f) {
-		gh += gB;
+		gh = __fadd_rn(gh, gB);
 	} else {
-		gt += 0.5f * gIn;
-		gh += 0.5f * gB;
+		gt = __fadd_rn(gt, __fmul_rn(0.5f, gIn));
+		gh = __fadd_rn(gh, __fmul_rn(0.5f, gB));
 	}
 	*gTheta = gt;
 	*gH = gh;
@@ -417,7 +428,7 @@ __device__ __forceinline__ void distance_fwd_tab_impl(float* dist, const float4*
 					accI[c] += i;
 				}
 		}
-		for (int c = 0; c < DTAB_CW; c++) red[w * DTAB_CW + c][lane] = accO[c] + lambda * accI[c];
+		for (int c = 0; c < DTAB_CW; c++) red[w * DTAB_CW + c][lane] = fmaf(lambda, accI[c], accO[c]);
 		__syncthreads();
 		if (t < DTAB_CANDS) {
 			const long long Tt = b0 + t / DTAB_CW;
@@ -476,9 +487,9 @@ __device__ __forceinline__ void dbq_slice(float* dPair, long long pair, float* d
 			float su, cu, gT, gH;
 			E::sc(th[u], &su, &cu);
 			dim_grad_tab(su, cu, Q, lambda, &gT, &gH);
-			accT += g * gT;
-			accH += g * gH;
-			const float e = 0.5f * (g * gT); // the pair's share of the entity's gradient
+			accT = fmaf(g, gT, accT);
+			accH = fmaf(g, gH, accH);
+			const float e = 0.5f * __fmul_rn(g, gT); // the pair's share of the entity's gradient
 			if (PAIRS) dPair[pair] = e;
 			if (atomic && dEnt) atomicAdd(&dEnt[srow[i] + j], e);
 		}
@@ -529,8 +540,8 @@ __device__ __forceinline__ void distance_bwd_q_tab_impl(float* dAxis, float* dHa
 			}
 			__syncthreads();
 		}
-		if (on && dAxis) dAxis[(long long)q * dim + j] -= 0.5f * accT;
-		if (on && dHalf) dHalf[(long long)q * dim + j] += 0.5f * accH;
+		if (on && dAxis) dAxis[(long long)q * dim + j] = __fsub_rn(dAxis[(long long)q * dim + j], __fmul_rn(0.5f, accT));
+		if (on && dHalf) dHalf[(long long)q * dim + j] = __fadd_rn(dHalf[(long long)q * dim + j], __fmul_rn(0.5f, accH));
 	}
 }
 
@@ -570,9 +581,9 @@ KERNEL distance_bwd_ent_all_tab(float* dEnt, const float* dDist, const float4* q
 			if (g == 0.f) continue;
 			float gT, gH;
 			dim_grad_tab(su, cu, qtab[(long long)q * dim + j], lambda, &gT, &gH);
-			acc += g * gT;
+			acc = fmaf(g, gT, acc);
 		}
-		dEnt[(long long)c * dim + j] += 0.5f * acc;
+		dEnt[(long long)c * dim + j] = __fadd_rn(dEnt[(long long)c * dim + j], __fmul_rn(0.5f, acc));
 	}
 }
 
@@ -614,6 +625,6 @@ KERNEL distance_bwd_ent_csr_tab(float* dEnt, const float* dDist, const float4* q
 				}
 			__syncthreads();
 		}
-		if (on) dEnt[e] += 0.5f * acc;
+		if (on) dEnt[e] = __fadd_rn(dEnt[e], __fmul_rn(0.5f, acc));
 	}
 }
