@@ -19,6 +19,7 @@ import (
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/report"
+	"github.com/rocone/rocone/pkg/train"
 )
 
 // A results entry is one finished training run kept in the repository: a folder holding
@@ -240,6 +241,23 @@ func sameJSON(a, b string) (bool, error) {
 	return reflect.DeepEqual(va, vb), nil
 }
 
+// shortRunLabel marks a model row whose runs trained for other than the dataset preset's
+// steps (the papers' configuration, whose rows stand beside it), "rocone (steps 20000)",
+// unless its label already tells it from another row by its steps.
+func shortRunLabel(label, dataset string, steps int64) string {
+	preset, ok := train.Presets[train.PresetName(dataset)]
+	if !ok || strings.Contains(label, "steps ") {
+		return label
+	}
+	if full, _ := preset["steps"].(int); int64(full) == steps {
+		return label
+	}
+	if head, ok := strings.CutSuffix(label, ")"); ok {
+		return fmt.Sprintf("%s, steps %d)", head, steps)
+	}
+	return fmt.Sprintf("%s (steps %d)", label, steps)
+}
+
 // writeResults writes, per dataset, the MRR table of every model (its entries averaged as
 // seeds, the published rows beside them) and the list of runs.
 func writeResults(w io.Writer, entries []resultEntry) error {
@@ -279,7 +297,7 @@ func writeResults(w io.Writer, entries []resultEntry) error {
 			if err != nil {
 				return err
 			}
-			rows = append(rows, report.ModelRow{Label: g.Label, Aggregate: agg})
+			rows = append(rows, report.ModelRow{Label: shortRunLabel(g.Label, ds, group[g.Runs[0]].rec.Steps), Aggregate: agg})
 		}
 		fmt.Fprintf(w, "**%s, test split** (%d run(s)):\n\n", ds, len(group))
 		_, perr := report.PublishedResults(ds)

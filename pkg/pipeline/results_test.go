@@ -280,3 +280,25 @@ func TestWallTime(t *testing.T) {
 		}
 	}
 }
+
+// TestShortRunLabel: a row of runs shorter (or longer) than the dataset preset's, which
+// the papers' rows stand beside, says its steps; a full-length run, a dataset without a
+// preset, or a label that already tells the steps apart, is left alone.
+func TestShortRunLabel(t *testing.T) {
+	for _, c := range []struct {
+		label, dataset string
+		steps          int64
+		want           string
+	}{
+		{"rocone", "fb15k-237", 20000, "rocone (steps 20000)"},
+		{"rocone", "fb15k-237", 300001, "rocone"},
+		{"cone", "nell-995", 1000, "cone (steps 1000)"},
+		{"rocone (dim 200)", "nell995", 5, "rocone (dim 200, steps 5)"},
+		{"rocone (steps 5)", "fb15k-237", 5, "rocone (steps 5)"},
+		{"rocone", "tiny", 5, "rocone"},
+	} {
+		if got := shortRunLabel(c.label, c.dataset, c.steps); got != c.want {
+			t.Errorf("shortRunLabel(%q, %q, %d) = %q, want %q", c.label, c.dataset, c.steps, got, c.want)
+		}
+	}
+}
