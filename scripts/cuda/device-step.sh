@@ -206,6 +206,11 @@ if ! skip profile; then
 	# The same with the newest choices turned back ($ROCONE_GPU_REVERT, pkg/gpu/revert.go):
 	# kernel by kernel, what they changed.
 	ROCONE_GPU_REVERT=gemm-cost,etab,stacked profile rocone-d1600-reverted --preset fb15k-237
+	# The GEMM policy alone, FP32 and TF32: the kernel bench's linear_step_stacked has the
+	# waves rule ahead of the cost model (3.1 against 3.9 ms at 27bad82) where bench.sh's
+	# step has it no faster; the step's own GEMMs, kernel by kernel, decide.
+	ROCONE_GPU_REVERT=gemm-cost profile rocone-d1600-waves --preset fb15k-237
+	ROCONE_GPU_REVERT=gemm-cost profile rocone-d1600-tf32-waves --preset fb15k-237 --matmul tf32
 	profile cone-d800 "${cone[@]}"
 	profile rocone-d1600-tf32 --preset fb15k-237 --matmul tf32
 	profile cone-d800-tf32 "${cone[@]}" --matmul tf32
@@ -310,6 +315,8 @@ fi
 		[ -f "$f" ] || continue
 		echo "${f##*/}:"
 		grep -E '^Wall time per' "$f" | sed 's/^/  /'
+		# The GEMMs' share (every gemm_* kernel, split-K sums included), for the policies' A/B.
+		awk -F'|' 'NF >= 13 && $2 ~ /`gemm/ { ms += $4; n += $3 } END { if (n) printf "  GEMMs (every gemm_* row): %.3f ms in %.1f launches\n", ms, n }' "$f"
 		# The device's idle time between launches (roofline.WriteIdle), and its top place.
 		sed -n 's/^Between one launch.s end and the next one.s start the device \(waited [^:]*\):.*/  idle: \1/p' "$f"
 		grep -m1 -A2 '^| after | before |' "$f" | tail -1 | sed 's/^/  most idle: /'
