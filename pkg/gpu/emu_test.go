@@ -5,6 +5,7 @@ package gpu
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/rocone/rocone/internal/computetest"
@@ -80,6 +81,35 @@ func TestEmulatorTF32RoundNaN(t *testing.T) {
 	for i, c := range computetest.TF32Cases {
 		if g := math.Float32bits(got[i]); g != c.Out {
 			t.Errorf("%s: tf32_round(%#08x) = %#08x, want %#08x", c.Name, c.In, g, c.Out)
+		}
+	}
+}
+
+// TestEmulatorCpAsyncAlignment: a cp.async whose 16 bytes are off their alignment fails
+// the launch, as it faults on the device, though the copy (a memcpy here) would work on
+// the CPU: a pipelined GEMM launched with an operand 4 bytes into its allocation, its
+// flags claiming 16-byte rows (the host checks, gemm's aligned, never pass it so).
+func TestEmulatorCpAsyncAlignment(t *testing.T) {
+	d := emuDevice(t, nil)
+	h := &harness{t: t, d: d, rng: rand.New(rand.NewPCG(1, 2))}
+	const M, N, K = 16, 16, 16
+	for _, c := range []struct {
+		name string
+		A    *F32
+		want string
+	}{
+		{"aligned", h.zeros(M * K), ""},
+		{"4 bytes off", h.zeros(M*K+1).Slice(1, M*K), "cp.async's global source needs 16-byte alignment"},
+	} {
+		B, C := h.zeros(N*K), h.zeros(M*N)
+		err := d.launch("gemm_tf32_pipe_nt", gemmWork(M, N, K, gemmEnd{}), [3]int{1, 1, 1}, [3]int{256, 1, 1},
+			i32(M), i32(N), i32(K), ptr(c.A), i32(K), ptr(B), i32(K), ptr(C), i32(N), ptr[float32](nil), boolArg(false),
+			boolArg(false), ptr[float32](nil), boolArg(true), boolArg(true), i32(K), ptr[float32](nil), ptr[int32](nil))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), "misaligned address") || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want a misaligned address, %q", c.name, err, c.want)
 		}
 	}
 }

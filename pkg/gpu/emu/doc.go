@@ -8,8 +8,9 @@
 // device. Device memory is C memory with guard zones, checked after every launch, and
 // every pointer argument must point into a live allocation. Every load and store is
 // checked for its type's alignment (compiled with -fsanitize=alignment, the handler in
-// emu.cc): a float2 or float4 at an address the device would fault on fails the launch
-// with "misaligned address", where the CPU would just do it.
+// emu.cc), and cp.async's and ldmatrix's addresses for their 16 bytes (emu_require_aligned):
+// an access at an address the device would fault on fails the launch with "misaligned
+// address", where the CPU would just do it.
 //
 // *Device implements cuda.Driver (structurally: this package does not import package
 // cuda), so cuda.NewDevice(emu.New()) gives the GPU code path, host side included, on

@@ -71,6 +71,8 @@ void land(const PendingCopy& c) {
 } // namespace
 
 void emu_cp_async(float* dst, const float* src, int bytes) {
+	emu_require_aligned(dst, 16, "cp.async's shared destination");
+	emu_require_aligned(src, 16, "cp.async's global source");
 	if (!g_copies_late) {
 		land(PendingCopy{dst, src, bytes, 0});
 		return;
@@ -298,23 +300,35 @@ extern "C" [[noreturn]] void __ubsan_handle_type_mismatch_v1(UbsanTypeMismatch* 
 	char buf[300];
 	snprintf(buf, sizeof buf, "misaligned address 0x%llx: a %s needs %u-byte alignment (%s:%u)", (unsigned long long)ptr,
 	         d->type->name, 1u << d->logAlignment, file, d->loc.line);
+	emu_fault(buf);
+}
+
+extern "C" [[noreturn]] void __ubsan_handle_type_mismatch_v1_abort(UbsanTypeMismatch* d, uintptr_t ptr) {
+	__ubsan_handle_type_mismatch_v1(d, ptr);
+}
+
+[[noreturn]] void emu_fault(const char* msg) {
 	Worker* w = tw;
 	if (!w) { // not inside a launch: the emulator's own code
-		fprintf(stderr, "emu: %s\n", buf);
+		fprintf(stderr, "emu: %s\n", msg);
 		abort();
 	}
 	if (w->fault.empty()) {
 		char at[80];
 		snprintf(at, sizeof at, "block (%u,%u,%u) thread (%u,%u,%u): ", blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
 		         threadIdx.y, threadIdx.z);
-		w->fault = std::string(at) + buf;
+		w->fault = std::string(at) + msg;
 	}
 	w->fibers[w->cur].state = DONE;
 	_longjmp(w->sched, 1); // as fiber_main's end: the scheduler goes on after this thread
 }
 
-extern "C" [[noreturn]] void __ubsan_handle_type_mismatch_v1_abort(UbsanTypeMismatch* d, uintptr_t ptr) {
-	__ubsan_handle_type_mismatch_v1(d, ptr);
+void emu_require_aligned(const void* p, unsigned n, const char* what) {
+	if ((uintptr_t)p % n == 0) return;
+	char buf[200];
+	snprintf(buf, sizeof buf, "misaligned address 0x%llx: %s needs %u-byte alignment", (unsigned long long)(uintptr_t)p,
+	         what, n);
+	emu_fault(buf);
 }
 
 namespace {

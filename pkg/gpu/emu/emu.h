@@ -56,6 +56,13 @@ extern thread_local unsigned char emu_lane_phase[1024];
 // launch (Device.SetLateCopies) it lands only when a wait requires it, which shows a read
 // that no wait covered.
 void emu_cp_async(float* dst, const float* src, int bytes);
+
+// emu_fault ends the calling CUDA thread with a device fault: the launch fails with msg,
+// as a device's would (emu.cc). emu_require_aligned faults unless p is a multiple of n
+// bytes: for the instructions the device requires aligned that the compiler's alignment
+// checks do not see (cp.async's 16 bytes, ldmatrix's rows, emu_cp_async and ldsm_x4).
+[[noreturn]] void emu_fault(const char* msg);
+void emu_require_aligned(const void* p, unsigned n, const char* what);
 void emu_cp_commit();
 void emu_cp_wait(int n);
 

@@ -466,6 +466,7 @@ __device__ __forceinline__ void ldsm_x4(unsigned r[4], const float* row) {
 #else
 	__shared__ const float* rows[2][32][32]; // [phase][warp][lane]
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+	emu_require_aligned(row, 16, "ldmatrix's row");
 	const int ph = (emu_lane_phase[threadIdx.x] >> 1) & 1;
 	emu_lane_phase[threadIdx.x] ^= 2;
 	rows[ph][warp][lane] = row;
