@@ -81,8 +81,10 @@ func TestPaperRun(t *testing.T) {
 // time left at the slower of bench.sh's two default FB15k-237 rocone rates (a revert
 // row's does not count), the entry is written under RESULTS/trial with that many steps,
 // summary.md quotes its row, and the work folder is gone; with too little time left, or a
-// DEADLINE, TRIAL_OVERHEAD or TRIAL_MS that is not a number of the kind it needs, the
-// trial says it is skipped and why, and writes nothing.
+// DEADLINE, TRIAL_OVERHEAD, TRIAL_MS, TRIAL_STEPS or TRIAL_SEED that is not a number of the
+// kind it needs, or TRIAL_STEPS that do not fit, the trial says it is skipped and why, and
+// writes nothing. TRIAL_SEED and TRIAL_STEPS, where the steps fit, make the entry of that
+// seed and length.
 func TestDeviceStepTrial(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
@@ -142,6 +144,22 @@ func TestDeviceStepTrial(t *testing.T) {
 		}
 	}
 
+	// A given seed and step count (TRIAL_SEED, TRIAL_STEPS: a second seed of an earlier
+	// session's trial), where they fit.
+	results, _, out = run("2600", "TRIAL_SEED=1", "TRIAL_STEPS=2000")
+	entry = filepath.Join(results, "trial", "fb15k-237", "rocone", "seed1-2k-steps")
+	if !strings.Contains(out, "trial: 2000 steps at 1000.0 ms/step") || !strings.Contains(out, "paper-run: wrote "+entry) {
+		t.Fatalf("TRIAL_SEED=1 TRIAL_STEPS=2000: no entry %s:\n%s", entry, out)
+	}
+	b, err = os.ReadFile(filepath.Join(entry, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec1 struct{ Seed, Steps int }
+	if err := json.Unmarshal(b, &rec1); err != nil || rec1.Seed != 1 || rec1.Steps != 2000 {
+		t.Errorf("run.json: %v, seed %d and steps %d, want 1 and 2000\n%s", err, rec1.Seed, rec1.Steps, b)
+	}
+
 	// Skipped, saying why, and writing nothing: too little time, and bad input.
 	for _, c := range []struct {
 		deadline string
@@ -153,6 +171,10 @@ func TestDeviceStepTrial(t *testing.T) {
 		{"2600", []string{"TRIAL_OVERHEAD=-5"}, "must be whole seconds"},
 		{"2600", []string{"TRIAL_MS=0"}, "no step time: 0; set TRIAL_MS"},
 		{"2600", []string{"TRIAL_MS=fast"}, "no step time: fast; set TRIAL_MS"},
+		{"2600", []string{"TRIAL_STEPS=5000"}, "TRIAL_STEPS=5000 do not fit"},
+		{"2600", []string{"TRIAL_STEPS=1500"}, "TRIAL_STEPS=1500 must be whole thousands"},
+		{"2600", []string{"TRIAL_STEPS=1000"}, "TRIAL_STEPS=1000 must be whole thousands, 2000 or more"},
+		{"2600", []string{"TRIAL_SEED=one"}, "TRIAL_SEED=one must be a whole number"},
 	} {
 		results, _, out := run(c.deadline, c.env...)
 		if !strings.Contains(out, "trial: skipped") || !strings.Contains(out, c.why) {

@@ -23,8 +23,9 @@
 # of the side by side when its figure is already at hand: QECONE_JSON, an earlier run's
 # qecone-speed.json on the same kind of GPU, then gives the ratio). DEADLINE (seconds
 # after the start) adds the trial at the end: a results entry trained for as many steps
-# as fit (below; a DEADLINE, TRIAL_MS or TRIAL_OVERHEAD that is not a number skips it,
-# saying so). NCU=1 adds Nsight Compute: the stall reasons, occupancy and speed of
+# as fit, or for TRIAL_STEPS where they fit, with seed TRIAL_SEED (default 0) (below; a
+# DEADLINE, TRIAL_MS, TRIAL_OVERHEAD, TRIAL_STEPS or TRIAL_SEED that is not a number
+# skips it, saying so). NCU=1 adds Nsight Compute: the stall reasons, occupancy and speed of
 # light of one launch of each hot kernel in the kernel bench (ncu-kernel-*.txt, up to a
 # minute each), then (ncu-train) rank's score_all and the counters for the two training
 # runs (PROFILE_SKIP and PROFILE_COUNT: the launches ncu skips, then profiles; default 2000
@@ -250,9 +251,12 @@ fi
 rm -f "$out"/*.arrow "$bench"/*.arrow
 
 # The trial (only with DEADLINE, seconds after this script's start): a results entry
-# (scripts/paper-run.sh) of FB15k-237 rocone at --preset fb15k-237, trained on the device
-# for as many steps as fit before DEADLINE (in thousands; the schedule's drops scale with
-# them), then ranked on the test queries on the device, into $RESULTS/trial/ for results/.
+# (scripts/paper-run.sh) of FB15k-237 rocone at --preset fb15k-237, seed TRIAL_SEED
+# (default 0), trained on the device for as many steps as fit before DEADLINE (in
+# thousands; the schedule's drops scale with them), or for TRIAL_STEPS where those fit
+# (so that trials of several sessions are seeds of one configuration, averaged in the
+# results table; the steps are part of the configuration), then ranked on the test
+# queries on the device, into $RESULTS/trial/ for results/.
 # The step's time is bench.sh's FB15k-237 rocone rate in RESULTS (the slower of its two
 # rows, the default's and the one after the A/B rows), or TRIAL_MS; TRIAL_OVERHEAD
 # (default 75) seconds are kept for sampling, loading, the last checkpoint, ranking and
@@ -267,23 +271,36 @@ if [ -n "${DEADLINE:-}" ] && ! skip trial; then
 	ms=${TRIAL_MS:-$(awk '($1 == "fb15k-237-rocone-d1600" || $1 == "fb15k-237-rocone-d1600-again") && $2 > m { m = $2 }
 		END { if (m > 0) print m }' "$bench/rates.txt" 2>/dev/null)}
 	overhead=${TRIAL_OVERHEAD:-75}
+	seed=${TRIAL_SEED:-0}
+	want=${TRIAL_STEPS:-}
 	rm -rf "$out/trial" "$out/trial.txt"
 	steps=0
 	if ! [[ $DEADLINE =~ ^[0-9]+$ && $overhead =~ ^[0-9]+$ ]]; then
 		echo "trial: skipped: DEADLINE=$DEADLINE and TRIAL_OVERHEAD=$overhead must be whole seconds"
+	elif ! [[ $seed =~ ^(0|[1-9][0-9]{0,8})$ ]]; then
+		echo "trial: skipped: TRIAL_SEED=$seed must be a whole number"
+	elif [ -n "$want" ] && ! [[ $want =~ ^([2-9]|[1-9][0-9]{1,5})000$ ]]; then
+		echo "trial: skipped: TRIAL_STEPS=$want must be whole thousands, 2000 or more"
 	elif ! [[ $ms =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v ms="$ms" 'BEGIN { exit !(ms > 0) }'; then
 		echo "trial: skipped: no step time: ${ms:-no bench rate in $bench/rates.txt}; set TRIAL_MS (milliseconds > 0)"
 	else
 		left=$((DEADLINE - (SECONDS - t0) - overhead))
 		steps=$(awk -v ms="$ms" -v s="$left" 'BEGIN { n = int(s * 1000 / (ms * 1.03) / 1000) * 1000; print (n > 0 ? n : 0) }')
-		[ "$steps" -ge 2000 ] || echo "trial: skipped: ${left}s of training left at ${ms} ms/step is under 2,000 steps"
+		if [ -n "$want" ] && [ "$steps" -lt "$want" ]; then
+			echo "trial: skipped: TRIAL_STEPS=$want do not fit: ${left}s of training left at ${ms} ms/step fit $steps"
+			steps=0
+		elif [ -n "$want" ]; then
+			steps=$want
+		elif [ "$steps" -lt 2000 ]; then
+			echo "trial: skipped: ${left}s of training left at ${ms} ms/step is under 2,000 steps"
+		fi
 	fi
 	if [ "$steps" -ge 2000 ]; then
 		work=${TRIAL_WORK:-out/trial-work}
-		entry=$out/trial/fb15k-237/rocone/seed0-$((steps / 1000))k-steps
+		entry=$out/trial/fb15k-237/rocone/seed$seed-$((steps / 1000))k-steps
 		rm -rf "$work"
 		echo "trial: $steps steps at ${ms} ms/step (${left}s of training) into $entry"
-		BIN=$bin STEPS=$steps BUDGET=$((left + 45)) scripts/paper-run.sh fb15k-237 rocone 0 "$work" "$entry" \
+		BIN=$bin STEPS=$steps BUDGET=$((left + 45)) scripts/paper-run.sh fb15k-237 rocone "$seed" "$work" "$entry" \
 			>"$out/trial.txt" 2>&1
 		echo "paper-run: exit $?"
 		trial_lines "$out/trial.txt"
