@@ -40,18 +40,14 @@ func adamMulti(h *harness, path string) {
 	kernel, angled := strings.CutPrefix(path, "angles-")
 	isAngle := func(i int) bool { return angled && i%4 == 0 } // tensors 0, 4 and 8
 	const R = 0.75
-	buf := func(n int) *F32 {
-		if kernel == "misaligned" { // a view one float into an allocation
-			return h.zeros(n+1).Slice(1, n)
-		}
-		return h.zeros(n)
+	// Misaligned: each tensor a view one float into an allocation, the sines and cosines
+	// two floats in (8-byte aligned, as their float2s need; not 16).
+	off := 0
+	if kernel == "misaligned" {
+		off = 1
 	}
-	pairs := func(n int) *F32 {
-		if kernel == "misaligned" { // a view two floats in: 8-byte aligned (float2s), not 16
-			return h.zeros(n+2).Slice(2, n)
-		}
-		return h.zeros(n)
-	}
+	buf := func(n int) *F32 { return h.zerosAt(off, n) }
+	pairs := func(n int) *F32 { return h.zerosAt(2*off, n) }
 	P1, G1, A1, P2, G2, A2 := adamTwins(h, sizes, buf, pairs, isAngle)
 	cfg := adam.Default(3e-2)
 	one, err := NewAdamAngles(h.d, cfg, P1, G1, A1, R)

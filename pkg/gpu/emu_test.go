@@ -99,7 +99,7 @@ func TestEmulatorCpAsyncAlignment(t *testing.T) {
 		want string
 	}{
 		{"aligned", h.zeros(M * K), ""},
-		{"4 bytes off", h.zeros(M*K+1).Slice(1, M*K), "cp.async's global source needs 16-byte alignment"},
+		{"4 bytes off", h.zerosAt(1, M*K), "cp.async's global source needs 16-byte alignment"},
 	} {
 		B, C := h.zeros(N*K), h.zeros(M*N)
 		err := d.launch("gemm_tf32_pipe_nt", gemmWork(M, N, K, gemmEnd{}), [3]int{1, 1, 1}, [3]int{256, 1, 1},

@@ -38,6 +38,16 @@ func upload[T Elem](h *harness, x []T) *Buffer[T] {
 
 func (h *harness) zeros(n int) *F32 { return h.up(make([]float32, n)) }
 
+// zerosAt is n zeros as a view off floats into an allocation: off·4 bytes past its
+// alignment (1: 4-byte aligned; 2: 8-byte, not 16), for the alignment checks; off 0 is
+// zeros(n) itself.
+func (h *harness) zerosAt(off, n int) *F32 {
+	if off == 0 {
+		return h.zeros(n)
+	}
+	return h.zeros(off+n).Slice(off, n)
+}
+
 // upIndex uploads a CSR row index (the device's own users lay theirs out in a slab:
 // gpumodel).
 func (h *harness) upIndex(ix RowIndex) *DeviceRowIndex {
@@ -174,8 +184,6 @@ var parityCases = []struct {
 // testErrors: bad sizes and arguments come back as errors, not crashes.
 func testErrors(h *harness) {
 	small, big := h.zeros(3), h.zeros(100)
-	odd := func(n int) *F32 { return h.zeros(n+1).Slice(1, n) }  // 4-byte aligned
-	pair := func(n int) *F32 { return h.zeros(n+2).Slice(2, n) } // 8-byte aligned, not 16
 	for _, c := range []struct {
 		name string
 		err  error
@@ -196,13 +204,13 @@ func testErrors(h *harness) {
 		{"upload", small.Upload(make([]float32, 4)), "upload of 4 elements"},
 		// A float2 or float4 table that is a view off its alignment: refused by name
 		// before the launch, which would fault on the device and lose the context.
-		{"sin cos table misaligned", h.d.EntHalfSinCos(odd(8), h.zeros(4)), "tab at 0x"},
-		{"etab misaligned", h.d.DistanceForwardETab(big, big, big, h.zeros(4), odd(8), h.upI([]int32{0}), 1, 1, 2, 0.5), "etab at 0x"},
-		{"score qtab misaligned", h.d.DistanceAll(big, pair(16), big, 1, 1, 2, 0.5), "qtab at 0x"},
-		{"score etab misaligned", h.d.DistanceAll(big, big, pair(4), 1, 1, 2, 0.5), "etab at 0x"},
+		{"sin cos table misaligned", h.d.EntHalfSinCos(h.zerosAt(1, 8), h.zeros(4)), "tab at 0x"},
+		{"etab misaligned", h.d.DistanceForwardETab(big, big, big, h.zeros(4), h.zerosAt(1, 8), h.upI([]int32{0}), 1, 1, 2, 0.5), "etab at 0x"},
+		{"score qtab misaligned", h.d.DistanceAll(big, h.zerosAt(2, 16), big, 1, 1, 2, 0.5), "qtab at 0x"},
+		{"score etab misaligned", h.d.DistanceAll(big, big, h.zerosAt(2, 4), 1, 1, 2, 0.5), "etab at 0x"},
 		{"adam sin cos misaligned", func() error {
 			a, err := NewAdamAngles(h.d, adam.Default(1), []*F32{small}, []*F32{h.zeros(3)},
-				[]AngleGrad{{DTheta: h.zeros(3), Theta: h.zeros(3), SinCos: odd(6)}}, 1)
+				[]AngleGrad{{DTheta: h.zeros(3), Theta: h.zeros(3), SinCos: h.zerosAt(1, 6)}}, 1)
 			if err == nil {
 				a.Free()
 			}
