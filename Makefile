@@ -4,7 +4,7 @@
 STAGES  := sample train embed rank metrics
 BINS    := $(addprefix bin/,$(STAGES))
 
-.PHONY: all build build-cuda test test-go check-cgo test-js test-cuda demo bench gpu-check fuzz parity clean
+.PHONY: all build build-cuda test test-go test-race check-cgo test-js test-cuda demo bench gpu-check fuzz parity clean
 
 all: build
 
@@ -28,6 +28,13 @@ test-go: check-cgo
 		echo "make test: not gofmt-formatted (run gofmt -w on them):" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+
+# The whole Go suite under the race detector: the packages' tests, and the end-to-end tests
+# with stages built with -race too (internal/stagebuild), so the stages' own goroutines are
+# checked where they really run. halt_on_error: a race ends the process with status 66, so
+# no test can pass over one. Slower than test-go (about 4x); .ci/run runs it after `make test`.
+test-race: check-cgo
+	GORACE=halt_on_error=1 $(GO) test -race -count=1 ./...
 
 # The CUDA kernels are tested under the launch emulator, C++ built through cgo. Without a C
 # compiler Go turns cgo off and those tests drop out of `go test` (each such package then

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -188,4 +189,28 @@ func TestExportSIGTERM(t *testing.T) {
 	if es, _ := os.ReadDir(filepath.Dir(out)); len(es) != 0 {
 		t.Errorf("left %s", es[0].Name())
 	}
+}
+
+// TestExportOneRunPerFolder: while a run writes an export folder, a second run naming the
+// same folder fails at once, naming the first run's process, and leaves the folder as it
+// was; once the first has ended (here by a signal), the folder is free again.
+func TestExportOneRunPerFolder(t *testing.T) {
+	f := outfiletest.Make(t)
+	out := filepath.Join(t.TempDir(), "export")
+	args := []string{"export", "--checkpoint", f.Checkpoint, "--format", "npy", "-q", "--overwrite", "-o", out}
+	first := outfiletest.Start(t, args, "ROCONE_TEST_HOLD_OUTPUTS=1")
+	defer first.Process.Kill()
+	first.Stderr.WaitFor(t, "holding", time.Minute)
+	held := "embed: -o " + out + ": another run is writing it (process " + strconv.Itoa(first.Process.Pid) + " holds"
+	outfiletest.Run(t, time.Minute, args...).Expect(t, 1, held)
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the refused run wrote the folder: %v", err)
+	}
+	first.Process.Signal(syscall.SIGTERM)
+	first.Wait().Expect(t, 143)
+	if es, _ := os.ReadDir(filepath.Dir(out)); len(es) != 0 {
+		t.Errorf("left %s after the signal", es[0].Name())
+	}
+	outfiletest.Run(t, time.Minute, args...).Expect(t, 0)
+	readManifest(t, out)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 
 	"github.com/rocone/rocone/internal/artifacttest"
+	"github.com/rocone/rocone/internal/stagebuild"
 	"github.com/rocone/rocone/internal/traintest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/train"
@@ -295,8 +296,7 @@ func TestKilled(t *testing.T) {
 	tr, va := data(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "train")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
+	if out, err := stagebuild.Command(bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	const steps = 60

@@ -38,7 +38,7 @@ var floors = [][]string{
 		"cmd/sample", "cmd/train", "cmd/embed", "cmd/rank", "cmd/metrics",
 	},
 	// 7–9: helpers of the tests, which only _test.go files may import (firstTestFloor on)
-	{"internal/artifacttest", "internal/computetest", "internal/gputest", "internal/traintest"},
+	{"internal/artifacttest", "internal/computetest", "internal/gputest", "internal/stagebuild", "internal/traintest"},
 	{"internal/outfiletest"},
 	{"internal/stagetest"},
 }

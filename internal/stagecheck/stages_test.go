@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rocone/rocone/internal/stagebuild"
 	"github.com/rocone/rocone/internal/stagetest"
 )
 
@@ -31,11 +32,11 @@ func binaries(t *testing.T) string {
 		if build.err != nil {
 			return
 		}
-		args := []string{"build", "-o", build.dir + string(filepath.Separator)}
+		var pkgs []string
 		for _, s := range stages {
-			args = append(args, "./cmd/"+s)
+			pkgs = append(pkgs, "./cmd/"+s)
 		}
-		cmd := exec.Command("go", args...)
+		cmd := stagebuild.Command(build.dir+string(filepath.Separator), pkgs...)
 		cmd.Dir = stagetest.RepoRoot(t)
 		build.out, build.err = cmd.CombinedOutput()
 	})

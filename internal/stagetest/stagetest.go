@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rocone/rocone/internal/outfiletest"
+	"github.com/rocone/rocone/internal/stagebuild"
 	"github.com/rocone/rocone/internal/traintest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/kg"
@@ -48,7 +49,7 @@ func RepoRoot(t *testing.T) string {
 func Build(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "stage")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := stagebuild.Command(bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin

@@ -55,3 +55,63 @@ func TestClaim(t *testing.T) {
 		t.Errorf("left %s", es[0].Name())
 	}
 }
+
+// TestClaimDir: an output folder is claimed as a file is, by .NAME.lock beside it (a link
+// to a folder: beside its target). While held, a second ClaimDir of the folder, by its
+// name or through the link, and a Claim of a file output at its path fail, naming this
+// process; a refusal by CheckDir takes no claim; release frees it and removes the lock.
+func TestClaimDir(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "export")
+	link := filepath.Join(dir, "link")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("export", link); err != nil {
+		t.Fatal(err)
+	}
+	release, err := ClaimDir(Path{Flag: "-o", Path: out}, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, ".export.lock")
+	if b, err := os.ReadFile(lock); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
+		t.Fatalf("lock file %q, %v: want this pid", b, err)
+	}
+	held := "another run is writing it (process " + strconv.Itoa(os.Getpid())
+	for _, p := range []string{out, link} {
+		if _, err := ClaimDir(Path{Flag: "-o", Path: p}, true, nil); !errors.Is(err, errClaimed) || !strings.Contains(err.Error(), "-o "+p+": "+held) {
+			t.Errorf("second claim of %s: %v", p, err)
+		}
+	}
+	release()
+	// A folder not made yet and a file output at its path share the lock.
+	fresh := filepath.Join(dir, "fresh")
+	release, err = ClaimDir(Path{Flag: "-o", Path: fresh}, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Claim(nil, []Path{{Flag: "--checkpoint", Path: fresh}}); !errors.Is(err, errClaimed) {
+		t.Errorf("a file claim of the folder's path: %v", err)
+	}
+	release()
+	release() // twice is harmless
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("lock left after release: %v", err)
+	}
+	// A folder CheckDir refuses (not empty, no overwrite) is not claimed.
+	if err := os.WriteFile(filepath.Join(out, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ClaimDir(Path{Flag: "-o", Path: out}, false, nil); err == nil || errors.Is(err, errClaimed) {
+		t.Errorf("a non-empty folder without overwrite: %v", err)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("a refused claim left the lock: %v", err)
+	}
+	release, err = ClaimDir(Path{Flag: "-o", Path: link}, true, nil)
+	if err != nil {
+		t.Fatalf("claim again after release, through the link: %v", err)
+	}
+	release()
+}

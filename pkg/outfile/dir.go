@@ -74,6 +74,27 @@ func CheckDir(out Path, overwrite bool, inputs []Path) error {
 	return nil
 }
 
+// ClaimDir is CheckDir, then a claim on the folder that lasts until release is called, as
+// Claim claims a file: a second run naming the same folder (or a file output at that path)
+// fails at once, naming this run's process. Without it two `embed export --overwrite` runs
+// into one folder would both write it in full, and the later Commit would silently replace
+// the other's. The lock file is .NAME.lock beside the folder (links followed), removed by
+// release and by a signal, through Main.
+func ClaimDir(out Path, overwrite bool, inputs []Path) (release func(), err error) {
+	if err := CheckDir(out, overwrite, inputs); err != nil {
+		return nil, err
+	}
+	dest, _, err := resolveDir(out.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", out.Flag, out.Path, err)
+	}
+	c, err := claimPath(dest)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", out.Flag, out.Path, err)
+	}
+	return c.release, nil
+}
+
 // resolveDir returns the folder that path names, following symbolic links (a link to a
 // folder is replaced at its target, and stays a link), and its FileInfo; fi is nil when
 // nothing is there yet. An existing path that is not a folder is an error.

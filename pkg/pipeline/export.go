@@ -25,7 +25,7 @@ type ExportConfig struct {
 // inputs are checked as the other stages check them: the checkpoint's parameters finite
 // (checkFinite), the --data folder the checkpoint's KG (datasetFor), and cones given with
 // a checkpoint computed with that very checkpoint (by its SHA-256). The folder appears
-// whole or not at all (outfile.Dir).
+// whole or not at all (outfile.Dir), and one run at a time writes it (outfile.ClaimDir).
 func Export(cfg ExportConfig) error {
 	format, err := export.ParseFormat(cfg.Format)
 	if err != nil {
@@ -39,9 +39,11 @@ func Export(cfg ExportConfig) error {
 	}
 	inputs := []outfile.Path{{Flag: "--checkpoint", Path: cfg.Checkpoint}, {Flag: "--cones", Path: cfg.Cones}, {Flag: "--data", Path: cfg.Data}}
 	out := outfile.Path{Flag: "-o", Path: cfg.Output}
-	if err := outfile.CheckDir(out, cfg.Overwrite, inputs); err != nil {
+	release, err := outfile.ClaimDir(out, cfg.Overwrite, inputs)
+	if err != nil {
 		return err
 	}
+	defer release()
 
 	man := export.Manifest{WrittenBy: "embed export", Names: cfg.Data}
 	var tables []export.Table

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rocone/rocone/internal/stagebuild"
 )
 
 // TestPipeExample builds the stage binaries and runs pipelines/pipe.sh on the tiny KG:
@@ -18,7 +20,7 @@ func TestPipeExample(t *testing.T) {
 		t.Skip("no bash")
 	}
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "../../cmd/sample", "../../cmd/train", "../../cmd/embed", "../../cmd/rank", "../../cmd/metrics")
+	build := stagebuild.Command(bin+"/", "../../cmd/sample", "../../cmd/train", "../../cmd/embed", "../../cmd/rank", "../../cmd/metrics")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package stagebuild
+
+// raceBuild: this test binary was built without -race, so the stages it builds are too.
+const raceBuild = false
