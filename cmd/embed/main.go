@@ -6,13 +6,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/rocone/rocone/pkg/cliargs"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rocone/rocone/pkg/cliargs"
 	"github.com/rocone/rocone/pkg/device"
 	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/pipeline"

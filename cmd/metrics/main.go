@@ -5,13 +5,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/rocone/rocone/pkg/cliargs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rocone/rocone/pkg/cliargs"
 	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/pipeline"
 )

@@ -5,13 +5,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/rocone/rocone/pkg/cliargs"
 	"io"
 	"math"
 	"os"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rocone/rocone/pkg/cliargs"
 	"github.com/rocone/rocone/pkg/kg"
 	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/sample"

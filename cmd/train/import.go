@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/rocone/rocone/pkg/kg"
 	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/cliargs"
+	"github.com/rocone/rocone/pkg/kg"
 	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/qecone"
 )

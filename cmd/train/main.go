@@ -13,8 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rocone/rocone/pkg/cliargs"
-	"github.com/rocone/rocone/pkg/device"
 	"io"
 	"os"
 	"strings"
@@ -23,6 +21,8 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
 
+	"github.com/rocone/rocone/pkg/cliargs"
+	"github.com/rocone/rocone/pkg/device"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/train"

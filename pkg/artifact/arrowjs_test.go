@@ -2,13 +2,14 @@ package artifact
 
 import (
 	"encoding/json"
-	"github.com/rocone/rocone/internal/arrowcheck"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rocone/rocone/internal/arrowcheck"
 )
 
 // TestArrowJS checks that another Arrow implementation reads what this package writes, in

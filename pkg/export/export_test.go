@@ -3,7 +3,6 @@ package export
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/rocone/rocone/internal/arrowcheck"
 	"maps"
 	"math"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/internal/arrowcheck"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/outfile"

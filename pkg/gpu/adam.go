@@ -2,9 +2,10 @@ package gpu
 
 import (
 	"fmt"
-	"github.com/rocone/rocone/pkg/adam"
 	"math"
 	"slices"
+
+	"github.com/rocone/rocone/pkg/adam"
 )
 
 // AdamStep applies Adam step number step (1, 2, …; since the optimiser was created) to

@@ -3,10 +3,10 @@
 package gpu
 
 import (
-	"github.com/rocone/rocone/pkg/adam"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/rocone/rocone/pkg/adam"
 	"github.com/rocone/rocone/pkg/model"
 )
 

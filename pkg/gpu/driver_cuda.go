@@ -9,9 +9,10 @@ import (
 	"sync"
 	"unsafe"
 
+	"gorgonia.org/cu"
+
 	"github.com/rocone/rocone/pkg/gpu/internal/cuinit"
 	"github.com/rocone/rocone/pkg/gpu/kernels"
-	"gorgonia.org/cu"
 )
 
 // Built reports whether this binary has the real CUDA driver (the cuda build tag).

@@ -4,12 +4,12 @@ package gpu
 
 import (
 	"fmt"
-	"github.com/rocone/rocone/pkg/adam"
 	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/rocone/rocone/pkg/adam"
 	"github.com/rocone/rocone/pkg/compute"
 )
 

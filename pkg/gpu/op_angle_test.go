@@ -1,8 +1,9 @@
 package gpu
 
 import (
-	"github.com/rocone/rocone/pkg/model"
 	"math"
+
+	"github.com/rocone/rocone/pkg/model"
 )
 
 // testAngle runs the angle map at a length of odd size (angle_fwd) and a multiple of four

@@ -1,12 +1,12 @@
 package gpu
 
 import (
-	"github.com/rocone/rocone/pkg/adam"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/pkg/adam"
 	"github.com/rocone/rocone/pkg/model"
 )
 

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/rocone/rocone/pkg/train"
 	"math"
 	"os"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	"github.com/rocone/rocone/pkg/device"
 	"github.com/rocone/rocone/pkg/gpu"
 	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/train"
 )
 
 // The stages on a device (`embed --device cuda`, `rank --device cuda` with and without

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rocone/rocone/pkg/outfile"
-	"github.com/rocone/rocone/pkg/train"
 	"io"
 	"slices"
 	"time"
@@ -15,8 +13,10 @@ import (
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/query"
 	"github.com/rocone/rocone/pkg/shard"
+	"github.com/rocone/rocone/pkg/train"
 )
 
 // shardBlock is the unit shards of embed and rank are cut in, for a rank batch of batch

@@ -76,6 +76,15 @@ func Results(cfg ResultsConfig, w io.Writer) error {
 	if len(cfg.Dirs) == 0 {
 		return errors.New("no results folder given")
 	}
+	if cfg.Readme != "" {
+		// Read and rewritten in place: a regular file, claimed for the run as every
+		// file output is (outfile.Claim).
+		release, err := outfile.Claim(nil, []outfile.Path{{Flag: "--readme", Path: cfg.Readme, File: true}})
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	var dirs []string
 	for _, root := range cfg.Dirs {
 		found, err := findEntries(root)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/rocone/rocone/internal/artifacttest"
 	"github.com/rocone/rocone/internal/traintest"
 	"github.com/rocone/rocone/pkg/compute/cpu"
+	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/train"
 )
 
@@ -234,6 +236,49 @@ func TestReadmeResultsUpToDate(t *testing.T) {
 	}
 	if !bytes.Equal(want, readme) {
 		t.Errorf("README.md's results block is stale; run: metrics results --readme README.md results/")
+	}
+}
+
+// TestResultsReadme: --readme replaces the block of a regular file in place; it is claimed
+// for the run (a held claim refuses it, naming the other run, and leaves the file as it
+// was), and stdout or a missing file is refused by name.
+func TestResultsReadme(t *testing.T) {
+	results, err := filepath.Abs(filepath.Join("..", "..", "results"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	readme := filepath.Join(dir, "README.md")
+	doc := "# x\n\n" + ResultsBegin + "\nold\n" + ResultsEnd + "\n"
+	if err := os.WriteFile(readme, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	release, err := outfile.Claim(nil, []outfile.Path{{Flag: "-o", Path: readme}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Results(ResultsConfig{Dirs: []string{results}, Readme: readme}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--readme "+readme+": another run is writing it") {
+		t.Fatalf("a claimed README: %v", err)
+	}
+	if b, _ := os.ReadFile(readme); string(b) != doc {
+		t.Fatalf("the refused run changed the README: %q", b)
+	}
+	release()
+	if err := Results(ResultsConfig{Dirs: []string{results}, Readme: readme}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(readme)
+	if strings.Contains(string(b), "\nold\n") || !strings.Contains(string(b), "| model") {
+		t.Fatalf("the block was not replaced:\n%s", b)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("left %d entries beside the README", len(es)-1)
+	}
+	for _, bad := range []string{"-", filepath.Join(dir, "missing.md")} {
+		if err := Results(ResultsConfig{Dirs: []string{results}, Readme: bad}, io.Discard); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("--readme %s: %v", bad, err)
+		}
 	}
 }
 

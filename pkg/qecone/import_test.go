@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nlpodyssey/gopickle/types"
+
 	"github.com/rocone/rocone/pkg/checkpoint"
 	"github.com/rocone/rocone/pkg/query"
 )

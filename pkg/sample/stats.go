@@ -2,12 +2,12 @@ package sample
 
 import (
 	"fmt"
-	"github.com/rocone/rocone/pkg/outfile"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/query"
 )
 

@@ -219,11 +219,22 @@ var Files = []string{"train.tsv", "valid.tsv", "test.tsv", "relations.tsv", "syn
 // relation count is 2R whatever was drawn) and synth.json (the options and fact counts,
 // for the record). dir is created if missing; a file of these names already in it is an
 // error, so that no dataset is overwritten. Each file is written to a temporary file and
-// renamed when all are complete; on an error none is left.
+// renamed when all are complete; on an error none is left. The files are claimed for the
+// run (outfile.Claim), so that a second run into the same folder fails at once rather
+// than both passing the check above and the later replacing the other's files.
 func (g *Graph) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}
+	var outs []outfile.Path
+	for _, name := range Files {
+		outs = append(outs, outfile.Path{Flag: "-o", Path: filepath.Join(dir, name), File: true})
+	}
+	release, err := outfile.Claim(nil, outs)
+	if err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	defer release()
 	for _, name := range append(slices.Clone(Files), "train.tsv.gz", "valid.tsv.gz", "test.tsv.gz", "train.txt") {
 		p := filepath.Join(dir, name)
 		if _, err := os.Lstat(p); err == nil {
@@ -256,7 +267,7 @@ func (g *Graph) Write(dir string) error {
 			return abort(err)
 		}
 	}
-	err := write("relations.tsv", func(w io.Writer) error {
+	err = write("relations.tsv", func(w io.Writer) error {
 		bw := bufio.NewWriter(w)
 		for r := range g.Relations {
 			fmt.Fprintf(bw, "%d\t+r%d\n%d\t-r%d\n", 2*r, r, 2*r+1, r)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rocone/rocone/pkg/kg"
+	"github.com/rocone/rocone/pkg/outfile"
 )
 
 func write(t *testing.T, o Options) string {
@@ -141,5 +142,38 @@ func TestSynthErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "valid.tsv")); err == nil {
 		t.Fatal("a refused write left valid.tsv")
+	}
+}
+
+// TestSynthWriteClaimed: while another run holds one of the dataset's files (its claim,
+// outfile.Claim), Write fails at once, saying so, and leaves the folder as it was; once
+// released, Write writes the dataset and leaves no lock file.
+func TestSynthWriteClaimed(t *testing.T) {
+	g, err := Generate(Options{Entities: 20, Relations: 2, Edges: 40, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	release, err := outfile.Claim(nil, []outfile.Path{{Flag: "-o", Path: filepath.Join(dir, "valid.tsv")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Write(dir); err == nil || !strings.Contains(err.Error(), "valid.tsv: another run is writing it") {
+		t.Fatalf("Write beside a held claim: %v", err)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 || es[0].Name() != ".valid.tsv.lock" {
+		t.Fatalf("the refused Write left %v", es)
+	}
+	release()
+	if err := g.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	es, _ := os.ReadDir(dir)
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	if want := slices.Sorted(slices.Values(Files)); !slices.Equal(names, want) {
+		t.Fatalf("folder holds %v, want %v", names, want)
 	}
 }

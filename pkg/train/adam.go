@@ -2,10 +2,10 @@ package train
 
 import (
 	"fmt"
-	"github.com/rocone/rocone/pkg/adam"
 	"math"
 	"sync"
 
+	"github.com/rocone/rocone/pkg/adam"
 	"github.com/rocone/rocone/pkg/model"
 )
 

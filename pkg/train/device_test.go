@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/rocone/rocone/pkg/gpu/gpumodel"
-	. "github.com/rocone/rocone/pkg/train"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +15,8 @@ import (
 	"github.com/rocone/rocone/internal/gputest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/gpu"
+	"github.com/rocone/rocone/pkg/gpu/gpumodel"
+	. "github.com/rocone/rocone/pkg/train"
 )
 
 // Training with the model resident on a CUDA device (Options.Device, CUDA), here on package

@@ -3,12 +3,12 @@
 package train_test
 
 import (
-	"github.com/rocone/rocone/pkg/gpu/gpumodel"
-	. "github.com/rocone/rocone/pkg/train"
 	"path/filepath"
 	"testing"
 
 	"github.com/rocone/rocone/pkg/gpu"
+	"github.com/rocone/rocone/pkg/gpu/gpumodel"
+	. "github.com/rocone/rocone/pkg/train"
 )
 
 // gpuCurves bounds how far the CPU's and the GPU's curves drift apart over 200 steps.

@@ -5,8 +5,6 @@ package train_test
 import (
 	"context"
 	"encoding/csv"
-	"github.com/rocone/rocone/pkg/gpu/gpumodel"
-	. "github.com/rocone/rocone/pkg/train"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/rocone/rocone/internal/gputest"
+	"github.com/rocone/rocone/pkg/gpu/gpumodel"
+	. "github.com/rocone/rocone/pkg/train"
 )
 
 // TestProfileOnEmulator runs train's device profile end to end on the launch emulator:

@@ -19,11 +19,11 @@ package gpumodel
 
 import (
 	"fmt"
-	"github.com/rocone/rocone/pkg/adam"
 	"math/rand/v2"
 	"slices"
 	"strings"
 
+	"github.com/rocone/rocone/pkg/adam"
 	"github.com/rocone/rocone/pkg/gpu"
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/query"
