@@ -68,6 +68,21 @@ func TestEmulatorLateCopies(t *testing.T) {
 	}
 }
 
+// TestEmulatorReverseThreads runs the parity suite with every block's threads run last to
+// first between barriers (TestEmulatorParity runs them first to last). The device orders
+// them only by __syncthreads: a kernel missing one, so that a thread reads shared memory
+// another writes in the same interval, gets the value in one order and not in the other,
+// and fails its parity test in one of the two.
+func TestEmulatorReverseThreads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the parity suite again")
+	}
+	runParity(t, emuDevice(t, func(d Driver) Driver {
+		d.(*emu.Device).SetReverseThreads(true)
+		return d
+	}))
+}
+
 // TestEmulatorTF32RoundNaN: under the emulator tf32_round is the C twin of
 // compute.RoundTF32, equal bit for bit on every hand-picked pattern, NaNs included (the
 // parity case TF32Round, which also runs on the device, compares NaNs by kind only).

@@ -65,6 +65,7 @@ type Device struct {
 	workers    int
 	closed     bool
 	lateCopies bool // cp.async copies land as late as their waits allow (SetLateCopies)
+	reversed   bool // a block's threads run last to first between barriers (SetReverseThreads)
 
 	markMu sync.Mutex
 	marks  []time.Time // Mark's timestamps, since the last ResetMarks
@@ -92,6 +93,19 @@ func (d *Device) SetLateCopies(late bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.lateCopies = late
+}
+
+// SetReverseThreads sets the order in which the launches that follow run a block's
+// threads between two barriers: false (the default), by index, first to last; true, last
+// to first. CUDA orders them only by __syncthreads, so a kernel must give the same
+// results either way: one that reads shared memory another thread writes in the same
+// interval (a missing barrier) reads the value written in one order and the old value in
+// the other, and so fails its parity test in one of the two wherever its results depend
+// on it. The tests run the kernels both ways.
+func (d *Device) SetReverseThreads(reversed bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.reversed = reversed
 }
 
 // Name describes the device.
@@ -271,11 +285,14 @@ func (d *Device) Launch(kernel string, grid, block [3]int, args []uint64) error 
 		dims[k], dims[3+k] = C.uint(grid[k]), C.uint(block[k])
 	}
 	var errbuf [256]C.char
-	late := C.int(0)
+	late, reversed := C.int(0), C.int(0)
 	if d.lateCopies {
 		late = 1
 	}
-	if C.emu_launch(C.int(i), &dims[0], &dims[3], cargs, C.int(d.workers), late, &errbuf[0], C.int(len(errbuf))) != 0 {
+	if d.reversed {
+		reversed = 1
+	}
+	if C.emu_launch(C.int(i), &dims[0], &dims[3], cargs, C.int(d.workers), late, reversed, &errbuf[0], C.int(len(errbuf))) != 0 {
 		return fmt.Errorf("emu: %s: %s", kernel, C.GoString(&errbuf[0]))
 	}
 	ptrs := make([]uint64, 0, len(d.allocs))

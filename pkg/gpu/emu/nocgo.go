@@ -45,3 +45,4 @@ func (*Device) Launch(string, [3]int, [3]int, []uint64) error { return errNoCgo 
 func (*Device) Sync() error                                   { return nil }
 func (*Device) Close() error                                  { return nil }
 func (*Device) SetLateCopies(bool)                            {}
+func (*Device) SetReverseThreads(bool)                        {}
