@@ -317,6 +317,39 @@ extern "C" [[noreturn]] void __ubsan_handle_type_mismatch_v1_abort(UbsanTypeMism
 	__ubsan_handle_type_mismatch_v1(d, ptr);
 }
 
+// An index out of an array's bounds: the device reads or writes whatever lies there (another
+// array of the block's shared memory, a register array spilled to local memory) or faults,
+// where the CPU would read or write a neighbouring variable. This file is compiled with
+// -fsanitize=bounds too (emu.go), which checks every index into an array of known size,
+// the kernels' __shared__ tiles and their per-thread arrays (accumulators, fragments),
+// against it and calls this handler before the access: the thread ends with a fault, as
+// above. (An access through a pointer into such an array is not checked: the guard zones
+// of device memory cover global memory, nothing covers shared memory reached that way.)
+struct UbsanOutOfBounds {
+	UbsanSourceLocation loc;
+	const UbsanTypeDescriptor* arrayType;
+	const UbsanTypeDescriptor* indexType;
+};
+
+extern "C" [[noreturn]] void __ubsan_handle_out_of_bounds(UbsanOutOfBounds* d, uintptr_t index) {
+	const char* file = strrchr(d->loc.file, '/');
+	file = file ? file + 1 : d->loc.file;
+	// An integer index of at most a pointer's width is passed by value; its descriptor's
+	// info is log2(bits) << 1 | signed.
+	long long i = (long long)index;
+	const unsigned bits = 1u << (d->indexType->info >> 1);
+	if (d->indexType->kind == 0 && (d->indexType->info & 1) && bits < 64) {
+		i = (long long)(index << (64 - bits)) >> (64 - bits);
+	}
+	char buf[300];
+	snprintf(buf, sizeof buf, "index %lld out of bounds for type %s (%s:%u)", i, d->arrayType->name, file, d->loc.line);
+	emu_fault(buf);
+}
+
+extern "C" [[noreturn]] void __ubsan_handle_out_of_bounds_abort(UbsanOutOfBounds* d, uintptr_t index) {
+	__ubsan_handle_out_of_bounds(d, index);
+}
+
 [[noreturn]] void emu_fault(const char* msg) {
 	Worker* w = tw;
 	if (!w) { // not inside a launch: the emulator's own code

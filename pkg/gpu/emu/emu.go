@@ -3,7 +3,7 @@
 package emu
 
 /*
-#cgo CXXFLAGS: -std=c++17 -O2 -fno-fast-math -pthread -fsanitize=alignment
+#cgo CXXFLAGS: -std=c++17 -O2 -fno-fast-math -pthread -fsanitize=alignment,bounds
 #cgo LDFLAGS: -pthread -lm
 #include <stdlib.h>
 #include "emu_api.h"

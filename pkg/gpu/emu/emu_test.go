@@ -3,6 +3,7 @@
 package emu
 
 import (
+	"encoding/binary"
 	"math"
 	"strings"
 	"testing"
@@ -171,6 +172,55 @@ func TestMisalignedAddress(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), "misaligned address") || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: error %v, want a misaligned address, %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestOutOfBounds: an index past an array of known size (a __shared__ tile, a per-thread
+// array) ends the thread with a fault and fails the launch, naming the index, the array's
+// type and the line, where the CPU would read or write a neighbouring variable:
+// loss_head_fwd_terms keeps one row of its shared red[LOSS_QUERIES][32] per warp, so a
+// block of 16 warps where the host launches 8 indexes row 8 of 8.
+func TestOutOfBounds(t *testing.T) {
+	d, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const Q, K = 16, 2
+	alloc := func(n int, init []byte) uint64 {
+		p, err := d.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, n)
+		copy(b, init)
+		if err := d.CopyIn(p, unsafe.Pointer(&b[0]), n); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var cls, one []byte
+	for _, v := range []int32{1, Q, 0, 0} { // one class: a branch, Q queries, root row 0, query 0
+		cls = binary.LittleEndian.AppendUint32(cls, uint32(v))
+	}
+	one = binary.LittleEndian.AppendUint32(one, math.Float32bits(1))
+	part, dist, clsp, modulus, w := alloc(3*Q*8, nil), alloc(Q*K*4, nil), alloc(16, cls), alloc(4, one), alloc(Q*4, nil)
+	args := []uint64{part, dist, clsp, 1, modulus, f32(1), w, Q, K}
+	for _, c := range []struct {
+		threads int
+		want    string // "" for none
+	}{
+		{256, ""},
+		{512, "index 8 out of bounds for type 'double [8][32]' (loss.cu:"},
+	} {
+		err := d.Launch("loss_head_fwd_terms", [3]int{1, 1, 1}, [3]int{c.threads, 1, 1}, args)
+		t.Logf("%d threads: %v", c.threads, err)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%d threads: %v", c.threads, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%d threads: error %v, want %q", c.threads, err, c.want)
 		}
 	}
 }
