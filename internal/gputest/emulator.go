@@ -13,7 +13,20 @@ import (
 // checked here.
 func Emulator(t testing.TB) *gpu.Device {
 	t.Helper()
-	d := gpu.NewDevice(EmulatorDriver(t))
+	return emulator(t, EmulatorDriver(t))
+}
+
+// EmulatorReversed is Emulator with each block's threads run last to first between
+// barriers (emu.Device.SetReverseThreads): the device orders them only by its barriers,
+// so a test that passes on both finds no missing barrier that either order would show.
+func EmulatorReversed(t testing.TB) *gpu.Device {
+	t.Helper()
+	return emulator(t, reversedDriver(t))
+}
+
+func emulator(t testing.TB, drv gpu.Driver) *gpu.Device {
+	t.Helper()
+	d := gpu.NewDevice(drv)
 	p := gpu.NewProfiler(d, false)
 	d.Profile(p)
 	t.Cleanup(func() {

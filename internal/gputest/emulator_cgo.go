@@ -19,3 +19,11 @@ func EmulatorDriver(t testing.TB) gpu.Driver {
 	}
 	return e
 }
+
+// reversedDriver is EmulatorDriver running each block's threads last to first.
+func reversedDriver(t testing.TB) gpu.Driver {
+	t.Helper()
+	e := EmulatorDriver(t).(*emu.Device)
+	e.SetReverseThreads(true)
+	return e
+}

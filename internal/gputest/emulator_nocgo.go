@@ -17,3 +17,5 @@ func EmulatorDriver(t testing.TB) gpu.Driver {
 	t.Fatalf("gputest.EmulatorDriver: %s", emu.NoCgoHelp)
 	return nil
 }
+
+func reversedDriver(t testing.TB) gpu.Driver { return EmulatorDriver(t) }

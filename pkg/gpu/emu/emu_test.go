@@ -224,3 +224,46 @@ func TestOutOfBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestReverseThreads: SetReverseThreads runs a block's threads last to first. Three
+// threads of scatter_add_rows add 1, 1e8 and −1e8 into one float, atomically and in their
+// order: first to last the 1 is lost in 1e8's rounding (0), last to first it survives (1).
+func TestReverseThreads(t *testing.T) {
+	d, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	up := func(b []byte) uint64 {
+		p, err := d.Alloc(len(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.CopyIn(p, unsafe.Pointer(&b[0]), len(b)); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var src []byte
+	for _, x := range []float32{1, 1e8, -1e8} {
+		src = binary.LittleEndian.AppendUint32(src, math.Float32bits(x))
+	}
+	srcp, idx := up(src), up(make([]byte, 12)) // every row into row 0
+	for _, c := range []struct {
+		reversed bool
+		want     float32
+	}{{false, 0}, {true, 1}} {
+		d.SetReverseThreads(c.reversed)
+		table := up(make([]byte, 4))
+		if err := d.Launch("scatter_add_rows", [3]int{1, 1, 1}, [3]int{3, 1, 1}, []uint64{table, srcp, idx, 3, 1}); err != nil {
+			t.Fatal(err)
+		}
+		var got float32
+		if err := d.CopyOut(unsafe.Pointer(&got), table, 4); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("reversed %v: the sum is %g, want %g", c.reversed, got, c.want)
+		}
+	}
+}

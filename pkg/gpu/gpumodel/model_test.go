@@ -30,6 +30,15 @@ func TestEmulatorMatchesCPU(t *testing.T) {
 	}
 }
 
+// TestEmulatorMatchesCPUReversed is TestEmulatorMatchesCPU (at d=8) with each block's
+// threads run last to first between barriers: every kernel of a training update, in the
+// order the step launches them, gives the CPU's loss and gradients in both orders.
+func TestEmulatorMatchesCPUReversed(t *testing.T) {
+	for _, v := range model.Variants {
+		t.Run(fmt.Sprint(v), func(t *testing.T) { checkStepMatchesCPU(t, gputest.EmulatorReversed(t), v, 8) })
+	}
+}
+
 // TestReverts: with each of gpu.Reverts turned back, a step is still the CPU's, and the
 // model takes the path it names: the candidate distances from the angles with no entity
 // table (EntityTable), the intersection's W1 and W3 apart (Stacked, which
