@@ -138,20 +138,7 @@ func TestMisalignedAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	p, err := d.Alloc(256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := d.Alloc(256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zero := make([]byte, 256)
-	for _, b := range []uint64{p, q} {
-		if err := d.CopyIn(b, unsafe.Pointer(&zero[0]), len(zero)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p, q := upload(t, d, make([]byte, 256)), upload(t, d, make([]byte, 256))
 	one := [3]int{1, 1, 1}
 	for _, c := range []struct {
 		name   string
@@ -188,24 +175,13 @@ func TestOutOfBounds(t *testing.T) {
 	}
 	defer d.Close()
 	const Q, K = 16, 2
-	alloc := func(n int, init []byte) uint64 {
-		p, err := d.Alloc(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := make([]byte, n)
-		copy(b, init)
-		if err := d.CopyIn(p, unsafe.Pointer(&b[0]), n); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
 	var cls, one []byte
 	for _, v := range []int32{1, Q, 0, 0} { // one class: a branch, Q queries, root row 0, query 0
 		cls = binary.LittleEndian.AppendUint32(cls, uint32(v))
 	}
 	one = binary.LittleEndian.AppendUint32(one, math.Float32bits(1))
-	part, dist, clsp, modulus, w := alloc(3*Q*8, nil), alloc(Q*K*4, nil), alloc(16, cls), alloc(4, one), alloc(Q*4, nil)
+	up := func(b []byte) uint64 { return upload(t, d, b) }
+	part, dist, clsp, modulus, w := up(make([]byte, 3*Q*8)), up(make([]byte, Q*K*4)), up(cls), up(one), up(make([]byte, Q*4))
 	args := []uint64{part, dist, clsp, 1, modulus, f32(1), w, Q, K}
 	for _, c := range []struct {
 		threads int
@@ -234,16 +210,7 @@ func TestReverseThreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	up := func(b []byte) uint64 {
-		p, err := d.Alloc(len(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := d.CopyIn(p, unsafe.Pointer(&b[0]), len(b)); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	up := func(b []byte) uint64 { return upload(t, d, b) }
 	var src []byte
 	for _, x := range []float32{1, 1e8, -1e8} {
 		src = binary.LittleEndian.AppendUint32(src, math.Float32bits(x))
@@ -266,4 +233,17 @@ func TestReverseThreads(t *testing.T) {
 			t.Errorf("reversed %v: the sum is %g, want %g", c.reversed, got, c.want)
 		}
 	}
+}
+
+// upload allocates device memory holding b.
+func upload(t *testing.T, d *Device, b []byte) uint64 {
+	t.Helper()
+	p, err := d.Alloc(len(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CopyIn(p, unsafe.Pointer(&b[0]), len(b)); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
