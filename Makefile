@@ -32,9 +32,11 @@ test-go: check-cgo
 # The whole Go suite under the race detector: the packages' tests, and the end-to-end tests
 # with stages built with -race too (internal/stagebuild), so the stages' own goroutines are
 # checked where they really run. halt_on_error: a race ends the process with status 66, so
-# no test can pass over one. Slower than test-go (about 4x); .ci/run runs it after `make test`.
+# no test can pass over one. Slower than test-go (about 4x: 9.5 minutes on 2 cores, the tour's
+# race-built stages 5 of them), so the packages get 30 minutes each where go test's default
+# is 10; .ci/run runs it after `make test`.
 test-race: check-cgo
-	GORACE=halt_on_error=1 $(GO) test -race -count=1 ./...
+	GORACE=halt_on_error=1 $(GO) test -race -count=1 -timeout 30m ./...
 
 # The CUDA kernels are tested under the launch emulator, C++ built through cgo. Without a C
 # compiler Go turns cgo off and those tests drop out of `go test` (each such package then

@@ -2,5 +2,5 @@
 
 package stagebuild
 
-// raceBuild: this test binary was built without -race, so the stages it builds are too.
-const raceBuild = false
+// Race: this test binary was built without -race, and so are the stages it builds.
+const Race = false

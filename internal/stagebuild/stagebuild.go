@@ -11,7 +11,7 @@ import "os/exec"
 // the end-to-end tests, and not only in the packages' tests.
 func Command(out string, pkgs ...string) *exec.Cmd {
 	args := []string{"build"}
-	if raceBuild {
+	if Race {
 		args = append(args, "-race")
 	}
 	return exec.Command("go", append(append(args, "-o", out), pkgs...)...)

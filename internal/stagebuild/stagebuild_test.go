@@ -26,9 +26,9 @@ func TestCommandFollowsRace(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	switch {
-	case raceBuild && errors.As(err, &exit) && exit.ExitCode() == 66 && strings.Contains(string(out), "DATA RACE"):
-	case !raceBuild && err == nil && strings.TrimSpace(string(out)) == "true":
+	case Race && errors.As(err, &exit) && exit.ExitCode() == 66 && strings.Contains(string(out), "DATA RACE"):
+	case !Race && err == nil && strings.TrimSpace(string(out)) == "true":
 	default:
-		t.Fatalf("built with -race: %v; the racy program: %v\n%s", raceBuild, err, out)
+		t.Fatalf("built with -race: %v; the racy program: %v\n%s", Race, err, out)
 	}
 }

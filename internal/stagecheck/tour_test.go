@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocone/rocone/internal/stagebuild"
 	"github.com/rocone/rocone/internal/stagetest"
 	"github.com/rocone/rocone/pkg/artifact"
 )
@@ -204,13 +205,18 @@ func TestTour(t *testing.T) {
 	if err != nil {
 		t.Fatal("the tour's commands are run by bash, which is not on PATH")
 	}
+	// A step's bound: the tour's training takes 20 s here, 140 s race-built (make test-race).
+	stepTimeout := 5 * time.Minute
+	if stagebuild.Race {
+		stepTimeout = 20 * time.Minute
+	}
 	for _, s := range steps {
 		if s.words[0] == "python3" && pyErr != nil {
 			t.Logf("skipped (%v): %s", pyErr, s.line)
 			continue
 		}
 		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
 		cmd := exec.CommandContext(ctx, bash, "-c", s.line)
 		cmd.Dir = work
 		cmd.Env = append(os.Environ(), "PATH="+path)
