@@ -5,7 +5,6 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -67,14 +66,12 @@ func importGroupErrors(name string, src []byte) ([]string, error) {
 // them to us: the standard library, third-party modules, this module, each its own group,
 // in that order.
 func TestImportGroups(t *testing.T) {
-	cmd := exec.Command("git", "ls-files", "*.go")
-	cmd.Dir = stagetest.RepoRoot(t)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Skipf("git ls-files: %v (not a git checkout)", err)
-	}
-	for _, name := range strings.Fields(string(out)) {
-		src, err := os.ReadFile(filepath.Join(cmd.Dir, filepath.FromSlash(name)))
+	root := stagetest.RepoRoot(t)
+	for _, name := range repoFiles(t, root) {
+		if !strings.HasSuffix(name, ".go") {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(root, name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -152,8 +152,8 @@ type adamSlot struct{ p, g, m, v, dTheta, theta, sinCos *F32 }
 // overwrites it with the angles of the values it has just updated (AngleForward's bits),
 // so that the next update need not map the table again, and, where SinCos is not nil,
 // their half-angle sines and cosines into SinCos [n][2] (EntHalfSinCos's bits: the table
-// DistanceBackwardETab reads, so 8-byte aligned like it). The tensor's own gradient buffer is then only Step's
-// scratch on its per-tensor path.
+// DistanceBackwardETab reads, so 8-byte aligned like it). The tensor's own gradient buffer
+// is then only Step's scratch on its per-tensor path.
 type AngleGrad struct {
 	DTheta, Theta, SinCos *F32
 }
