@@ -5,9 +5,13 @@
 // keeps package math.
 package vmath
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
-// Tanh sets dst[i] = mul·tanh(src[i]/div) + add for i < len(src) (dst may be src).
+// Tanh sets dst[i] = mul·tanh(src[i]/div) + add for i < len(src) (dst may be src, but
+// must not overlap it otherwise).
 //
 // For |x| < 7 (x = src[i]/div, the float32 quotient, as the exact path computes it), the
 // assembly loops (AVX-512, or AVX2 and FMA, with the same bits) compute Eigen's rational
@@ -33,44 +37,68 @@ import "math"
 // tanh per element in [7, 8.66]; beyond it, ±1 costs nothing.
 func Tanh(dst, src []float32, div, mul, add float32) {
 	dst = dst[:len(src)]
-	// Chunks, so that the exact values, computed from src first, survive dst == src.
-	var fix [tanhChunk]float32
-	var at [tanhChunk]int32
-	// |src[i]| < below implies |src[i]/div| < 7 after rounding (6.99·|div| leaves room for
-	// the rounding of both products), so only the others pay for the division. The test
-	// compares the bits of |src[i]| (ordered as the floats; NaN above all), without a
-	// branch: which entries are candidates is data, often half and half.
-	below := math.Float32bits(float32(6.99) * float32(math.Abs(float64(div))))
-	for lo := 0; lo < len(src); lo += tanhChunk {
-		hi := min(lo+tanhChunk, len(src))
-		nc := 0
-		for i := lo; i < hi; i++ {
-			at[nc] = int32(i)
-			nc += int((below - 1 - math.Float32bits(src[i])&^(1<<31)) >> 31)
-		}
-		nf := 0
-		for _, i := range at[:nc] {
-			x := src[i] / div
-			if x >= tanhExactFrom || x <= -tanhExactFrom { // NaN: neither
-				at[nf], fix[nf] = int32(i), float32(mul*tanhTorch(x))+add
-				nf++
+	if len(src) == 0 {
+		return
+	}
+	if !hasAsm || PureGo {
+		for i, s := range src {
+			if x := s / div; x >= tanhExactFrom || x <= -tanhExactFrom { // NaN: neither
+				dst[i] = float32(mul*tanhTorch(x)) + add
+			} else {
+				dst[i] = mul*tanhRounded(x) + add
 			}
 		}
-		done := lo
-		if hasAsm && !PureGo {
-			done += tanhAsm(dst[lo:hi], src[lo:hi], div, mul, add)
+		return
+	}
+	if &dst[0] != &src[0] {
+		tanhAsm(dst, src, div, mul, add)
+		tanhFixSaturated(dst, src, div, mul, add)
+		return
+	}
+	// In place: the exact values need src, which the assembly overwrites, so each chunk
+	// goes through a copy.
+	var in [tanhChunk]float32
+	for lo := 0; lo < len(src); lo += tanhChunk {
+		hi := min(lo+tanhChunk, len(src))
+		c := in[:hi-lo]
+		copy(c, src[lo:hi])
+		tanhAsm(dst[lo:hi], c, div, mul, add)
+		tanhFixSaturated(dst[lo:hi], c, div, mul, add)
+	}
+}
+
+// tanhFixSaturated overwrites dst[i] with the exact value (tanhTorch) where |src[i]/div|
+// ≥ 7. |src[i]| < 6.99·|div| implies |src[i]/div| < 7 after rounding (0.01 leaves room
+// for the rounding of both products), so only the others pay for the division; the test
+// compares the bits of |src[i]| (ordered as the floats, NaN above all), by blocks of 8
+// (overAsm, or the scalar loop past the whole blocks), and most blocks hold none.
+func tanhFixSaturated(dst, src []float32, div, mul, add float32) {
+	lim := math.Float32bits(float32(6.99)*float32(math.Abs(float64(div)))) - 1
+	dst = dst[:len(src)]
+	var masks [tanhChunk / 8]uint8
+	for lo := 0; lo < len(src); lo += tanhChunk {
+		hi := min(lo+tanhChunk, len(src))
+		whole := overAsm(masks[:], src[lo:hi], lim)
+		for b := whole; b < (hi-lo+7)/8; b++ { // the blocks left, the last maybe partial
+			var m uint8
+			for j, s := range src[lo+8*b : min(lo+8*b+8, hi)] {
+				m |= uint8((lim-math.Float32bits(s)&^(1<<31))>>31) << j
+			}
+			masks[b] = m
 		}
-		for i := done; i < hi; i++ {
-			dst[i] = mul*tanhRounded(src[i]/div) + add
-		}
-		for k := 0; k < nf; k++ {
-			dst[at[k]] = fix[k]
+		for b, m := range masks[:(hi-lo+7)/8] {
+			for ; m != 0; m &= m - 1 {
+				i := lo + 8*b + bits.TrailingZeros8(m)
+				if x := src[i] / div; x >= tanhExactFrom || x <= -tanhExactFrom { // NaN: neither
+					dst[i] = float32(mul*tanhTorch(x)) + add
+				}
+			}
 		}
 	}
 }
 
 const (
-	tanhChunk     = 128 // Tanh's scratch per chunk, zeroed at each call: rows are ~100s long
+	tanhChunk     = 256 // in place, Tanh's copy of a chunk of src (on the stack)
 	tanhExactFrom = 7
 	// sleefTanhSat is where Sleef's tanhf returns ±1 (|x| > it, in float32).
 	sleefTanhSat float32 = 8.664339742

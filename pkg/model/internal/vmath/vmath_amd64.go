@@ -8,6 +8,8 @@ var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
 // AVX-512 loops' bits, run where AVX-512 does not.
 var hasAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+var hasAVX2 = cpu.X86.HasAVX2
+
 // hasAsm reports whether Tanh, SinCos and AngleBackward have an assembly loop here.
 var hasAsm = hasAVX512 || hasAVX2FMA
 
@@ -16,6 +18,9 @@ var avx512Loops = hasAVX512
 
 //go:noescape
 func tanhAVX2(dst, src *float32, nblk int, c *[16]float32)
+
+//go:noescape
+func overAVX2(masks *uint8, src *float32, nblk int, lim uint32)
 
 //go:noescape
 func angleBwdAVX2(dRaw, dTheta, theta *float32, nblk int, c float32)
@@ -76,6 +81,17 @@ func tanhAsm(dst, src []float32, div, mul, add float32) int {
 	nblk, mask := blocks(n)
 	tanhAVX512(&dst[0], &src[0], nblk, mask, &c)
 	return n
+}
+
+// overAsm sets masks[b] to the lanes i of src[8b:8b+8] with |bits| > lim (bit i for
+// src[8b+i]), for the whole blocks of src, and returns how many it set (0 without AVX2).
+func overAsm(masks []uint8, src []float32, lim uint32) int {
+	nblk := min(len(src)/8, len(masks))
+	if !hasAVX2 || nblk == 0 {
+		return 0
+	}
+	overAVX2(&masks[0], &src[0], nblk, lim)
+	return nblk
 }
 
 func reluAsm(x []float32) int {

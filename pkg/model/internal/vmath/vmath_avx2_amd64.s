@@ -71,6 +71,36 @@ t2done:
 	VZEROUPPER
 	RET
 
+// func overAVX2(masks *uint8, src *float32, nblk int, lim uint32)
+// masks[b] = the lanes i of block b (8 floats from src+32b) whose |bits| > lim, as
+// VMOVMSKPS sets them (bit i for lane i): the lanes where lim − |bits| is negative, for
+// the values lim takes (tanhFixSaturated's: below 2³¹ − 1, or 2³² − 1, which is −1 and
+// marks every lane). |bits| ≤ 0x7fffffff, so the signed compare serves.
+TEXT ·overAVX2(SB), NOSPLIT, $0-28
+	MOVQ         masks+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         nblk+16(FP), CX
+	MOVL         lim+24(FP), AX
+	VMOVD        AX, X1
+	VPBROADCASTD X1, Y1
+	VPBROADCASTD vmc2<>+0(SB), Y2 // all but the sign bit
+	TESTQ        CX, CX
+	JLE          o2done
+
+o2loop:
+	VPAND     (SI), Y2, Y0
+	VPCMPGTD  Y1, Y0, Y0 // |bits| > lim
+	VMOVMSKPS Y0, AX
+	MOVB      AX, (DI)
+	ADDQ      $32, SI
+	INCQ      DI
+	DECQ      CX
+	JNZ       o2loop
+
+o2done:
+	VZEROUPPER
+	RET
+
 // func angleBwdAVX2(dRaw, dTheta, theta *float32, nblk int, c float32)
 TEXT ·angleBwdAVX2(SB), NOSPLIT, $0-36
 	MOVQ         dRaw+0(FP), DI

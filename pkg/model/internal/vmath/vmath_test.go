@@ -87,6 +87,115 @@ func TestTanhLengths(t *testing.T) {
 	}
 }
 
+// TestOverAsm checks the vector test of which lanes may saturate against tanhFixSaturated's
+// scalar rule (the sign of lim − |bits|), for random bit patterns (NaNs, infinities, ±0
+// and subnormals among them) and the values lim takes (below 2³¹ − 1, or 2³² − 1 when
+// div is 0), at every length.
+func TestOverAsm(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	special := []uint32{0, 1 << 31, 0x7f800000, 0xff800000, 0x7fc00000, 0xffffffff, 1, 0x80000001, 0x7f7fffff}
+	for _, lim := range []uint32{0, 1, 0x40dfae13, 0x7f7fffff, 0x7f800000, 0x7ffffffe, 0xffffffff} {
+		for n := 0; n < 70; n++ {
+			src := make([]float32, n)
+			for i := range src {
+				b := rng.Uint32()
+				switch rng.IntN(4) {
+				case 0:
+					b = special[rng.IntN(len(special))]
+				case 1: // near lim, either sign
+					b = lim + uint32(rng.IntN(5)) - 2
+					b = b&^(1<<31) | rng.Uint32()&(1<<31)
+				}
+				src[i] = math.Float32frombits(b)
+			}
+			masks := make([]uint8, n/8+1)
+			masks[n/8] = 0xa5 // past the whole blocks: untouched
+			if got := overAsm(masks, src, lim); got != n/8 {
+				t.Fatalf("lim %#x, n=%d: %d blocks, want %d", lim, n, got, n/8)
+			}
+			for b := 0; b < n/8; b++ {
+				var want uint8
+				for j := 0; j < 8; j++ {
+					if int32(lim-math.Float32bits(src[8*b+j])&^(1<<31)) < 0 {
+						want |= 1 << j
+					}
+				}
+				if masks[b] != want {
+					t.Fatalf("lim %#x, n=%d, block %d: mask %08b, want %08b", lim, n, b, masks[b], want)
+				}
+			}
+			if masks[n/8] != 0xa5 {
+				t.Fatalf("lim %#x, n=%d: wrote past the whole blocks", lim, n)
+			}
+		}
+	}
+}
+
+// TestTanhSaturatedLanes puts arguments at and around ±7 and Sleef's saturation point in
+// every lane of every length, in place and not: where |x| ≥ 7 the result is tanhTorch's,
+// bit for bit, whichever loop ran (both paths pick the lanes by the same division).
+func TestTanhSaturatedLanes(t *testing.T) {
+	both(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(9, 9))
+		const div, mul, add = 0.0275, math.Pi, 0.5
+		edges := []float32{tanhExactFrom, math.Nextafter32(tanhExactFrom, 0), 7.5, sleefTanhSat,
+			math.Nextafter32(sleefTanhSat, 10), 9, 100, float32(math.Inf(1))}
+		for n := 1; n < 40; n++ {
+			for lane := 0; lane < n; lane++ {
+				src := make([]float32, n)
+				for i := range src {
+					src[i] = float32(rng.NormFloat64()) * div
+				}
+				x := edges[rng.IntN(len(edges))]
+				if rng.IntN(2) == 0 {
+					x = -x
+				}
+				src[lane] = x * div
+				dst := make([]float32, n)
+				Tanh(dst, src, div, mul, add)
+				in := append([]float32(nil), src...)
+				Tanh(in, in, div, mul, add)
+				for i := range src {
+					if math.Float32bits(in[i]) != math.Float32bits(dst[i]) {
+						t.Fatalf("n=%d: in place [%d] = %v, not %v", n, i, in[i], dst[i])
+					}
+					q := src[i] / div
+					if q >= tanhExactFrom || q <= -tanhExactFrom {
+						if want := float32(mul*tanhTorch(q)) + add; math.Float32bits(dst[i]) != math.Float32bits(want) {
+							t.Fatalf("n=%d: [%d] = %v (x=%v), want %v", n, i, dst[i], q, want)
+						}
+					} else if i == lane && math.Abs(float64(dst[i])-(mul*math.Tanh(float64(q))+add)) > 1e-5 {
+						t.Fatalf("n=%d: [%d] = %v (x=%v), want about %v", n, i, dst[i], q, mul*math.Tanh(float64(q))+add)
+					}
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkTanhRow: a row of d=200 (the demo's angles and cones), arguments well inside
+// ±7 ("small", as most of a trained table) or a third of them beyond ("mixed").
+func BenchmarkTanhRow(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		spread float32
+	}{{"small", 1}, {"mixed", 10}} {
+		rng := rand.New(rand.NewPCG(1, 1))
+		src, dst := make([]float32, 200), make([]float32, 200)
+		for i := range src {
+			src[i] = (2*rng.Float32() - 1) * c.spread
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				Tanh(dst, src, 1, math.Pi, 0)
+			}
+		})
+	}
+}
+
 // TestReLU checks the vector ReLU and its backward bit for bit against the scalar rules,
 // NaN, ±0 and ±Inf included, at every tail length.
 func TestReLU(t *testing.T) { both(t, testReLU) }
