@@ -4,7 +4,7 @@
 STAGES  := sample train embed rank metrics
 BINS    := $(addprefix bin/,$(STAGES))
 
-.PHONY: all build build-cuda test test-go test-race check-cgo test-js test-cuda demo bench gpu-check fuzz parity clean
+.PHONY: all build build-cuda test test-go test-race check-cgo check-cuda-h test-js test-cuda demo bench gpu-check fuzz parity clean
 
 all: build
 
@@ -13,7 +13,7 @@ build: $(BINS)
 # Binaries with the CUDA backend (needs cuda.h and libcuda: scripts/cuda/install-deps.sh).
 # gorgonia.org/cu ends the process at start-up on a machine without a usable GPU, so
 # these binaries run on GPU hosts only.
-build-cuda:
+build-cuda: check-cuda-h
 	@mkdir -p bin/cuda
 	$(GO) build -buildvcs=auto -tags cuda -o bin/cuda/ $(addprefix ./cmd/,$(STAGES))
 
@@ -49,6 +49,15 @@ check-cgo:
 		exit 1; \
 	fi
 
+# The cuda-tagged build compiles gorgonia.org/cu against cuda.h: without it cgo's error
+# ("cuda.h: No such file or directory") says nothing of what to install; this does.
+check-cuda-h:
+	@if ! printf '#include <cuda.h>\n' | $$($(GO) env CC) -E -x c - >/dev/null 2>&1; then \
+		echo "the cuda-tagged build needs cuda.h (and the libcuda link stub), not found here:" >&2; \
+		echo "  run scripts/cuda/install-deps.sh (as root; Debian's nvidia-cuda-dev), then again." >&2; \
+		exit 1; \
+	fi
+
 test-js:
 	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
 		npm ci --prefix scripts/arrow-check --no-audit --no-fund --loglevel=error && \
@@ -59,7 +68,7 @@ test-js:
 	fi
 
 # The cuda-tagged build compiles and vets (needs the CUDA headers).
-test-cuda:
+test-cuda: check-cuda-h
 	$(GO) build -tags cuda ./...
 	$(GO) vet -tags cuda ./...
 

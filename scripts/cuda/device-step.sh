@@ -39,6 +39,7 @@ if [ "${1:-}" = --pack ]; then
 		echo "device-step --pack: no QE-ConE at '$ref': pass the folder of a checkout of github.com/MIRALab-USTC/QE-ConE, or set QECONE" >&2
 		exit 2
 	fi
+	make --no-print-directory check-cuda-h || exit 2
 	set -e
 	rm -rf bin/device-step && mkdir -p bin/device-step
 	go build -buildvcs=auto -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/ ./cmd/sample ./cmd/train ./cmd/rank ./cmd/metrics
