@@ -187,6 +187,18 @@ func (c *check) f(name string, b *F32, need int)   { c.len(name, b.Len(), need, 
 func (c *check) opt(name string, b *F32, need int) { c.len(name, b.Len(), need, true, b != nil) }
 func (c *check) i(name string, b *I32, need int)   { c.len(name, b.Len(), need, false, b != nil) }
 
+// cones checks both members of a batch of cones (name.Axis, name.Half); optCones lets
+// either be nil.
+func (c *check) cones(name string, x Cones, need int) {
+	c.f(name+".Axis", x.Axis, need)
+	c.f(name+".Half", x.Half, need)
+}
+
+func (c *check) optCones(name string, x Cones, need int) {
+	c.opt(name+".Axis", x.Axis, need)
+	c.opt(name+".Half", x.Half, need)
+}
+
 // aligned checks that b (nil passes: f and opt say whether it may be nil) starts at a
 // multiple of n bytes, for a kernel that reads or writes it n bytes at a time (a float2
 // table: 8; a float4 one: 16). The device faults on a misaligned such access ("misaligned

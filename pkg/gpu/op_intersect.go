@@ -134,10 +134,8 @@ func (d *Device) IntersectForwardRagged(w IntersectWeights, out, in Cones, br Br
 	}
 	nd := n * dim
 	c := check{op: "IntersectForwardRagged"}
-	c.f("in.Axis", in.Axis, rows*dim)
-	c.f("in.Half", in.Half, rows*dim)
-	c.f("out.Axis", out.Axis, nd)
-	c.f("out.Half", out.Half, nd)
+	c.cones("in", in, rows*dim)
+	c.cones("out", out, nd)
 	c.opt("mask", mask, rows*dim)
 	if c.err != nil {
 		return nil, c.err
@@ -306,10 +304,8 @@ func (d *Device) IntersectBackward(w, gw IntersectWeights, st *IntersectState, d
 	n, rows, dim := st.n, st.rows, st.d
 	nd := n * dim
 	c := check{op: "IntersectBackward"}
-	c.f("dOut.Axis", dOut.Axis, nd)
-	c.f("dOut.Half", dOut.Half, nd)
-	c.opt("dIn.Axis", dIn.Axis, rows*dim)
-	c.opt("dIn.Half", dIn.Half, rows*dim)
+	c.cones("dOut", dOut, nd)
+	c.optCones("dIn", dIn, rows*dim)
 	c.f("in.Axis", in.Axis, rows*dim)
 	if c.err != nil {
 		return c.err

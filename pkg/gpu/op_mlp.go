@@ -5,8 +5,7 @@ func (d *Device) MLPInput(x *F32, in Cones, relAxis, relAperture *F32) error {
 	n := in.size()
 	c := check{op: "MLPInput"}
 	c.f("x", x, 2*n)
-	c.f("in.Axis", in.Axis, n)
-	c.f("in.Half", in.Half, n)
+	c.cones("in", in, n)
 	c.f("relAxis", relAxis, n)
 	c.f("relAperture", relAperture, n)
 	if c.err != nil {
@@ -21,8 +20,7 @@ func (d *Device) MLPInput(x *F32, in Cones, relAxis, relAperture *F32) error {
 func (d *Device) MLPInputBackward(dIn Cones, dRelAxis, dRelAperture, dx *F32, n, dim int) error {
 	c := check{op: "MLPInputBackward"}
 	c.f("dx", dx, 2*n*dim)
-	c.opt("dIn.Axis", dIn.Axis, n*dim)
-	c.opt("dIn.Half", dIn.Half, n*dim)
+	c.optCones("dIn", dIn, n*dim)
 	c.opt("dRelAxis", dRelAxis, n*dim)
 	c.opt("dRelAperture", dRelAperture, n*dim)
 	if c.err != nil {
@@ -44,8 +42,7 @@ func (d *Device) MLPOutput(out Cones, y *F32) error {
 	n := out.size()
 	c := check{op: "MLPOutput"}
 	c.f("y", y, 2*n)
-	c.f("out.Axis", out.Axis, n)
-	c.f("out.Half", out.Half, n)
+	c.cones("out", out, n)
 	if c.err != nil {
 		return c.err
 	}
@@ -59,10 +56,8 @@ func (d *Device) MLPOutputBackward(dy *F32, dOut, out Cones) error {
 	n := out.size()
 	c := check{op: "MLPOutputBackward"}
 	c.f("dy", dy, 2*n)
-	c.f("dOut.Axis", dOut.Axis, n)
-	c.f("dOut.Half", dOut.Half, n)
-	c.f("out.Axis", out.Axis, n)
-	c.f("out.Half", out.Half, n)
+	c.cones("dOut", dOut, n)
+	c.cones("out", out, n)
 	if c.err != nil {
 		return c.err
 	}

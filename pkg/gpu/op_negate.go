@@ -4,10 +4,8 @@ package gpu
 func (d *Device) NegateForward(out, in Cones) error {
 	n := in.size()
 	c := check{op: "NegateForward"}
-	c.f("out.Axis", out.Axis, n)
-	c.f("out.Half", out.Half, n)
-	c.f("in.Axis", in.Axis, n)
-	c.f("in.Half", in.Half, n)
+	c.cones("out", out, n)
+	c.cones("in", in, n)
 	if c.err != nil {
 		return c.err
 	}
@@ -19,10 +17,8 @@ func (d *Device) NegateForward(out, in Cones) error {
 func (d *Device) NegateBackward(dIn, dOut Cones) error {
 	n := dOut.size()
 	c := check{op: "NegateBackward"}
-	c.f("dOut.Axis", dOut.Axis, n)
-	c.f("dOut.Half", dOut.Half, n)
-	c.opt("dIn.Axis", dIn.Axis, n)
-	c.opt("dIn.Half", dIn.Half, n)
+	c.cones("dOut", dOut, n)
+	c.optCones("dIn", dIn, n)
 	if c.err != nil {
 		return c.err
 	}

@@ -24,10 +24,8 @@ func (d *Device) RotateForward(v compute.Projection, out, in Cones, relAxis, rel
 	}
 	n := in.size()
 	c := check{op: "RotateForward"}
-	c.f("out.Axis", out.Axis, n)
-	c.f("out.Half", out.Half, n)
-	c.f("in.Axis", in.Axis, n)
-	c.f("in.Half", in.Half, n)
+	c.cones("out", out, n)
+	c.cones("in", in, n)
 	c.f("relAxis", relAxis, n)
 	if v == compute.ProjectShift {
 		c.f("relShift", relShift, n)
@@ -55,10 +53,8 @@ func (d *Device) RotateBackward(v compute.Projection, dIn Cones, dRelAxis, dRelA
 	}
 	n := dOut.size()
 	c := check{op: "RotateBackward"}
-	c.f("dOut.Axis", dOut.Axis, n)
-	c.f("dOut.Half", dOut.Half, n)
-	c.opt("dIn.Axis", dIn.Axis, n)
-	c.opt("dIn.Half", dIn.Half, n)
+	c.cones("dOut", dOut, n)
+	c.optCones("dIn", dIn, n)
 	c.opt("dRelAxis", dRelAxis, n)
 	c.opt("dRelAperture", dRelAperture, n)
 	c.opt("dRelShift", dRelShift, n)
