@@ -341,3 +341,51 @@ func TestAVX2MatchesAVX512(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTanh: any float32 bit patterns and divisor. Where the assembly runs, Tanh is the
+// assembly loop's result but in the lanes with |x| ≥ 7, which are PyTorch's saturated
+// value (tanhTorch), bit for bit; the pure-Go path is the scalar rule; in place gives the
+// same bits as not.
+func FuzzTanh(f *testing.F) {
+	f.Add([]byte{0, 0, 0xe0, 0x40, 0, 0, 0x80, 0x3f}, float32(1))
+	f.Add(make([]byte, 4*37), float32(0.0275))
+	f.Fuzz(func(t *testing.T, raw []byte, div float32) {
+		src := make([]float32, len(raw)/4)
+		for i := range src {
+			src[i] = math.Float32frombits(uint32(raw[4*i]) | uint32(raw[4*i+1])<<8 | uint32(raw[4*i+2])<<16 | uint32(raw[4*i+3])<<24)
+		}
+		const mul, add = math.Pi, 0.25
+		check := func(t *testing.T) {
+			dst := make([]float32, len(src))
+			Tanh(dst, src, div, mul, add)
+			in := append([]float32(nil), src...)
+			Tanh(in, in, div, mul, add)
+			var loop []float32
+			if hasAsm && !PureGo {
+				loop = make([]float32, len(src))
+				tanhAsm(loop, src, div, mul, add)
+			}
+			for i, s := range src {
+				if math.Float32bits(in[i]) != math.Float32bits(dst[i]) && !(isNaN32(in[i]) && isNaN32(dst[i])) {
+					t.Fatalf("[%d] in place %v, not %v", i, in[i], dst[i])
+				}
+				x := s / div
+				var want float32
+				switch {
+				case x >= tanhExactFrom || x <= -tanhExactFrom:
+					want = float32(mul*tanhTorch(x)) + add
+				case loop != nil:
+					want = loop[i]
+				default:
+					want = mul*tanhRounded(x) + add
+				}
+				if math.Float32bits(dst[i]) != math.Float32bits(want) && !(isNaN32(dst[i]) && isNaN32(want)) {
+					t.Fatalf("[%d] %v·tanh(%v/%v)+%v = %v, want %v", i, float32(mul), s, div, float32(add), dst[i], want)
+				}
+			}
+		}
+		both(t, check)
+	})
+}
+
+func isNaN32(x float32) bool { return x != x }
