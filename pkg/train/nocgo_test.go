@@ -9,8 +9,12 @@ import (
 )
 
 // TestEmulatorNeedsCgo fails a build without cgo, which leaves out this package's tests
-// of the device path under the CUDA launch emulator (named in the message), so that they
+// of the device path under the CUDA launch emulator (named in the message: emu.NoCgoLeftOut), so that they
 // cannot vanish without a word (emu.NoCgoHelp).
 func TestEmulatorNeedsCgo(t *testing.T) {
-	t.Fatalf("left out: device_test.go (TestDeviceTrainingMatchesCPU, TestResumeAcrossDevices, TestDeviceErrorKeepsCheckpoint): %s", emu.NoCgoHelp)
+	left, err := emu.NoCgoLeftOut(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Fatalf("left out: %s: %s", left, emu.NoCgoHelp)
 }

@@ -4,6 +4,14 @@ package emu
 
 import (
 	"errors"
+	"fmt"
+	"go/build/constraint"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
 	"unsafe"
 )
 
@@ -28,6 +36,75 @@ const NoCgoHelp = "this test binary was built without cgo (CGO_ENABLED=0; Go tur
 	"so the CUDA kernels' tests, which run them under the launch emulator (package emu: the .cu sources compiled as C++ through cgo), " +
 	"are left out and the GPU path would go untested. Install a C/C++ compiler (Debian/Ubuntu: apt-get install g++) " +
 	"and run the tests with cgo on (CGO_ENABLED=1, the default once gcc and g++ are on the PATH)"
+
+// NoCgoLeftOut names what a build without cgo leaves out of the tests of the package in
+// dir (a test's working directory: "."): each _test.go file that this GOOS/GOARCH's build
+// (no cuda tag) compiles only with cgo, with its Test, Benchmark and Fuzz functions, as
+// "emu_test.go (TestA, TestB), model_test.go (TestC)". The packages' TestEmulatorNeedsCgo
+// prints it before NoCgoHelp, so the list is the files' own, never a stale copy.
+func NoCgoLeftOut(dir string) (string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(files)
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		src := string(b)
+		with, err := buildsWith(src, true)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", f, err)
+		}
+		without, _ := buildsWith(src, false)
+		if !with || without {
+			continue
+		}
+		var names []string
+		for _, m := range testFuncs.FindAllStringSubmatch(src, -1) {
+			names = append(names, m[1])
+		}
+		if len(names) == 0 { // helpers only
+			out = append(out, filepath.Base(f))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s (%s)", filepath.Base(f), strings.Join(names, ", ")))
+	}
+	return strings.Join(out, ", "), nil
+}
+
+var testFuncs = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)\w*)\(`)
+
+// buildsWith reports whether a build without the cuda tag, for this GOOS and GOARCH,
+// compiles the Go source src, with cgo on or off.
+func buildsWith(src string, cgo bool) (bool, error) {
+	for _, line := range strings.Split(src, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "package ") {
+			break
+		}
+		if !constraint.IsGoBuild(line) {
+			continue
+		}
+		expr, err := constraint.Parse(line)
+		if err != nil {
+			return false, err
+		}
+		return expr.Eval(func(tag string) bool {
+			switch tag {
+			case "cgo":
+				return cgo
+			case runtime.GOOS, runtime.GOARCH, "unix":
+				return true
+			}
+			return false
+		}), nil
+	}
+	return true, nil
+}
 
 var errNoCgo = errors.New("emu: the CUDA launch emulator needs cgo (a C/C++ compiler); built with CGO_ENABLED=0")
 

@@ -8,6 +8,7 @@ var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
 // AVX-512 loops' bits, run where AVX-512 does not.
 var hasAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// hasAVX2: overAVX2, Tanh's scan for the lanes that may saturate (integer AVX2 alone).
 var hasAVX2 = cpu.X86.HasAVX2
 
 // hasAsm reports whether Tanh, SinCos and AngleBackward have an assembly loop here.

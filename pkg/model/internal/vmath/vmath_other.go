@@ -5,6 +5,7 @@ package vmath
 const (
 	hasAVX512  = false
 	hasAVX2FMA = false
+	hasAVX2    = false
 	hasAsm     = false
 )
 

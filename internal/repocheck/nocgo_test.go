@@ -1,0 +1,91 @@
+package repocheck
+
+import (
+	"go/build/constraint"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rocone/rocone/internal/stagetest"
+)
+
+// TestCgoOnlyTestsAreSaid keeps a build without cgo from dropping tests in silence: a
+// package with test files that build only with cgo (those that run the launch emulator,
+// C++ through cgo) must have a nocgo_test.go whose TestEmulatorNeedsCgo fails, naming
+// them (emu.NoCgoLeftOut reads them from the package's folder at run time). That such a
+// build compiles at all is make test's `GOARCH=arm64 go vet ./...` (cgo off).
+func TestCgoOnlyTestsAreSaid(t *testing.T) {
+	root := stagetest.RepoRoot(t)
+	byDir := map[string][]string{}
+	for _, f := range repoFiles(t, root) {
+		f = filepath.ToSlash(f)
+		if strings.HasSuffix(f, "_test.go") && !strings.Contains(f, "/testdata/") {
+			byDir[path.Dir(f)] = append(byDir[path.Dir(f)], f)
+		}
+	}
+	read := func(f string) string {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	cgoOnly := 0
+	for dir, tests := range byDir {
+		var only []string
+		for _, f := range tests {
+			src := read(f)
+			with, without := builds(t, f, src, true), builds(t, f, src, false)
+			if with && !without {
+				only = append(only, path.Base(f))
+			}
+		}
+		if len(only) == 0 {
+			continue
+		}
+		cgoOnly++
+		nocgo := dir + "/nocgo_test.go"
+		if !slices.Contains(tests, nocgo) {
+			t.Errorf("%s: %v build only with cgo, and no nocgo_test.go says so without it", dir, only)
+			continue
+		}
+		if src := read(nocgo); !strings.Contains(src, "func TestEmulatorNeedsCgo(") || !strings.Contains(src, "NoCgoLeftOut(\".\")") {
+			t.Errorf("%s: no TestEmulatorNeedsCgo naming what it leaves out (NoCgoLeftOut(\".\"))", nocgo)
+		}
+	}
+	if cgoOnly < 3 {
+		t.Fatalf("found %d packages with tests that need cgo: the search is broken", cgoOnly)
+	}
+}
+
+// builds reports whether a default build (linux/amd64, no cuda tag) compiles the Go file
+// with src, with cgo on or off.
+func builds(t *testing.T, name, src string, cgo bool) bool {
+	t.Helper()
+	for _, line := range strings.Split(src, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "package ") {
+			break
+		}
+		if !constraint.IsGoBuild(line) {
+			continue
+		}
+		expr, err := constraint.Parse(line)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return expr.Eval(func(tag string) bool {
+			switch tag {
+			case "cgo":
+				return cgo
+			case "linux", "amd64", "unix":
+				return true
+			}
+			return false
+		})
+	}
+	return true
+}
