@@ -16,7 +16,7 @@ var floors = [][]string{
 	{ // 0: no imports of this module
 		"pkg/adam", "pkg/cliargs", "pkg/compute", "pkg/kg", "pkg/outfile", "pkg/picklescan", "pkg/query",
 		"pkg/shard", "pkg/model/internal/vmath", "pkg/gpu/internal/cuinit", "pkg/gpu/kernels",
-		"internal/arrowcheck", "internal/repocheck", "internal/stagecheck",
+		"internal/arrowcheck", "internal/buildtag", "internal/repocheck", "internal/stagecheck",
 	},
 	{ // 1: the artifacts, the model, the kernels
 		"pkg/answer", "pkg/artifact", "pkg/compute/cpu", "pkg/model", "pkg/synth", "pkg/gpu", "pkg/gpu/emu",

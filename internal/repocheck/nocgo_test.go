@@ -1,7 +1,6 @@
 package repocheck
 
 import (
-	"go/build/constraint"
 	"os"
 	"path"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/internal/buildtag"
 	"github.com/rocone/rocone/internal/stagetest"
 )
 
@@ -61,31 +61,12 @@ func TestCgoOnlyTestsAreSaid(t *testing.T) {
 	}
 }
 
-// builds reports whether a default build (linux/amd64, no cuda tag) compiles the Go file
-// with src, with cgo on or off.
-func builds(t *testing.T, name, src string, cgo bool) bool {
+// builds is buildtag.Compiles for the file f, failing the test on a malformed line.
+func builds(t *testing.T, f, src string, cgo bool) bool {
 	t.Helper()
-	for _, line := range strings.Split(src, "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "package ") {
-			break
-		}
-		if !constraint.IsGoBuild(line) {
-			continue
-		}
-		expr, err := constraint.Parse(line)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return expr.Eval(func(tag string) bool {
-			switch tag {
-			case "cgo":
-				return cgo
-			case "linux", "amd64", "unix":
-				return true
-			}
-			return false
-		})
+	ok, err := buildtag.Compiles(src, cgo)
+	if err != nil {
+		t.Fatalf("%s: %v", f, err)
 	}
-	return true
+	return ok
 }

@@ -5,14 +5,14 @@ package emu
 import (
 	"errors"
 	"fmt"
-	"go/build/constraint"
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 	"unsafe"
+
+	"github.com/rocone/rocone/internal/buildtag"
 )
 
 // Kernel is one kernel the emulator can run.
@@ -55,11 +55,11 @@ func NoCgoLeftOut(dir string) (string, error) {
 			return "", err
 		}
 		src := string(b)
-		with, err := buildsWith(src, true)
+		with, err := buildtag.Compiles(src, true)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", f, err)
 		}
-		without, _ := buildsWith(src, false)
+		without, _ := buildtag.Compiles(src, false)
 		if !with || without {
 			continue
 		}
@@ -77,34 +77,6 @@ func NoCgoLeftOut(dir string) (string, error) {
 }
 
 var testFuncs = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)\w*)\(`)
-
-// buildsWith reports whether a build without the cuda tag, for this GOOS and GOARCH,
-// compiles the Go source src, with cgo on or off.
-func buildsWith(src string, cgo bool) (bool, error) {
-	for _, line := range strings.Split(src, "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "package ") {
-			break
-		}
-		if !constraint.IsGoBuild(line) {
-			continue
-		}
-		expr, err := constraint.Parse(line)
-		if err != nil {
-			return false, err
-		}
-		return expr.Eval(func(tag string) bool {
-			switch tag {
-			case "cgo":
-				return cgo
-			case runtime.GOOS, runtime.GOARCH, "unix":
-				return true
-			}
-			return false
-		}), nil
-	}
-	return true, nil
-}
 
 var errNoCgo = errors.New("emu: the CUDA launch emulator needs cgo (a C/C++ compiler); built with CGO_ENABLED=0")
 
