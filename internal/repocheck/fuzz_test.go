@@ -2,7 +2,6 @@ package repocheck
 
 import (
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -34,13 +33,7 @@ type fuzzTarget struct{ dir, name string }
 // count is the number of targets.
 func TestFuzzTargetsDocumented(t *testing.T) {
 	root := stagetest.RepoRoot(t)
-	read := func(rel string) []byte {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	read := func(rel string) []byte { return readRepoFile(t, root, rel) }
 	targets := map[fuzzTarget]bool{}
 	for _, f := range repoFiles(t, root) {
 		f = filepath.ToSlash(f)

@@ -1,7 +1,6 @@
 package repocheck
 
 import (
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -26,13 +25,7 @@ func TestCgoOnlyTestsAreSaid(t *testing.T) {
 			byDir[path.Dir(f)] = append(byDir[path.Dir(f)], f)
 		}
 	}
-	read := func(f string) string {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+	read := func(f string) string { return string(readRepoFile(t, root, f)) }
 	cgoOnly := 0
 	for dir, tests := range byDir {
 		var only []string

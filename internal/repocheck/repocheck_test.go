@@ -48,6 +48,16 @@ func checked(path string) bool {
 
 // repoFiles lists the repository's files, relative to root: git's tracked files where
 // root is a git work tree, else every file under root (a source archive), so the check
+// readRepoFile is the file at rel (slash-separated, from the repository's root).
+func readRepoFile(t *testing.T, root, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // never silently covers nothing.
 func repoFiles(t *testing.T, root string) []string {
 	t.Helper()

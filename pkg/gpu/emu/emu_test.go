@@ -40,11 +40,7 @@ func TestKernelsMatchPTX(t *testing.T) {
 func f32(x float32) uint64 { return uint64(math.Float32bits(x)) }
 
 func TestLaunchAndChecks(t *testing.T) {
-	d, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := newDevice(t)
 	const n = 1000
 	p, err := d.Alloc(4 * n)
 	if err != nil {
@@ -97,11 +93,7 @@ func TestLaunchAndChecks(t *testing.T) {
 // TestBarrier runs col_sum, whose block reduction needs __syncthreads between the writes
 // and the reads of shared memory, with several blocks in flight on several threads.
 func TestBarrier(t *testing.T) {
-	d, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := newDevice(t)
 	const rows, cols = 37, 70
 	dy := make([]float32, rows*cols)
 	for i := range dy {
@@ -134,11 +126,7 @@ func TestBarrier(t *testing.T) {
 // address"), through a kernel's vector parameter (ent_half_sincos's float2 table), a
 // float4 access through a parameter (gather_rows4) and a float one off its 4 bytes.
 func TestMisalignedAddress(t *testing.T) {
-	d, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := newDevice(t)
 	p, q := upload(t, d, make([]byte, 256)), upload(t, d, make([]byte, 256))
 	one := [3]int{1, 1, 1}
 	for _, c := range []struct {
@@ -168,11 +156,7 @@ func TestMisalignedAddress(t *testing.T) {
 // loss_head_fwd_terms keeps one row of its shared red[LOSS_QUERIES][32] per warp, so a
 // block of 16 warps where the host launches 8 indexes row 8 of 8.
 func TestOutOfBounds(t *testing.T) {
-	d, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := newDevice(t)
 	const Q, K = 16, 2
 	var cls, one []byte
 	for _, v := range []int32{1, Q, 0, 0} { // one class: a branch, Q queries, root row 0, query 0
@@ -202,11 +186,7 @@ func TestOutOfBounds(t *testing.T) {
 // threads of scatter_add_rows add 1, 1e8 and −1e8 into one float, atomically and in their
 // order: first to last the 1 is lost in 1e8's rounding (0), last to first it survives (1).
 func TestReverseThreads(t *testing.T) {
-	d, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := newDevice(t)
 	up := func(b []byte) uint64 { return upload(t, d, b) }
 	var src []byte
 	for _, x := range []float32{1, 1e8, -1e8} {
@@ -262,4 +242,15 @@ func expectFault(t *testing.T, what string, err error, want ...string) {
 			return
 		}
 	}
+}
+
+// newDevice is a new emulated device, closed when the test ends.
+func newDevice(t *testing.T) *Device {
+	t.Helper()
+	d, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }

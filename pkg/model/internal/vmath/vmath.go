@@ -78,15 +78,16 @@ func tanhFixSaturated(dst, src []float32, div, mul, add float32) {
 	var masks [tanhChunk / 8]uint8
 	for lo := 0; lo < len(src); lo += tanhChunk {
 		hi := min(lo+tanhChunk, len(src))
+		nb := (hi - lo + 7) / 8
 		whole := overAsm(masks[:], src[lo:hi], lim)
-		for b := whole; b < (hi-lo+7)/8; b++ { // the blocks left, the last maybe partial
+		for b := whole; b < nb; b++ { // the blocks left, the last maybe partial
 			var m uint8
 			for j, s := range src[lo+8*b : min(lo+8*b+8, hi)] {
 				m |= uint8((lim-math.Float32bits(s)&^(1<<31))>>31) << j
 			}
 			masks[b] = m
 		}
-		for b, m := range masks[:(hi-lo+7)/8] {
+		for b, m := range masks[:nb] {
 			for ; m != 0; m &= m - 1 {
 				i := lo + 8*b + bits.TrailingZeros8(m)
 				if x := src[i] / div; x >= tanhExactFrom || x <= -tanhExactFrom { // NaN: neither
