@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,6 +119,32 @@ func TestResumeAcrossDevices(t *testing.T) {
 			t.Fatalf("ended after %d steps, want 20", res.StepsDone)
 		}
 		closeCurves(t, LogCurves(t, straight.Log), LogCurves(t, parts.Log), emulatorCurves)
+	}
+}
+
+// TestDeviceDropCheckpointsDeviceMoments resumes a CPU run's checkpoint after step 7 on
+// the device and stops after step 10, whose learning-rate drop makes a new Adam: the
+// checkpoint holds the device's fresh moments (zero) and step count, not the host's copy,
+// which still holds step 7's moments (a device run's drop leaves it to Download).
+func TestDeviceDropCheckpointsDeviceMoments(t *testing.T) {
+	train, valid := Files(t)
+	dir := t.TempDir()
+	cfg := TinyConfig("rocone")
+	opts := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "c.arrow"), Log: filepath.Join(dir, "l.arrow"), StopAfter: 7}
+	RunT(t, cfg, opts)
+	opts.StopAfter, opts.Device = 11, gpumodel.TrainDevice(gputest.Emulator(t))
+	ResumeT(t, cfg.Steps, opts)
+	ck, err := artifact.ReadCheckpoint(opts.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.Meta.Step != 11 || ck.Meta.AdamStep != 0 || ck.Meta.LR != cfg.LR/5 {
+		t.Fatalf("after step 10: step %d adam_step %d lr %g; want 11, 0 (a new Adam), %g", ck.Meta.Step, ck.Meta.AdamStep, ck.Meta.LR, cfg.LR/5)
+	}
+	for _, tn := range ck.Tensors {
+		if tn.Role != artifact.RoleParam && slices.ContainsFunc(tn.Values, func(x float32) bool { return x != 0 }) {
+			t.Fatalf("%s of %s is not zero after the device's new Adam", tn.Role, tn.Name)
+		}
 	}
 }
 

@@ -132,7 +132,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			}
 		}
 		if t.sched.afterStep(s) {
-			t.adam.Reset(t.sched.LR)
+			t.adam.ResetCounts(t.sched.LR)
 			if err := t.upd.ResetAdam(t.sched.LR); err != nil {
 				return nil, fmt.Errorf("step %d: resetting Adam on the device: %w", s, err)
 			}

@@ -22,8 +22,9 @@ type Updater interface {
 	// loss once it is done. An error from either, a non-finite loss included (LossError),
 	// is the update's failure: the run stops without writing.
 	Update(batch *model.Batch, drop *rand.Rand) (wait func() (float64, error), err error)
-	// ResetAdam starts a new optimiser at lr (the schedule's drop), after the host's Adam
-	// was reset.
+	// ResetAdam starts a new optimiser at lr (the schedule's drop) where the moments are
+	// updated, after the host's Adam had its counts reset (Adam.ResetCounts): the host's
+	// moments (cpuUpdater), or the device's, leaving the host's copy to Download.
 	ResetAdam(lr float64) error
 	// RestoreAdam puts the host's Adam state (a resumed checkpoint's) in place; called once,
 	// before the first update.
@@ -107,8 +108,11 @@ func (u *cpuUpdater) Update(batch *model.Batch, drop *rand.Rand) (func() (float6
 	return func() (float64, error) { return loss, nil }, nil
 }
 
-// ResetAdam is a no-op: the host's Adam is the one updated.
-func (u *cpuUpdater) ResetAdam(float64) error { return nil }
+// ResetAdam clears the host's moments: the host's Adam is the one updated.
+func (u *cpuUpdater) ResetAdam(float64) error {
+	u.Adam.ClearMoments()
+	return nil
+}
 
 // RestoreAdam is a no-op: the host's Adam is the one updated.
 func (u *cpuUpdater) RestoreAdam() error { return nil }
