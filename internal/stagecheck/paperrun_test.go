@@ -84,7 +84,7 @@ func TestPaperRun(t *testing.T) {
 // DEADLINE, TRIAL_OVERHEAD, TRIAL_MS, TRIAL_STEPS or TRIAL_SEED that is not a number of the
 // kind it needs, or TRIAL_STEPS that do not fit, the trial says it is skipped and why, and
 // writes nothing. TRIAL_SEED and TRIAL_STEPS, where the steps fit, make the entry of that
-// seed and length.
+// seed and length, and TRIAL_DATASET=nell-995 NELL-995's at its own rate.
 func TestDeviceStepTrial(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
@@ -99,7 +99,8 @@ func TestDeviceStepTrial(t *testing.T) {
 		// 2,000 steps (5,000 at the faster row's 0.5 s, none at the revert row's 3 s).
 		rates := "fb15k-237-rocone-d1600             500.0 ms/step  (  2.0 steps/s, steps 20-149)  300k steps: 41.67 h\n" +
 			"fb15k-237-rocone-d1600-revert-etab 3000.0 ms/step  (  0.3 steps/s, steps 20-149)  300k steps: 250.00 h\n" +
-			"fb15k-237-rocone-d1600-again       1000.0 ms/step  (  1.0 steps/s, steps 20-149)  300k steps: 83.33 h\n"
+			"fb15k-237-rocone-d1600-again       1000.0 ms/step  (  1.0 steps/s, steps 20-149)  300k steps: 83.33 h\n" +
+			"nell995-rocone-d800                 700.0 ms/step  (  1.4 steps/s, steps 20-149)  300k steps: 58.33 h\n"
 		if err := os.MkdirAll(filepath.Join(results, "bench"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -160,6 +161,22 @@ func TestDeviceStepTrial(t *testing.T) {
 		t.Errorf("run.json: %v, seed %d and steps %d, want 1 and 2000\n%s", err, rec1.Seed, rec1.Steps, b)
 	}
 
+	// NELL-995 (TRIAL_DATASET), at its own row's rate: 2,600 s less the time spent leave
+	// between 2,940 and 3,610 steps' time at 0.7 s and the 3 % margin, so 3,000 steps.
+	results, _, out = run("2600", "TRIAL_DATASET=nell-995", "TRIAL_STEPS=3000")
+	entry = filepath.Join(results, "trial", "nell-995", "rocone", "seed0-3k-steps")
+	if !strings.Contains(out, "trial: 3000 steps at 700.0 ms/step") || !strings.Contains(out, "paper-run: wrote "+entry) {
+		t.Fatalf("TRIAL_DATASET=nell-995: no entry %s:\n%s", entry, out)
+	}
+	b, err = os.ReadFile(filepath.Join(entry, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recN struct{ Dataset string }
+	if err := json.Unmarshal(b, &recN); err != nil || recN.Dataset != "nell-995" {
+		t.Errorf("run.json: %v, dataset %q, want nell-995\n%s", err, recN.Dataset, b)
+	}
+
 	// Skipped, saying why, and writing nothing: too little time, and bad input.
 	for _, c := range []struct {
 		deadline string
@@ -175,6 +192,7 @@ func TestDeviceStepTrial(t *testing.T) {
 		{"2600", []string{"TRIAL_STEPS=1500"}, "TRIAL_STEPS=1500 must be whole thousands"},
 		{"2600", []string{"TRIAL_STEPS=1000"}, "TRIAL_STEPS=1000 must be whole thousands, 2000 or more"},
 		{"2600", []string{"TRIAL_SEED=one"}, "TRIAL_SEED=one must be a whole number"},
+		{"2600", []string{"TRIAL_DATASET=wn18rr"}, "TRIAL_DATASET=wn18rr: want fb15k-237 or nell-995"},
 	} {
 		results, _, out := run(c.deadline, c.env...)
 		if !strings.Contains(out, "trial: skipped") || !strings.Contains(out, c.why) {

@@ -23,9 +23,9 @@
 # of the side by side when its figure is already at hand: QECONE_JSON, an earlier run's
 # qecone-speed.json on the same kind of GPU, then gives the ratio). DEADLINE (seconds
 # after the start) adds the trial at the end: a results entry trained for as many steps
-# as fit, or for TRIAL_STEPS where they fit, with seed TRIAL_SEED (default 0) (below; a
-# DEADLINE, TRIAL_MS, TRIAL_OVERHEAD, TRIAL_STEPS or TRIAL_SEED that is not a number
-# skips it, saying so). NCU=1 adds Nsight Compute: the stall reasons, occupancy and speed of
+# as fit, or for TRIAL_STEPS where they fit, with seed TRIAL_SEED (default 0), on
+# TRIAL_DATASET (fb15k-237 or nell-995) (below; a DEADLINE, TRIAL_MS, TRIAL_OVERHEAD,
+# TRIAL_STEPS or TRIAL_SEED that is not a number, or another dataset, skips it, saying so). NCU=1 adds Nsight Compute: the stall reasons, occupancy and speed of
 # light of one launch of each hot kernel in the kernel bench (ncu-kernel-*.txt, up to a
 # minute each), then (ncu-train) rank's score_all and the counters for the two training
 # runs (PROFILE_SKIP and PROFILE_COUNT: the launches ncu skips, then profiles; default 2000
@@ -107,9 +107,9 @@ if ! skip side; then
 		--checkpoint-every 0 --device cuda --checkpoint "$out/side-cone.arrow" --log "$out/side-cone-log.arrow" \
 		--overwrite >"$out/side-cone.txt" 2>&1 &&
 		"$bin/metrics" curves --csv "$out/side-cone-log.csv" "$out/side-cone-log.arrow" >/dev/null 2>>"$out/side-cone.txt"; then
-		read -r a b last < <(steady_elapsed "$out/side-cone-log.csv" 20)
-		awk -v a="$a" -v b="$b" -v last="$last" 'BEGIN { s = (b - a) / (last - 19)
-			printf "side by side: cone %.1f ms/step, %.1f steps/s (steps 20-%d)\n", 1000 * s, 1 / s, last }' |
+		read -r s _ dropped _ last < <(steady_rate "$out/side-cone-log.csv" 20)
+		awk -v s="$s" -v dropped="$dropped" -v last="$last" 'BEGIN {
+			printf "side by side: cone %.1f ms/step, %.1f steps/s (steps 20-%d less %d lr drops)\n", 1000 * s, 1 / s, last, dropped }' |
 			tee "$out/side-cone-rate.txt"
 	else
 		echo "train: exit $?"
@@ -252,31 +252,40 @@ fi
 rm -f "$out"/*.arrow "$bench"/*.arrow
 
 # The trial (only with DEADLINE, seconds after this script's start): a results entry
-# (scripts/paper-run.sh) of FB15k-237 rocone at --preset fb15k-237, seed TRIAL_SEED
-# (default 0), trained on the device for as many steps as fit before DEADLINE (in
-# thousands; the schedule's drops scale with them), or for TRIAL_STEPS where those fit
-# (so that trials of several sessions are seeds of one configuration, averaged in the
-# results table; the steps are part of the configuration), then ranked on the test
-# queries on the device, into $RESULTS/trial/ for results/.
-# The step's time is bench.sh's FB15k-237 rocone rate in RESULTS (the slower of its two
-# rows, the default's and the one after the A/B rows), or TRIAL_MS; TRIAL_OVERHEAD
-# (default 75) seconds are kept for sampling, loading, the last checkpoint, ranking and
-# metrics. The work folder (TRIAL_WORK, default
+# (scripts/paper-run.sh) of rocone on TRIAL_DATASET (fb15k-237, the default, or nell-995)
+# at its preset, seed TRIAL_SEED (default 0), trained on the device for as many steps as
+# fit before DEADLINE (in thousands; the schedule's drops scale with them), or for
+# TRIAL_STEPS where those fit (so that trials of several sessions are seeds of one
+# configuration, averaged in the results table; the steps are part of the
+# configuration), then ranked on the test queries on the device, into $RESULTS/trial/ for
+# results/.
+# The step's time is bench.sh's rocone rate for the dataset in RESULTS (FB15k-237's: the
+# slower of its two rows, the default's and the one after the A/B rows), or TRIAL_MS;
+# TRIAL_OVERHEAD (default 75) seconds are kept for sampling, loading, the last
+# checkpoint, ranking and metrics. The work folder (TRIAL_WORK, default
 # out/trial-work: the train queries and the checkpoint, about 1 GB) is removed after.
 # trial_lines FILE: paper-run's verdicts, and the entry's MRR row and its line in the runs' list.
 trial_lines() {
 	awk '/^paper-run/ { print } /^paper-run: wrote/ { w = 1 } w && /^\| rocone / && !r { print; r = 1 } w && /^\| `/ { print }' "$1"
 }
 if [ -n "${DEADLINE:-}" ] && ! skip trial; then
-	section "trial: a results entry, FB15k-237 rocone at the preset, done by +${DEADLINE}s"
-	ms=${TRIAL_MS:-$(awk '($1 == "fb15k-237-rocone-d1600" || $1 == "fb15k-237-rocone-d1600-again") && $2 > m { m = $2 }
+	ds=${TRIAL_DATASET:-fb15k-237}
+	section "trial: a results entry, $ds rocone at the preset, done by +${DEADLINE}s"
+	case $ds in
+	fb15k-237) row=fb15k-237-rocone-d1600 ;;
+	nell-995) row=nell995-rocone-d800 ;;
+	*) row= ;;
+	esac
+	ms=${TRIAL_MS:-$(awk -v row="$row" '($1 == row || $1 == row "-again") && $2 > m { m = $2 }
 		END { if (m > 0) print m }' "$bench/rates.txt" 2>/dev/null)}
 	overhead=${TRIAL_OVERHEAD:-75}
 	seed=${TRIAL_SEED:-0}
 	want=${TRIAL_STEPS:-}
 	rm -rf "$out/trial" "$out/trial.txt"
 	steps=0
-	if ! [[ $DEADLINE =~ ^[0-9]+$ && $overhead =~ ^[0-9]+$ ]]; then
+	if [ -z "$row" ]; then
+		echo "trial: skipped: TRIAL_DATASET=$ds: want fb15k-237 or nell-995"
+	elif ! [[ $DEADLINE =~ ^[0-9]+$ && $overhead =~ ^[0-9]+$ ]]; then
 		echo "trial: skipped: DEADLINE=$DEADLINE and TRIAL_OVERHEAD=$overhead must be whole seconds"
 	elif ! [[ $seed =~ ^(0|[1-9][0-9]{0,8})$ ]]; then
 		echo "trial: skipped: TRIAL_SEED=$seed must be a whole number"
@@ -298,10 +307,10 @@ if [ -n "${DEADLINE:-}" ] && ! skip trial; then
 	fi
 	if [ "$steps" -ge 2000 ]; then
 		work=${TRIAL_WORK:-out/trial-work}
-		entry=$out/trial/fb15k-237/rocone/seed$seed-$((steps / 1000))k-steps
+		entry=$out/trial/$ds/rocone/seed$seed-$((steps / 1000))k-steps
 		rm -rf "$work"
 		echo "trial: $steps steps at ${ms} ms/step (${left}s of training) into $entry"
-		BIN=$bin STEPS=$steps BUDGET=$((left + 45)) scripts/paper-run.sh fb15k-237 rocone "$seed" "$work" "$entry" \
+		BIN=$bin STEPS=$steps BUDGET=$((left + 45)) scripts/paper-run.sh "$ds" rocone "$seed" "$work" "$entry" \
 			>"$out/trial.txt" 2>&1
 		echo "paper-run: exit $?"
 		trial_lines "$out/trial.txt"
