@@ -137,12 +137,13 @@ if [ -s "$out/side-cone-rate.txt" ] && [ -n "$qj" ] && [ -s "$qj" ]; then
 fi
 
 # profile NAME ARGS...: the device profile of steps PROFILE_STEPS of a short run (train
-# --profile): profile-NAME.md (the roofline table, printed here too) and profile-NAME.csv.
+# --profile) on PROFILE_TRAIN (default FB15k-237's train queries): profile-NAME.md (the
+# roofline table, printed here too) and profile-NAME.csv.
 profile() {
 	local name=$1
 	shift
 	section "device profile: $name"
-	if timeout 120 "$bin/train" --train "$bench/fb-train.arrow" "$@" --steps 16 --eval-every 0 --checkpoint-every 0 \
+	if timeout 120 "$bin/train" --train "${PROFILE_TRAIN:-$bench/fb-train.arrow}" "$@" --steps 16 --eval-every 0 --checkpoint-every 0 \
 		--device cuda --checkpoint "$out/prof-$name.arrow" --log "" --overwrite \
 		--profile "$out/profile-$name.md" --profile-steps "${PROFILE_STEPS:-5-14}" >"$out/prof-$name.txt" 2>&1; then
 		cat "$out/profile-$name.md"
@@ -208,11 +209,13 @@ if ! skip profile; then
 	# The same with the newest choices turned back ($ROCONE_GPU_REVERT, pkg/gpu/revert.go):
 	# kernel by kernel, what they changed.
 	ROCONE_GPU_REVERT=gemm-cost,etab,stacked profile rocone-d1600-reverted --preset fb15k-237
-	# The GEMM policy alone, FP32 and TF32: the kernel bench's linear_step_stacked has the
-	# waves rule ahead of the cost model (3.1 against 3.9 ms at 27bad82) where bench.sh's
-	# step has it no faster; the step's own GEMMs, kernel by kernel, decide.
-	ROCONE_GPU_REVERT=gemm-cost profile rocone-d1600-waves --preset fb15k-237
-	ROCONE_GPU_REVERT=gemm-cost profile rocone-d1600-tf32-waves --preset fb15k-237 --matmul tf32
+	# NELL-995 with and without the entity half-angle table: at bf5d4b1 its step was
+	# 0.78 ms faster without (bench.sh), where FB15k-237's was not; kernel by kernel, why.
+	if [ -f "$bench/nell-train.arrow" ] ||
+		"$bin/sample" generate --data data/nell-995 --split train -q -o "$bench/nell-train.arrow"; then
+		PROFILE_TRAIN=$bench/nell-train.arrow profile nell-rocone-d800 --preset nell995
+		PROFILE_TRAIN=$bench/nell-train.arrow ROCONE_GPU_REVERT=etab profile nell-rocone-d800-no-etab --preset nell995
+	fi
 	profile cone-d800 "${cone[@]}"
 	profile rocone-d1600-tf32 --preset fb15k-237 --matmul tf32
 	profile cone-d800-tf32 "${cone[@]}" --matmul tf32
