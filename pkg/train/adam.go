@@ -106,7 +106,7 @@ func (a *Adam) Reset(lr float64) {
 // optimiser whose moments live on a device: the device clears its own, and the host's
 // copy is overwritten from it (Updater.Download) before a checkpoint reads it, so
 // clearing that copy is wasted work (on a GPU run at FB15k-237's or NELL-995's paper
-// configuration, 0.2–0.4 s of page faults at the first drop, the device idle meanwhile).
+// configuration, 0.15–0.37 s of page faults at the first drop, the device idle meanwhile).
 func (a *Adam) ResetCounts(lr float64) {
 	a.LR = lr
 	a.Step = 0

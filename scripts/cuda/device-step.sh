@@ -25,11 +25,12 @@
 # after the start) adds the trial at the end: a results entry trained for as many steps
 # as fit, or for TRIAL_STEPS where they fit, with seed TRIAL_SEED (default 0), on
 # TRIAL_DATASET (fb15k-237 or nell-995) (below; a DEADLINE, TRIAL_MS, TRIAL_OVERHEAD,
-# TRIAL_STEPS or TRIAL_SEED that is not a number, or another dataset, skips it, saying so). NCU=1 adds Nsight Compute: the stall reasons, occupancy and speed of
-# light of one launch of each hot kernel in the kernel bench (ncu-kernel-*.txt, up to a
-# minute each), then (ncu-train) rank's score_all and the counters for the two training
-# runs (PROFILE_SKIP and PROFILE_COUNT: the launches ncu skips, then profiles; default 2000
-# and 1200), where ncu manages to profile them.
+# TRIAL_STEPS or TRIAL_SEED that is not a number, or another dataset, skips it, saying
+# so). NCU=1 adds Nsight Compute: the stall reasons, occupancy and speed of light of one
+# launch of each hot kernel in the kernel bench (ncu-kernel-*.txt, up to a minute each),
+# then (ncu-train) rank's score_all and the counters for the two training runs
+# (PROFILE_SKIP and PROFILE_COUNT: the launches ncu skips, then profiles; default 2000 and
+# 1200), where ncu manages to profile them.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
