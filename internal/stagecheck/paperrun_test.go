@@ -15,6 +15,28 @@ import (
 var trialSettings = []string{"DEVICE=cpu", "SAMPLE=--types 1p,2p,2i --count 1p=300,2p=150,2i=150",
 	"EXTRA=--dim 8 --batch 32 --negatives 8 --workers 2"}
 
+// entryRun is a results entry's run.json, the fields these tests check.
+type entryRun struct {
+	Dataset, Model, Device string
+	Seed, Steps            int
+	WallTimeS              float64 `json:"wall_time_s"`
+	Commands               []string
+}
+
+// readEntryRun reads the run.json of the results entry in folder entry.
+func readEntryRun(t *testing.T, entry string) entryRun {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(entry, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r entryRun
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s: %v\n%s", filepath.Join(entry, "run.json"), err, b)
+	}
+	return r
+}
+
 // TestPaperRun runs scripts/paper-run.sh, which makes a results entry in a lent GPU
 // session, on the CPU with a trial's settings (few queries, d=8): a call cut by its
 // budget exits 0 and says the checkpoint is saved; a call that finishes training ranks
@@ -53,19 +75,7 @@ func TestPaperRun(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(entry, "run.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var run struct {
-		Dataset, Model, Device string
-		Seed, Steps            int
-		WallTimeS              float64 `json:"wall_time_s"`
-		Commands               []string
-	}
-	if err := json.Unmarshal(b, &run); err != nil {
-		t.Fatalf("run.json: %v\n%s", err, b)
-	}
+	run := readEntryRun(t, entry)
 	if run.Dataset != "fb15k-237" || run.Model != "rocone" || run.Steps != 200 || len(run.Commands) != 5 || run.WallTimeS <= 0 ||
 		!strings.HasPrefix(run.Device, "CPU") || !strings.Contains(run.Commands[2], "--steps 200") {
 		t.Errorf("run.json: %+v", run)
@@ -124,13 +134,8 @@ func TestDeviceStepTrial(t *testing.T) {
 		!strings.Contains(out, "paper-run: exit 0") {
 		t.Fatalf("the trial did not train 2,000 steps into %s:\n%s", entry, out)
 	}
-	b, err := os.ReadFile(filepath.Join(entry, "run.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec struct{ Steps int }
-	if err := json.Unmarshal(b, &rec); err != nil || rec.Steps != 2000 {
-		t.Errorf("run.json: %v, steps %d, want 2000\n%s", err, rec.Steps, b)
+	if r := readEntryRun(t, entry); r.Dataset != "fb15k-237" || r.Seed != 0 || r.Steps != 2000 {
+		t.Errorf("run.json: %+v; want fb15k-237, seed 0, 2000 steps", r)
 	}
 	if _, err := os.Stat(work); !os.IsNotExist(err) {
 		t.Errorf("the work folder is left behind: %v", err)
@@ -152,13 +157,8 @@ func TestDeviceStepTrial(t *testing.T) {
 	if !strings.Contains(out, "trial: 2000 steps at 1000.0 ms/step") || !strings.Contains(out, "paper-run: wrote "+entry) {
 		t.Fatalf("TRIAL_SEED=1 TRIAL_STEPS=2000: no entry %s:\n%s", entry, out)
 	}
-	b, err = os.ReadFile(filepath.Join(entry, "run.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec1 struct{ Seed, Steps int }
-	if err := json.Unmarshal(b, &rec1); err != nil || rec1.Seed != 1 || rec1.Steps != 2000 {
-		t.Errorf("run.json: %v, seed %d and steps %d, want 1 and 2000\n%s", err, rec1.Seed, rec1.Steps, b)
+	if r := readEntryRun(t, entry); r.Seed != 1 || r.Steps != 2000 {
+		t.Errorf("run.json: %+v; want seed 1, 2000 steps", r)
 	}
 
 	// NELL-995 (TRIAL_DATASET), at its own row's rate: 2,600 s less the time spent leave
@@ -168,13 +168,8 @@ func TestDeviceStepTrial(t *testing.T) {
 	if !strings.Contains(out, "trial: 3000 steps at 700.0 ms/step") || !strings.Contains(out, "paper-run: wrote "+entry) {
 		t.Fatalf("TRIAL_DATASET=nell-995: no entry %s:\n%s", entry, out)
 	}
-	b, err = os.ReadFile(filepath.Join(entry, "run.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recN struct{ Dataset string }
-	if err := json.Unmarshal(b, &recN); err != nil || recN.Dataset != "nell-995" {
-		t.Errorf("run.json: %v, dataset %q, want nell-995\n%s", err, recN.Dataset, b)
+	if r := readEntryRun(t, entry); r.Dataset != "nell-995" || r.Steps != 3000 {
+		t.Errorf("run.json: %+v; want nell-995, 3000 steps", r)
 	}
 
 	// Skipped, saying why, and writing nothing: too little time, and bad input.
