@@ -329,16 +329,23 @@ const maxCostSplits = 16
 
 // gemmCost estimates a GEMM's time in seconds with tile×tile tiles and K split S ways on
 // sms SMs, the model behind policyCost. The blocks are dealt to the SMs, so the busiest
-// SM runs ceil(tiles·S / sms) of them, each 2·tile²·⌈K/S⌉ FLOPs; a split adds
+// SM runs n = ceil(tiles·S / sms) of them, each 2·tile²·⌈K/S⌉ FLOPs; a split adds
 // gemm_splitk_sum's pass (the S partial sums written and read back and the output written)
 // and its launch. The rates are an H200's, fitted to the kernel bench's runs at `7174404`:
 // 128×128 tiles at 40 TFLOP/s over 132 SMs in FP32 and 80 in TF32 (the per-SM rate of a
 // tile's main loop), 64×64 tiles 19 % and 17 % slower a FLOP (pipe64 against pipe128 at
 // linear's shape), the split's pass at 1.4 TB/s and 5 µs. So fitted, the model gives
 // linear's pipe128 1,024 µs (measured 1,024) and by-shape 1,053 (1,013), linear_step's
-// policyWaves 3,343 µs (3,334) and in TF32 1,906 (2,027); and for policyCost 16 % and 24 %
-// less on linear_step, the shapes (small layers, few tiles) where splitting into every
-// SM's two slots left the busiest SMs a whole tile more than the mean.
+// policyWaves 3,343 µs (3,334) and in TF32 1,906 (2,027).
+//
+// An SM reaches those rates only with enough warps resident to cover the main loop's
+// latencies: the rate is scaled by min(1, n·warps/8) for a tile of that many warps a
+// block (gemmTileWarps). The fit above had 8 or more (one 128×128 block; four 64×64
+// ones); a lone 64×64 block has 2 warps in FP32 and 4 in TF32, and the step's profiles
+// at `bf5d4b1` timed such launches at 4.4 TFLOP/s (FP32, `cone`'s 800-wide layers, a
+// quarter of the rate the model gave them) and 23–25 (TF32), where 128×128 tiles split
+// K ways ran at 25–27 and 60–64 on the same layers. Turned back (Reverts.GemmWarps), the
+// model leaves that scale out, as before.
 func (d *Device) gemmCost(M, N, K, sms, tile, S int) float64 {
 	perSM, slower := 40e12/132, 1.19
 	if d.tf32 {
@@ -348,11 +355,24 @@ func (d *Device) gemmCost(M, N, K, sms, tile, S int) float64 {
 		perSM /= slower
 	}
 	blocks := ceilDiv(M, tile) * ceilDiv(N, tile) * S
-	t := float64(ceilDiv(blocks, sms)) * 2 * float64(tile*tile) * float64(ceilDiv(K, S)) / perSM
+	n := ceilDiv(blocks, sms)
+	if !d.reverts.GemmWarps {
+		perSM *= min(1, float64(n*d.gemmTileWarps(tile))/8)
+	}
+	t := float64(n) * 2 * float64(tile*tile) * float64(ceilDiv(K, S)) / perSM
 	if S > 1 {
 		t += float64((2*S+1)*M*N*4)/1.4e12 + 5e-6
 	}
 	return t
+}
+
+// gemmTileWarps is the warps of one block of the GEMM kernels with tile×tile tiles: FP32,
+// tile²/64 threads of 8×8 outputs (linear.cu); TF32, 2·tile threads (tf32.cu).
+func (d *Device) gemmTileWarps(tile int) int {
+	if d.tf32 {
+		return 2 * tile / 32
+	}
+	return tile * tile / 64 / 32
 }
 
 // The GEMM tiles (Device.gemmTile): chosen by shape, the register-tiled kernels' two, or

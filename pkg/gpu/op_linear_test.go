@@ -454,12 +454,21 @@ func testGemmByCost(h *harness) {
 		{1600, 1600, 587, 64, 1},   // W2's dW: 169 tiles of 128 (2 on some SMs), 625 of 64
 		{1024, 1600, 3200, 128, 5}, // linear's forward: 104 tiles; split 5 ways, 4 blocks on the busiest SM
 		{587, 3200, 3200, 128, 1},  // 125 tiles: a split gains nothing
-		{8, 8, 8, 64, 1},           // one tile either way: the smaller does less padded work
+		{8, 8, 8, 128, 1},          // one lone block either way: 8 warps of 128×128 against 2 of 64×64
+		// cone's 800-wide layers: 65 lone 64×64 blocks of 2 warps (a quarter of the rate),
+		// or 21 tiles of 128 split 3 ways.
+		{285, 800, 800, 128, 3},
 	} {
 		if tile, s := d.gemmShapeByCost(c.M, c.N, c.K, sms); tile != c.tile || s != c.splits {
 			h.t.Errorf("%d×%d×%d: by cost tile %d split %d, want %d and %d", c.M, c.N, c.K, tile, s, c.tile, c.splits)
 		}
 	}
+	// Without the warps' scale (Reverts.GemmWarps) the lone 64×64 blocks cost the least.
+	d.SetReverts(Reverts{GemmWarps: true})
+	if tile, s := d.gemmShapeByCost(285, 800, 800, sms); tile != 64 || s != 1 {
+		h.t.Errorf("285×800×800 without the warps: by cost tile %d split %d, want 64 and 1", tile, s)
+	}
+	d.SetReverts(Reverts{})
 	for range 300 {
 		M, N, K := 1+h.rng.IntN(4000), 1+h.rng.IntN(4000), 1+h.rng.IntN(4000)
 		tile, s := d.gemmShapeByCost(M, N, K, sms)

@@ -43,7 +43,7 @@ func TestWorkHandChecked(t *testing.T) {
 		want Work
 	}{
 		// y [3][4] = x [3][5] · wᵀ + b: 2·M·N·K = 2·3·4·5 FLOPs; x, w, b read, y written.
-		{"gemm_nt_64", func() error { return d.LinearForward(y, x, w, b, 3, 5, 4) }, Work{Bytes: 4 * (15 + 20 + 4 + 12), FLOPs: 120}},
+		{"gemm_nt", func() error { return d.LinearForward(y, x, w, b, 3, 5, 4) }, Work{Bytes: 4 * (15 + 20 + 4 + 12), FLOPs: 120}},
 		// dst += src over 10: dst read and written, src read; an add each.
 		{"add_f32", func() error { return d.Add(dst, src) }, Work{Bytes: 4 * 30, FLOPs: 10}},
 		// 4 distinct rows of width 3 from a 6-row table: the index, 4 rows, 4 rows out.

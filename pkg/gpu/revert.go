@@ -28,6 +28,9 @@ type Reverts struct {
 	// Stacked: the intersection's first attention and DeepSets layers (W1, W3) allocated
 	// apart, and so run as two layers of d outputs, not one of 2d (IntersectWeights).
 	Stacked bool
+	// GemmWarps: the cost model (gemmCost) without its scale for the warps an SM holds,
+	// which makes it split K over 128×128 tiles where it took lone 64×64 blocks.
+	GemmWarps bool
 }
 
 // revertName is one revert: its name in RevertEnv, its flag in Reverts, and what it
@@ -43,10 +46,11 @@ var revertNames = []revertName{
 	{"gemm-cost", func(r *Reverts) *bool { return &r.GemmCost }, "the GEMMs' tile and split by the waves rule, not the cost model"},
 	{"etab", func(r *Reverts) *bool { return &r.EntityTable }, "the candidate distances without the entity half-angle table"},
 	{"stacked", func(r *Reverts) *bool { return &r.Stacked }, "the intersection's W1 and W3 as two layers"},
+	{"gemm-warps", func(r *Reverts) *bool { return &r.GemmWarps }, "the GEMM cost model without the warps an SM holds"},
 }
 
-// ParseReverts reads a comma-separated list of the names gemm-cost, etab and stacked (see
-// Reverts); the empty string reverts nothing.
+// ParseReverts reads a comma-separated list of the names gemm-cost, etab, stacked and
+// gemm-warps (see Reverts); the empty string reverts nothing.
 func ParseReverts(s string) (Reverts, error) {
 	var r Reverts
 	for _, f := range strings.Split(s, ",") {

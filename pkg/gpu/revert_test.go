@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -14,8 +15,9 @@ func TestParseReverts(t *testing.T) {
 		{in: "etab", want: "etab"},
 		{in: "stacked, gemm-cost", want: "gemm-cost,stacked"},
 		{in: "gemm-cost,etab,stacked", want: "gemm-cost,etab,stacked"},
+		{in: "gemm-warps, etab", want: "etab,gemm-warps"},
 		{in: "etab,etab", err: "etab is named twice"},
-		{in: "etab,tf32", err: `no revert "tf32": want a comma-separated list of gemm-cost, etab, stacked`},
+		{in: "etab,tf32", err: `no revert "tf32": want a comma-separated list of gemm-cost, etab, stacked, gemm-warps`},
 		{in: "ETAB", err: `no revert "ETAB"`},
 	} {
 		r, err := ParseReverts(c.in)
@@ -63,6 +65,39 @@ func TestRevertGemmCost(t *testing.T) {
 	d.SetReverts(Reverts{})
 	if tile, s := d.gemmShape(M, N, K); tile != costTile || s != costSplits {
 		t.Errorf("revert undone: tile %d split %d, want the cost model's %d and %d", tile, s, costTile, costSplits)
+	}
+}
+
+// TestGemmWarps: the cost model's scale for the warps an SM holds (gemmCost): a lone
+// 64×64 block runs at a quarter of the rate in FP32 (2 warps) and half in TF32 (4), two
+// at half in FP32, four or more at the full rate, as does a lone 128×128 block (8 warps);
+// Reverts.GemmWarps leaves the scale out.
+func TestGemmWarps(t *testing.T) {
+	d := NewDevice(nil) // 132 SMs
+	unscaled := func(M, N, K, tile int) float64 {
+		d.SetReverts(Reverts{GemmWarps: true})
+		defer d.SetReverts(Reverts{})
+		return d.gemmCost(M, N, K, 132, tile, 1)
+	}
+	for _, c := range []struct {
+		tf32        bool
+		M, N, K     int
+		tile        int
+		slower      float64
+		description string
+	}{
+		{false, 64 * 5, 64 * 13, 800, 64, 4, "65 lone blocks of 2 warps"},
+		{false, 64 * 12, 64 * 20, 800, 64, 2, "240 blocks: two of 2 warps on an SM"},
+		{false, 64 * 12, 64 * 44, 800, 64, 1, "528: four on an SM"},
+		{true, 64 * 5, 64 * 13, 800, 64, 2, "TF32: 65 lone blocks of 4 warps"},
+		{true, 64 * 12, 64 * 20, 800, 64, 1, "TF32: two of 4 warps on an SM"},
+		{false, 128 * 3, 128 * 7, 800, 128, 1, "21 lone blocks of 8 warps"},
+	} {
+		d.tf32 = c.tf32
+		got, base := d.gemmCost(c.M, c.N, c.K, 132, c.tile, 1), unscaled(c.M, c.N, c.K, c.tile)
+		if math.Abs(got/base-c.slower) > 1e-12 {
+			t.Errorf("%s (%d×%d×%d, tile %d): %.3g s, %.3g× the unscaled %.3g; want %g×", c.description, c.M, c.N, c.K, c.tile, got, got/base, base, c.slower)
+		}
 	}
 }
 

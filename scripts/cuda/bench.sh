@@ -70,12 +70,13 @@ train_rate fb15k-237-cone-d800-tf32 --train "$out/fb-train.arrow" --preset fb15k
 # ($ROCONE_GPU_REVERT, pkg/gpu/revert.go; REVERTS, a space-separated list of its values,
 # default below; REVERTS= leaves the A/B out), each row against the default's above, which
 # runs again after them: the two default rows show the noise between runs. The default is
-# the one open question: gemm-cost and stacked were settled by the runs at 27bad82 and
-# bf5d4b1 (docs/gpu.md), the entity table on NELL-995 was not.
-reverts=${REVERTS-etab}
+# the open questions: gemm-cost and stacked were settled by the runs at 27bad82 and
+# bf5d4b1 (docs/gpu.md); the entity table on NELL-995 and the GEMM cost model's warps
+# (made after bf5d4b1, for cone's 800-wide layers and TF32's middle-sized ones) are not.
+reverts=${REVERTS-etab gemm-warps}
 for r in $reverts; do
 	ROCONE_GPU_REVERT=$r train_rate "fb15k-237-rocone-d1600-revert-${r//,/+}" --train "$out/fb-train.arrow" --preset fb15k-237
-	case ,$r, in *,gemm-cost,*)
+	case ,$r, in *,gemm-cost,* | *,gemm-warps,*)
 		ROCONE_GPU_REVERT=$r train_rate "fb15k-237-rocone-d1600-tf32-revert-${r//,/+}" --train "$out/fb-train.arrow" --preset fb15k-237 --matmul tf32
 		ROCONE_GPU_REVERT=$r train_rate "fb15k-237-cone-d800-revert-${r//,/+}" --train "$out/fb-train.arrow" --preset fb15k-237 --model cone --dim 800
 		;;
