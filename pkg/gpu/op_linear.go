@@ -343,9 +343,9 @@ const maxCostSplits = 16
 // block (gemmTileWarps). The fit above had 8 or more (one 128×128 block; four 64×64
 // ones); a lone 64×64 block has 2 warps in FP32 and 4 in TF32, and the step's profiles
 // at `bf5d4b1` timed such launches at 4.4 TFLOP/s (FP32, `cone`'s 800-wide layers, a
-// quarter of the rate the model gave them) and 23–25 (TF32), where 128×128 tiles split
-// K ways ran at 25–27 and 60–64 on the same layers. Turned back (Reverts.GemmWarps), the
-// model leaves that scale out, as before.
+// quarter of the rate the model gave them) and 23–25 (TF32), where 128×128 tiles, split,
+// ran at 25–27 and 60–64 in the same steps. Turned back (Reverts.GemmWarps), the model
+// leaves that scale out, as before.
 func (d *Device) gemmCost(M, N, K, sms, tile, S int) float64 {
 	perSM, slower := 40e12/132, 1.19
 	if d.tf32 {
