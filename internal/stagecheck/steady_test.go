@@ -56,12 +56,12 @@ func TestSteadyRate(t *testing.T) {
 		return strings.TrimSpace(string(out)), err
 	}
 	for _, c := range []struct{ warm, want string }{
-		// Steps 2 … 9 less step 5: 7 steps of 10 ms; the last step 9 ends at 0.33 s.
-		{"2", "0.010000000 7 1 0.330000000 9"},
+		// Steps 2 … 9 less step 5 (0.2 s): 7 steps of 10 ms; the last step 9 ends at 0.33 s.
+		{"2", "0.010000000 7 1 0.330000000 9 0.200000"},
 		// From step 1: the same, 8 steps.
-		{"1", "0.010000000 8 1 0.330000000 9"},
+		{"1", "0.010000000 8 1 0.330000000 9 0.200000"},
 		// Past the drop: nothing left out.
-		{"7", "0.010000000 3 0 0.330000000 9"},
+		{"7", "0.010000000 3 0 0.330000000 9 0.000000"},
 	} {
 		if got, err := rate(log(-1), c.warm); err != nil || got != c.want {
 			t.Errorf("WARM %s: %q, %v; want %q", c.warm, got, err, c.want)

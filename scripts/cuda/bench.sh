@@ -48,12 +48,12 @@ train_rate() {
 	if ! "$bin/metrics" curves --csv "$out/$name-log.csv" "$out/$name-log.arrow" >/dev/null 2>>"$log"; then
 		echo "$name: metrics curves FAILED"; tail -5 "$log"; return 1
 	fi
-	local per counted dropped last lastStep
-	read -r per counted dropped last lastStep < <(steady_rate "$out/$name-log.csv" "$warm") || { echo "$name: no steady rate"; return 1; }
-	awk -v name="$name" -v steps="$steps" -v warm="$warm" -v s="$per" -v dropped="$dropped" -v last="$last" -v lastStep="$lastStep" '
+	local per counted dropped last lastStep droppedS
+	read -r per counted dropped last lastStep droppedS < <(steady_rate "$out/$name-log.csv" "$warm") || { echo "$name: no steady rate"; return 1; }
+	awk -v name="$name" -v steps="$steps" -v warm="$warm" -v s="$per" -v dropped="$dropped" -v droppedS="$droppedS" -v last="$last" -v lastStep="$lastStep" '
 		/GPU updates/ {gpu=$5+0} /^  sampling/ {smp=$4+0}
-		END { printf "%-28s %8.1f ms/step  (%5.1f steps/s, steps %d-%d less %d lr drops)  300k steps: %.2f h;  whole loop %.1f ms/step (GPU wait %.1fs, sampling waited for %.1fs, of %.2fs)\n",
-				name, 1000*s, 1/s, warm, lastStep, dropped, s*300000/3600, 1000*last/steps, gpu, smp, last }' "$log" |
+		END { printf "%-28s %8.1f ms/step  (%5.1f steps/s, steps %d-%d less %d lr drops of %.3fs)  300k steps: %.2f h;  whole loop %.1f ms/step (GPU wait %.1fs, sampling waited for %.1fs, of %.2fs)\n",
+				name, 1000*s, 1/s, warm, lastStep, dropped, droppedS, s*300000/3600, 1000*last/steps, gpu, smp, last }' "$log" |
 		tee -a "$out/rates.txt"
 }
 rm -f "$out/rates.txt"

@@ -108,7 +108,7 @@ if ! skip side; then
 		--checkpoint-every 0 --device cuda --checkpoint "$out/side-cone.arrow" --log "$out/side-cone-log.arrow" \
 		--overwrite >"$out/side-cone.txt" 2>&1 &&
 		"$bin/metrics" curves --csv "$out/side-cone-log.csv" "$out/side-cone-log.arrow" >/dev/null 2>>"$out/side-cone.txt"; then
-		read -r s _ dropped _ last < <(steady_rate "$out/side-cone-log.csv" 20)
+		read -r s _ dropped _ last _ < <(steady_rate "$out/side-cone-log.csv" 20)
 		awk -v s="$s" -v dropped="$dropped" -v last="$last" 'BEGIN {
 			printf "side by side: cone %.1f ms/step, %.1f steps/s (steps 20-%d less %d lr drops)\n", 1000 * s, 1 / s, last, dropped }' |
 			tee "$out/side-cone-rate.txt"
