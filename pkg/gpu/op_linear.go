@@ -192,24 +192,21 @@ func (d *Device) gemm(name string, M, N, K int, A *F32, lda int, B *F32, ldb int
 	// that is a multiple of 4.
 	aligned := func(b *F32, ld int) bool { return b.Ptr()%16 == 0 && ld%4 == 0 }
 	vec := func(b *F32, ld int) arg { return boolArg(aligned(b, ld)) }
-	// linear.cu: threads of 8×8 outputs; tf32.cu: 8 warps of 64×32 outputs (128×128
-	// tiles) or 4 of 32×32 (64×64), 2·tile threads either way. Aligned operands: the
-	// pipelined kernels (cp.async), which copy only whole 16-byte chunks (FP32: dW and dX,
-	// which have k-major operands to copy; TF32: all three).
-	threads := tile * tile / 64
+	// Aligned operands: the pipelined kernels (cp.async), which copy only whole 16-byte
+	// chunks (FP32: dW and dX, which have k-major operands to copy; TF32: all three).
 	pipe := !d.regStaged && aligned(A, lda) && aligned(B, ldb)
 	switch {
 	case d.tf32 && pipe:
-		name, threads = "gemm_tf32_pipe_"+layout, 2*tile
+		name = "gemm_tf32_pipe_" + layout
 	case d.tf32:
-		name, threads = "gemm_tf32_"+layout, 2*tile
+		name = "gemm_tf32_" + layout
 	case pipe && layout != "nt":
 		name = "gemm_pipe_" + layout
 	}
 	if tile == 64 {
 		name += "_64"
 	}
-	block := [3]int{threads, 1, 1}
+	block := [3]int{d.gemmTileThreads(tile), 1, 1}
 	grid := [3]int{ceilDiv(N, tile), min(ceilDiv(M, tile), d.gridY), 1}
 	// Split-K: slices of kSplit (a multiple of the kernels' 8), one grid layer each, into
 	// the workspace W [S][M][N]; gemm_splitk_sum adds them up into C, or each tile's last
@@ -340,7 +337,7 @@ const maxCostSplits = 16
 //
 // An SM reaches those rates only with enough warps resident to cover the main loop's
 // latencies: the rate is scaled by min(1, n·warps/8) for a tile of that many warps a
-// block (gemmTileWarps). The fit above had 8 or more (one 128×128 block; four 64×64
+// block (gemmTileThreads/32). The fit above had 8 or more (one 128×128 block; four 64×64
 // ones); a lone 64×64 block has 2 warps in FP32 and 4 in TF32, and the step's profiles
 // at `bf5d4b1` timed such launches at 4.4 TFLOP/s (FP32, `cone`'s 800-wide layers, a
 // quarter of the rate the model gave them) and 23–25 (TF32), where 128×128 tiles, split,
@@ -357,7 +354,7 @@ func (d *Device) gemmCost(M, N, K, sms, tile, S int) float64 {
 	blocks := ceilDiv(M, tile) * ceilDiv(N, tile) * S
 	n := ceilDiv(blocks, sms)
 	if !d.reverts.GemmWarps {
-		perSM *= min(1, float64(n*d.gemmTileWarps(tile))/8)
+		perSM *= min(1, float64(n*d.gemmTileThreads(tile)/32)/8)
 	}
 	t := float64(n) * 2 * float64(tile*tile) * float64(ceilDiv(K, S)) / perSM
 	if S > 1 {
@@ -366,13 +363,14 @@ func (d *Device) gemmCost(M, N, K, sms, tile, S int) float64 {
 	return t
 }
 
-// gemmTileWarps is the warps of one block of the GEMM kernels with tile×tile tiles: FP32,
-// tile²/64 threads of 8×8 outputs (linear.cu); TF32, 2·tile threads (tf32.cu).
-func (d *Device) gemmTileWarps(tile int) int {
+// gemmTileThreads is the threads of one block of the register-tiled GEMM kernels with
+// tile×tile tiles: FP32, tile²/64 threads of 8×8 outputs (linear.cu); TF32, 2·tile: 8
+// warps of 64×32 outputs for 128×128 tiles, 4 of 32×32 for 64×64 (tf32.cu).
+func (d *Device) gemmTileThreads(tile int) int {
 	if d.tf32 {
-		return 2 * tile / 32
+		return 2 * tile
 	}
-	return tile * tile / 64 / 32
+	return tile * tile / 64
 }
 
 // The GEMM tiles (Device.gemmTile): chosen by shape, the register-tiled kernels' two, or

@@ -104,7 +104,7 @@ func TestGemmWarps(t *testing.T) {
 // FuzzParseReverts: any value of $ROCONE_GPU_REVERT is read or refused (with nothing
 // reverted), never a panic; a value read prints back (String) to one that reads the same.
 func FuzzParseReverts(f *testing.F) {
-	for _, s := range []string{"", "etab", "gemm-cost, stacked", "etab,etab", ",,", "gemm-cost,etab,stacked", "x"} {
+	for _, s := range []string{"", "etab", "gemm-cost, stacked", "etab,etab", ",,", "gemm-cost,etab,stacked", "gemm-warps,etab", "x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

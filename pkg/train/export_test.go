@@ -10,4 +10,5 @@ var (
 	LogCurves       = logCurves
 	SameCheckpoints = sameCheckpoints
 	SameRows        = sameRows
+	NewAdamAfter10  = newAdamAfterStep10
 )

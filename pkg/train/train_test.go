@@ -187,28 +187,36 @@ func TestResumeBitIdentical(t *testing.T) {
 // after step 10 (then 15.0) and lr/25 after step 15 (then 22.5); the validation interval
 // 6 becomes 24 at step 2·20//3 = 13, so validation after steps 6 and 12, and the final one
 // after 19.
-func TestScheduleInRun(t *testing.T) {
-	train, valid := files(t)
-	dir := t.TempDir()
-	cfg := tinyConfig("rocone")
-	opts := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "c.arrow"), Log: filepath.Join(dir, "l.arrow"), StopAfter: 11}
-	run(t, cfg, opts)
-	ck, err := artifact.ReadCheckpoint(opts.Checkpoint)
+// newAdamAfterStep10 checks the checkpoint written after step 10 of a tiny run (Steps 20),
+// whose learning-rate drop made a new Adam: 11 steps done, Adam's step 0, learning rate
+// lr, warm_up_steps 15, and every moment zero.
+func newAdamAfterStep10(t *testing.T, path string, lr float64) {
+	t.Helper()
+	ck, err := artifact.ReadCheckpoint(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ck.Meta.Step != 11 || ck.Meta.AdamStep != 0 || ck.Meta.LR != cfg.LR/5 || ck.Meta.WarmUpSteps != 15 {
+	if ck.Meta.Step != 11 || ck.Meta.AdamStep != 0 || ck.Meta.LR != lr || ck.Meta.WarmUpSteps != 15 {
 		t.Fatalf("after step 10: step %d adam_step %d lr %g warm_up %g; want 11, 0 (a new Adam), %g, 15",
-			ck.Meta.Step, ck.Meta.AdamStep, ck.Meta.LR, ck.Meta.WarmUpSteps, cfg.LR/5)
+			ck.Meta.Step, ck.Meta.AdamStep, ck.Meta.LR, ck.Meta.WarmUpSteps, lr)
 	}
 	for _, tn := range ck.Tensors {
 		if tn.Role != artifact.RoleParam && slices.ContainsFunc(tn.Values, func(x float32) bool { return x != 0 }) {
 			t.Fatalf("%s of %s is not zero after the reset", tn.Role, tn.Name)
 		}
 	}
+}
+
+func TestScheduleInRun(t *testing.T) {
+	train, valid := files(t)
+	dir := t.TempDir()
+	cfg := tinyConfig("rocone")
+	opts := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "c.arrow"), Log: filepath.Join(dir, "l.arrow"), StopAfter: 11}
+	run(t, cfg, opts)
+	newAdamAfterStep10(t, opts.Checkpoint, cfg.LR/5)
 	opts.StopAfter = 0
 	resume(t, cfg.Steps, opts)
-	ck, err = artifact.ReadCheckpoint(opts.Checkpoint)
+	ck, err := artifact.ReadCheckpoint(opts.Checkpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
