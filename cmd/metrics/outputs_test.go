@@ -77,6 +77,11 @@ func TestOutputs(t *testing.T) {
 func TestStdoutIsAnOutput(t *testing.T) {
 	f := outfiletest.Make(t)
 	patterns := []string{"patterns", "--checkpoint", f.Checkpoint, "--data", f.Data}
+	results := filepath.Join(f.Dir, "results")
+	if err := os.CopyFS(results, os.DirFS(filepath.Join("..", "..", "results"))); err != nil {
+		t.Fatal(err)
+	}
+	entry := filepath.Join(results, "fb15k-237", "rocone", "seed0-20k-steps-h200")
 	outfiletest.RunRedirects(t, f.Dir, []outfiletest.Redirect{
 		outfiletest.R("table >> a ranks file", []string{f.Ranks}, ">> "+f.Ranks, 1, "the table on - (stdout) is the same file as ranks file "+f.Ranks),
 		outfiletest.R("table 1<> the log", []string{"--log", f.TrainLog, "--plot", filepath.Join(f.Dir, "p.svg"), f.Ranks}, "1<> "+f.TrainLog, 1,
@@ -88,6 +93,10 @@ func TestStdoutIsAnOutput(t *testing.T) {
 		outfiletest.R("table, stdout closed", []string{f.Ranks}, ">&-", 1, "standard output is closed"),
 		outfiletest.R("patterns >> the checkpoint", patterns, ">> "+f.Checkpoint, 1, "the report on - (stdout) is the same file as --checkpoint "+f.Checkpoint),
 		outfiletest.R("patterns > /dev/full", patterns, "> /dev/full", 1, "metrics: writing standard output"),
+		outfiletest.R("results >> an entry's metrics", []string{"results", results}, ">> "+filepath.Join(entry, "metrics.arrow"), 1,
+			"the report on - (stdout) is the same file as results entry file "+filepath.Join(entry, "metrics.arrow")),
+		outfiletest.R("results >> an entry's run.json", []string{"results", results}, ">> "+filepath.Join(entry, "run.json"), 1,
+			"the report on - (stdout) is the same file as results entry file "+filepath.Join(entry, "run.json")),
 		outfiletest.R("table and -o to /dev/null", []string{"--resamples", "0", "-o", "/dev/null", f.Ranks}, "> /dev/null", 0, ""),
 	}, filepath.Join(f.Dir, "t.txt"))
 }

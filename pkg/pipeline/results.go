@@ -76,15 +76,6 @@ func Results(cfg ResultsConfig, w io.Writer) error {
 	if len(cfg.Dirs) == 0 {
 		return errors.New("no results folder given")
 	}
-	if cfg.Readme != "" {
-		// Read and rewritten in place: a regular file, claimed for the run as every
-		// file output is (outfile.Claim).
-		release, err := outfile.Claim(nil, []outfile.Path{{Flag: "--readme", Path: cfg.Readme, File: true}})
-		if err != nil {
-			return err
-		}
-		defer release()
-	}
 	var dirs []string
 	for _, root := range cfg.Dirs {
 		found, err := findEntries(root)
@@ -97,6 +88,24 @@ func Results(cfg ResultsConfig, w io.Writer) error {
 	if i := firstDuplicate(dirs); i >= 0 {
 		return fmt.Errorf("results entry %s is given twice", dirs[i])
 	}
+	// The entries' files are the inputs (found by name, none read yet). The output is
+	// stdout, or the --readme, which is read and rewritten in place: a regular file,
+	// claimed for the run as every file output is (outfile.Claim).
+	var inputs []outfile.Path
+	for _, d := range dirs {
+		for _, name := range []string{RunRecordFile, ResultMetricsFile, ResultLogFile} {
+			inputs = append(inputs, outfile.Path{Flag: "results entry file", Path: filepath.Join(d, name)})
+		}
+	}
+	output := outfile.Path{Flag: "the report on", Path: "-"}
+	if cfg.Readme != "" {
+		output = outfile.Path{Flag: "--readme", Path: cfg.Readme, File: true}
+	}
+	release, err := outfile.Claim(inputs, []outfile.Path{output})
+	if err != nil {
+		return err
+	}
+	defer release()
 	entries := make([]resultEntry, 0, len(dirs))
 	for _, d := range dirs {
 		e, err := readEntry(d)

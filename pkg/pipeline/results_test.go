@@ -282,6 +282,45 @@ func TestResultsReadme(t *testing.T) {
 	}
 }
 
+// TestResultsReadmeIsAnEntryFile: a --readme that is one of the entries' own files is
+// refused before any is read, even one that holds the markers (a run.json whose notes
+// quote them), and the entry is left as it was.
+func TestResultsReadmeIsAnEntryFile(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS(filepath.Join("..", "..", "results"))); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := findEntries(root)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("no entries copied: %v", err)
+	}
+	run := filepath.Join(entries[0], RunRecordFile)
+	rec, err := readRunRecord(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Notes = "the README's block: " + ResultsBegin + " … " + ResultsEnd
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // the markers as they are, not \u003c…
+	enc.Encode(rec)
+	doc := buf.Bytes()
+	if err := os.WriteFile(run, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "README.md")
+	os.Symlink(run, link)
+	for _, readme := range []string{run, link} {
+		err := Results(ResultsConfig{Dirs: []string{root}, Readme: readme}, io.Discard)
+		if want := "--readme " + readme + " is the same file as results entry file " + run; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--readme %s: %v, want %q", readme, err, want)
+		}
+		if b, _ := os.ReadFile(run); !bytes.Equal(b, doc) {
+			t.Fatalf("--readme %s: the refused run changed %s", readme, run)
+		}
+	}
+}
+
 // FuzzRunRecord: any run.json is read into a record that says how its run was made (the
 // fields readEntry relies on set), or refused with an error naming the file; never a panic.
 func FuzzRunRecord(f *testing.F) {
