@@ -17,8 +17,9 @@ import (
 func init() { outfiletest.Hook(main) }
 
 // TestOutputs: -o, --plot and --curves over an input (a ranks file, the --log) or over
-// each other are refused before any work (exit status 1, both flags and paths named, no
-// file changed); a plot to a device is written in place.
+// each other, or a plot in a format not drawn, are refused before any work (exit status
+// 1, the flag and path named, no file changed or made, nothing printed); a plot to a
+// device is written in place.
 func TestOutputs(t *testing.T) {
 	f := outfiletest.Make(t)
 	os.Symlink("ranks.arrow", filepath.Join(f.Dir, "link.arrow"))
@@ -36,13 +37,23 @@ func TestOutputs(t *testing.T) {
 		{"--curves is --log", []string{"--log", f.TrainLog, "--curves", f.TrainLog, f.Ranks}, 1, "metrics: --curves " + f.TrainLog + " is the same file as --log " + f.TrainLog},
 		{"-o is --log", []string{"-o", f.TrainLog, "--log", f.TrainLog, "--curves", plot, f.Ranks}, 1, "metrics: -o " + f.TrainLog + " is the same file as --log " + f.TrainLog},
 		{"--curves is --plot", []string{"--plot", plot, "--log", f.TrainLog, "--curves", plot, f.Ranks}, 1, "metrics: --curves " + plot + " is the same file as --plot " + plot},
+		{"--plot .jpg with -o", []string{"-o", out, "--plot", filepath.Join(f.Dir, "mrr.jpg"), f.Ranks}, 1,
+			"metrics: --plot " + filepath.Join(f.Dir, "mrr.jpg") + ": unsupported plot format \".jpg\" (want .png or .svg)"},
+		{"--curves .gif with -o and --plot", []string{"-o", out, "--plot", plot, "--log", f.TrainLog, "--curves", filepath.Join(f.Dir, "c.gif"), f.Ranks}, 1,
+			"metrics: --curves " + filepath.Join(f.Dir, "c.gif") + ": unsupported plot format \".gif\" (want .png or .svg)"},
+		{"curves --plot .gif with --csv", []string{"curves", "--csv", filepath.Join(f.Dir, "c.csv"), "--plot", filepath.Join(f.Dir, "c.gif"), f.TrainLog}, 1,
+			"metrics: --plot " + filepath.Join(f.Dir, "c.gif") + ": unsupported plot format"},
 		{"-o /dev/null", []string{"-o", "/dev/null", f.Ranks}, 0, ""},
 		{"-o /dev/full", []string{"-o", "/dev/full", f.Ranks}, 1, "metrics: /dev/full: no space left on device"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := outfiletest.Take(t, f.Dir)
-			outfiletest.Run(t, time.Minute, c.args...).Expect(t, c.code, c.want)
+			r := outfiletest.Run(t, time.Minute, c.args...)
+			r.Expect(t, c.code, c.want)
 			before.Unchanged(t)
+			if c.code != 0 && r.Stdout != "" {
+				t.Errorf("a failed run printed %d bytes on stdout", len(r.Stdout))
+			}
 		})
 	}
 	// A plot's format comes from its name: a named pipe plot.png gets a PNG, in place.

@@ -57,6 +57,9 @@ func Curves(cfg CurvesConfig, w io.Writer) error {
 		return err
 	}
 	defer release()
+	if err := checkPlotFlags(cfg.Plot, "--plot"); err != nil {
+		return err
+	}
 	logs := make([]curveLog, len(cfg.Logs))
 	for i, p := range cfg.Logs {
 		meta, rows, err := artifact.ReadTrainLog(p)
@@ -65,24 +68,35 @@ func Curves(cfg CurvesConfig, w io.Writer) error {
 		}
 		logs[i] = curveLog{path: p, meta: meta, rows: rows}
 	}
+	// Everything is made before anything is written, and the tables are printed last, so
+	// that a run that fails writes and prints nothing.
+	var tables bytes.Buffer
 	for _, l := range logs {
-		if err := writeCurveTables(w, l, cfg.Points); err != nil {
+		if err := writeCurveTables(&tables, l, cfg.Points); err != nil {
 			return err
 		}
 	}
+	var paths []string
+	var files []io.WriterTo
 	if cfg.CSV != "" {
 		var buf bytes.Buffer
 		if err := writeCurvesCSV(&buf, logs); err != nil {
 			return err
 		}
-		if err := outfile.WriteTo(cfg.CSV, &buf); err != nil {
-			return err
-		}
+		paths, files = append(paths, cfg.CSV), append(files, &buf)
 	}
 	if cfg.Plot != "" {
-		return PlotTrainLog(cfg.Logs[0], cfg.Plot)
+		img, err := drawTrainLog(logs[0].meta, logs[0].rows, cfg.Plot)
+		if err != nil {
+			return err
+		}
+		paths, files = append(paths, cfg.Plot), append(files, img)
 	}
-	return nil
+	if err := writeOutputs(paths, files); err != nil {
+		return err
+	}
+	_, err = w.Write(tables.Bytes())
+	return err
 }
 
 // lossWindow is the mean of the losses of the train rows of steps [From, To].

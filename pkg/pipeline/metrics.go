@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/report"
 	"github.com/rocone/rocone/pkg/shard"
 	"github.com/rocone/rocone/pkg/train"
@@ -167,6 +169,9 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 		return err
 	}
 	defer release()
+	if err := checkPlotFlags(cfg.Plot, "--plot", cfg.CurvePlot, "--curves"); err != nil {
+		return err
+	}
 	all, err := readRanksRuns(cfg.Ranks)
 	if err != nil {
 		return err
@@ -227,6 +232,35 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 	if label == "" {
 		label = first.Model
 	}
+	// Everything is made before anything is written, and the table is printed last, so
+	// that a run that fails writes and prints nothing.
+	var table bytes.Buffer
+	fmt.Fprintf(&table, "%s %s, %s, %d seed(s): %s\n\n", first.Dataset, first.Split, first.Model, len(runs), strings.Join(cfg.Ranks, " "))
+	compare := cfg.Compare
+	if _, err := report.PublishedResults(first.Dataset); compare && err != nil {
+		fmt.Fprintf(&table, "(--compare: %v)\n\n", err)
+		compare = false
+	}
+	if err := report.WriteMarkdown(&table, agg, report.TableOptions{Label: label, Compare: compare, Dataset: first.Dataset}); err != nil {
+		return err
+	}
+	var plots []string
+	var images []io.WriterTo
+	if cfg.Plot != "" {
+		img, err := report.DrawMRR(cfg.Plot, agg, report.BarOptions{Compare: compare, Dataset: first.Dataset, Model: first.Model, Label: label,
+			Title: fmt.Sprintf("%s %s: MRR per type", first.Dataset, first.Split)})
+		if err != nil {
+			return err
+		}
+		plots, images = append(plots, cfg.Plot), append(images, img)
+	}
+	if tlog != nil {
+		img, err := drawTrainLog(tlog.meta, tlog.rows, cfg.CurvePlot)
+		if err != nil {
+			return err
+		}
+		plots, images = append(plots, cfg.CurvePlot), append(images, img)
+	}
 	if cfg.Output != "" {
 		meta := artifact.MetricsMeta{Dataset: first.Dataset, Model: first.Model, Split: first.Split,
 			Runs: cfg.Ranks, Resamples: agg.Resamples, Level: agg.Level,
@@ -239,25 +273,37 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(w, "%s %s, %s, %d seed(s): %s\n\n", first.Dataset, first.Split, first.Model, len(runs), strings.Join(cfg.Ranks, " "))
-	compare := cfg.Compare
-	if _, err := report.PublishedResults(first.Dataset); compare && err != nil {
-		fmt.Fprintf(w, "(--compare: %v)\n\n", err)
-		compare = false
-	}
-	if err := report.WriteMarkdown(w, agg, report.TableOptions{Label: label, Compare: compare, Dataset: first.Dataset}); err != nil {
+	if err := writeOutputs(plots, images); err != nil {
 		return err
 	}
-	if cfg.Plot != "" {
-		if err := report.PlotMRR(cfg.Plot, agg, report.BarOptions{Compare: compare, Dataset: first.Dataset, Model: first.Model, Label: label,
-			Title: fmt.Sprintf("%s %s: MRR per type", first.Dataset, first.Split)}); err != nil {
-			return err
+	_, err = w.Write(table.Bytes())
+	return err
+}
+
+// checkPlotFlags refuses, before any work, a plot flag whose file name says no format
+// we draw (pairs of path and flag; an empty path is no plot).
+func checkPlotFlags(pathsAndFlags ...string) error {
+	for i := 0; i < len(pathsAndFlags); i += 2 {
+		if p := pathsAndFlags[i]; p != "" {
+			if err := report.CheckPlotFormat(p); err != nil {
+				return fmt.Errorf("%s %s: %w", pathsAndFlags[i+1], p, err)
+			}
 		}
 	}
-	if tlog != nil {
-		return plotTrainLog(tlog.meta, tlog.rows, cfg.CurvePlot)
-	}
 	return nil
+}
+
+// writeOutputs writes what a stage made (drawn plots, a CSV) to their paths, all or
+// (where one fails before the commits) none.
+func writeOutputs(paths []string, outputs []io.WriterTo) error {
+	return outfile.WriteAll(paths, func(ws []io.Writer) error {
+		for i, o := range outputs {
+			if _, err := o.WriteTo(ws[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // trainLog is a train log as read.
@@ -339,17 +385,10 @@ func runConfigDiff(a, b string) ([]string, error) {
 	return diff, nil
 }
 
-// PlotTrainLog draws the loss curves (per pool) and the valid MRR curves (the papers' two
-// averages, or every type when they are absent) of a train-log artifact.
-func PlotTrainLog(logPath, plotPath string) error {
-	meta, rows, err := artifact.ReadTrainLog(logPath)
-	if err != nil {
-		return err
-	}
-	return plotTrainLog(meta, rows, plotPath)
-}
-
-func plotTrainLog(meta artifact.TrainLogMeta, rows []artifact.TrainLogRow, plotPath string) error {
+// drawTrainLog draws the loss curves (per pool) and the valid MRR curves (the papers' two
+// averages, or every type when they are absent) of a train-log artifact, in plotPath's
+// format; nothing is written.
+func drawTrainLog(meta artifact.TrainLogMeta, rows []artifact.TrainLogRow, plotPath string) (io.WriterTo, error) {
 	var tl report.TrainingLog
 	path := report.Series{Name: "path pool"}
 	other := report.Series{Name: "other pool"}
@@ -387,7 +426,7 @@ func plotTrainLog(meta artifact.TrainLogMeta, rows []artifact.TrainLogRow, plotP
 			tl.Valid = append(tl.Valid, *s)
 		}
 	}
-	return report.PlotTraining(plotPath, tl, report.CurveOptions{Title: fmt.Sprintf("%s, %s: training", meta.Dataset, meta.Model)})
+	return report.DrawTraining(plotPath, tl, report.CurveOptions{Title: fmt.Sprintf("%s, %s: training", meta.Dataset, meta.Model)})
 }
 
 func metricsRows(a *report.Aggregate) []artifact.MetricsRow {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"path/filepath"
 	"strings"
@@ -25,13 +26,20 @@ const PNGDPI = 150
 
 // plotFormat returns path's image format, chosen by its extension: "png" or "svg" (any
 // case).
-func plotFormat(path string) (string, error) {
-	switch ext := strings.ToLower(filepath.Ext(path)); ext {
-	case ".png", ".svg":
-		return ext[1:], nil
-	default:
-		return "", fmt.Errorf("report: %s: unsupported plot format %q (want .png or .svg)", path, ext)
+// CheckPlotFormat refuses a plot path whose name does not say .png or .svg, so that a
+// stage can check its plot flags before any work. The error does not repeat the path.
+func CheckPlotFormat(path string) error {
+	if ext := strings.ToLower(filepath.Ext(path)); ext != ".png" && ext != ".svg" {
+		return fmt.Errorf("unsupported plot format %q (want .png or .svg)", ext)
 	}
+	return nil
+}
+
+func plotFormat(path string) (string, error) {
+	if err := CheckPlotFormat(path); err != nil {
+		return "", fmt.Errorf("report: %s: %w", path, err)
+	}
+	return strings.ToLower(filepath.Ext(path))[1:], nil
 }
 
 // newCanvas returns a canvas for path's format.
@@ -46,12 +54,12 @@ func newCanvas(path string, w, h vg.Length) (vg.CanvasWriterTo, error) {
 	return vgsvg.New(w, h), nil
 }
 
-// savePlots draws the plots stacked vertically on one canvas, their data areas aligned, and
-// writes it to path atomically.
-func savePlots(path string, w, h vg.Length, plots ...*plot.Plot) error {
+// drawPlots draws the plots stacked vertically on one canvas, their data areas aligned,
+// in path's format; nothing is written.
+func drawPlots(path string, w, h vg.Length, plots ...*plot.Plot) (io.WriterTo, error) {
 	c, err := newCanvas(path, w, h)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dc := draw.New(c)
 	if len(plots) == 1 {
@@ -67,7 +75,15 @@ func savePlots(path string, w, h vg.Length, plots ...*plot.Plot) error {
 			p.Draw(canvases[i][0])
 		}
 	}
-	return writeAtomic(path, c)
+	return c, nil
+}
+
+// save writes an image drawn for path to path atomically.
+func save(path string, img io.WriterTo, err error) error {
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, img)
 }
 
 // BarOptions control [PlotMRR].
@@ -119,25 +135,32 @@ func categories(a *Aggregate) []category {
 // (none when the bootstrap was off). With opt.Compare the published values are a second
 // group of bars.
 func PlotMRR(path string, a *Aggregate, opt BarOptions) error {
+	img, err := DrawMRR(path, a, opt)
+	return save(path, img, err)
+}
+
+// DrawMRR is [PlotMRR] without the writing: the image in path's format, for a stage that
+// writes all its outputs once all are made.
+func DrawMRR(path string, a *Aggregate, opt BarOptions) (io.WriterTo, error) {
 	if _, err := plotFormat(path); err != nil {
-		return err
+		return nil, err
 	}
 	if opt.Metric < MRR || opt.Metric > Hits10 {
-		return fmt.Errorf("report: unknown metric %d", int(opt.Metric))
+		return nil, fmt.Errorf("report: unknown metric %d", int(opt.Metric))
 	}
 	cats := categories(a)
 	if len(cats) == 0 {
-		return errors.New("report: nothing to plot")
+		return nil, errors.New("report: nothing to plot")
 	}
 	var pub *Published
 	if opt.Compare {
 		if opt.Metric != MRR {
-			return fmt.Errorf("report: published results are MRR only, cannot compare %s", opt.Metric)
+			return nil, fmt.Errorf("report: published results are MRR only, cannot compare %s", opt.Metric)
 		}
 		model := cmp.Or(opt.Model, "RoConE")
 		p, err := LookupPublished(opt.Dataset, model)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		pub = &p
 	}
@@ -190,7 +213,7 @@ func PlotMRR(path string, a *Aggregate, opt BarOptions) error {
 	p.Add(ours)
 	p.Legend.Add(label, ours)
 	if err := errs.addTo(p); err != nil {
-		return err
+		return nil, err
 	}
 
 	// Published.
@@ -219,7 +242,7 @@ func PlotMRR(path string, a *Aggregate, opt BarOptions) error {
 		p.Add(pb)
 		p.Legend.Add(pub.Label(), pb)
 		if err := perrs.addTo(p); err != nil {
-			return err
+			return nil, err
 		}
 	}
 
@@ -250,7 +273,7 @@ func PlotMRR(path string, a *Aggregate, opt BarOptions) error {
 	if w <= 0 || h <= 0 {
 		w, h = 10*vg.Inch, 4*vg.Inch
 	}
-	return savePlots(path, w, h, p)
+	return drawPlots(path, w, h, p)
 }
 
 // bars is a bar plotter whose bar positions and widths are in data units, so that groups
@@ -354,8 +377,14 @@ type CurveOptions struct {
 // no data), and writes the image to path (.png or .svg) atomically. Points whose value is not
 // finite are left out.
 func PlotTraining(path string, log TrainingLog, opt CurveOptions) error {
+	img, err := DrawTraining(path, log, opt)
+	return save(path, img, err)
+}
+
+// DrawTraining is [PlotTraining] without the writing: the image in path's format.
+func DrawTraining(path string, log TrainingLog, opt CurveOptions) (io.WriterTo, error) {
 	if _, err := plotFormat(path); err != nil {
-		return err
+		return nil, err
 	}
 	maxPts := opt.MaxPoints
 	if maxPts == 0 {
@@ -382,14 +411,14 @@ func PlotTraining(path string, log TrainingLog, opt CurveOptions) error {
 		for i, s := range all {
 			xy, err := curve(s, maxPts, opt.LogLoss)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if len(xy) == 0 {
 				continue
 			}
 			l, err := plotter.NewLine(xy)
 			if err != nil {
-				return fmt.Errorf("report: %s: %w", s.Name, err)
+				return nil, fmt.Errorf("report: %s: %w", s.Name, err)
 			}
 			l.Color = plotutil.Color(i)
 			l.Width = vg.Points(1)
@@ -402,7 +431,7 @@ func PlotTraining(path string, log TrainingLog, opt CurveOptions) error {
 			n++
 		}
 		if n == 0 {
-			return errors.New("report: training log: no finite loss to plot")
+			return nil, errors.New("report: training log: no finite loss to plot")
 		}
 		p.Add(plotter.NewGrid())
 		panels = append(panels, p)
@@ -421,7 +450,7 @@ func PlotTraining(path string, log TrainingLog, opt CurveOptions) error {
 		for i, s := range log.Valid {
 			xy, err := curve(s, maxPts, false)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if len(xy) == 0 {
 				continue
@@ -431,7 +460,7 @@ func PlotTraining(path string, log TrainingLog, opt CurveOptions) error {
 			}
 			l, pts, err := plotter.NewLinePoints(xy)
 			if err != nil {
-				return fmt.Errorf("report: %s: %w", s.Name, err)
+				return nil, fmt.Errorf("report: %s: %w", s.Name, err)
 			}
 			l.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
 			pts.Shape = plotutil.Shape(i)
@@ -440,19 +469,19 @@ func PlotTraining(path string, log TrainingLog, opt CurveOptions) error {
 			n++
 		}
 		if n == 0 {
-			return errors.New("report: training log: no finite validation MRR to plot")
+			return nil, errors.New("report: training log: no finite validation MRR to plot")
 		}
 		p.Add(plotter.NewGrid())
 		panels = append(panels, p)
 	}
 	if len(panels) == 0 {
-		return errors.New("report: training log is empty")
+		return nil, errors.New("report: training log is empty")
 	}
 	w, h := opt.Width, opt.Height
 	if w <= 0 || h <= 0 {
 		w, h = 8*vg.Inch, vg.Length(len(panels))*3*vg.Inch
 	}
-	return savePlots(path, w, h, panels...)
+	return drawPlots(path, w, h, panels...)
 }
 
 // curve returns a series' finite points (positive ones only when positive is set), averaged
