@@ -15,8 +15,9 @@ import (
 // checkpoint and the log, and refuses what mixes KGs or runs, naming both files: a
 // --valid file of another KG of the same name and counts (two id-only KGs that differ in
 // one fact), a resume on a train file of another KG, a resume into the log of a run of
-// the same configuration on another train file. Each exits 1 with one message and
-// changes no file.
+// the same configuration on another train file, a new run (or --auto-resume's) over the
+// checkpoint or log of a run of the same configuration on another KG or train file. Each
+// exits 1 with one message and changes no file.
 func TestLineage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
@@ -51,6 +52,12 @@ func TestLineage(t *testing.T) {
 			[]string{"train: " + l.TestOnOther + ": queries of another KG (digest ", ") than " + l.Train + " (", "though dataset and counts agree"}},
 		{"resume on a train file of another KG", []string{"--train", l.TrainOnOther, "--resume", "--steps", "4", "--seed", "1", "--checkpoint", m1},
 			[]string{"train: " + l.TrainOnOther + ": queries of another KG (digest ", ") than the one the checkpoint " + m1 + " was trained on"}},
+		{"a new run over the checkpoint of another KG", []string{"--train", l.Train, "--steps", "2", "--seed", "1", "--checkpoint", onOther},
+			[]string{"train: --checkpoint " + onOther + " holds the checkpoint of another run (on another KG: digest ", "give --overwrite to replace it"}},
+		{"a new run over the log of other train queries", []string{"--train", l.OtherTrain, "--steps", "2", "--seed", "1", "--checkpoint", filepath.Join(run, "new.arrow"), "--log", log1},
+			[]string{"train: --log " + log1 + " holds the train log of another run (on other train queries: fingerprint ", "give --overwrite to replace it"}},
+		{"--auto-resume over the checkpoint of another KG", []string{"--train", l.Train, "--auto-resume", "--steps", "2", "--seed", "1", "--checkpoint", onOther},
+			[]string{"train: --checkpoint " + onOther + " holds the checkpoint of another run (on another KG: digest "}},
 		{"resume into the log of another train file", []string{"--train", l.TrainOnOther, "--resume", "--steps", "4", "--seed", "1", "--checkpoint", onOther, "--log", log1},
 			[]string{"train: " + log1 + " is the log of a run on another KG or train file", "than the checkpoint " + onOther + "'s"}},
 	} {

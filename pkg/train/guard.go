@@ -33,17 +33,19 @@ func Diff(a, b Config, except ...string) []string {
 
 // checkOverwrite refuses, for a run that is not resumed and not told to overwrite, to
 // replace a checkpoint or train log that belongs to another run: a file there that is not
-// such an artifact, or one trained with another configuration (apart from ResumableKeys).
-// Replacing a run of the same configuration is allowed: it is the same run started again
-// (as the Makefile does when the train queries change), and is said on Progress. Only
-// regular files are checked: what is written to a device or a pipe replaces nothing.
-func checkOverwrite(cfg Config, opts Options) error {
+// such an artifact, or one trained with another configuration (apart from ResumableKeys),
+// on another KG or on other train queries (kg and fingerprint are this run's). Replacing a
+// run of the same configuration on the same queries is allowed: it is the same run started
+// again, and is said on Progress. Only regular files are checked: what is written to a
+// device or a pipe replaces nothing.
+func checkOverwrite(cfg Config, opts Options, kg, fingerprint string) error {
 	if opts.Resume || opts.Overwrite {
 		return nil
 	}
-	ckConfig := func(p string) (string, error) {
+	type lineage struct{ config, kg, fingerprint string }
+	ckLineage := func(p string) (lineage, error) {
 		m, err := artifact.ReadCheckpointMeta(p)
-		return m.Config, err
+		return lineage{m.Config, m.KGDigest, m.TrainFingerprint}, err
 	}
 	best := ""
 	if cfg.KeepBest {
@@ -51,14 +53,14 @@ func checkOverwrite(cfg Config, opts Options) error {
 	}
 	for _, out := range []struct {
 		flag, path, kind string
-		config           func(string) (string, error)
+		lineage          func(string) (lineage, error)
 	}{
-		{"--checkpoint", opts.Checkpoint, "checkpoint", ckConfig},
-		{"--partial", opts.Partial, "checkpoint", ckConfig},
-		{"--best", best, "checkpoint", ckConfig},
-		{"--log", opts.Log, "train log", func(p string) (string, error) {
+		{"--checkpoint", opts.Checkpoint, "checkpoint", ckLineage},
+		{"--partial", opts.Partial, "checkpoint", ckLineage},
+		{"--best", best, "checkpoint", ckLineage},
+		{"--log", opts.Log, "train log", func(p string) (lineage, error) {
 			m, _, err := artifact.ReadTrainLog(p)
-			return m.Config, err
+			return lineage{m.Config, m.KGDigest, m.TrainFingerprint}, err
 		}},
 	} {
 		if out.path == "" || out.path == "-" {
@@ -71,20 +73,29 @@ func checkOverwrite(cfg Config, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", out.flag, out.path, err)
 		}
-		js, err := out.config(out.path)
+		was, err := out.lineage(out.path)
 		if err != nil {
 			return fmt.Errorf("%s %s exists and is not a %s this run may replace (%v); give --overwrite to replace it, or choose another path", out.flag, out.path, out.kind, err)
 		}
-		saved, err := ParseConfig(js)
+		saved, err := ParseConfig(was.config)
 		if err != nil {
 			return fmt.Errorf("%s %s exists and its configuration does not read (%v); give --overwrite to replace it, or choose another path", out.flag, out.path, err)
 		}
-		if diff := Diff(saved, cfg, ResumableKeys...); len(diff) > 0 {
+		var other string
+		switch diff := Diff(saved, cfg, ResumableKeys...); {
+		case len(diff) > 0:
+			other = strings.Join(diff, ", ")
+		case was.kg != kg:
+			other = fmt.Sprintf("on another KG: digest %.12s, this run's %.12s", was.kg, kg)
+		case was.fingerprint != fingerprint:
+			other = fmt.Sprintf("on other train queries: fingerprint %s, this run's %s", was.fingerprint, fingerprint)
+		}
+		if other != "" {
 			return fmt.Errorf("%s %s holds the %s of another run (%s); give --overwrite to replace it, --resume to continue it, or choose another path",
-				out.flag, out.path, out.kind, strings.Join(diff, ", "))
+				out.flag, out.path, out.kind, other)
 		}
 		if opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, "replacing %s %s: the %s of an earlier run of the same configuration (--resume would continue it)\n", out.flag, out.path, out.kind)
+			fmt.Fprintf(opts.Progress, "replacing %s %s: the %s of an earlier run of the same configuration on the same train queries (--resume would continue it)\n", out.flag, out.path, out.kind)
 		}
 	}
 	return nil

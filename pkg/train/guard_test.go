@@ -122,7 +122,7 @@ func TestRunGuards(t *testing.T) {
 		})
 	}
 
-	// Allowed: the same configuration again (what Make does when the train queries change),
+	// Allowed: the same configuration on the same train queries again (a run started over),
 	// and another configuration with Overwrite.
 	var said bytes.Buffer
 	run(t, cfg, Options{Train: tr, Checkpoint: ck, Log: log, Progress: &said})

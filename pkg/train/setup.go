@@ -119,7 +119,7 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 		}
 		cfg.Dataset, cfg.NumEntities, cfg.NumRelations = tmeta.Dataset, tmeta.NumEntities, tmeta.NumRelations
 		t.cfg = cfg
-		if err := checkOverwrite(cfg, opts); err != nil {
+		if err := checkOverwrite(cfg, opts, tmeta.KGDigest, ts.fingerprint); err != nil {
 			return nil, err
 		}
 	}
