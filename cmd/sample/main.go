@@ -33,7 +33,7 @@ var dataFlags = []cli.Flag{
 }
 
 func source(c *cli.Context) sample.Source {
-	return sample.Source{Dir: c.String("data"), Format: kg.Format(c.String("format")), Dataset: c.String("dataset")}
+	return sample.Source{Dir: c.String("data"), Format: kg.Format(c.String("format")), Dataset: c.String("dataset"), Warnings: os.Stderr}
 }
 
 func logWriter(c *cli.Context) io.Writer {

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rocone/rocone/internal/outfiletest"
 	"github.com/rocone/rocone/pkg/artifact"
 )
 
@@ -28,6 +30,8 @@ func TestBadInputLeavesNothing(t *testing.T) {
 		{"impossible count", []string{"generate", "--data", "../../testdata/tiny", "--split", "test", "--types", "1p,3in", "--count", "3in=1000", "--max-answers", "1"}, []string{"sampling 3in", "--count"}},
 		{"unreadable pickle", []string{"import-betae", "--data", "../../testdata/tiny", "--split", "test", "--pickle", "../../testdata/bad-queries.pkl"}, []string{"bad-queries.pkl", "not a readable"}},
 		{"missing pickle", []string{"import-betae", "--data", "../../testdata/tiny", "--split", "test", "--pickle", "nope.pkl"}, []string{"nope.pkl"}},
+		{"pickle with no hard answer on the split", []string{"import-betae", "--data", "../../testdata/tiny", "--split", "test", "--pickle", "../../testdata/tiny-queries.pkl"},
+			[]string{"tiny-queries.pkl: none of its 54 queries has a hard answer on the test split of tiny", "another split or KG"}},
 		{"bad split", []string{"generate", "--data", "../../testdata/tiny", "--split", "dev"}, []string{`unknown split "dev"`}},
 	}
 	for _, tc := range tests {
@@ -75,11 +79,13 @@ func TestGenerateAndImport(t *testing.T) {
 	if counts["2p"] != 30 || counts["custom"] != 10 || counts["1p"] == 0 {
 		t.Errorf("counts %v", counts)
 	}
+	// testdata's pickle is no BetaE sample of tiny: on the valid split 4 of its 54 queries
+	// have a hard answer. All are imported, and the others are a warning that -q keeps.
 	imp := filepath.Join(dir, "imported.arrow")
-	if err := app().Run([]string{"sample", "import-betae", "--data", "../../testdata/tiny", "--split", "test", "-q",
-		"--pickle", "../../testdata/tiny-queries.pkl", "-o", imp}); err != nil {
-		t.Fatal(err)
-	}
+	r := outfiletest.Run(t, time.Minute, "import-betae", "--data", "../../testdata/tiny", "--split", "valid", "-q",
+		"--pickle", "../../testdata/tiny-queries.pkl", "-o", imp)
+	r.Expect(t, 0, "warning: ../../testdata/tiny-queries.pkl: 50 of its 54 queries have no hard answer on the valid split of tiny (1p 5 of 6, 2p 6 of 6,",
+		"is the pickle this split's and this KG's?")
 	if _, qs, err := artifact.ReadQueries(imp); err != nil || len(qs) != 54 {
 		t.Fatalf("imported %d queries, %v", len(qs), err)
 	}

@@ -150,6 +150,14 @@ func Rank(cfg RankConfig) error {
 	}
 	all := rows
 	rows, rq = rows[first:end], rq[first:end]
+	if !slices.ContainsFunc(rows, func(q artifact.Query) bool { return len(q.Hard) > 0 }) {
+		// A ranks file holds a row per hard answer: it would be empty, which no stage reads.
+		which := fmt.Sprintf("of its %d queries", len(rows))
+		if !cfg.Shard.Whole() {
+			which = fmt.Sprintf("of the %d queries of %s", len(rows), shardName(cfg.Shard))
+		}
+		return fmt.Errorf("%s: none %s has a hard answer, so there is nothing to rank (were they made for another split or KG?)", displayPath(cfg.Queries), which)
+	}
 	if cfg.Cones != "" {
 		if !cmeta.Shard.Whole() && cmeta.Shard != cfg.Shard {
 			return fmt.Errorf("%s holds the cones of shard %s of the queries, but this is %s: give the cones of the same --shard (or unsharded cones)",

@@ -40,6 +40,7 @@ type Options struct {
 	Seed       uint64
 	Workers    int       // 0 means every core
 	Log        io.Writer // progress and per-type statistics; nil for none
+	Warnings   io.Writer // warnings (a 1p count not met); nil: Log
 	// Shard, unless the whole, makes Generate sample shard i of n: of each type other than
 	// 1p, the attempt blocks b with b mod n == i, until the shard holds enough candidates
 	// (queries that pass every rule but "repeat", each the first of its kind in the shard)
@@ -165,7 +166,11 @@ func Generate(ctx context.Context, g *Graphs, opts Options, emit func(*Query) er
 		sm := &sampler{g: g, s: s, name: name, negation: negation, maxAnswers: maxAnswers}
 		switch {
 		case name == "1p":
-			st, err = writeLinks(g, maxAnswers, count, given[i], opts.Seed, opts.Log, opts.Shard, emit)
+			warn := opts.Warnings
+			if warn == nil {
+				warn = opts.Log
+			}
+			st, err = writeLinks(g, maxAnswers, count, given[i], opts.Seed, warn, opts.Shard, emit)
 		case opts.Shard.Whole():
 			st, err = sm.run(ctx, count, opts, emit)
 		default:
@@ -222,11 +227,11 @@ func hasNegationRule(s *query.Structure) bool {
 // not already on the small graph (BetaE's splits share no facts, so that is all of them);
 // easy answers are the small graph's tails. A count below the number of pairs keeps a
 // seeded random subset, in pair order; an explicit count (given) above the number of
-// pairs keeps them all, with a warning on log (nil: none).
+// pairs keeps them all, with a warning on warn (nil: none).
 //
 // A shard (sh not the whole) computes the same queries and writes its range of them: 1p
 // has no accept loop to share out, and a query costs a set difference.
-func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, log io.Writer, sh shard.Spec, emit func(*Query) error) (TypeStats, error) {
+func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, warn io.Writer, sh shard.Spec, emit func(*Query) error) (TypeStats, error) {
 	s := query.MustParse("('e',('r',))")
 	type pair struct {
 		head int32
@@ -246,8 +251,8 @@ func writeLinks(g *Graphs, maxAnswers, count int, given bool, seed uint64, log i
 			pairs = append(pairs, pair{h, i})
 		}
 	}
-	if given && count > len(pairs) && log != nil {
-		fmt.Fprintf(log, "warning: %s 1p: %d asked, but the split has only %d (head, relation) link pairs with at most %d answers: all of them are written\n",
+	if given && count > len(pairs) && warn != nil {
+		fmt.Fprintf(warn, "warning: %s 1p: %d asked, but the split has only %d (head, relation) link pairs with at most %d answers: all of them are written\n",
 			g.Split, count, len(pairs), maxAnswers)
 	}
 	if count >= 0 && count < len(pairs) {

@@ -19,10 +19,27 @@ type Source struct {
 	Dir     string
 	Format  kg.Format
 	Dataset string // the dataset's name in the artifact; default: the folder's name
+	// Warnings is where warnings go (rows dropped, a count not met, imported queries
+	// without a hard answer) whatever the progress log: a quiet run still says what it
+	// changed or doubts. Nil: the progress log.
+	Warnings io.Writer
 }
 
-// Load reads the dataset and reports its warnings to log (nil: nowhere).
+// warnings is where s's warnings go, given the progress log.
+func (s Source) warnings(log io.Writer) io.Writer {
+	switch {
+	case s.Warnings != nil:
+		return s.Warnings
+	case log != nil:
+		return log
+	}
+	return io.Discard
+}
+
+// Load reads the dataset and reports its format note to log (nil: nowhere) and its
+// warnings to s.Warnings (nil: log).
 func (s Source) Load(log io.Writer) (*kg.Dataset, error) {
+	warn := s.warnings(log)
 	if log == nil {
 		log = io.Discard
 	}
@@ -37,7 +54,7 @@ func (s Source) Load(log io.Writer) (*kg.Dataset, error) {
 		fmt.Fprintln(log, d.FormatNote)
 	}
 	for _, w := range d.Warnings {
-		fmt.Fprintln(log, "warning:", w)
+		fmt.Fprintln(warn, "warning:", w)
 	}
 	return d, nil
 }
@@ -59,6 +76,9 @@ func GenerateToFile(ctx context.Context, src Source, split string, opts Options,
 		return err
 	}
 	opts.Dataset, opts.Log = d.Name, log
+	if opts.Warnings == nil {
+		opts.Warnings = src.warnings(log)
+	}
 	meta := queriesMeta(d, split)
 	if opts.Shard.Whole() {
 		return writeArtifact(meta, out, func(emit func(*Query) error) error {
@@ -137,21 +157,35 @@ func ImportToFile(src Source, split, pickle, out string, log io.Writer) error {
 	if err != nil {
 		return err
 	}
+	warn := src.warnings(log)
 	return writeArtifact(queriesMeta(d, split), out, func(emit func(*Query) error) error {
 		stats, err := ImportBetaE(pickle, g, emit)
-		written := 0
+		written, unranked := 0, 0
+		var byType []string
 		for _, st := range stats {
 			fmt.Fprintf(log, "%s %s\n", split, st)
 			written += st.Queries
-			if st.Rejected[rejectNoHard] > 0 {
-				fmt.Fprintf(log, "warning: %s: %d %s queries have no hard answer\n", pickle, st.Rejected[rejectNoHard], st.Type)
+			if n := st.Rejected[rejectNoHard]; n > 0 {
+				unranked += n
+				byType = append(byType, fmt.Sprintf("%s %d of %d", st.Type, n, st.Queries))
 			}
 		}
-		if err == nil && written == 0 {
+		switch {
+		case err != nil:
+			return err
+		case written == 0:
 			// An empty queries file would train on nothing or rank nothing, silently.
 			return fmt.Errorf("%s: the pickle holds no queries (of any structure): nothing to import", pickle)
+		case unranked == written:
+			return fmt.Errorf("%s: none of its %d queries has a hard answer on the %s split of %s, so there is nothing to rank: the pickle is of another split or KG",
+				pickle, written, split, d.Name)
+		case unranked > 0:
+			// Kept (their easy answers are right), but BetaE sampled every query with a hard
+			// answer, so a pickle of this split and KG has none without.
+			fmt.Fprintf(warn, "warning: %s: %d of its %d queries have no hard answer on the %s split of %s (%s): BetaE's queries all have one; is the pickle this split's and this KG's?\n",
+				pickle, unranked, written, split, d.Name, strings.Join(byType, ", "))
 		}
-		return err
+		return nil
 	})
 }
 
