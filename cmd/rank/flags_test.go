@@ -48,10 +48,12 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		want []string
 	}{
 		{"negative top", []string{"--checkpoint", ck, "--top", "-1"}, []string{"--top -1"}},
+		{"top 0", []string{"--checkpoint", ck, "--top", "0"}, []string{"--top 0: want a number of at least 1 (leave --top out for none"}},
 		{"data without top", []string{"--checkpoint", ck, "--data", traintest.Dir()}, []string{"it needs --top K"}},
 		{"batch 0", []string{"--checkpoint", ck, "--batch", "0"}, []string{"--batch 0: want a positive number"}},
 		{"negative batch", []string{"--checkpoint", ck, "--batch", "-5"}, []string{"--batch -5"}},
 		{"negative workers", []string{"--checkpoint", ck, "--workers", "-1"}, []string{"--workers -1"}},
+		{"workers 0", []string{"--checkpoint", ck, "--workers", "0"}, []string{"--workers 0: want a number of at least 1 (leave --workers out for every core)"}},
 		{"names from another KG", []string{"--checkpoint", ck, "--top", "3", "--data", other}, []string{"is another KG (digest", "was trained on", "though its counts agree"}},
 		{"NaN checkpoint", []string{"--checkpoint", nan}, []string{"nan.arrow: parameter entity[0, 1] is NaN"}},
 		{"--checkpoint twice", []string{"--checkpoint", ck, "--checkpoint", nan}, []string{"--checkpoint is given twice"}},

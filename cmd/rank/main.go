@@ -62,6 +62,12 @@ func app() *cli.App {
 				}
 				sh = s
 			}
+			if err := cliargs.Positive(c, "workers", "every core"); err != nil {
+				return err
+			}
+			if err := cliargs.Positive(c, "top", "none, or 10 with --ask"); err != nil {
+				return err
+			}
 			dev, err := device.Open(c.String("device"), c.Int("workers"))
 			if err != nil {
 				return err

@@ -41,6 +41,7 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		{"max-answers -1", []string{"--data", data, "--split", "valid", "--types", "2p", "--max-answers", "-1"}, []string{"--max-answers -1"}},
 		{"count of 10^30", []string{"--data", data, "--split", "valid", "--count", "2p=1000000000000000000000000000000"}, []string{"is too large"}},
 		{"negative workers", []string{"--data", data, "--split", "valid", "--workers", "-1"}, []string{"--workers -1"}},
+		{"workers 0", []string{"--data", data, "--split", "valid", "--workers", "0"}, []string{"--workers 0: want a number of at least 1 (leave --workers out for every core)"}},
 		{"empty split not asked for", []string{"--data", emptyTest, "--split", "test", "--types", "1p"}, []string{"sampling 1p: no query found", "--count 1p=0"}},
 	}
 	outDir := t.TempDir()

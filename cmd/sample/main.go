@@ -62,6 +62,9 @@ func app() *cli.App {
 					&cli.Float64Flag{Name: "shard-margin", Value: sample.DefaultShardMargin, Usage: "with --shard: candidates to sample beyond the shard's share of each type, as a `FRACTION` (0.5: 50% more), for those that repeat another shard's; merge asks for more when it runs short"},
 				}, dataFlags...),
 				Action: func(c *cli.Context) error {
+					if err := cliargs.Positive(c, "workers", "every core"); err != nil {
+						return err
+					}
 					opts, err := sample.FlagValues{
 						Types: c.String("types"), TypesSet: c.IsSet("types"), Count: c.String("count"), CountSet: c.IsSet("count"),
 						MaxAnswers: c.Int("max-answers"), MaxAnswersSet: c.IsSet("max-answers"), Seed: c.Uint64("seed"), Workers: c.Int("workers"),

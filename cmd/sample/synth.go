@@ -31,6 +31,9 @@ func synthCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return fmt.Errorf("synth: unexpected argument %q", c.Args().First())
 			}
+			if c.Float64("skew") == 0 { // synth.Options' zero value is its default: a given 0 is not
+				return fmt.Errorf("synth: --skew 0: want a number in (0, 1)")
+			}
 			start := time.Now()
 			g, err := synth.Generate(synth.Options{
 				Entities: c.Int("entities"), Relations: c.Int("relations"), Edges: c.Int("edges"), Seed: c.Uint64("seed"),

@@ -39,6 +39,7 @@ func TestSynthEndToEnd(t *testing.T) {
 	}{
 		{[]string{"--entities", "10", "--relations", "1", "--edges", "5"}, "--edges 5 is below --entities 10"},
 		{[]string{"--entities", "100", "--relations", "2", "--edges", "500", "--skew", "1"}, "--skew 1"},
+		{[]string{"--entities", "100", "--relations", "2", "--edges", "500", "--skew", "0"}, "--skew 0: want a number in (0, 1)"},
 	} {
 		_, err := runSample(t, append(append([]string{"synth"}, c.args...), "-o", filepath.Join(t.TempDir(), "x"))...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

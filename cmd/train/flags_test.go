@@ -46,6 +46,7 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		{"negative steps", []string{"--steps", "-3", "--checkpoint", fresh}, []string{"steps must be positive"}},
 		{"cone-hidden on rocone", []string{"--cone-hidden", "32", "--checkpoint", fresh}, []string{"--model cone only"}},
 		{"negative workers", []string{"--workers", "-2", "--checkpoint", fresh}, []string{"--workers -2"}},
+		{"workers 0", []string{"--workers", "0", "--checkpoint", fresh}, []string{"--workers 0: want a number of at least 1 (leave --workers out for every core)"}},
 		{"train file as valid", []string{"--valid", tr, "--checkpoint", fresh}, []string{"--valid needs held-out queries"}},
 		{"another run's checkpoint", []string{"--dim", "32", "--checkpoint", ck}, []string{"holds the checkpoint of another run (dim 8 vs 32)", "--overwrite"}},
 		{"unknown matmul", []string{"--matmul", "fp16", "--checkpoint", fresh}, []string{"--matmul", `matmul "fp16": want fp32 or tf32`}},

@@ -124,8 +124,8 @@ func action(c *cli.Context) error {
 			return fmt.Errorf("--%s is required", req)
 		}
 	}
-	if c.Int("workers") < 0 {
-		return fmt.Errorf("--workers %d: want a positive number of goroutines (leave it out for every core)", c.Int("workers"))
+	if err := cliargs.Positive(c, "workers", "every core"); err != nil {
+		return err
 	}
 	if c.Bool("resume") && c.Bool("overwrite") {
 		return fmt.Errorf("--resume continues the checkpoint, --overwrite replaces it: give one of them")
