@@ -317,7 +317,7 @@ func TestAskRefused(t *testing.T) {
 		{"empty file", []string{"--data", data, "--ask-file", empty}, []string{empty + ": no query in it"}},
 		{"missing file", []string{"--data", data, "--ask-file", filepath.Join(f.Dir, "none.txt")}, []string{"--ask-file: open"}},
 		{"no data", []string{"--ask", "(ent2,(+rel0,))"}, []string{"--ask needs --data DIR"}},
-		{"top 0", []string{"--data", data, "--ask", "(ent2,(+rel0,))", "--top", "0"}, []string{"--top 0: want a positive number"}},
+		{"top 0", []string{"--data", data, "--ask", "(ent2,(+rel0,))", "--top", "0"}, []string{"--top 0: want a number of at least 1 (leave --top out for none, or 10 with --ask)"}},
 		{"bad known", []string{"--data", data, "--ask", "(ent2,(+rel0,))", "--known", "test"}, []string{`--known "test": want train or train+valid`}},
 		{"queries with ask", []string{"--data", data, "--ask", "(ent2,(+rel0,))", "--queries", f.Test}, []string{"--queries is not used with --ask"}},
 		{"shard with ask", []string{"--data", data, "--ask", "(ent2,(+rel0,))", "--shard", "0/2"}, []string{"--shard is not used with --ask"}},

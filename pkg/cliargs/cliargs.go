@@ -30,7 +30,8 @@ func Run(ctx context.Context, app *cli.App, args []string) error {
 //   - a flag given more than once, under any of its names (--output and -o), unless it
 //     takes several values (a slice flag);
 //   - a token naming a flag of the command after its first positional argument (a file
-//     name): urfave/cli stops reading flags there and would take the flag for a file.
+//     name): urfave/cli stops reading flags there and would take the flag for a file;
+//   - a required flag of the command not given (missingRequired).
 //
 // Unknown flags and missing values are left to app, which reports them.
 func Check(app *cli.App, args []string) error {
@@ -47,6 +48,7 @@ func Check(app *cli.App, args []string) error {
 	}
 	seen := map[string]string{} // canonical name -> the token that gave it
 	positional := ""
+	unknown := false // a flag the command does not have: the app reports it first
 	for i := 1; i < len(args); i++ {
 		tok := args[i]
 		if tok == "--" {
@@ -62,6 +64,7 @@ func Check(app *cli.App, args []string) error {
 				if name == "help" || name == "h" {
 					return nil
 				}
+				unknown = true
 				continue
 			}
 			canon := f.Names()[0]
@@ -87,7 +90,31 @@ func Check(app *cli.App, args []string) error {
 			positional = tok
 		}
 	}
-	return nil
+	if unknown {
+		return nil
+	}
+	return missingRequired(flags, seen)
+}
+
+// missingRequired refuses the command's required flags that were not given, with
+// urfave/cli's own message: urfave/cli would also print the command's help on stdout,
+// where a stage's results go (`sample merge | ...`).
+func missingRequired(flags []cli.Flag, seen map[string]string) error {
+	var missing []string
+	for _, f := range flags {
+		if r, ok := f.(cli.RequiredFlag); ok && r.IsRequired() {
+			if _, ok := seen[f.Names()[0]]; !ok {
+				missing = append(missing, f.Names()[0])
+			}
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("Required flag %q not set", missing[0])
+	}
+	return fmt.Errorf("Required flags %q not set", strings.Join(missing, ", "))
 }
 
 func display(tok string, args []string, i int, separate bool) string {

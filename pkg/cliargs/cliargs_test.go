@@ -2,6 +2,8 @@ package cliargs
 
 import (
 	"bytes"
+	"context"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -24,6 +26,10 @@ func testApp() *cli.App {
 			Name:    "generate",
 			Aliases: []string{"gen"},
 			Flags:   []cli.Flag{&cli.StringFlag{Name: "split"}, &cli.StringFlag{Name: "output", Aliases: []string{"o"}}},
+		}, {
+			Name:   "merge",
+			Flags:  []cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true}, &cli.IntFlag{Name: "top", Required: true}},
+			Action: func(*cli.Context) error { return nil },
 		}},
 	}
 }
@@ -49,6 +55,10 @@ func TestCheck(t *testing.T) {
 		{[]string{"-o", "x", "gen", "-o", "y"}, ""}, // the command's own -o
 		{[]string{"generate", "--split", "test", "-h"}, ""},
 		{[]string{"generate", "f", "--split", "test"}, `generate: --split comes after the file name "f"`},
+		{[]string{"merge", "-o", "x", "--top", "3", "a"}, ""},
+		{[]string{"merge", "--top", "3"}, `Required flag "output" not set`},
+		{[]string{"merge", "a", "b"}, `Required flags "output, top" not set`},
+		{[]string{"merge", "-h"}, ""},
 	} {
 		err := Check(testApp(), append([]string{"stage"}, c.args...))
 		switch {
@@ -56,6 +66,35 @@ func TestCheck(t *testing.T) {
 			t.Errorf("%q: %v", c.args, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%q: error %v, want one containing %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestMissingRequiredPrintsNoHelp: a missing required flag, an unknown flag or a value that
+// does not parse is an error and nothing on stdout (urfave/cli would print the command's
+// help there, into a pipe that expects results).
+func TestMissingRequiredPrintsNoHelp(t *testing.T) {
+	stdout, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdout
+	defer func() { os.Stdout = saved }()
+	for _, c := range []struct{ args, want string }{
+		{"merge --top 1 a", `Required flag "output" not set`},
+		{"merge --bogus", "flag provided but not defined: -bogus"},
+		{"merge -o x --top x", `invalid value "x" for flag -top`},
+		{"--dim x", `invalid value "x" for flag -dim`},
+		{"--bogus a", "flag provided but not defined: -bogus"},
+	} {
+		os.Stdout = stdout // where urfave/cli's help printer writes
+		err = Run(context.Background(), testApp(), append([]string{"stage"}, strings.Fields(c.args)...))
+		os.Stdout = saved
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.args, err, c.want)
+		}
+		if b, _ := os.ReadFile(stdout.Name()); len(b) > 0 {
+			t.Errorf("%s: printed on stdout:\n%s", c.args, b)
 		}
 	}
 }

@@ -109,12 +109,25 @@ func unquoteUsage(usage string) (string, string) {
 
 // prepare adjusts an app's help before it runs: an app without commands gets no help
 // command, whose listing would be its help's only COMMANDS entry (and `rank help` would
-// print a nameless page).
+// print a nameless page); and a usage error (an unknown flag, a value that does not
+// parse) is the error alone, on stderr, where urfave/cli would also print the help on
+// stdout, into whatever reads a stage's results.
 func prepare(app *cli.App) {
 	if len(app.Commands) == 0 {
 		app.HideHelpCommand = true
 	}
+	app.OnUsageError = usageError
+	var walk func([]*cli.Command)
+	walk = func(cmds []*cli.Command) {
+		for _, c := range cmds {
+			c.OnUsageError = usageError
+			walk(c.Subcommands)
+		}
+	}
+	walk(app.Commands)
 }
+
+func usageError(_ *cli.Context, err error, _ bool) error { return err }
 
 func init() {
 	cli.FlagStringer = FlagString
