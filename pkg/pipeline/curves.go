@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"math"
 	"slices"
 	"strconv"
@@ -60,6 +61,9 @@ func Curves(cfg CurvesConfig, w io.Writer) error {
 	if err := checkPlotFlags(cfg.Plot, "--plot"); err != nil {
 		return err
 	}
+	if err := distinctFiles(cfg.Logs); err != nil {
+		return err
+	}
 	logs := make([]curveLog, len(cfg.Logs))
 	for i, p := range cfg.Logs {
 		meta, rows, err := artifact.ReadTrainLog(p)
@@ -67,6 +71,12 @@ func Curves(cfg CurvesConfig, w io.Writer) error {
 			return err
 		}
 		logs[i] = curveLog{path: p, meta: meta, rows: rows}
+		for _, l := range logs[:i] {
+			if m := l.meta; m.Dataset == meta.Dataset && m.Model == meta.Model && m.Config == meta.Config &&
+				m.KGDigest == meta.KGDigest && m.TrainFingerprint == meta.TrainFingerprint {
+				return fmt.Errorf("%s and %s are logs of one run (the same configuration, seed, KG and train queries): its curves would be listed twice", l.path, p)
+			}
+		}
 	}
 	// Everything is made before anything is written, and the tables are printed last, so
 	// that a run that fails writes and prints nothing.
@@ -270,4 +280,23 @@ func writeCurvesCSV(w io.Writer, logs []curveLog) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// distinctFiles refuses a file given twice, under one name or two (./x, a link): its rows
+// would count twice. A name that cannot be read is left to its reader.
+func distinctFiles(paths []string) error {
+	stats := make([]os.FileInfo, len(paths))
+	for i, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		for j := range i {
+			if stats[j] != nil && os.SameFile(stats[j], fi) {
+				return fmt.Errorf("%s and %s are the same file, given twice", paths[j], p)
+			}
+		}
+		stats[i] = fi
+	}
+	return nil
 }

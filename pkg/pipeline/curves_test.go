@@ -115,6 +115,10 @@ func TestCurves(t *testing.T) {
 func TestCurvesRefuses(t *testing.T) {
 	dir := t.TempDir()
 	log := curvesLog(t, dir)
+	copied := filepath.Join(dir, "copy.arrow")
+	if b, err := os.ReadFile(log); err != nil || os.WriteFile(copied, b, 0o644) != nil {
+		t.Fatal("copying the log")
+	}
 	for _, c := range []struct {
 		name string
 		cfg  CurvesConfig
@@ -125,6 +129,9 @@ func TestCurvesRefuses(t *testing.T) {
 		{"plot of two logs", CurvesConfig{Logs: []string{log, log}, Points: 5, Plot: filepath.Join(dir, "p.svg")}, "give one train log (2 given)"},
 		{"csv over the log", CurvesConfig{Logs: []string{log}, Points: 5, CSV: log}, "--csv " + log + " is the same file as train log " + log},
 		{"not a log", CurvesConfig{Logs: []string{filepath.Join(dir, "m.arrow")}, Points: 5}, `artifact is "checkpoint", want "train-log"`},
+		{"one log twice", CurvesConfig{Logs: []string{log, log}, Points: 5}, log + " and " + log + " are the same file, given twice"},
+		{"one log by two names", CurvesConfig{Logs: []string{log, dir + "/./log.arrow"}, Points: 5}, "are the same file, given twice"},
+		{"a copy of the log", CurvesConfig{Logs: []string{log, copied}, Points: 5}, log + " and " + copied + " are logs of one run"},
 	} {
 		err := Curves(c.cfg, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
