@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -258,6 +261,10 @@ func (d *Dir) commit() error {
 	if err != nil {
 		return unwrapPath(err)
 	}
+	// The folder that replaces it keeps its mode (as files written in it would).
+	if err := os.Chmod(d.tmp, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		return unwrapPath(err)
+	}
 	if empty {
 		delete(live.temps, d.tmp)
 		return unix.Rename(d.tmp, d.dest) // rename(2) replaces an empty folder (os.Rename refuses)
@@ -322,7 +329,7 @@ func (d *Dir) Abort() {
 func createTempDir(dir, base string) (string, *os.File, error) {
 	live.Lock()
 	defer live.Unlock()
-	tmp, err := os.MkdirTemp(dir, tempPrefix(base)+"*")
+	tmp, err := mkdirTemp(dir, tempPrefix(base))
 	if err != nil {
 		return "", nil, err
 	}
@@ -360,4 +367,20 @@ func syncDir(dir string) error {
 		return err
 	}
 	return nil
+}
+
+// mkdirTemp is os.MkdirTemp(dir, prefix+"*") with the mode of a plain mkdir (0777 less
+// the umask) rather than 0700: the folder becomes the output folder, which should be as
+// readable as any other the user makes.
+func mkdirTemp(dir, prefix string) (string, error) {
+	for try := 0; ; try++ {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		err := os.Mkdir(name, 0o777)
+		switch {
+		case err == nil:
+			return name, nil
+		case !errors.Is(err, fs.ErrExist) || try == 10_000:
+			return "", err
+		}
+	}
 }

@@ -306,3 +306,48 @@ func TestDirSignal(t *testing.T) {
 		t.Errorf("left %v", es[0].Name())
 	}
 }
+
+// TestDirMode: a new output folder gets a plain mkdir's mode (0777 less the umask), not
+// the temporary folder's 0700; a folder it replaces keeps its own mode.
+func TestDirMode(t *testing.T) {
+	defer unix.Umask(unix.Umask(0o022))
+	for _, c := range []struct {
+		name   string
+		before os.FileMode // 0: nothing there
+		full   bool
+		want   os.FileMode
+	}{
+		{"new", 0, false, 0o755},
+		{"empty folder", 0o750, false, 0o750},
+		{"full folder, overwrite", 0o711, true, 0o711},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			if c.before != 0 {
+				if err := os.Mkdir(out, c.before); err != nil {
+					t.Fatal(err)
+				}
+				if c.full {
+					os.WriteFile(filepath.Join(out, "old.npy"), []byte("old"), 0o644)
+				}
+			}
+			d, err := CreateDir(out, c.full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.WriteFile("a.npy", writeString("new")); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.Mode().Perm(); got != c.want {
+				t.Errorf("mode %v, want %v", got, c.want)
+			}
+		})
+	}
+}
