@@ -23,13 +23,17 @@ func main() {
 	outfile.Main("sample", func(ctx context.Context) error { return cliargs.Run(ctx, app(), os.Args) })
 }
 
-var dataFlags = []cli.Flag{
-	&cli.StringFlag{Name: "data", Required: true, Usage: "dataset `DIR` (train/valid/test.tsv[.gz], optional entities.tsv, relations.tsv)"},
-	&cli.StringFlag{Name: "split", Required: true, Usage: "train, valid or test"},
-	&cli.StringFlag{Name: "format", Value: "auto", Usage: "triple format: ids (BetaE ids, both directions), names (raw strings) or auto"},
-	&cli.StringFlag{Name: "dataset", Usage: "dataset name written to the artifact", DefaultText: "the folder's name"},
-	&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output `FILE` (- for an IPC stream on stdout)"},
-	&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
+// dataFlags are the flags of a command that reads a dataset's split (splits: which ones it
+// takes, for the help) and writes a queries artifact.
+func dataFlags(splits string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "data", Required: true, Usage: "dataset `DIR` (train/valid/test.tsv[.gz], optional entities.tsv, relations.tsv)"},
+		&cli.StringFlag{Name: "split", Required: true, Usage: splits},
+		&cli.StringFlag{Name: "format", Value: "auto", Usage: "triple format: ids (BetaE ids, both directions), names (raw strings) or auto"},
+		&cli.StringFlag{Name: "dataset", Usage: "dataset name written to the artifact", DefaultText: "the folder's name"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output `FILE` (- for an IPC stream on stdout)"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr (warnings still go there)"},
+	}
 }
 
 func source(c *cli.Context) sample.Source {
@@ -60,7 +64,7 @@ func app() *cli.App {
 					&cli.IntFlag{Name: "workers", Usage: "worker goroutines; does not change the output", DefaultText: "every core"},
 					&cli.StringFlag{Name: "shard", Usage: "sample shard `i/n` of the run (0 <= i < n): every nth attempt block of each type, about 1/n of the work; sample merge joins the n shards into the unsharded file"},
 					&cli.Float64Flag{Name: "shard-margin", Value: sample.DefaultShardMargin, Usage: "with --shard: candidates to sample beyond the shard's share of each type, as a `FRACTION` (0.5: 50% more), for those that repeat another shard's; merge asks for more when it runs short"},
-				}, dataFlags...),
+				}, dataFlags("train, valid or test")...),
 				Action: func(c *cli.Context) error {
 					if err := cliargs.Positive(c, "workers", "every core"); err != nil {
 						return err
@@ -95,7 +99,7 @@ func app() *cli.App {
 				Usage: "answer a published BetaE query pickle on the split's graphs",
 				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "pickle", Required: true, Usage: "BetaE query pickle `FILE` (e.g. test-queries.pkl)"},
-				}, dataFlags...),
+				}, dataFlags("valid or test (train has no hard answers)")...),
 				Action: func(c *cli.Context) error {
 					return sample.ImportToFile(source(c), c.String("split"), c.String("pickle"), c.String("output"), logWriter(c))
 				},
