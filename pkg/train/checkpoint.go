@@ -28,7 +28,9 @@ import (
 //	train_queries      the number of train queries
 //	train_fingerprint  FNV-64a of the train queries (ids, structures, ids, answers), so
 //	                   that a resume on another train file is refused
-//	timings            cumulative seconds per phase (Timings)
+//	timings            cumulative seconds per phase (Timings), in checkpoints written
+//	                   before they moved to the train log alone; now absent, so that
+//	                   one configuration, seed and train file give the same bytes
 //	adam_started       per tensor (Params.Tensors order), whether a backward pass has
 //	                   reached it (Adam.Started); absent: all have
 //	adam_lag           per tensor, the updates of the current optimiser it sat out
@@ -46,7 +48,7 @@ type state struct {
 	Loaders          map[string]loaderState `json:"loaders"`
 	TrainQueries     int                    `json:"train_queries"`
 	TrainFingerprint string                 `json:"train_fingerprint"`
-	Timings          Timings                `json:"timings"`
+	Timings          *Timings               `json:"timings,omitempty"` // older checkpoints' only
 	// AdamStarted and AdamLag are Adam.Started and Adam.Lag (absent in checkpoints
 	// written before them: every tensor started, no lag).
 	AdamStarted []bool  `json:"adam_started,omitempty"`
@@ -82,14 +84,12 @@ func (t *trainer) checkpoint() (*artifact.Checkpoint, error) {
 	if err := t.upd.Download(true); err != nil {
 		return nil, fmt.Errorf("reading the model from the device: %w", err)
 	}
-	tm := t.currentTimings()
 	st := state{
 		EvalEvery:        t.sched.EvalEvery,
 		EvalSlowed:       t.sched.EvalSlowed,
 		Loaders:          map[string]loaderState{},
 		TrainQueries:     len(t.ts.queries),
 		TrainFingerprint: t.ts.fingerprint,
-		Timings:          tm,
 		AdamStarted:      t.adam.Started,
 		AdamLag:          t.adam.Lag,
 		Best:             t.best,
@@ -206,8 +206,9 @@ func (t *trainer) logBest() (best, stop string) {
 
 // CheckpointDiff returns the first difference between the training states that the
 // checkpoints x and y hold ("" when they hold the same): every tensor bit for bit, every
-// metadata key, and the state apart from its wall-clock timings, which are all that two
-// runs of the same trajectory (one interrupted and resumed, one not) write differently.
+// metadata key, and the state apart from the wall-clock timings that checkpoints written
+// before they moved to the train log hold, which were all that two runs of the same
+// trajectory (one interrupted and resumed, one not) wrote differently.
 // A state that does not parse is an error.
 func CheckpointDiff(x, y *artifact.Checkpoint) (string, error) {
 	sx, err := withoutTimings(x.Meta.State)

@@ -41,7 +41,7 @@ func TestCheckpointDiff(t *testing.T) {
 		edit       func(*artifact.Checkpoint)
 	}{
 		{"same", "", func(*artifact.Checkpoint) {}},
-		{"timings", "", func(c *artifact.Checkpoint) { setState(c, func(s *state) { s.Timings.Sampling += 3 }) }},
+		{"timings (older checkpoints')", "", func(c *artifact.Checkpoint) { setState(c, func(s *state) { s.Timings = &Timings{Sampling: 3} }) }},
 		{"value", "value 5", func(c *artifact.Checkpoint) { c.Tensors[1].Values[5]++ }},
 		{"metadata", "metadata", func(c *artifact.Checkpoint) { c.Meta.AdamStep++ }},
 		{"state", "training state", func(c *artifact.Checkpoint) { setState(c, func(s *state) { s.EvalEvery++ }) }},

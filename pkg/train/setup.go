@@ -328,9 +328,15 @@ func (t *trainer) restore(ck *artifact.Checkpoint, st *state) error {
 		t.printf("the validation after step %d was cut short; without --valid it is not run\n", t.pending.Step)
 		t.pending = nil
 	}
-	t.timings = st.Timings
-	t.baseTotal = st.Timings.Total
+	if st.Timings != nil { // a checkpoint of before the timings moved to the log alone
+		t.resumeTimings(*st.Timings)
+	}
 	return nil
+}
+
+// resumeTimings continues the timings a run recorded before it was resumed.
+func (t *trainer) resumeTimings(tm Timings) {
+	t.timings, t.baseTotal = tm, tm.Total
 }
 
 // continueLog reads the train log of a resumed run, keeping the rows of the steps the
@@ -360,6 +366,13 @@ func (t *trainer) continueLog() error {
 			t.log = append(t.log, r)
 		}
 	}
+	// The run's timings so far: the log is where they are kept (the checkpoint holds
+	// none, so that its bytes do not depend on the clock).
+	var tm Timings
+	if err := json.Unmarshal([]byte(meta.Timings), &tm); err != nil {
+		return fmt.Errorf("%s: timings: %w", t.opts.Log, err)
+	}
+	t.resumeTimings(tm)
 	return nil
 }
 

@@ -162,6 +162,7 @@ func TestResumeBitIdentical(t *testing.T) {
 			if res := run(t, cfg, parts); res.StepsDone != 7 {
 				t.Fatalf("stopped after %d steps, want 7", res.StepsDone)
 			}
+			first := logTimings(t, parts.Log)
 			parts.StopAfter = 12
 			if res := resume(t, cfg.Steps, parts); res.StepsDone != 12 {
 				t.Fatalf("stopped after %d steps, want 12", res.StepsDone)
@@ -170,7 +171,29 @@ func TestResumeBitIdentical(t *testing.T) {
 			if res := resume(t, cfg.Steps, parts); res.StepsDone != 20 {
 				t.Fatalf("ended after %d steps, want 20", res.StepsDone)
 			}
+			// The timings go on from the log's across the resumes: its elapsed column
+			// never goes back.
+			if end := logTimings(t, parts.Log); !(first.Total > 0 && end.Total > first.Total && end.Sampling >= first.Sampling) {
+				t.Errorf("the timings were not continued from the log: %+v after 7 steps, %+v after 20", first, end)
+			}
+			_, rows, err := artifact.ReadTrainLog(parts.Log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i < len(rows); i++ {
+				if rows[i].ElapsedS < rows[i-1].ElapsedS {
+					t.Fatalf("elapsed_s goes back at step %d: %g after %g", rows[i].Step, rows[i].ElapsedS, rows[i-1].ElapsedS)
+				}
+			}
 			sameCheckpoints(t, straight.Checkpoint, parts.Checkpoint)
+			// The files too, byte for byte: a checkpoint holds nothing of the clock (the
+			// timings are the log's), so that the ranks and cones made from it, which name
+			// it by its SHA-256, are the same too.
+			a, _ := os.ReadFile(straight.Checkpoint)
+			b, _ := os.ReadFile(parts.Checkpoint)
+			if len(a) == 0 || !bytes.Equal(a, b) {
+				t.Errorf("the checkpoint files differ (%d and %d bytes)", len(a), len(b))
+			}
 			la, lb := logCurves(t, straight.Log), logCurves(t, parts.Log)
 			if !sameRows(la, lb) {
 				t.Fatalf("train logs differ:\n%v\n%v", la, lb)
@@ -180,6 +203,20 @@ func TestResumeBitIdentical(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logTimings is the timings a train log records.
+func logTimings(t *testing.T, path string) Timings {
+	t.Helper()
+	meta, _, err := artifact.ReadTrainLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tm Timings
+	if err := json.Unmarshal([]byte(meta.Timings), &tm); err != nil {
+		t.Fatal(err)
+	}
+	return tm
 }
 
 // TestScheduleInRun checks the lr column of the log, the Adam reset and the validation

@@ -1,7 +1,9 @@
 // Command checkpoint-diff tells whether two checkpoint artifacts hold the same training
 // state: every tensor (parameters and Adam's moments) bit for bit, every metadata key, and
-// the training state apart from its wall-clock timings, which are all that two runs of
-// the same trajectory (say, one interrupted and resumed, one not) write differently.
+// the training state apart from the wall-clock timings that older checkpoints hold (the
+// only bytes in which two runs of one trajectory, say one interrupted and resumed and one
+// not, differed; today's checkpoints leave them to the train log, so such runs write the
+// same file).
 //
 //	go run ./scripts/checkpoint-diff A.arrow B.arrow
 //
