@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,12 +12,14 @@ import (
 
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/pipeline"
+	"github.com/rocone/rocone/pkg/train"
 )
 
 // TestLineage: metrics averages as seeds only runs of models trained on one train file
 // of one KG, and plots beside the ranks only the train log of a run ranked: a --log of
-// another seed, another train file or another KG is refused, naming the log and the
-// ranks file. Each refusal exits 1 with one message, writes nothing, changes no file.
+// another seed, another train file, another KG or another --steps (another schedule) is
+// refused, naming the log and the ranks file, and the log of the ranked run resumed with
+// more steps accepted. Each refusal exits 1 with one message, writes nothing, changes no file.
 func TestLineage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
@@ -31,6 +35,24 @@ func TestLineage(t *testing.T) {
 		return out
 	}
 	r1, r2, rOther := ranksOf(l.Model1), ranksOf(l.Model2), ranksOf(l.ModelOtherTrain)
+	// Model1's configuration and seed for 8 and for 20 steps: two runs, though their
+	// configurations differ only in what a resume may change, since the learning rate
+	// drops after steps 4 and 6 in one and 10 and 15 in the other.
+	cfg, _, err := train.ReadCheckpointConfig(l.Model1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, longer := filepath.Join(dir, "m1-8-steps.arrow"), filepath.Join(dir, "m1-20-steps.arrow")
+	for _, c := range []struct {
+		path  string
+		steps int
+	}{{short, 8}, {longer, 20}} {
+		cfg.Steps = c.steps
+		if _, err := train.Run(context.Background(), cfg, train.Options{Train: l.Train, Checkpoint: c.path, Log: l.Log(c.path)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rShort := ranksOf(short)
 	out, curves := filepath.Join(dir, "metrics.arrow"), filepath.Join(dir, "curves.svg")
 	withLog := func(log string, ranks ...string) []string {
 		return append([]string{"--resamples", "0", "-o", out, "--log", log, "--curves", curves}, ranks...)
@@ -48,6 +70,8 @@ func TestLineage(t *testing.T) {
 			[]string{"metrics: --log " + l.Log(l.ModelOtherTrain) + " is not the log of a run ranked: it is the log of a run on KG ", " and train file ", r1 + " ranks a model of KG "}},
 		{"the log of another KG", withLog(l.Log(l.ModelOnOther), r1, r2),
 			[]string{"metrics: --log " + l.Log(l.ModelOnOther) + " is not the log of a run ranked: it is the log of a run on KG ", r2 + " ranks a model of KG "}},
+		{"the log of a run of another --steps", withLog(l.Log(longer), rShort),
+			[]string{"metrics: --log " + l.Log(longer) + " is not the log of a run ranked: it is the log of another run than the one " + rShort + " ranks: its first 8 steps are not the checkpoint's"}},
 		{"--models with --log", append([]string{"--models"}, withLog(l.Log(l.Model1), r1)[4:]...),
 			[]string{"metrics: --models prints the side-by-side table only; -o, --plot, --label and --log describe one model"}},
 	} {
@@ -68,6 +92,22 @@ func TestLineage(t *testing.T) {
 			}
 			stagetest.SameDir(t, tc.name, before, stagetest.SnapshotDir(t, dir))
 		})
+	}
+	// The 8-step run resumed for 20 steps: its log goes on past the checkpoint ranked,
+	// one run.
+	resumed := filepath.Join(t.TempDir(), "m1.arrow")
+	for _, c := range [][2]string{{short, resumed}, {l.Log(short), l.Log(resumed)}} {
+		b, err := os.ReadFile(c[0])
+		if err != nil || os.WriteFile(c[1], b, 0o644) != nil {
+			t.Fatal("copying the 8-step run")
+		}
+	}
+	cfg.Steps = 20
+	if _, err := train.Run(context.Background(), cfg, train.Options{Train: l.Train, Checkpoint: resumed, Log: l.Log(resumed), Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	if code, stderr := stagetest.Run(t, bin, withLog(l.Log(resumed), rShort)...); code != 0 {
+		t.Fatalf("the log of the ranked run, resumed with --steps 20: exit %d: %s", code, stderr)
 	}
 	// Seeds of one train file with the log of one of them: accepted.
 	if code, stderr := stagetest.Run(t, bin, withLog(l.Log(l.Model2), r1, r2)...); code != 0 {

@@ -32,6 +32,10 @@ type RanksMeta struct {
 	// metrics refuses to average seeds of other KGs or train files.
 	KGDigest         string
 	TrainFingerprint string
+	// CheckpointTrajectory is the checkpoint's trajectory, "STEPS:DIGEST" (metadata key
+	// checkpoint_trajectory; train.CheckpointTrajectory): metrics matches a --log with the
+	// ranked run by it. Empty for a checkpoint that records none, and in older files.
+	CheckpointTrajectory string
 	// Shard is the part of the queries a `rank --shard` file ranks (metadata key shard;
 	// absent, the whole, in an unsharded file). NumQueries and QueriesHash stay those of
 	// the whole queries file.
@@ -80,6 +84,9 @@ func (m RanksMeta) values() map[string]string {
 		"train_config": m.TrainConfig, MetaKG: m.KGDigest, MetaTrainFingerprint: m.TrainFingerprint,
 	}
 	maps.Copy(v, m.Shard.Meta())
+	if m.CheckpointTrajectory != "" {
+		v["checkpoint_trajectory"] = m.CheckpointTrajectory
+	}
 	if m.ShardRange.Known() {
 		v[shard.RangeKey] = m.ShardRange.String()
 	}
@@ -164,6 +171,7 @@ func ReadRanks(path string) (RanksMeta, []Rank, error) {
 			}
 		}
 		m.TrainConfig, _ = md.GetValue("train_config") // optional: absent in older files
+		m.CheckpointTrajectory, _ = md.GetValue("checkpoint_trajectory")
 		if m.Shard, err = metaShard(name, md); err != nil {
 			return nil, err
 		}

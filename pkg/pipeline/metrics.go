@@ -314,8 +314,10 @@ type trainLog struct {
 
 // readRunLog reads the train log that `metrics --log` plots beside the ranks and checks
 // that it is the log of one of the runs ranked: the same dataset and model, trained on
-// the same KG and train file, with the same configuration and seed. Another seed's or
-// another dataset's curves beside these ranks would say something false about them.
+// the same KG and train file, with the same configuration and seed, and, where the ranks
+// carry the checkpoint's trajectory, the same steps (a run resumed with another --steps
+// is one run; one started with it is another). Another seed's or another dataset's
+// curves beside these ranks would say something false about them.
 func readRunLog(path string, runs []ranksRun) (*trainLog, error) {
 	meta, rows, err := artifact.ReadTrainLog(path)
 	if err != nil {
@@ -338,10 +340,23 @@ func readRunLog(path string, runs []ranksRun) (*trainLog, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s or %s: %w", path, r.id.Path, err)
 			}
-			if len(diff) == 0 {
-				return &trainLog{meta: meta, rows: rows}, nil
+			if len(diff) > 0 {
+				why = fmt.Sprintf("of another configuration than %s's (%s)", r.id.Path, strings.Join(diff, ", "))
+				continue
 			}
-			why = fmt.Sprintf("of another configuration than %s's (%s)", r.id.Path, strings.Join(diff, ", "))
+			// The configurations agree but for what a resume may change (--steps): the
+			// steps themselves tell a resumed run from another one.
+			if m.CheckpointTrajectory != "" {
+				same, how, err := train.SameTrajectory(rows, m.CheckpointTrajectory)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", r.id.Path, err)
+				}
+				if !same {
+					why = fmt.Sprintf("of another run than the one %s ranks: %s", r.id.Path, how)
+					continue
+				}
+			}
+			return &trainLog{meta: meta, rows: rows}, nil
 		}
 	}
 	return nil, fmt.Errorf("--log %s is not the log of a run ranked: it is the log %s", path, why)

@@ -236,7 +236,7 @@ func Rank(cfg RankConfig) error {
 		Model: string(mc.Variant), Dataset: qmeta.Dataset, Split: qmeta.Split, NumEntities: mc.NumEntities,
 		NumQueries: len(all), Queries: displayPath(cfg.Queries), QueriesHash: digest, Checkpoint: cfg.Checkpoint, CheckpointHash: l.hash,
 		Seed: l.seed(), TopK: cfg.TopK, TrainConfig: l.meta.Config, Shard: cfg.Shard, ShardRange: span,
-		KGDigest: l.meta.KGDigest, TrainFingerprint: l.meta.TrainFingerprint,
+		KGDigest: l.meta.KGDigest, TrainFingerprint: l.meta.TrainFingerprint, CheckpointTrajectory: train.CheckpointTrajectory(l.meta),
 	})
 	if err != nil {
 		return err

@@ -41,6 +41,8 @@ import (
 //	pending_valid      a validation that an interruption cut short (the step after which
 //	                   it runs and that step's learning rate, for the log): a resumed run
 //	                   runs it first, as the uninterrupted run did; absent: none
+//	trajectory         the digest of the steps done (trajectory.go), which a train log's
+//	                   rows give back: metrics matches a --log with the ranked run by it
 type state struct {
 	EvalEvery        int                    `json:"eval_every"`
 	EvalSlowed       bool                   `json:"eval_slowed"`
@@ -56,6 +58,9 @@ type state struct {
 	// Best and PendingValid: keep-best and early stopping (best.go), exact across resumes.
 	Best         *bestState    `json:"best,omitempty"`
 	PendingValid *pendingValid `json:"pending_valid,omitempty"`
+	// Trajectory is the digest of the steps done (trajectory.go); absent in checkpoints
+	// written before it was recorded, and in those resumed from one.
+	Trajectory string `json:"trajectory,omitempty"`
 }
 
 // pendingValid is a validation an interruption cut short: the one after Step, whose
@@ -94,6 +99,9 @@ func (t *trainer) checkpoint() (*artifact.Checkpoint, error) {
 		AdamLag:          t.adam.Lag,
 		Best:             t.best,
 		PendingValid:     t.pending,
+	}
+	if !t.trajUnknown {
+		st.Trajectory = t.traj.String()
 	}
 	var err error
 	if st.DropoutRNG, err = t.dropSrc.MarshalBinary(); err != nil {

@@ -216,6 +216,7 @@ func (t *trainer) finishStep(e *enqueuedStep) (artifact.TrainLogRow, error) {
 		MRR: math.NaN(), Hits1: math.NaN(), Hits3: math.NaN(), Hits10: math.NaN(),
 		ElapsedS: t.elapsed()}
 	t.log = append(t.log, row)
+	t.traj = t.traj.add(row)
 	t.stepsDone = e.step + 1
 	return row, nil
 }

@@ -49,7 +49,7 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 			release()
 		}
 	}()
-	t := &trainer{cfg: cfg, opts: opts, workers: opts.Workers, savedSteps: -1, release: release}
+	t := &trainer{cfg: cfg, opts: opts, workers: opts.Workers, savedSteps: -1, release: release, traj: trajectoryStart}
 	if t.workers <= 0 {
 		t.workers = runtime.GOMAXPROCS(0)
 	}
@@ -327,6 +327,15 @@ func (t *trainer) restore(ck *artifact.Checkpoint, st *state) error {
 		// Resumed without --valid (allowed unless the best is compared): no validation runs.
 		t.printf("the validation after step %d was cut short; without --valid it is not run\n", t.pending.Step)
 		t.pending = nil
+	}
+	if st.Trajectory == "" {
+		t.trajUnknown = true
+	} else {
+		traj, err := parseTrajectory(st.Trajectory)
+		if err != nil {
+			return err
+		}
+		t.traj = traj
 	}
 	if st.Timings != nil { // a checkpoint of before the timings moved to the log alone
 		t.resumeTimings(*st.Timings)

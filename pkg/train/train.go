@@ -39,13 +39,17 @@ type trainer struct {
 	samplers [2]*sampler
 	valid    []eval.RankQuery
 
-	log        []artifact.TrainLogRow
-	entities   string // the KG's entity-table digest (artifact.QueriesMeta.EntitiesDigest)
-	kg         string // the KG's content digest (artifact.QueriesMeta.KGDigest)
-	stepsDone  int
-	savedSteps int    // steps in the checkpoint on disk; -1: none written by this run or before
-	written    string // where that checkpoint is: Options.Checkpoint or Options.Partial
-	resumed    bool   // the run continues a checkpoint (Options.Resume, or AutoResume's choice)
+	log []artifact.TrainLogRow
+	// traj is the trajectory of the steps done (trajectory.go); trajUnknown: resumed from
+	// a checkpoint that records none, so none is recorded.
+	traj        trajectory
+	trajUnknown bool
+	entities    string // the KG's entity-table digest (artifact.QueriesMeta.EntitiesDigest)
+	kg          string // the KG's content digest (artifact.QueriesMeta.KGDigest)
+	stepsDone   int
+	savedSteps  int    // steps in the checkpoint on disk; -1: none written by this run or before
+	written     string // where that checkpoint is: Options.Checkpoint or Options.Partial
+	resumed     bool   // the run continues a checkpoint (Options.Resume, or AutoResume's choice)
 
 	metric  BestMetric    // Config.BestMetric, parsed; the zero value without one
 	best    *bestState    // the best validation so far (best.go); nil: none yet
