@@ -143,11 +143,12 @@ for v in DATASET DATA OUT MODEL PRESET SEEDS SAMPLE_SEED TRAIN_QUERY_FLAGS VALID
 	case ${!v} in *$'\n'* | *$'\t'*) die "$v holds a newline or a tab" ;; esac
 done
 [ -d "$DATA" ] || die "DATA=$DATA: no such dataset folder"
-# The queries' prerequisites, the Makefile's $(wildcard $(DATA)/*.tsv $(DATA)/*.tsv.gz)
-# (none for a dataset in BetaE's .txt files: its queries are then made only when missing).
-shopt -s nullglob
-DATA_FILES=("$DATA"/*.tsv "$DATA"/*.tsv.gz)
-shopt -u nullglob
+# The queries' prerequisites, the Makefile's DATA_FILES: the files the dataset loader reads
+# and the KG digest covers.
+DATA_FILES=()
+for data_file in "$DATA"/{train,valid,test,entities,relations}.{tsv,tsv.gz,txt,txt.gz}; do
+	[ ! -e "$data_file" ] || DATA_FILES+=("$data_file")
+done
 read -r -a SEED_LIST <<<"$SEEDS"
 [ ${#SEED_LIST[@]} -gt 0 ] || die "SEEDS is empty"
 declare -A seen=()

@@ -68,6 +68,53 @@ func TestMakeCaching(t *testing.T) {
 	if got := stages(make("-n", "metrics")); got["train"] != 2 || got["embed"] != 2 || got["rank"] != 2 || got["sample"] != 0 {
 		t.Errorf("after touching the train queries: %v", got)
 	}
+	time.Sleep(time.Until(later) + 10*time.Millisecond) // past the touched times, so that what is made now is newer
+	make("metrics")
+	// A ranks file deleted is made again from the cached cones; a seed added is trained,
+	// embedded and ranked alone; SHARDS=2 makes its shard files. (A bare .SECONDARY:
+	// made every target intermediate, and Make left such missing files unmade.)
+	if err := os.Remove(filepath.Join(out, "rocone", "seed1", "ranks.arrow")); err != nil {
+		t.Fatal(err)
+	}
+	if got := stages(make("-n", "metrics")); got["rank"] != 1 || got["metrics"] != 1 || len(got) != 2 {
+		t.Errorf("after deleting seed 1's ranks: %v", got)
+	}
+	// (rank twice: seed 1's, still deleted, and seed 2's.)
+	if got := stages(make("-n", "SEEDS=0 1 2", "metrics")); got["train"] != 1 || got["embed"] != 1 || got["rank"] != 2 || got["metrics"] != 1 || got["sample"] != 0 {
+		t.Errorf("after adding seed 2: %v", got)
+	}
+	if got := stages(make("-n", "SHARDS=2", "metrics")); got["embed"] != 4 || got["rank"] != 4 || got["train"] != 0 {
+		t.Errorf("SHARDS=2 after an unsharded run: %v", got)
+	}
+	// The dataset's files in BetaE's .txt form are prerequisites too; its entity labels
+	// (which only rank --ask reads) are not.
+	txt, txtOut := t.TempDir(), t.TempDir()
+	for _, f := range []string{"train", "valid", "test", "entities", "relations", "entity_labels"} {
+		ext := ".txt"
+		if f == "entities" || f == "relations" || f == "entity_labels" {
+			ext = ".tsv"
+		}
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "tiny", f+".tsv"))
+		if os.IsNotExist(err) && f == "entity_labels" {
+			b, err = []byte("0\tthe first entity\n"), nil
+		}
+		if err != nil || os.WriteFile(filepath.Join(txt, f+ext), b, 0o644) != nil {
+			t.Fatalf("copying tiny's %s: %v", f, err)
+		}
+	}
+	make("DATA="+txt, "OUT="+txtOut, "queries")
+	later = later.Add(2 * time.Second)
+	for _, c := range []struct {
+		file    string
+		samples int
+	}{{"entity_labels.tsv", 0}, {"test.txt", 3}} {
+		if err := os.Chtimes(filepath.Join(txt, c.file), later, later); err != nil {
+			t.Fatal(err)
+		}
+		if got := stages(make("-n", "DATA="+txt, "OUT="+txtOut, "queries")); got["sample"] != c.samples {
+			t.Errorf("after touching %s: %v, want %d sample commands", c.file, got, c.samples)
+		}
+	}
 
 	// The last OUT= on make's command line wins.
 	sharded := t.TempDir()
