@@ -43,6 +43,8 @@ import (
 //	                   runs it first, as the uninterrupted run did; absent: none
 //	trajectory         the digest of the steps done (trajectory.go), which a train log's
 //	                   rows give back: metrics matches a --log with the ranked run by it
+//	valid_digest       the valid queries' digest (artifact.QueriesDigest): a resume on
+//	                   other valid queries is refused (--auto-resume starts afresh)
 type state struct {
 	EvalEvery        int                    `json:"eval_every"`
 	EvalSlowed       bool                   `json:"eval_slowed"`
@@ -61,6 +63,9 @@ type state struct {
 	// Trajectory is the digest of the steps done (trajectory.go); absent in checkpoints
 	// written before it was recorded, and in those resumed from one.
 	Trajectory string `json:"trajectory,omitempty"`
+	// ValidDigest is the valid queries' artifact.QueriesDigest; absent for a run without
+	// --valid and in older checkpoints. A resume on other valid queries is refused.
+	ValidDigest string `json:"valid_digest,omitempty"`
 }
 
 // pendingValid is a validation an interruption cut short: the one after Step, whose
@@ -103,6 +108,7 @@ func (t *trainer) checkpoint() (*artifact.Checkpoint, error) {
 	if !t.trajUnknown {
 		st.Trajectory = t.traj.String()
 	}
+	st.ValidDigest = t.validDigest
 	var err error
 	if st.DropoutRNG, err = t.dropSrc.MarshalBinary(); err != nil {
 		return nil, err

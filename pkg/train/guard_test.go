@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/internal/traintest"
 	"github.com/rocone/rocone/pkg/artifact"
 )
 
@@ -145,3 +146,51 @@ func TestRunGuards(t *testing.T) {
 
 func withDim(c Config, d int) Config       { c.Dim = d; return c }
 func withNegatives(c Config, n int) Config { c.Negatives = n; return c }
+
+// TestResumeOtherValid: a run continues only on the valid queries it validated on. A
+// resume with other ones is refused, naming both, and changes nothing; --auto-resume
+// starts afresh, saying why; without --valid it continues, and the next resume still
+// knows the run's valid queries.
+func TestResumeOtherValid(t *testing.T) {
+	tr, va := files(t)
+	dir := t.TempDir()
+	other := traintest.Generate(t, dir, "other-valid.arrow", "valid", nil, 3)
+	cfg := tinyConfig("rocone")
+	opts := Options{Train: tr, Valid: va, Checkpoint: filepath.Join(dir, "m.arrow"), Log: filepath.Join(dir, "m-log.arrow"), StopAfter: 5}
+	run(t, cfg, opts)
+	saved, done, err := ReadCheckpointConfig(opts.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumeCfg, err := ResumeConfig(saved, done, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(opts.Checkpoint)
+	onOther := opts
+	onOther.Valid, onOther.Resume, onOther.StopAfter = other, true, 8
+	_, err = Run(context.Background(), resumeCfg, onOther)
+	if err == nil || !strings.Contains(err.Error(), "the run validated on other queries (digest ") || !strings.Contains(err.Error(), "--valid "+other) {
+		t.Fatalf("resume on other valid queries: %v", err)
+	}
+	if after, _ := os.ReadFile(opts.Checkpoint); !bytes.Equal(after, before) {
+		t.Fatal("the refused resume changed the checkpoint")
+	}
+
+	var said bytes.Buffer
+	auto := onOther
+	auto.Resume, auto.AutoResume, auto.Overwrite, auto.Progress = false, true, true, &said
+	if res := run(t, cfg, auto); res.Resumed || !strings.Contains(said.String(), "was validated on other valid queries") {
+		t.Errorf("--auto-resume on other valid queries: resumed %v, said:\n%s", res.Resumed, said.String())
+	}
+
+	// Without --valid the run goes on; given again, other valid queries are still refused.
+	run(t, cfg, opts) // the run on va again, stopped after 5 steps
+	noValid := opts
+	noValid.Valid, noValid.Resume, noValid.StopAfter = "", true, 8
+	run(t, resumeCfg, noValid)
+	onOther.StopAfter = 12
+	if _, err := Run(context.Background(), resumeCfg, onOther); err == nil || !strings.Contains(err.Error(), "the run validated on other queries") {
+		t.Errorf("after a resume without --valid, other valid queries: %v", err)
+	}
+}

@@ -76,13 +76,24 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 		return nil, fmt.Errorf("%s: no training queries", opts.Train)
 	}
 
+	// The valid file is read here, checked below: a run continues only on the valid
+	// queries it validated on, which AutoResume needs to know.
+	var vmeta artifact.QueriesMeta
+	var vrows []artifact.Query
+	if opts.Valid != "" {
+		if vmeta, vrows, err = artifact.ReadQueries(opts.Valid); err != nil {
+			return nil, err
+		}
+		t.validDigest = artifact.QueriesDigest(vrows)
+	}
+
 	// Resume (or, with AutoResume, perhaps): from Partial when there is one.
 	source := ResumeSource(opts)
 	var ck *artifact.Checkpoint
 	var st state
 	if opts.AutoResume {
 		var why string
-		if ck, st, why, err = autoResume(cfg, source, tmeta, ts); err != nil {
+		if ck, st, why, err = autoResume(cfg, source, tmeta, ts, t.validDigest); err != nil {
 			return nil, err
 		}
 		if ck != nil {
@@ -150,10 +161,6 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 
 	// The valid file.
 	if opts.Valid != "" {
-		vmeta, vrows, err := artifact.ReadQueries(opts.Valid)
-		if err != nil {
-			return nil, err
-		}
 		if err := vmeta.CheckWhole(opts.Valid); err != nil {
 			return nil, err
 		}
@@ -328,6 +335,14 @@ func (t *trainer) restore(ck *artifact.Checkpoint, st *state) error {
 		t.printf("the validation after step %d was cut short; without --valid it is not run\n", t.pending.Step)
 		t.pending = nil
 	}
+	switch {
+	case st.ValidDigest == "":
+	case t.validDigest == "":
+		t.validDigest = st.ValidDigest // kept for the next resume, which may give --valid again
+	case t.validDigest != st.ValidDigest:
+		return fmt.Errorf("the run validated on other queries (digest %.12s) than --valid %s (%.12s): one log and one best would mix two validation sets; give the run's own --valid, or none",
+			st.ValidDigest, t.opts.Valid, t.validDigest)
+	}
 	if st.Trajectory == "" {
 		t.trajUnknown = true
 	} else {
@@ -398,9 +413,10 @@ func ResumeSource(opts Options) string {
 
 // autoResume decides Options.AutoResume: it returns the checkpoint at source and its
 // state when it holds an unfinished run of cfg (every key the same but checkpoint_every;
-// the KG's keys are the train file's) on this train file, and nil otherwise, with a line
-// saying what it chose and why.
-func autoResume(cfg Config, source string, tmeta artifact.QueriesMeta, ts *trainSet) (*artifact.Checkpoint, state, string, error) {
+// the KG's keys are the train file's) on this train file and validated on these valid
+// queries (validDigest, "" for none given), and nil otherwise, with a line saying what it
+// chose and why.
+func autoResume(cfg Config, source string, tmeta artifact.QueriesMeta, ts *trainSet, validDigest string) (*artifact.Checkpoint, state, string, error) {
 	var st state
 	fresh := func(why string, args ...any) (*artifact.Checkpoint, state, string, error) {
 		return nil, st, "starting a new run: " + fmt.Sprintf(why, args...), nil
@@ -426,6 +442,9 @@ func autoResume(cfg Config, source string, tmeta artifact.QueriesMeta, ts *train
 	if st.TrainQueries != len(ts.queries) || st.TrainFingerprint != ts.fingerprint ||
 		(meta.EntitiesDigest != "" && tmeta.EntitiesDigest != "" && meta.EntitiesDigest != tmeta.EntitiesDigest) {
 		return fresh("%s was trained on other train queries", source)
+	}
+	if st.ValidDigest != "" && validDigest != "" && st.ValidDigest != validDigest {
+		return fresh("%s was validated on other valid queries", source)
 	}
 	if (int(meta.Step) >= saved.Steps && st.PendingValid == nil) || saved.stopped(st.Best) {
 		return fresh("%s holds this run finished (%d of %d steps)", source, meta.Step, saved.Steps)

@@ -44,6 +44,9 @@ type trainer struct {
 	// a checkpoint that records none, so none is recorded.
 	traj        trajectory
 	trajUnknown bool
+	// validDigest is the valid queries' digest (artifact.QueriesDigest): this run's
+	// --valid, or the checkpoint's when resumed without one; "" for none.
+	validDigest string
 	entities    string // the KG's entity-table digest (artifact.QueriesMeta.EntitiesDigest)
 	kg          string // the KG's content digest (artifact.QueriesMeta.KGDigest)
 	stepsDone   int
