@@ -82,6 +82,10 @@ func Results(cfg ResultsConfig, w io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if len(found) == 0 {
+			// A mistyped folder would otherwise replace the README's tables with none.
+			return fmt.Errorf("%s: no results entry under it (a folder with %s, %s and %s)", root, RunRecordFile, ResultMetricsFile, ResultLogFile)
+		}
 		dirs = append(dirs, found...)
 	}
 	slices.Sort(dirs)
@@ -280,8 +284,7 @@ func shortRunLabel(label, dataset string, steps int64) string {
 // seeds, the published rows beside them) and the list of runs.
 func writeResults(w io.Writer, entries []resultEntry) error {
 	if len(entries) == 0 {
-		_, err := fmt.Fprintln(w, "No run has been recorded yet (results/README.md says how an entry is made).")
-		return err
+		return errors.New("no results entry")
 	}
 	var datasets []string
 	for _, e := range entries {
