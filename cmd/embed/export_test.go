@@ -153,6 +153,9 @@ func TestExportRefuses(t *testing.T) {
 		{"-o is the data folder", []string{"--checkpoint", f.Checkpoint, "--data", f.Data, "-o", f.Data, "--overwrite"}, "-o " + f.Data + " holds --data " + f.Data},
 		{"-o is a file", []string{"--checkpoint", f.Checkpoint, "-o", cones}, "-o " + cones + ": exists and is not a folder"},
 		{"-o is a full folder", []string{"--checkpoint", f.Checkpoint, "-o", full}, "-o " + full + ": the folder exists and is not empty"},
+		{"--overwrite of a folder that is no export", []string{"--checkpoint", f.Checkpoint, "-o", full, "--overwrite"}, "-o " + full + " holds files but no manifest.json: --overwrite replaces an earlier export only"},
+		{"-o the working directory", []string{"--checkpoint", f.Checkpoint, "-o", ".", "--overwrite"}, "-o . holds the working directory"},
+		{"-o above the working directory", []string{"--checkpoint", f.Checkpoint, "-o", "..", "--overwrite"}, "-o .. holds the working directory"},
 		{"-o -", []string{"--checkpoint", f.Checkpoint, "-o", "-"}, "-o -: the output is a folder of files, not stdout"},
 		{"a stray argument", []string{"--checkpoint", f.Checkpoint, "--format", "npy", "-o", out, "extra"}, `unexpected argument "extra"`},
 	} {

@@ -25,8 +25,8 @@ import (
 // It refuses, naming the flag and the path: stdout ("-"); an existing path that is not a
 // folder; a folder that is one of inputs or holds one at any depth (compared by device
 // and inode, so links and ./ are caught; an input folder such as --data counts as a
-// whole); an existing non-empty folder unless overwrite; and a parent folder in which a
-// folder cannot be created. It removes the stale temporary folders of killed runs.
+// whole); the working directory or a folder above it; an existing non-empty folder unless
+// overwrite; and a parent folder in which a folder cannot be created. It removes the stale temporary folders of killed runs.
 func CheckDir(out Path, overwrite bool, inputs []Path) error {
 	switch out.Path {
 	case "":
@@ -40,6 +40,9 @@ func CheckDir(out Path, overwrite bool, inputs []Path) error {
 	}
 	if fi != nil {
 		id := idOf(fi)
+		if within(".", id) {
+			return fmt.Errorf("%s %s holds the working directory: a folder replaced as a whole cannot be the one the command runs in (choose another output folder)", out.Flag, out.Path)
+		}
 		for _, in := range inputs {
 			if in.Path == "" || in.Path == "-" {
 				continue

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/export"
@@ -44,6 +46,11 @@ func Export(cfg ExportConfig) error {
 		return err
 	}
 	defer release()
+	if cfg.Overwrite {
+		if err := earlierExport(cfg.Output); err != nil {
+			return err
+		}
+	}
 
 	man := export.Manifest{WrittenBy: "embed export", Names: cfg.Data}
 	var tables []export.Table
@@ -101,6 +108,20 @@ func Export(cfg ExportConfig) error {
 	}
 	if cfg.Log != nil {
 		fmt.Fprintf(cfg.Log, "export: wrote %s (%s)\n", cfg.Output, format)
+	}
+	return nil
+}
+
+// earlierExport refuses an --overwrite of a folder that holds files but no export's
+// manifest.json: --overwrite replaces an earlier export as a whole, never a folder of
+// other files given by mistake (-o data --overwrite).
+func earlierExport(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return nil // new, empty, or not a folder: CheckDir says
+	}
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		return fmt.Errorf("-o %s holds files but no manifest.json: --overwrite replaces an earlier export only (choose another folder, or empty it)", dir)
 	}
 	return nil
 }
