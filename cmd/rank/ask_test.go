@@ -292,6 +292,8 @@ func TestAskRefused(t *testing.T) {
 	os.WriteFile(unknown, []byte("(ent2,(+rel0,))\n(ent2x,(+rel0,))\n(ent2,(+rel0,))\n(Twin,(+rel0,))\n"), 0o644)
 	empty := filepath.Join(f.Dir, "empty.txt")
 	os.WriteFile(empty, []byte("# nothing\n\n"), 0o644)
+	long := filepath.Join(f.Dir, "long.txt")
+	os.WriteFile(long, []byte("(ent2,(+rel0,))\n(ent2,(+rel0,))"+strings.Repeat(" ", 1<<20)+"\n"), 0o644)
 	base := []string{"--checkpoint", f.Checkpoint, "-q", "-o", o}
 	for _, tc := range []struct {
 		name string
@@ -315,6 +317,8 @@ func TestAskRefused(t *testing.T) {
 		{"unknown names in a file", []string{"--data", data, "--ask-file", unknown},
 			[]string{unknown + `:2: query "(ent2x,(+rel0,))": at offset 1: unknown entity "ent2x"`, unknown + `:4: query "(Twin,(+rel0,))": at offset 1: entity "Twin" is ambiguous`}},
 		{"empty file", []string{"--data", data, "--ask-file", empty}, []string{empty + ": no query in it"}},
+		{"a line over 1 MiB", []string{"--data", data, "--ask-file", long}, []string{long + ":2: a line longer than 1048576 bytes (one query a line)"}},
+		{"a folder as the file", []string{"--data", data, "--ask-file", f.Dir}, []string{"--ask-file " + f.Dir + ": a folder, not a file of queries"}},
 		{"missing file", []string{"--data", data, "--ask-file", filepath.Join(f.Dir, "none.txt")}, []string{"--ask-file: open"}},
 		{"no data", []string{"--ask", "(ent2,(+rel0,))"}, []string{"--ask needs --data DIR"}},
 		{"top 0", []string{"--data", data, "--ask", "(ent2,(+rel0,))", "--top", "0"}, []string{"--top 0: want a number of at least 1 (leave --top out for none, or 10 with --ask)"}},

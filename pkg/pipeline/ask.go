@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/rocone/rocone/pkg/answer"
@@ -116,8 +117,9 @@ func readQuestions(cfg *AskConfig) ([]*question, error) {
 			defer f.Close()
 			r = f
 		}
+		const maxLine = 1 << 20
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 1<<16), 1<<20)
+		sc.Buffer(make([]byte, 1<<16), maxLine)
 		line, before := 0, len(qs)
 		for sc.Scan() {
 			line++
@@ -127,8 +129,13 @@ func readQuestions(cfg *AskConfig) ([]*question, error) {
 			}
 			add(fmt.Sprintf("%s:%d", name, line), text)
 		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("%s: after line %d: %w", name, line, err)
+		switch err := sc.Err(); {
+		case errors.Is(err, bufio.ErrTooLong):
+			return nil, fmt.Errorf("%s:%d: a line longer than %d bytes (one query a line)", name, line+1, maxLine)
+		case errors.Is(err, syscall.EISDIR):
+			return nil, fmt.Errorf("--ask-file %s: a folder, not a file of queries", name)
+		case err != nil:
+			return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
 		}
 		if len(qs) == before && len(errs) == 0 {
 			return nil, fmt.Errorf("%s: no query in it (one a line; blank lines and lines starting with # are skipped)", name)
