@@ -20,6 +20,7 @@ import (
 type Lookup struct {
 	d                    *Dataset
 	entExact, entLoose   map[string][]int32
+	entName              map[string]int32 // an entity's exact name, which wins over labels; -1: several entities have it
 	relExact, relLoose   map[string][]int32
 	entKeys, relKeys     []lookupKey // every name and label, for the candidates of an unknown name
 	numEntities, numRels int
@@ -34,7 +35,7 @@ type lookupKey struct {
 // NewLookup indexes d's names and labels.
 func NewLookup(d *Dataset) *Lookup {
 	l := &Lookup{d: d, entExact: map[string][]int32{}, entLoose: map[string][]int32{}, relExact: map[string][]int32{}, relLoose: map[string][]int32{},
-		numEntities: d.NumEntities, numRels: d.NumRelations}
+		entName: map[string]int32{}, numEntities: d.NumEntities, numRels: d.NumRelations}
 	add := func(exact, loose map[string][]int32, keys *[]lookupKey, name string, id int32) {
 		if name == "" {
 			return
@@ -46,6 +47,11 @@ func NewLookup(d *Dataset) *Lookup {
 	}
 	for i, n := range d.EntityNames {
 		add(l.entExact, l.entLoose, &l.entKeys, n, int32(i))
+		if _, twice := l.entName[n]; twice {
+			l.entName[n] = -1
+		} else if n != "" {
+			l.entName[n] = int32(i)
+		}
 	}
 	for i, n := range d.EntityLabels {
 		if d.EntityNames == nil || n != d.EntityNames[i] {
@@ -168,6 +174,9 @@ func (l *Lookup) RelationID(id int32) (int32, error) {
 func (l *Lookup) Entity(name string) (int32, error) {
 	if l.d.EntityNames == nil && l.d.EntityLabels == nil {
 		return 0, &LookupError{What: "entity", Name: name, Note: l.d.Dir + " names no entities (no entities.tsv): write entities by id"}
+	}
+	if id, ok := l.entName[name]; ok && id >= 0 {
+		return id, nil // an entity's exact name is that entity, whatever another's label
 	}
 	if id, err := l.find("entity", name, []string{name}, l.entExact, l.entLoose); id >= 0 || err != nil {
 		return id, err

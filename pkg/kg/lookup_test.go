@@ -120,15 +120,19 @@ func TestLabels(t *testing.T) {
 			t.Errorf("%s: %d, %v; want %d", name, got, err, want)
 		}
 	}
-	// A name of one entity that is the label of another is ambiguous.
+	// The exact name of one entity that is the label of another is the first (as the
+	// ambiguity's hint, "its exact name", says); matched loosely, it is ambiguous.
 	amb := writeDataset(t, map[string]string{"entities.tsv": "0\tm0\n1\tm1\n2\tm2\n", "entity_labels.tsv": "0\tm1\n1\tOne\n2\tOne\n"})
 	d, err = Load(amb, FormatAuto)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l = NewLookup(d)
+	if got, err := l.Entity("m1"); err != nil || got != 1 {
+		t.Errorf("m1, the exact name of entity 1 and the label of entity 0: %d, %v", got, err)
+	}
 	for name, want := range map[string]string{
-		"m1":  `entity "m1" is ambiguous: 2 entities match it: id 0 name "m0" label "m1"; id 1 name "m1" label "One" (write the entity by its id or its exact name)`,
+		"M1":  `entity "M1" is ambiguous: 2 entities match it: id 0 name "m0" label "m1"; id 1 name "m1" label "One" (write the entity by its id or its exact name)`,
 		"one": `entity "one" is ambiguous: 2 entities match it: id 1 name "m1" label "One"; id 2 name "m2" label "One"`,
 	} {
 		_, err := l.Entity(name)
