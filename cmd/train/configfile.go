@@ -80,8 +80,11 @@ func convert(f cli.Flag, v any) (any, error) {
 		isNum = false
 	}
 	integral := func() error {
-		if !isNum || x != math.Trunc(x) || math.Abs(x) > 1<<53 {
-			return fmt.Errorf("want an integer, got %v", v)
+		switch {
+		case isNum && x == math.Trunc(x) && math.Abs(x) > 1<<53:
+			return fmt.Errorf("%v is too large (at most 2^53)", v)
+		case !isNum || x != math.Trunc(x):
+			return fmt.Errorf("want an integer, got %s", valueText(v))
 		}
 		return nil
 	}
@@ -90,15 +93,15 @@ func convert(f cli.Flag, v any) (any, error) {
 		if s, ok := v.(string); ok {
 			return s, nil
 		}
-		return nil, fmt.Errorf("want a string, got %v", v)
+		return nil, fmt.Errorf("want a string, got %s", valueText(v))
 	case *altsrc.BoolFlag:
 		if b, ok := v.(bool); ok {
 			return b, nil
 		}
-		return nil, fmt.Errorf("want true or false, got %v", v)
+		return nil, fmt.Errorf("want true or false, got %s", valueText(v))
 	case *altsrc.Float64Flag:
 		if !isNum {
-			return nil, fmt.Errorf("want a number, got %v", v)
+			return nil, fmt.Errorf("want a number, got %s", valueText(v))
 		}
 		return x, nil
 	case *altsrc.IntFlag:
@@ -116,4 +119,13 @@ func convert(f cli.Flag, v any) (any, error) {
 		return uint64(x), nil
 	}
 	return nil, fmt.Errorf("unsupported flag type %T", f)
+}
+
+// valueText shows a config value as the file wrote it: a string quoted, so that "8" in
+// quotes reads as the string it is, not as the number the flag wants.
+func valueText(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("the string %q", s)
+	}
+	return fmt.Sprintf("%v", v)
 }

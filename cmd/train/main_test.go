@@ -220,6 +220,13 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	ckBytes, _ := os.ReadFile(ck)
+	config := func(name, text string) string {
+		p := filepath.Join(in, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
 
 	cases := []struct {
 		name   string
@@ -238,6 +245,10 @@ func TestBadInput(t *testing.T) {
 		{"profile steps alone", []string{"--train", tr, "--profile-steps", "1-2"}, "--profile-steps without --profile", false},
 		{"profile steps bad", []string{"--train", tr, "--device", "cuda", "--profile", "p.md", "--profile-steps", "3"}, "want FROM-TO", false},
 		{"missing train", []string{}, "--train is required", false},
+		{"a quoted integer in TOML", []string{"--train", tr, "--config", config("q.toml", "dim = \"8\"\n")}, `dim: want an integer, got the string "8"`, false},
+		{"a quoted bool in TOML", []string{"--train", tr, "--config", config("b.toml", "keep-best = \"true\"\n")}, `keep-best: want true or false, got the string "true"`, false},
+		{"a huge integer in TOML", []string{"--train", tr, "--config", config("h.toml", "dim = 9223372036854775807\n")}, "dim: 9223372036854775807 is too large (at most 2^53)", false},
+		{"a quoted number in YAML", []string{"--train", tr, "--config", config("n.yaml", "lr: \"1e-3\"\n")}, `lr: want a number, got the string "1e-3"`, false},
 		{"patience without validation steps", []string{"--train", tr, "--valid", va, "--patience", "2", "--eval-every", "0"}, "patience 2 counts validations during training, but eval-every is 0", false},
 		{"patience without valid", []string{"--train", tr, "--patience", "2"}, "--patience 2 compares validations: give the held-out queries with --valid FILE", false},
 		{"keep-best without valid", []string{"--train", tr, "--keep-best"}, "--keep-best compares validations", false},
