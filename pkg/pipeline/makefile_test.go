@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,6 +87,28 @@ func TestMakeCaching(t *testing.T) {
 	if got := stages(make("-n", "SHARDS=2", "metrics")); got["embed"] != 4 || got["rank"] != 4 || got["train"] != 0 {
 		t.Errorf("SHARDS=2 after an unsharded run: %v", got)
 	}
+	// Changed flags remake what they make (a stamp under .flags/ holds each stage's), in a
+	// dry run too, which writes no stamp.
+	make("metrics")
+	for _, c := range []struct {
+		flag string
+		want map[string]int
+	}{
+		{"METRICS_FLAGS=--resamples 60", map[string]int{"metrics": 1}},
+		{"TRAIN_FLAGS=--dim 8 --steps 5 --batch 16 --negatives 4 --eval-every 2 -q", map[string]int{"train": 2, "embed": 2, "rank": 2, "metrics": 1}},
+		{"TEST_FLAGS=" + strings.Replace(counts, "1p=20", "1p=21", 1), map[string]int{"sample": 1, "embed": 2, "rank": 2, "metrics": 1}},
+	} {
+		if got := stages(make("-n", c.flag, "metrics")); !maps.Equal(got, c.want) {
+			t.Errorf("%s, dry run: %v, want %v", c.flag, got, c.want)
+		}
+		if got := stages(make(c.flag, "metrics")); !maps.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.flag, got, c.want)
+		}
+		if got := stages(make("-n", c.flag, "metrics")); len(got) != 0 {
+			t.Errorf("%s, again: %v", c.flag, got)
+		}
+		make("metrics") // back to the test's flags: the same stages again
+	}
 	// The dataset's files in BetaE's .txt form are prerequisites too; its entity labels
 	// (which only rank --ask reads) are not.
 	txt, txtOut := t.TempDir(), t.TempDir()
@@ -103,7 +126,7 @@ func TestMakeCaching(t *testing.T) {
 		}
 	}
 	make("DATA="+txt, "OUT="+txtOut, "queries")
-	later = later.Add(2 * time.Second)
+	later = time.Now().Add(2 * time.Second)
 	for _, c := range []struct {
 		file    string
 		samples int
