@@ -189,13 +189,40 @@ q() { printf '%q' "$1"; }
 RUN=$OUT/$MODEL${PRESET:+-$PRESET}
 declare -A REMAKE=() # artifact -> the stage that rebuilds it in this submission
 
+declare -A CHANGED=() # a flags stamp whose flags changed, in a dry run (which writes none)
+
+# flags_stamp FILE FLAGS: the Makefile's stamp of a stage's flags (under .flags/), a
+# prerequisite of what the stage makes: FILE is written where FLAGS differ from what it
+# holds (a new one dated 1970, so that an existing run is not redone for it); a dry run
+# writes none and marks a changed one in CHANGED. Sets STAMP to FILE, or to nothing for a
+# dry run's missing one.
+flags_stamp() {
+	local file=$1 flags=$2
+	STAMP=$file
+	if [ -e "$file" ] && [ "$(cat "$file")" = "$flags" ]; then
+		return
+	fi
+	if [ $DRY -eq 1 ]; then
+		if [ -e "$file" ]; then CHANGED[$file]=1; else STAMP=""; fi
+		return
+	fi
+	mkdir -p "$(dirname "$file")"
+	if [ -e "$file" ]; then
+		printf '%s\n' "$flags" >"$file"
+	else
+		printf '%s\n' "$flags" >"$file" && touch -d @0 "$file"
+	fi
+}
+
 # stale TARGET PREREQ...: Make's rule: TARGET is missing, a prerequisite is newer (mtime,
-# to the nanosecond), or a prerequisite is rebuilt in this submission.
+# to the nanosecond), or a prerequisite is rebuilt in this submission (or is a flags stamp
+# that a dry run found changed).
 stale() {
 	local target=$1 p
 	shift
 	[ -e "$target" ] || return 0
 	for p; do
+		[ -z "${CHANGED[$p]:-}" ] || return 0
 		[ -z "${REMAKE[$p]:-}" ] || return 0
 		[ -e "$p" ] || die "$p, an input of $target, is missing and nothing here makes it"
 		[ ! "$p" -nt "$target" ] || return 0
@@ -225,25 +252,28 @@ SPLIT_FLAGS=("$TRAIN_QUERY_FLAGS" "$VALID_FLAGS" "$TEST_FLAGS")
 for i in 0 1 2; do
 	t=$OUT/${SPLITS[$i]}-queries.arrow
 	gen="$BIN/sample generate --data $(q "$DATA") --split ${SPLITS[$i]} --seed $(q "$SAMPLE_SEED") ${SPLIT_FLAGS[$i]}"
+	flags_stamp "$OUT/.flags/${SPLITS[$i]}-queries" "--seed $SAMPLE_SEED ${SPLIT_FLAGS[$i]}"
 	if [ "$SAMPLE_SHARDS" = 1 ]; then
-		add_task sample $i "$t" "$gen -o $(q "$t")" "${DATA_FILES[@]}"
+		add_task sample $i "$t" "$gen -o $(q "$t")" "${DATA_FILES[@]}" ${STAMP:+"$STAMP"}
 		continue
 	fi
 	parts=()
 	for ((k = 0; k < SAMPLE_SHARDS; k++)); do
 		p=$OUT/shards/${SPLITS[$i]}-queries-$k-of-$SAMPLE_SHARDS.arrow
 		parts+=("$p")
-		add_task sample $((i * SAMPLE_SHARDS + k)) "$p" "$gen --shard $k/$SAMPLE_SHARDS -o $(q "$p")" "${DATA_FILES[@]}"
+		add_task sample $((i * SAMPLE_SHARDS + k)) "$p" "$gen --shard $k/$SAMPLE_SHARDS -o $(q "$p")" "${DATA_FILES[@]}" ${STAMP:+"$STAMP"}
 	done
 	parts_q=""
 	for p in "${parts[@]}"; do parts_q+=" $(q "$p")"; done
 	add_task merge $i "$t" "$BIN/sample merge -q -o $(q "$t")$parts_q" "${parts[@]}"
 done
 TQ=$OUT/train-queries.arrow VQ=$OUT/valid-queries.arrow XQ=$OUT/test-queries.arrow
+flags_stamp "$RUN/.flags/train" "$TRAIN_FLAGS"
+TRAIN_STAMP=$STAMP
 for i in "${!SEED_LIST[@]}"; do
 	s=${SEED_LIST[$i]} d=$RUN/seed${SEED_LIST[$i]}
 	add_task train "$i" "$d/model.arrow" "$BIN/train --train $(q "$TQ") --valid $(q "$VQ") --model $(q "$MODEL")${PRESET:+ --preset $(q "$PRESET")} --seed $s --device $DEVICE $TRAIN_FLAGS --auto-resume --overwrite --partial $(q "$d/model.partial.arrow") --checkpoint $(q "$d/model.arrow") --log $(q "$d/train-log.arrow")" \
-		"$TQ" "$VQ"
+		"$TQ" "$VQ" ${TRAIN_STAMP:+"$TRAIN_STAMP"}
 done
 # shard K: the file-name suffix and the flag of shard K of SHARDS (none when unsharded).
 shard() {
@@ -269,8 +299,9 @@ for i in "${!SEED_LIST[@]}"; do
 done
 ranks_q=""
 for r in "${RANKS[@]}"; do ranks_q+=" $(q "$r")"; done
+flags_stamp "$RUN/.flags/metrics" "$METRICS_FLAGS"
 add_task metrics 0 "$RUN/metrics.arrow" "$BIN/metrics $METRICS_FLAGS --plot $(q "$RUN/mrr.png") --log $(q "$RUN/seed${SEED_LIST[0]}/train-log.arrow") -o $(q "$RUN/metrics.arrow")$ranks_q > $(q "$RUN/metrics.md.tmp") && mv $(q "$RUN/metrics.md.tmp") $(q "$RUN/metrics.md")" \
-	"${RANKS[@]}"
+	"${RANKS[@]}" ${STAMP:+"$STAMP"}
 
 # --- submit ----------------------------------------------------------------------------------
 submitted=0

@@ -132,6 +132,16 @@ waitfor "$T/jobs3" 120 || fail "the rank rerun failed (logs above)"
 cmp "$OUT/rocone/metrics.arrow" "$T/metrics-first.arrow" || fail "metrics changed after rerunning seed 1's rank"
 submit >"$T/jobs4"
 [ ! -s "$T/jobs4" ] || fail "a submit after the rerun submitted:"$'\n'"$(cat "$T/jobs4")"
+# Changed flags remake their stage and what follows (the stamps under .flags/, as in the
+# Makefile); a dry run writes no stamp, so the same flags again submit nothing.
+submit -n "METRICS_FLAGS=--resamples 60" >"$T/dry-flags"
+[ "$(grep -c '^sbatch ' "$T/dry-flags")" -eq 1 ] && grep -q -- '--job-name=rocone-metrics ' "$T/dry-flags" ||
+	fail "after changing METRICS_FLAGS, not metrics alone:"$'\n'"$(cat "$T/dry-flags")"
+submit -n "TRAIN_FLAGS=--dim 8 --steps 5 --batch 16 --negatives 4 --eval-every 2 -q" >"$T/dry-flags"
+[ "$(grep -o -- '--job-name=rocone-[a-z]* .*--array=[^ ]*' "$T/dry-flags" | sed 's/--job-name=rocone-\([a-z]*\) .*--array=/\1:/' | tr '\n' ' ')" = 'train:0\,1 embed:0\,1\,2\,3\,4\,5 rank:0\,1\,2\,3\,4\,5 ' ] ||
+	fail "after changing TRAIN_FLAGS:"$'\n'"$(cat "$T/dry-flags")"
+submit -n >"$T/dry-flags"
+[ ! -s "$T/dry-flags" ] || fail "a dry run with other flags changed a stamp:"$'\n'"$(cat "$T/dry-flags")"
 # Touching the train queries makes every seed's model stale, and all after it; nothing is sampled.
 touch "$OUT/train-queries.arrow"
 submit -n >"$T/dry4"
@@ -209,7 +219,7 @@ for f in train-queries.arrow valid-queries.arrow test-queries.arrow rocone/metri
 	rocone/mrr.png rocone/mrr-training.png; do
 	cmp "$OUT/$f" "$T/slurm-out/$f" || fail "$f differs between the Slurm and the Makefile pipelines"
 done
-(cd "$OUT" && find . -type f -not -path '*/.flags/*' | sort) >"$T/make-files" # .flags: the Makefile's stamps
+(cd "$OUT" && find . -type f | sort) >"$T/make-files"
 (cd "$T/slurm-out" && find . -type f -not -path './logs/*' -not -path './slurm/*' -not -path './shards/*' | sort) >"$T/slurm-files"
 diff "$T/make-files" "$T/slurm-files" >&2 || fail "the two pipelines wrote different sets of files"
 
