@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -37,13 +36,7 @@ func required(c *cli.Context, names ...string) error {
 			missing = append(missing, n)
 		}
 	}
-	switch len(missing) {
-	case 0:
-		return nil
-	case 1:
-		return fmt.Errorf("Required flag %q not set", missing[0])
-	}
-	return fmt.Errorf("Required flags %q not set", strings.Join(missing, ", "))
+	return cliargs.MissingFlags(missing)
 }
 
 func main() {

@@ -108,13 +108,19 @@ func missingRequired(flags []cli.Flag, seen map[string]string) error {
 			}
 		}
 	}
-	switch len(missing) {
+	return MissingFlags(missing)
+}
+
+// MissingFlags is the error of required flags not given, in urfave/cli's words (nil for
+// none), for a stage that checks its required flags itself.
+func MissingFlags(names []string) error {
+	switch len(names) {
 	case 0:
 		return nil
 	case 1:
-		return fmt.Errorf("Required flag %q not set", missing[0])
+		return fmt.Errorf("Required flag %q not set", names[0])
 	}
-	return fmt.Errorf("Required flags %q not set", strings.Join(missing, ", "))
+	return fmt.Errorf("Required flags %q not set", strings.Join(names, ", "))
 }
 
 func display(tok string, args []string, i int, separate bool) string {
