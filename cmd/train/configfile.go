@@ -12,6 +12,8 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
 	"gopkg.in/yaml.v3"
+
+	"github.com/rocone/rocone/pkg/train"
 )
 
 // configSource reads a YAML (.yaml, .yml) or TOML (.toml) config file into an altsrc input
@@ -84,7 +86,7 @@ func convert(f cli.Flag, v any) (any, error) {
 		case isNum && x == math.Trunc(x) && math.Abs(x) > 1<<53:
 			return fmt.Errorf("%v is too large (at most 2^53)", v)
 		case !isNum || x != math.Trunc(x):
-			return fmt.Errorf("want an integer, got %s", valueText(v))
+			return fmt.Errorf("want an integer, got %s", train.ValueText(v))
 		}
 		return nil
 	}
@@ -93,15 +95,15 @@ func convert(f cli.Flag, v any) (any, error) {
 		if s, ok := v.(string); ok {
 			return s, nil
 		}
-		return nil, fmt.Errorf("want a string, got %s", valueText(v))
+		return nil, fmt.Errorf("want a string, got %s", train.ValueText(v))
 	case *altsrc.BoolFlag:
 		if b, ok := v.(bool); ok {
 			return b, nil
 		}
-		return nil, fmt.Errorf("want true or false, got %s", valueText(v))
+		return nil, fmt.Errorf("want true or false, got %s", train.ValueText(v))
 	case *altsrc.Float64Flag:
 		if !isNum {
-			return nil, fmt.Errorf("want a number, got %s", valueText(v))
+			return nil, fmt.Errorf("want a number, got %s", train.ValueText(v))
 		}
 		return x, nil
 	case *altsrc.IntFlag:
@@ -119,13 +121,4 @@ func convert(f cli.Flag, v any) (any, error) {
 		return uint64(x), nil
 	}
 	return nil, fmt.Errorf("unsupported flag type %T", f)
-}
-
-// valueText shows a config value as the file wrote it: a string quoted, so that "8" in
-// quotes reads as the string it is, not as the number the flag wants.
-func valueText(v any) string {
-	if s, ok := v.(string); ok {
-		return fmt.Sprintf("the string %q", s)
-	}
-	return fmt.Sprintf("%v", v)
 }

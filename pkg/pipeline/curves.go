@@ -58,7 +58,7 @@ func Curves(cfg CurvesConfig, w io.Writer) error {
 		return err
 	}
 	defer release()
-	if err := checkPlotFlags(cfg.Plot, "--plot"); err != nil {
+	if err := checkPlotFlags(outfile.Path{Flag: "--plot", Path: cfg.Plot}); err != nil {
 		return err
 	}
 	if err := distinctFiles(cfg.Logs); err != nil {

@@ -169,7 +169,7 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 		return err
 	}
 	defer release()
-	if err := checkPlotFlags(cfg.Plot, "--plot", cfg.CurvePlot, "--curves"); err != nil {
+	if err := checkPlotFlags(outfile.Path{Flag: "--plot", Path: cfg.Plot}, outfile.Path{Flag: "--curves", Path: cfg.CurvePlot}); err != nil {
 		return err
 	}
 	all, err := readRanksRuns(cfg.Ranks)
@@ -281,13 +281,14 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 }
 
 // checkPlotFlags refuses, before any work, a plot flag whose file name says no format
-// we draw (pairs of path and flag; an empty path is no plot).
-func checkPlotFlags(pathsAndFlags ...string) error {
-	for i := 0; i < len(pathsAndFlags); i += 2 {
-		if p := pathsAndFlags[i]; p != "" {
-			if err := report.CheckPlotFormat(p); err != nil {
-				return fmt.Errorf("%s %s: %w", pathsAndFlags[i+1], p, err)
-			}
+// we draw (an empty path is no plot).
+func checkPlotFlags(plots ...outfile.Path) error {
+	for _, p := range plots {
+		if p.Path == "" {
+			continue
+		}
+		if err := report.CheckPlotFormat(p.Path); err != nil {
+			return fmt.Errorf("%s %s: %w", p.Flag, p.Path, err)
 		}
 	}
 	return nil

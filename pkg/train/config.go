@@ -149,7 +149,7 @@ func (c *Config) Set(key string, value any) error {
 	if key == "matmul" {
 		str, ok := value.(string)
 		if !ok {
-			return fmt.Errorf("%s: want fp32 or tf32, got %s", key, valueText(value))
+			return fmt.Errorf("%s: want fp32 or tf32, got %s", key, ValueText(value))
 		}
 		m, err := compute.ParseMatmul(str)
 		if err != nil {
@@ -161,7 +161,7 @@ func (c *Config) Set(key string, value any) error {
 	if key == "best_metric" {
 		str, ok := value.(string)
 		if !ok {
-			return fmt.Errorf("%s: want a metric such as mrr:epfo, got %s", key, valueText(value))
+			return fmt.Errorf("%s: want a metric such as mrr:epfo, got %s", key, ValueText(value))
 		}
 		if str == "" {
 			f.SetString("")
@@ -177,12 +177,12 @@ func (c *Config) Set(key string, value any) error {
 	switch f.Kind() {
 	case reflect.String:
 		if v.Kind() != reflect.String {
-			return fmt.Errorf("%s: want a string, got %s", key, valueText(value))
+			return fmt.Errorf("%s: want a string, got %s", key, ValueText(value))
 		}
 		f.SetString(v.String())
 	case reflect.Bool:
 		if v.Kind() != reflect.Bool {
-			return fmt.Errorf("%s: want true or false, got %s", key, valueText(value))
+			return fmt.Errorf("%s: want true or false, got %s", key, ValueText(value))
 		}
 		f.SetBool(v.Bool())
 	case reflect.Float64:
@@ -194,14 +194,14 @@ func (c *Config) Set(key string, value any) error {
 		case v.CanUint():
 			f.SetFloat(float64(v.Uint()))
 		default:
-			return fmt.Errorf("%s: want a number, got %s", key, valueText(value))
+			return fmt.Errorf("%s: want a number, got %s", key, ValueText(value))
 		}
 	case reflect.Int, reflect.Uint64:
 		var x float64
 		switch {
 		case v.CanInt():
 			if f.Kind() == reflect.Uint64 && v.Int() < 0 {
-				return fmt.Errorf("%s: want a non-negative integer, got %s", key, valueText(value))
+				return fmt.Errorf("%s: want a non-negative integer, got %s", key, ValueText(value))
 			}
 			if f.Kind() == reflect.Int {
 				f.SetInt(v.Int())
@@ -222,10 +222,10 @@ func (c *Config) Set(key string, value any) error {
 		case v.CanFloat():
 			x = v.Float()
 		default:
-			return fmt.Errorf("%s: want an integer, got %s", key, valueText(value))
+			return fmt.Errorf("%s: want an integer, got %s", key, ValueText(value))
 		}
 		if x != math.Trunc(x) || math.Abs(x) > 1<<53 || (f.Kind() == reflect.Uint64 && x < 0) {
-			return fmt.Errorf("%s: want an integer, got %s", key, valueText(value))
+			return fmt.Errorf("%s: want an integer, got %s", key, ValueText(value))
 		}
 		if f.Kind() == reflect.Int {
 			f.SetInt(int64(x))
@@ -416,9 +416,10 @@ func ParseConfig(s string) (Config, error) {
 	return c, nil
 }
 
-// valueText shows a configuration value as it was given: a string quoted, so that "8" in
-// quotes reads as the string it is, not as the number the key wants.
-func valueText(v any) string {
+// ValueText shows a configuration value as it was given (a setting, a config file's
+// value): a string quoted, so that "8" in quotes reads as the string it is, not as the
+// number the key wants.
+func ValueText(v any) string {
 	if s, ok := v.(string); ok {
 		return fmt.Sprintf("the string %q", s)
 	}
