@@ -141,7 +141,8 @@ FUZZ_TARGETS := ./pkg/query:FuzzParse ./pkg/query:FuzzParseGrounded ./pkg/query:
 	./pkg/artifact:FuzzRankRows ./pkg/artifact:FuzzConeRows ./pkg/kg:FuzzKGDigest \
 	./cmd/train:FuzzConfigYAML ./cmd/train:FuzzConfigTOML \
 	./pkg/qecone:FuzzImport ./pkg/shard:FuzzParse ./pkg/shard:FuzzParseSpan ./pkg/cliargs:FuzzCheck \
-	./pkg/pipeline:FuzzRunRecord ./pkg/gpu:FuzzParseReverts ./pkg/model/internal/vmath:FuzzTanh
+	./pkg/pipeline:FuzzRunRecord ./pkg/gpu:FuzzParseReverts ./pkg/model/internal/vmath:FuzzTanh \
+	./pkg/train:FuzzSameTrajectory
 # Go 1.26's fuzz coordinator can end a duration-limited run with a bare "context deadline
 # exceeded" and no failing input, a race at the deadline fixed in Go 1.27
 # (golang/go#75804); such a run is reported and not counted as a finding. A run that

@@ -65,3 +65,25 @@ func trajectoryOf(t *testing.T, path string) string {
 	}
 	return CheckpointTrajectory(meta)
 }
+
+// FuzzSameTrajectory: any checkpoint_trajectory metadata value, as a ranks file carries
+// it, is matched against a log's rows or refused with an error; never a panic.
+func FuzzSameTrajectory(f *testing.F) {
+	rows := []artifact.TrainLogRow{{Step: 0, Kind: artifact.LogTrain, LR: 0.1, Loss: 1}, {Step: 1, Kind: artifact.LogTrain, LR: 0.1, Loss: 0.5}}
+	h := trajectoryStart.add(rows[0]).add(rows[1])
+	for _, s := range []string{"2:" + h.String(), "0:" + trajectoryStart.String(), "", ":", "7:xyz", "-1:0000000000000000", "99999999999999999999:0", "2:" + h.String() + "0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, recorded string) {
+		ok, why, err := SameTrajectory(rows, recorded)
+		if err != nil && ok {
+			t.Fatalf("%q: an error and a match", recorded)
+		}
+		if err == nil && !ok && why == "" {
+			t.Fatalf("%q: no match and no reason", recorded)
+		}
+		if recorded == "2:"+h.String() && !ok {
+			t.Fatalf("the rows' own trajectory does not match: %s %v", why, err)
+		}
+	})
+}
