@@ -53,7 +53,7 @@ func TestShardEndToEnd(t *testing.T) {
 	for _, tc := range []struct{ shard, msg string }{
 		{"2/2", "--shard \"2/2\": shard index 2 out of range"},
 		{"1/0", "--shard \"1/0\": the number of shards must be at least 1"},
-		{"0/5", "--shard 0/5: the 34 queries of " + queries + " are cut in whole blocks of 16 (the batch), 3 of them"},
+		{"0/5", "--shard 0/5: the 34 queries of " + queries + " are cut in whole blocks of 16 (a multiple of the batch), 3 of them"},
 	} {
 		before := stagetest.SnapshotDir(t, dir)
 		code, stderr := stagetest.Run(t, bin, append(base, "--shard", tc.shard, "-o", out)...)

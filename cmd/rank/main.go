@@ -43,7 +43,7 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "exclude-known", Usage: "with --ask: list predictions only (the top K of the entities that are not known answers)"},
 			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda (cuda: embedding, scoring and ranking on the GPU, only the ranks coming back; --cones are uploaded, --top downloads each batch's scores and picks the top K on the host; --ask and --ask-file score on the CPU)"},
 			&cli.IntFlag{Name: "workers", Usage: "goroutines ranking queries", DefaultText: "every core"},
-			&cli.IntFlag{Name: "batch", Usage: "queries scored together, at least 1, at most the number of queries (on the CPU the entity table stays in cache; on CUDA a batch's scores live on the device, and the batches are pipelined)", DefaultText: "16 on the CPU, 512 on CUDA"},
+			&cli.IntFlag{Name: "batch", Usage: "queries scored together, at least 1; more than the queries is taken as all of them (on the CPU the entity table stays in cache; on CUDA a batch's scores live on the device, and the batches are pipelined)", DefaultText: "16 on the CPU, 512 on CUDA"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "ranks artifact `FILE` (- for an IPC stream on stdout); with --ask, the answers artifact", DefaultText: cliargs.RequiredWhen("unless --ask or --ask-file")},
 			&cli.StringFlag{Name: "shard", Usage: "rank only shard `i/n` of the queries (0 <= i < n; whole batches; rows keep the queries' ids); metrics takes the n shards as one run"},
 			&cli.StringFlag{Name: "profile", Usage: "write a device profile of the run to `FILE` (a Markdown roofline table per kernel, per batch) and its CSV beside it (.csv for .md); needs --device cuda"},

@@ -70,7 +70,7 @@ func flags() []cli.Flag {
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "checkpoint-every", Value: d.CheckpointEvery, Usage: "write the checkpoint and log every N steps (and at the end); 0: only at the end"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "keep-best", Usage: "also keep the checkpoint of the best validation (by --best-metric) at --best"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "best", Usage: "write the best checkpoint of --keep-best to `FILE` (default: the checkpoint's name with .best before .arrow)", TakesFile: true}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "best-metric", Usage: "what the best validation is, `MEASURE[:GROUP]`: MEASURE mrr, hits@1, hits@3 or hits@10; GROUP epfo (the EPFO average), neg, avg (every type) or a query type such as 2p; e.g. hits@10:2p (default mrr:epfo)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "best-metric", Usage: "what the best validation is, `MEASURE[:GROUP]`: MEASURE mrr, hits@1, hits@3 or hits@10; GROUP epfo (the EPFO average), neg, avg (every type) or a query type such as 2p; e.g. hits@10:2p", DefaultText: "mrr:epfo"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "patience", Usage: "stop after `N` validations in a row without an improvement of --best-metric (early stopping); 0: never"}),
 		altsrc.NewUint64Flag(&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "random seed (initialisation, sampling, dropout)"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "cone-hidden", Value: d.ConeHidden, Usage: "hidden width of ConE's projection MLP; 0: 1600 (cone only)"}),

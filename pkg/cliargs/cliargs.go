@@ -31,7 +31,9 @@ func Run(ctx context.Context, app *cli.App, args []string) error {
 //     takes several values (a slice flag);
 //   - a token naming a flag of the command after its first positional argument (a file
 //     name): urfave/cli stops reading flags there and would take the flag for a file;
-//   - a required flag of the command not given (missingRequired).
+//   - a required flag of the command not given (missingRequired);
+//   - an argument that names no command where only commands are taken (`sample frob`),
+//     which urfave/cli answers with "No help topic" and exit status 3.
 //
 // Unknown flags and missing values are left to app, which reports them.
 func Check(app *cli.App, args []string) error {
@@ -39,6 +41,7 @@ func Check(app *cli.App, args []string) error {
 		return nil
 	}
 	flags, cmds := app.Flags, app.Commands
+	hasAction := app.Action != nil
 	path := "" // the command path below the app: "generate", "export"
 	where := func() string {
 		if path == "" {
@@ -84,8 +87,12 @@ func Check(app *cli.App, args []string) error {
 		if positional == "" {
 			if c := findCommand(cmds, tok); c != nil {
 				flags, cmds, path = c.Flags, c.Subcommands, strings.TrimSpace(path+" "+c.Name)
+				hasAction = c.Action != nil
 				seen = map[string]string{}
 				continue
+			}
+			if !hasAction && len(cmds) > 0 && tok != "help" && tok != "h" {
+				return fmt.Errorf("%s%q is not a command; the commands: %s", where(), tok, commandNames(cmds))
 			}
 			positional = tok
 		}
@@ -139,6 +146,16 @@ func find(flags []cli.Flag, name string) cli.Flag {
 		}
 	}
 	return nil
+}
+
+func commandNames(cmds []*cli.Command) string {
+	var names []string
+	for _, c := range cmds {
+		if !c.Hidden {
+			names = append(names, c.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 func findCommand(cmds []*cli.Command, name string) *cli.Command {

@@ -14,7 +14,8 @@ import (
 
 func testApp() *cli.App {
 	return &cli.App{
-		Name: "stage",
+		Name:   "stage",
+		Action: func(*cli.Context) error { return nil }, // takes files, as metrics does
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}},
 			&cli.IntFlag{Name: "dim"},
@@ -61,6 +62,34 @@ func TestCheck(t *testing.T) {
 		{[]string{"merge", "-h"}, ""},
 	} {
 		err := Check(testApp(), append([]string{"stage"}, c.args...))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v", c.args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: error %v, want one containing %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestNotACommand: where only commands are taken (an app without an action of its own,
+// as sample), any other argument is refused by name, with the commands, rather than
+// urfave/cli's "No help topic" and exit status 3.
+func TestNotACommand(t *testing.T) {
+	app := testApp()
+	app.Action = nil
+	for _, c := range []struct {
+		args []string
+		want string // "" for no error
+	}{
+		{[]string{"frob"}, `"frob" is not a command; the commands: generate, merge`},
+		{[]string{"-q", "frob", "generate"}, `"frob" is not a command`},
+		{[]string{"generate", "f"}, ""}, // generate's own argument, left to it
+		{[]string{"gen"}, ""},
+		{[]string{"help"}, ""},
+		{[]string{"h", "merge"}, ""},
+		{[]string{}, ""},
+	} {
+		err := Check(app, append([]string{"stage"}, c.args...))
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%q: %v", c.args, err)

@@ -41,7 +41,7 @@ func shardRange(s shard.Spec, queries string, n, block int) (first, end int, err
 	first, end = s.BlockRange(n, block)
 	if first == end {
 		blocks := (n + block - 1) / block
-		return 0, 0, fmt.Errorf("--shard %s: the %d queries of %s are cut in whole blocks of %d (the batch), %d of them: shard %s holds none; use at most %d shard(s)",
+		return 0, 0, fmt.Errorf("--shard %s: the %d queries of %s are cut in whole blocks of %d (a multiple of the batch), %d of them: shard %s holds none; use at most %d shard(s)",
 			s, n, displayPath(queries), block, blocks, s, blocks)
 	}
 	return first, end, nil

@@ -144,7 +144,7 @@ func TestRankShardRefusesOtherCones(t *testing.T) {
 		{shard.Spec{Index: 2, Count: 3}, 0, "holds the cones of shard 1/3 of the queries, but this is shard 2/3", ""},
 		{shard.Spec{}, 0, "holds the cones of shard 1/3 of the queries, but this is the whole queries file", ""},
 		{shard.Spec{Index: 1, Count: 3}, 48, "cones-1-of-3.arrow: shard 1/3 of the cones lacks query", ""},
-		{shard.Spec{Index: 0, Count: 7}, 5, "--shard 0/7: the 210 queries of " + queries + " are cut in whole blocks of 80 (the batch), 3 of them: shard 0/7 holds none; use at most 3 shard(s)", "-"},
+		{shard.Spec{Index: 0, Count: 7}, 5, "--shard 0/7: the 210 queries of " + queries + " are cut in whole blocks of 80 (a multiple of the batch), 3 of them: shard 0/7 holds none; use at most 3 shard(s)", "-"},
 	} {
 		via := cones
 		if tc.cones == "-" {

@@ -73,7 +73,7 @@ func MergeShards(paths []string, out string, log io.Writer) error {
 		}
 	}
 	meta := readers[0].Meta()
-	if err := shard.CheckSet("sample merge", paths, specs); err != nil {
+	if err := shard.CheckSet("merge", paths, specs); err != nil {
 		return err
 	}
 	order := make([]*peekReader, len(readers)) // by shard index
