@@ -65,11 +65,19 @@ func meanError(terms [][]float64, signs []float64) float64 {
 }
 
 // FindPatterns scores every relation for symmetry, every pair for inversion and every
-// unordered pair for its best composition (rotations commute), keeping the top of each. axes[r] holds relation r's axis
-// rotation angles. Composition compares θ_r1+θ_r2 with every θ_r3 (r3 other than r1, r2):
-// a shortlist of 3 by the first 16 dimensions, then the exact error over all of them.
+// unordered pair with every third relation for composition (rotations commute), keeping
+// the top of each, exactly. axes[r] holds relation r's axis rotation angles (any angle is
+// taken mod 2π into [-π, π], which the composition search relies on).
 func FindPatterns(axes [][]float64, top int) Patterns {
 	n := len(axes)
+	wrapped := make([][]float64, n)
+	for r, ax := range axes {
+		wrapped[r] = make([]float64, len(ax))
+		for j, x := range ax {
+			wrapped[r][j] = math.Remainder(x, 2*math.Pi) // exact; x itself within [-π, π]
+		}
+	}
+	axes = wrapped
 	var p Patterns
 	for r := 0; r < n; r++ {
 		p.Symmetric = append(p.Symmetric, PatternScore{[]int{r}, meanError([][]float64{axes[r], axes[r]}, nil)})
@@ -93,18 +101,18 @@ func best(s []PatternScore, top int) []PatternScore {
 	return s
 }
 
+// compositions is the exact top of every triple (r1 < r2, r3 neither): each θ_r1+θ_r2 is
+// compared with every θ_r3 over all dimensions. The search is exact, not a shortlist: a
+// triple's error sum only grows with the dimensions, so one is dropped as soon as its
+// partial sum exceeds the worker's current top-th best sum (which is never below the
+// final one), and a strong composition is never missed, whatever dimensions carry it.
 func compositions(axes [][]float64, top int) []PatternScore {
 	n := len(axes)
 	if n < 3 {
 		return nil
 	}
 	d := len(axes[0])
-	probe := min(d, 16)
-	const shortlist = 3
-	type cand struct {
-		err float64
-		r3  int
-	}
+	const checkEvery = 32 // dimensions between two bound checks
 	var mu sync.Mutex
 	var all []PatternScore
 	var wg sync.WaitGroup
@@ -113,46 +121,37 @@ func compositions(axes [][]float64, top int) []PatternScore {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var local []PatternScore
+			var local topList
+			local.size = top
 			s := make([]float64, d)
-			short := make([]cand, 0, shortlist+1)
 			for a := range rows {
 				for b := a + 1; b < n; b++ { // rotations commute: r1∘r2 = r2∘r1
 					for j := range s {
 						s[j] = axes[a][j] + axes[b][j]
 					}
-					// Shortlist by the first dimensions, kept sorted by insertion.
-					short = short[:0]
 					for c := 0; c < n; c++ {
 						if c == a || c == b {
 							continue
 						}
-						e := 0.0
-						for j := 0; j < probe; j++ {
-							e += wrapAbs(s[j] - axes[c][j])
+						bound := local.bound()
+						ax := axes[c]
+						sum := 0.0
+						for j0 := 0; j0 < d && sum <= bound; j0 += checkEvery {
+							for j := j0; j < min(j0+checkEvery, d); j++ {
+								// wrapAbs for |x| < 3π, without branches: the two angles are
+								// within 2π and π of 0.
+								x := math.Abs(s[j] - ax[j])
+								sum += min(x, math.Abs(x-2*math.Pi))
+							}
 						}
-						if len(short) == shortlist && e >= short[shortlist-1].err {
-							continue
+						if sum <= bound {
+							local.add(PatternScore{[]int{a, b, c}, sum / float64(d)}, sum)
 						}
-						i := len(short)
-						short = append(short, cand{})
-						for i > 0 && short[i-1].err > e {
-							short[i] = short[i-1]
-							i--
-						}
-						short[i] = cand{e, c}
-						if len(short) > shortlist {
-							short = short[:shortlist]
-						}
-					}
-					for _, c := range short {
-						local = append(local, PatternScore{[]int{a, b, c.r3}, meanError([][]float64{s, axes[c.r3]}, []float64{1, -1})})
 					}
 				}
-				local = best(local, top)
 			}
 			mu.Lock()
-			all = append(all, local...)
+			all = append(all, local.items...)
 			mu.Unlock()
 		}()
 	}
@@ -161,17 +160,47 @@ func compositions(axes [][]float64, top int) []PatternScore {
 	}
 	close(rows)
 	wg.Wait()
-	// Ties are broken by relation ids, so the result does not depend on scheduling.
-	slices.SortStableFunc(all, func(x, y PatternScore) int {
-		if c := cmp.Compare(x.Error, y.Error); c != 0 {
-			return c
-		}
-		return slices.Compare(x.Relations, y.Relations)
-	})
+	slices.SortStableFunc(all, comparePatterns)
 	if len(all) > top {
 		all = all[:top]
 	}
 	return all
+}
+
+// comparePatterns orders by error, then by relation ids, so that a result does not depend
+// on how the work was scheduled.
+func comparePatterns(x, y PatternScore) int {
+	if c := cmp.Compare(x.Error, y.Error); c != 0 {
+		return c
+	}
+	return slices.Compare(x.Relations, y.Relations)
+}
+
+// topList keeps the size best patterns seen, in comparePatterns order, with the error sum
+// of the worst of them as the bound a candidate must not exceed.
+type topList struct {
+	size  int
+	items []PatternScore
+	sums  []float64
+}
+
+func (t *topList) bound() float64 {
+	if len(t.items) < t.size {
+		return math.Inf(1)
+	}
+	return t.sums[len(t.sums)-1]
+}
+
+func (t *topList) add(p PatternScore, sum float64) {
+	i, _ := slices.BinarySearchFunc(t.items, p, comparePatterns)
+	if i >= t.size {
+		return
+	}
+	t.items = slices.Insert(t.items, i, p)
+	t.sums = slices.Insert(t.sums, i, sum)
+	if len(t.items) > t.size {
+		t.items, t.sums = t.items[:t.size], t.sums[:t.size]
+	}
 }
 
 // WritePatterns prints the patterns as Markdown tables, naming relations by names[r] when

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -57,5 +58,57 @@ func TestFindPatterns(t *testing.T) {
 func TestMeanAngularError(t *testing.T) {
 	if e := MeanAngularError([]float64{math.Pi - 0.1, 3}, []float64{math.Pi - 0.1, 3}); math.Abs(e-(0.2+(2*math.Pi-6))/2) > 1e-12 {
 		t.Errorf("got %v", e)
+	}
+}
+
+// TestCompositionsExact: the composition list is the exact top over every triple, equal to
+// a brute-force search (MeanAngularError on each), where the planted composition shows only
+// in the later dimensions (a search that shortlists by the first ones misses it), and for
+// angles at the ends of [-π, π].
+func TestCompositionsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	n, d := 40, 80
+	axes := make([][]float64, n)
+	for r := range axes {
+		axes[r] = make([]float64, d)
+		for j := range axes[r] {
+			axes[r][j] = (rng.Float64()*2 - 1) * math.Pi
+		}
+	}
+	for j := 20; j < d; j++ { // 3∘7 = 11 in the last 60 dimensions only
+		axes[11][j] = math.Remainder(axes[3][j]+axes[7][j], 2*math.Pi)
+	}
+	for j := 0; j < 8; j++ { // saturated angles
+		axes[20][j], axes[21][j], axes[22][j] = math.Pi, math.Pi, -math.Pi
+	}
+	var want []PatternScore
+	for a := 0; a < n; a++ {
+		for b := a + 1; b < n; b++ {
+			s := make([]float64, d)
+			for j := range s {
+				s[j] = axes[a][j] + axes[b][j]
+			}
+			for c := 0; c < n; c++ {
+				if c != a && c != b {
+					neg := make([]float64, d)
+					for j := range neg {
+						neg[j] = -axes[c][j]
+					}
+					want = append(want, PatternScore{[]int{a, b, c}, MeanAngularError(s, neg)})
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(want, comparePatterns)
+	for _, top := range []int{1, 5, 40} {
+		got := FindPatterns(axes, top).Composition
+		if !slices.EqualFunc(got, want[:top], func(x, y PatternScore) bool {
+			return slices.Equal(x.Relations, y.Relations) && math.Abs(x.Error-y.Error) < 1e-12
+		}) {
+			t.Errorf("top %d:\n got %v\nwant %v", top, got, want[:top])
+		}
+	}
+	if r := FindPatterns(axes, 1).Composition[0].Relations; !slices.Equal(r, []int{3, 7, 11}) {
+		t.Errorf("the planted 3∘7 = 11 is not the strongest composition: %v", r)
 	}
 }
