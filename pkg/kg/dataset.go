@@ -145,9 +145,27 @@ func isInt(s string) bool {
 // findFile finds base.tsv.gz, base.tsv, base.txt.gz or base.txt in dir. Two of them is
 // an error rather than a silent pick: they may well differ (an unpacked copy edited, a
 // stale archive).
+// fileBases and fileExts name every file a dataset folder is read from: base+ext.
+var (
+	fileBases = []string{"train", "valid", "test", "entities", "relations", "entity_labels"}
+	fileExts  = []string{".tsv.gz", ".tsv", ".txt.gz", ".txt"}
+)
+
+// DatasetFiles are the names of every file Load may read in a dataset folder, for a
+// writer of datasets (sample synth) that must not mix its files with another dataset's.
+func DatasetFiles() []string {
+	var names []string
+	for _, b := range fileBases {
+		for _, e := range fileExts {
+			names = append(names, b+e)
+		}
+	}
+	return names
+}
+
 func findFile(dir, base string, required bool) (string, error) {
 	var found []string
-	for _, ext := range []string{".tsv.gz", ".tsv", ".txt.gz", ".txt"} {
+	for _, ext := range fileExts {
 		p := filepath.Join(dir, base+ext)
 		if _, err := os.Stat(p); err == nil {
 			found = append(found, p)

@@ -35,7 +35,9 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/rocone/rocone/pkg/kg"
 	"github.com/rocone/rocone/pkg/outfile"
+	"github.com/rocone/rocone/pkg/sysmem"
 )
 
 // Options are a synthetic graph's parameters.
@@ -86,6 +88,8 @@ func (o *Options) check() error {
 		return fmt.Errorf("synth: --relations %d: relation ids 2R must fit 32 bits", o.Relations)
 	case o.Edges < o.Entities:
 		return fmt.Errorf("synth: --edges %d is below --entities %d: every entity needs a fact in train", o.Edges, o.Entities)
+	case o.Relations > o.Edges:
+		return fmt.Errorf("synth: --relations %d is above --edges %d: at most %d relations can have a fact", o.Relations, o.Edges, o.Edges)
 	case !(o.Skew > 0 && o.Skew < 1):
 		return fmt.Errorf("synth: --skew %g: want a number in (0, 1)", o.Skew)
 	case !(o.ValidFrac >= 0 && o.TestFrac >= 0 && o.ValidFrac+o.TestFrac < 1):
@@ -100,7 +104,18 @@ func (o *Options) check() error {
 	if space := n * (n - 1) * r; float64(o.Edges) > space/4 {
 		return fmt.Errorf("synth: --edges %d: %d entities and %d relations hold %.0f distinct facts; ask for at most a quarter of that", o.Edges, o.Entities, o.Relations, space)
 	}
+	if need, have := o.memoryNeed(), sysmem.Physical(); need > have {
+		return fmt.Errorf("synth: %d facts on %d entities and %d relations need about %.1f GiB, more than this machine's %.1f GiB; lower --edges",
+			o.Edges, o.Entities, o.Relations, need/(1<<30), have/(1<<30))
+	}
 	return nil
+}
+
+// memoryNeed is a lower bound on Generate's memory in bytes: the fact keys while drawing
+// (8 bytes each, and as much again while the slice grows), the splits' copy of them, and
+// the entity and relation tables.
+func (o *Options) memoryNeed() float64 {
+	return 24*float64(o.Edges) + 12*float64(o.Entities) + 4*float64(o.Relations)
 }
 
 // powerLaw draws popularity ranks 0..n−1 with P(k) ∝ (k+1)^(−s), through the inverse of
@@ -217,12 +232,19 @@ var Files = []string{"train.tsv", "valid.tsv", "test.tsv", "relations.tsv", "syn
 // Write writes the graph into dir in the dataset layout: train.tsv, valid.tsv and
 // test.tsv (BetaE ids, both directions), relations.tsv (2R names, +rK and -rK, so that the
 // relation count is 2R whatever was drawn) and synth.json (the options and fact counts,
-// for the record). dir is created if missing; a file of these names already in it is an
-// error, so that no dataset is overwritten. Each file is written to a temporary file and
+// for the record). dir is created if missing; a file of these names, or any other file a
+// dataset is read from (kg.DatasetFiles), already in it is an error, so that no dataset is
+// overwritten or mixed into the new one. Each file is written to a temporary file and
 // renamed when all are complete; on an error none is left. The files are claimed for the
 // run (outfile.Claim), so that a second run into the same folder fails at once rather
 // than both passing the check above and the later replacing the other's files.
 func (g *Graph) Write(dir string) error {
+	switch dir {
+	case "":
+		return fmt.Errorf("synth: -o is empty: want the dataset folder to write")
+	case "-":
+		return fmt.Errorf("synth: -o -: sample synth writes a dataset folder of several files, not a stream to stdout; give a folder")
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}
@@ -235,10 +257,12 @@ func (g *Graph) Write(dir string) error {
 		return fmt.Errorf("synth: %w", err)
 	}
 	defer release()
-	for _, name := range append(slices.Clone(Files), "train.tsv.gz", "valid.tsv.gz", "test.tsv.gz", "train.txt") {
+	// Any file the dataset loader reads is refused, not only those written: a stale
+	// entities.tsv or entity_labels.tsv would silently join the new graph.
+	for _, name := range append(kg.DatasetFiles(), Files...) {
 		p := filepath.Join(dir, name)
 		if _, err := os.Lstat(p); err == nil {
-			return fmt.Errorf("synth: %s already exists; sample synth writes a new dataset folder and overwrites none (remove it or choose another -o)", p)
+			return fmt.Errorf("synth: %s already exists; sample synth writes a new dataset folder and overwrites none, nor mixes its files with another dataset's (remove it or choose another -o)", p)
 		}
 	}
 	var files []*outfile.File

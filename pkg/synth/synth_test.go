@@ -120,16 +120,40 @@ func TestSynthErrors(t *testing.T) {
 		{Options{Entities: 10, Relations: 1, Edges: 30}, "quarter"},
 		{Options{Entities: 10, Relations: 2, Edges: 20, Skew: 1.5}, "--skew"},
 		{Options{Entities: 10, Relations: 2, Edges: 20, ValidFrac: 0.6, TestFrac: 0.5}, "shares"},
+		{Options{Entities: 100, Relations: 1000000000, Edges: 1000}, "--relations 1000000000 is above --edges 1000"},
+		{Options{Entities: 2000000000, Relations: 1, Edges: 1 << 50}, "need about"}, // petabytes: refused before any allocation
 	} {
 		if _, err := Generate(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: got %v, want an error containing %q", c.o, err, c.want)
 		}
 	}
-	// An existing dataset is not overwritten.
 	g, err := Generate(Options{Entities: 20, Relations: 2, Edges: 40, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	for dir, want := range map[string]string{"": "-o is empty", "-": "not a stream to stdout"} {
+		if err := g.Write(dir); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Write(%q): got %v, want an error containing %q", dir, err, want)
+		}
+	}
+	if _, err := os.Stat("-"); err == nil {
+		t.Error(`Write("-") made a folder named -`)
+	}
+	// Another dataset's files, written or only read by the loader, are neither overwritten
+	// nor mixed into the new graph.
+	for _, stale := range []string{"entities.tsv", "entity_labels.tsv.gz", "relations.txt", "test.txt"} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, stale), []byte("keep"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Write(dir); err == nil || !strings.Contains(err.Error(), stale+" already exists") {
+			t.Errorf("beside a stale %s: got %v", stale, err)
+		}
+		if es, _ := os.ReadDir(dir); len(es) != 1 {
+			t.Errorf("the refused Write beside %s left %d files", stale, len(es))
+		}
+	}
+	// An existing dataset is not overwritten.
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "train.tsv"), []byte("keep"), 0o644); err != nil {
 		t.Fatal(err)
