@@ -36,8 +36,13 @@ func dataFlags(splits string) []cli.Flag {
 	}
 }
 
-func source(c *cli.Context) sample.Source {
-	return sample.Source{Dir: c.String("data"), Format: kg.Format(c.String("format")), Dataset: c.String("dataset"), Warnings: os.Stderr}
+// source is the dataset of the command's flags; an explicit --dataset ” is refused (left
+// out, the name is the folder's).
+func source(c *cli.Context) (sample.Source, error) {
+	if c.IsSet("dataset") && c.String("dataset") == "" {
+		return sample.Source{}, fmt.Errorf("--dataset '': the dataset name is blank (leave --dataset out for the folder's name)")
+	}
+	return sample.Source{Dir: c.String("data"), Format: kg.Format(c.String("format")), Dataset: c.String("dataset"), Warnings: os.Stderr}, nil
 }
 
 func logWriter(c *cli.Context) io.Writer {
@@ -91,7 +96,11 @@ func app() *cli.App {
 						}
 						opts.ShardMargin = c.Float64("shard-margin")
 					}
-					return sample.GenerateToFile(c.Context, source(c), c.String("split"), opts, c.String("output"), logWriter(c))
+					src, err := source(c)
+					if err != nil {
+						return err
+					}
+					return sample.GenerateToFile(c.Context, src, c.String("split"), opts, c.String("output"), logWriter(c))
 				},
 			},
 			{
@@ -101,7 +110,11 @@ func app() *cli.App {
 					&cli.StringFlag{Name: "pickle", Required: true, Usage: "BetaE query pickle `FILE` (e.g. test-queries.pkl)"},
 				}, dataFlags("valid or test (train has no hard answers)")...),
 				Action: func(c *cli.Context) error {
-					return sample.ImportToFile(source(c), c.String("split"), c.String("pickle"), c.String("output"), logWriter(c))
+					src, err := source(c)
+					if err != nil {
+						return err
+					}
+					return sample.ImportToFile(src, c.String("split"), c.String("pickle"), c.String("output"), logWriter(c))
 				},
 			},
 			{

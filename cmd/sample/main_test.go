@@ -33,6 +33,10 @@ func TestBadInputLeavesNothing(t *testing.T) {
 		{"pickle with no hard answer on the split", []string{"import-betae", "--data", "../../testdata/tiny", "--split", "test", "--pickle", "../../testdata/tiny-queries.pkl"},
 			[]string{"tiny-queries.pkl: none of its 54 queries has a hard answer on the test split of tiny", "another split or KG"}},
 		{"bad split", []string{"generate", "--data", "../../testdata/tiny", "--split", "dev"}, []string{`unknown split "dev"`}},
+		{"empty --dataset", []string{"generate", "--data", "../../testdata/tiny", "--split", "test", "--dataset", ""}, []string{"--dataset '': the dataset name is blank"}},
+		{"blank --dataset", []string{"import-betae", "--data", "../../testdata/tiny", "--split", "valid", "--pickle", "../../testdata/tiny-queries.pkl", "--dataset", " "}, []string{`--dataset " ": the dataset name is blank`}},
+		{"a newline in --dataset", []string{"generate", "--data", "../../testdata/tiny", "--split", "test", "--dataset", "x\ny"}, []string{`the control character '\n'`}},
+		{"a | in --dataset", []string{"generate", "--data", "../../testdata/tiny", "--split", "test", "--dataset", "a|b"}, []string{"holds '|'"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -254,3 +254,32 @@ func TestStatsSaysShard(t *testing.T) {
 		t.Errorf("exit %d; stdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// TestStatsAllOrNothing: sample stats refuses a file given twice (under two names, or -
+// twice), and a run that fails on a later file prints nothing of the earlier ones.
+func TestStatsAllOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	data := copyData(t, dir)
+	q, cut := filepath.Join(dir, "q.arrow"), filepath.Join(dir, "cut.arrow")
+	outfiletest.Run(t, time.Minute, generate(data, "-o", q)...).Expect(t, 0)
+	b, err := os.ReadFile(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cut, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stats", q, dir + "/./q.arrow"}, "are the same file, given twice"},
+		{[]string{"stats", "-", "-"}, "- (stdin) is given twice"},
+		{[]string{"stats", q, cut}, cut},
+	} {
+		r := outfiletest.Run(t, time.Minute, c.args...)
+		if r.Code != 1 || r.Stdout != "" || !strings.Contains(r.Stderr, c.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 1, no stdout, an error containing %q", c.args, r.Code, r.Stdout, r.Stderr, c.want)
+		}
+	}
+}

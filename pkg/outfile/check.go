@@ -283,3 +283,31 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
+
+// Distinct refuses an input given twice, under one name or two (./x, a link, - twice for
+// stdin): its rows would count twice, or the second read would find stdin drained. A name
+// that cannot be read is left to its reader.
+func Distinct(paths []string) error {
+	stats := make([]os.FileInfo, len(paths))
+	stdin := -1
+	for i, p := range paths {
+		if p == "-" {
+			if stdin >= 0 {
+				return fmt.Errorf("- (stdin) is given twice: it can be read once")
+			}
+			stdin = i
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		for j := range i {
+			if stats[j] != nil && os.SameFile(stats[j], fi) {
+				return fmt.Errorf("%s and %s are the same file, given twice", paths[j], p)
+			}
+		}
+		stats[i] = fi
+	}
+	return nil
+}

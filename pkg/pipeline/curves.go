@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,7 +60,7 @@ func Curves(cfg CurvesConfig, w io.Writer) error {
 	if err := checkPlotFlags(outfile.Path{Flag: "--plot", Path: cfg.Plot}); err != nil {
 		return err
 	}
-	if err := distinctFiles(cfg.Logs); err != nil {
+	if err := outfile.Distinct(cfg.Logs); err != nil {
 		return err
 	}
 	logs := make([]curveLog, len(cfg.Logs))
@@ -280,23 +279,4 @@ func writeCurvesCSV(w io.Writer, logs []curveLog) error {
 	}
 	cw.Flush()
 	return cw.Error()
-}
-
-// distinctFiles refuses a file given twice, under one name or two (./x, a link): its rows
-// would count twice. A name that cannot be read is left to its reader.
-func distinctFiles(paths []string) error {
-	stats := make([]os.FileInfo, len(paths))
-	for i, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		for j := range i {
-			if stats[j] != nil && os.SameFile(stats[j], fi) {
-				return fmt.Errorf("%s and %s are the same file, given twice", paths[j], p)
-			}
-		}
-		stats[i] = fi
-	}
-	return nil
 }

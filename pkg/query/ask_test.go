@@ -91,7 +91,7 @@ func TestParseAskMalformed(t *testing.T) {
 		{"((a,(r,)),b)", 10, "branch must be a tuple"},
 		{"(a,(r,)) x", 9, "trailing text"},
 		{"a", 0, "must be a tuple"},
-		{"(a,(r,99999999999))", 6, "bad integer"},
+		{"(a,(r,99999999999))", 6, "integer 99999999999 is out of range: ids are 32-bit"},
 		{"", 0, "unexpected end of input"},
 		{"(\xff,(r,))", 1, "not valid UTF-8"},
 	}

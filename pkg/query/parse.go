@@ -1,6 +1,7 @@
 package query
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -149,6 +150,9 @@ func (p *parser) parseValue(depth int) (value, error) {
 			return p.word()
 		}
 		n, err := strconv.ParseInt(p.in[start:p.pos], 10, 32)
+		if errors.Is(err, strconv.ErrRange) {
+			return value{}, p.errf(start, "integer %s is out of range: ids are 32-bit", clip(p.in[start:p.pos]))
+		}
 		if err != nil {
 			return value{}, p.errf(start, "bad integer %q", clip(p.in[start:p.pos]))
 		}

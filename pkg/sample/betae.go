@@ -3,6 +3,7 @@ package sample
 import (
 	"bytes"
 	"fmt"
+	"math/big"
 	"os"
 	"slices"
 	"strconv"
@@ -36,7 +37,7 @@ func ImportBetaE(path string, g *Graphs, emit func(*Query) error) ([]TypeStats, 
 	big, small := answer.NewEngine(g.Big), answer.NewEngine(g.Small)
 	var all []TypeStats
 	for _, grp := range groups {
-		st, start := TypeStats{Type: grp.name}, time.Now()
+		st, start := TypeStats{Type: grp.name, Imported: true}, time.Now()
 		var sumEasy, sumHard int
 		for _, text := range grp.queries {
 			gq, err := query.ParseGrounded(text)
@@ -216,6 +217,8 @@ func tupleText(v any, budget *textBudget) (string, error) {
 			b.WriteString("'" + x + "'")
 		case int:
 			b.WriteString(strconv.Itoa(x))
+		case *big.Int:
+			return fmt.Errorf("an int of %d bits in a query tuple is out of range: ids are 32-bit", x.BitLen())
 		default:
 			return fmt.Errorf("a %s in a query tuple, want tuples of str and int", picklescan.PyType(v))
 		}

@@ -47,6 +47,8 @@ func TestCorruptPickle(t *testing.T) {
 		{"a dict of lists", proto4 + "}(\x8c\x01e\x8c\x01r\x85\x86]u.", "key ('e',('r',)): want a set of queries, found a list"},
 		{"a key that is a dict", proto4 + "}\x94(}\x94]\x94u.", "key 1 of the dict: a dict in a query tuple"},
 		{"stack underflow", proto4 + "u.", "not a readable BetaE query pickle"},
+		{"an id of 2^70", proto4 + "}(\x8c\x01e\x8c\x01r\x85\x86\x8f(\x8a\x09" + strings.Repeat("\x00", 8) + "\x40K\x00\x85\x86\x90u.",
+			"an int of 71 bits in a query tuple is out of range: ids are 32-bit"},
 	}
 	dir := t.TempDir()
 	for _, tc := range tests {

@@ -99,9 +99,16 @@ type TypeStats struct {
 	Blocks  int
 	Stalled bool
 	Written int
+	// Imported: the queries come from a published file (ImportBetaE), which sampled them;
+	// none was rejected, and Rejected[rejectNoHard] counts those kept without a hard answer.
+	Imported bool
 }
 
 func (s TypeStats) String() string {
+	if s.Imported {
+		return fmt.Sprintf("%-6s %7d queries, mean easy %.1f hard %.1f, imported (%d without a hard answer), %.2fs",
+			s.Type, s.Queries, s.MeanEasy, s.MeanHard, s.Rejected[rejectNoHard], s.Elapsed.Seconds())
+	}
 	return fmt.Sprintf("%-6s %7d queries, mean easy %.1f hard %.1f, %d attempts (rejected: %s), %.2fs",
 		s.Type, s.Queries, s.MeanEasy, s.MeanHard, s.Attempts, s.rejections(), s.Elapsed.Seconds())
 }

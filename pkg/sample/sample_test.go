@@ -250,6 +250,12 @@ func TestImportBetaE(t *testing.T) {
 	if want := []string{"1p", "2p", "2i", "2u", "up", "2in", "pni", "2u-DM", "up-DM"}; !slices.Equal(names, want) {
 		t.Fatalf("types %v, want %v", names, want)
 	}
+	// Its progress line says the queries were imported, none rejected, and how many have no
+	// hard answer on the split (they are kept).
+	if line := st[0].String(); !strings.Contains(line, "6 queries") || !strings.Contains(line, "imported (") ||
+		!strings.Contains(line, " without a hard answer)") || strings.Contains(line, "rejected") {
+		t.Errorf("progress line %q", line)
+	}
 	big, small := answer.NewEngine(g.Big), answer.NewEngine(g.Small)
 	byKey := map[string]*Query{}
 	for _, q := range qs {
@@ -317,5 +323,28 @@ func TestImportEmptyPickle(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a refused import left %s", out)
+	}
+}
+
+func TestCheckDatasetName(t *testing.T) {
+	for name, want := range map[string]string{
+		"fb15k-237": "", "NELL-995": "", "données ouvertes": "", "tiny": "",
+		"": "blank", "  ": "blank", "a\tb": `'\t'`, "x\ny": `'\n'`, "a\x7fb": `'\x7f'`, "a|b": "'|'",
+	} {
+		err := CheckDatasetName(name)
+		if (want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %q", name, err, want)
+		}
+	}
+	// A folder whose name cannot be the dataset's is named, with the flag that fixes it.
+	dir := filepath.Join(t.TempDir(), "a|b")
+	if err := os.CopyFS(dir, os.DirFS("../../testdata/tiny")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Source{Dir: dir}).Load(nil); err == nil || !strings.Contains(err.Error(), dir+": the folder's name") || !strings.Contains(err.Error(), "--dataset") {
+		t.Errorf("a folder named a|b: %v", err)
+	}
+	if _, err := (Source{Dir: dir, Dataset: "ab"}).Load(nil); err != nil {
+		t.Errorf("a folder named a|b, with --dataset ab: %v", err)
 	}
 }

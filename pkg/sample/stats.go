@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -12,7 +13,8 @@ import (
 )
 
 // PrintStats prints, for each queries artifact, a table of query counts and mean easy and
-// hard answers per type.
+// hard answers per type. Every file is read before anything is printed, so a run that
+// fails prints nothing; a file given twice is refused.
 func PrintStats(w io.Writer, paths []string) error {
 	var inputs []outfile.Path
 	for _, p := range paths {
@@ -21,6 +23,12 @@ func PrintStats(w io.Writer, paths []string) error {
 	if err := outfile.Check(inputs, []outfile.Path{{Flag: "the stats on", Path: "-"}}); err != nil {
 		return err
 	}
+	if err := outfile.Distinct(paths); err != nil {
+		return err
+	}
+	final := w
+	var out bytes.Buffer
+	w = &out
 	for _, path := range paths {
 		r, err := artifact.OpenQueries(path)
 		if err != nil {
@@ -74,5 +82,6 @@ func PrintStats(w io.Writer, paths []string) error {
 		}
 		fmt.Fprintf(w, "| %-6s | %8d | %9s | %9s |\n\n", "all", total, "", "")
 	}
-	return nil
+	_, err := final.Write(out.Bytes())
+	return err
 }
