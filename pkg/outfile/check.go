@@ -20,6 +20,17 @@ type Path struct {
 	// during the run and read back later (a checkpoint, a train log), so it must be a
 	// regular file or a new path.
 	File bool
+	// Why, with File, replaces that reason in the messages ("it is read and its block
+	// replaced in place").
+	Why string
+}
+
+// why is the reason an output must be a regular file.
+func (p Path) why() string {
+	if p.Why != "" {
+		return p.Why
+	}
+	return "it is rewritten during the run and read back later"
 }
 
 // Check checks a stage's outputs before the stage does any work, so that a mistake is
@@ -49,7 +60,7 @@ func Check(inputs, outputs []Path) error {
 		}
 		if o.Path == "-" {
 			if o.File {
-				return fmt.Errorf("%s -: must be a file, not stdout: it is rewritten during the run and read back later", o.Flag)
+				return fmt.Errorf("%s -: must be a file, not stdout: %s", o.Flag, o.why())
 			}
 			t, err := stdoutTarget()
 			if err != nil {
@@ -63,7 +74,7 @@ func Check(inputs, outputs []Path) error {
 			return fmt.Errorf("%s %w", o.Flag, err)
 		}
 		if o.File && !t.kind.atomic() {
-			return fmt.Errorf("%s %s: a %s, not a file: it is rewritten during the run and read back later, so it must be a regular file", o.Flag, o.Path, t.kind)
+			return fmt.Errorf("%s %s: a %s, not a file: %s, so it must be a regular file", o.Flag, o.Path, t.kind, o.why())
 		}
 		c := checked{Path: o, t: t}
 		if c.dir, err = probe(t); err != nil {

@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/eval"
@@ -89,8 +91,13 @@ func Results(cfg ResultsConfig, w io.Writer) error {
 		dirs = append(dirs, found...)
 	}
 	slices.Sort(dirs)
-	if i := firstDuplicate(dirs); i >= 0 {
-		return fmt.Errorf("results entry %s is given twice", dirs[i])
+	if err := distinctEntries(dirs); err != nil {
+		return err
+	}
+	for _, d := range dirs { // the runs table names each entry, in backquotes
+		if strings.ContainsFunc(d, func(r rune) bool { return unicode.IsControl(r) || r == '|' || r == '`' }) {
+			return fmt.Errorf("results entry %q: a folder name with a control character, '|' or '`' would break the Markdown table that names it", d)
+		}
 	}
 	// The entries' files are the inputs (found by name, none read yet). The output is
 	// stdout, or the --readme, which is read and rewritten in place: a regular file,
@@ -103,7 +110,7 @@ func Results(cfg ResultsConfig, w io.Writer) error {
 	}
 	output := outfile.Path{Flag: "the report on", Path: "-"}
 	if cfg.Readme != "" {
-		output = outfile.Path{Flag: "--readme", Path: cfg.Readme, File: true}
+		output = outfile.Path{Flag: "--readme", Path: cfg.Readme, File: true, Why: "its results block is read and replaced in place"}
 	}
 	release, err := outfile.Claim(inputs, []outfile.Path{output})
 	if err != nil {
@@ -129,36 +136,69 @@ func Results(cfg ResultsConfig, w io.Writer) error {
 	return replaceBlock(cfg.Readme, buf.Bytes())
 }
 
-// findEntries returns the folders under root holding a run.json, root itself included.
+// findEntries returns the folders under root holding a run.json, root itself included. A
+// folder holding an entry's artifacts without its run.json is an error: it would silently
+// drop out of the tables.
 func findEntries(root string) ([]string, error) {
 	fi, err := os.Stat(root)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("results folder: %w", err)
 	}
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a folder (give a results folder or an entry)", root)
 	}
 	var out []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	// A trailing separator makes WalkDir enter a root that is a link to a folder.
+	err = filepath.WalkDir(root+string(filepath.Separator), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && d.Name() == RunRecordFile {
-			out = append(out, filepath.Clean(filepath.Dir(path)))
+		if !d.IsDir() {
+			return nil
+		}
+		_, errRec := os.Stat(filepath.Join(path, RunRecordFile))
+		if errRec == nil {
+			out = append(out, filepath.Clean(path))
+			return nil
+		}
+		for _, name := range []string{ResultMetricsFile, ResultLogFile} {
+			if _, err := os.Stat(filepath.Join(path, name)); err == nil {
+				return fmt.Errorf("%s holds %s but no %s: an entry is the three files %s, %s and %s (%v)",
+					path, name, RunRecordFile, RunRecordFile, ResultMetricsFile, ResultLogFile, errRec)
+			}
 		}
 		return nil
 	})
 	return out, err
 }
 
-func firstDuplicate(sorted []string) int {
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i] == sorted[i-1] {
-			return i
+// distinctEntries refuses an entry given twice, under one path or two (results/ and its
+// absolute path, a link): it would count as a second seed.
+func distinctEntries(dirs []string) error {
+	stats := make([]os.FileInfo, len(dirs))
+	for i, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
 		}
+		for j := range i {
+			if os.SameFile(stats[j], fi) {
+				if dirs[j] == d {
+					return fmt.Errorf("results entry %s is given twice", d)
+				}
+				return fmt.Errorf("results entries %s and %s are the same folder, given twice", dirs[j], d)
+			}
+		}
+		stats[i] = fi
 	}
-	return -1
+	return nil
 }
+
+// commitPattern is a git commit id, abbreviated or whole.
+var commitPattern = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+
+// maxWallTimeS bounds a run's wall time, so that any accepted one prints as a duration.
+const maxWallTimeS = 1e8
 
 func readRunRecord(path string) (RunRecord, error) {
 	var rec RunRecord
@@ -179,6 +219,13 @@ func readRunRecord(path string) (RunRecord, error) {
 		if strings.TrimSpace(f.v) == "" {
 			return rec, fmt.Errorf("%s: %q is missing or empty", path, f.name)
 		}
+		// The fields are cells of the README's runs table.
+		if i := strings.IndexFunc(f.v, func(r rune) bool { return unicode.IsControl(r) || r == '|' || r == '`' }); i >= 0 {
+			return rec, fmt.Errorf("%s: %s %q holds %q, which would break the Markdown table it is a cell of", path, f.name, f.v, []rune(f.v[i:])[0])
+		}
+	}
+	if !commitPattern.MatchString(rec.Commit) {
+		return rec, fmt.Errorf("%s: commit %q: want the git commit's hex id (7 to 40 digits)", path, rec.Commit)
 	}
 	if _, err := time.Parse(time.DateOnly, rec.Date); err != nil {
 		return rec, fmt.Errorf("%s: date %q is not YYYY-MM-DD", path, rec.Date)
@@ -186,8 +233,8 @@ func readRunRecord(path string) (RunRecord, error) {
 	switch {
 	case rec.Steps < 1:
 		return rec, fmt.Errorf("%s: steps %d: want the number of steps trained", path, rec.Steps)
-	case !(rec.WallTimeS > 0):
-		return rec, fmt.Errorf("%s: wall_time_s %v: want training's wall time in seconds", path, rec.WallTimeS)
+	case !(rec.WallTimeS > 0 && rec.WallTimeS < maxWallTimeS):
+		return rec, fmt.Errorf("%s: wall_time_s %v: want training's wall time in seconds (above 0, below %g: 3 years)", path, rec.WallTimeS, float64(maxWallTimeS))
 	case len(rec.Commands) == 0:
 		return rec, fmt.Errorf("%s: no commands: an entry says exactly how it was made", path)
 	}
@@ -341,6 +388,9 @@ func writeResults(w io.Writer, entries []resultEntry) error {
 // the millisecond under one second (a trial's), so that no run shows as 0s.
 func wallTime(seconds float64) string {
 	d := time.Duration(seconds * float64(time.Second))
+	if d < time.Millisecond/2 {
+		return "<1ms"
+	}
 	if d < time.Second {
 		return d.Round(time.Millisecond).String()
 	}
@@ -363,7 +413,7 @@ func seedTypes(e resultEntry) report.SeedTypes {
 func replaceBlock(path string, block []byte) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("--readme: %w", err)
 	}
 	updated, err := ReplaceResultsBlock(old, block)
 	if err != nil {

@@ -120,6 +120,18 @@ func TestResultsTable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "given twice") {
 		t.Errorf("an entry twice: %v", err)
 	}
+	// The folder under two names (a link): the same entries twice.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(root, link); err != nil {
+		t.Fatal(err)
+	}
+	err = Results(ResultsConfig{Dirs: []string{root, link}}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "are the same folder, given twice") {
+		t.Errorf("the folder and a link to it: %v", err)
+	}
+	if err := Results(ResultsConfig{Dirs: []string{filepath.Join(root, "nope")}}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "results folder: stat "+filepath.Join(root, "nope")) {
+		t.Errorf("a missing folder: %v", err)
+	}
 	// A folder without an entry (a mistyped one, say): an error naming it, not empty
 	// tables that a --readme would take.
 	empty := t.TempDir()
@@ -147,6 +159,10 @@ func TestResultsRefuses(t *testing.T) {
 		{"no commands", func(t *testing.T) { r := good; r.Commands = nil; writeRecord(t, entry, r) }, "no commands"},
 		{"no device", func(t *testing.T) { r := good; r.Device = " "; writeRecord(t, entry, r) }, `"device" is missing or empty`},
 		{"bad date", func(t *testing.T) { r := good; r.Date = "26/11/2026"; writeRecord(t, entry, r) }, "is not YYYY-MM-DD"},
+		{"not a commit", func(t *testing.T) { r := good; r.Commit = "zz"; writeRecord(t, entry, r) }, `commit "zz": want the git commit's hex id`},
+		{"a newline in a cell", func(t *testing.T) { r := good; r.Device = "a\nb"; writeRecord(t, entry, r) }, `device "a\nb" holds '\n', which would break the Markdown table`},
+		{"a | in a cell", func(t *testing.T) { r := good; r.Device = "a|b"; writeRecord(t, entry, r) }, `holds '|'`},
+		{"centuries of wall time", func(t *testing.T) { r := good; r.WallTimeS = 1e10; writeRecord(t, entry, r) }, "wall_time_s 1e+10: want"},
 		{"unknown field", func(t *testing.T) {
 			os.WriteFile(filepath.Join(entry, RunRecordFile), []byte(`{"dataset":"tiny","wall_time":3}`), 0o644)
 		}, `unknown field "wall_time"`},
@@ -180,6 +196,8 @@ func TestResultsRefuses(t *testing.T) {
 			b, _ := os.ReadFile(other)
 			os.WriteFile(log, b, 0o644)
 		}, "and train file 0123456789abcdef"},
+		// Last: an entry's artifacts without its run.json would drop out of the tables.
+		{"no run.json", func(t *testing.T) { os.Remove(filepath.Join(entry, RunRecordFile)) }, "holds metrics.arrow but no run.json"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.edit(t)
@@ -353,6 +371,9 @@ func TestWallTime(t *testing.T) {
 		seconds float64
 		want    string
 	}{
+		{1e-7, "<1ms"},
+		{0.0004, "<1ms"},
+		{0.0006, "1ms"},
 		{0.078, "78ms"},
 		{0.9996, "1s"},
 		{1.5, "2s"},
