@@ -82,6 +82,8 @@ func PrintStats(w io.Writer, paths []string) error {
 		}
 		fmt.Fprintf(w, "| %-6s | %8d | %9s | %9s |\n\n", "all", total, "", "")
 	}
-	_, err := final.Write(out.Bytes())
-	return err
+	if _, err := final.Write(out.Bytes()); err != nil && final != io.Writer(outfile.Stdout) {
+		return err // outfile.Stdout keeps its error for outfile.Main, which names it
+	}
+	return nil
 }
