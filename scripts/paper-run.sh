@@ -28,6 +28,10 @@ nell-995) preset=nell995 ;;
 *) echo "paper-run: dataset $ds: want fb15k-237 or nell-995" >&2; exit 2 ;;
 esac
 [ -e "$entry/run.json" ] && { echo "paper-run: $entry is complete"; exit 0; }
+# The commit goes into the entry; without one the entry could not say how it was made, and
+# metrics results would refuse it after the run: say so before any training.
+commit=$(cat "$bin/COMMIT" 2>/dev/null || git describe --always --dirty --abbrev=40 2>/dev/null) ||
+	{ echo "paper-run: no $bin/COMMIT and not in a git tree: the commit the binaries were built from is unknown" >&2; exit 2; }
 mkdir -p "$work" || exit 1
 log() { echo "$*" >>"$work/commands.txt"; echo "+ $*" >&2; "$@"; }
 
@@ -58,7 +62,6 @@ rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
 log "$bin/metrics" -o "$tmp/metrics.arrow" "$work/ranks.arrow" || exit 1
 cp "$work/train-log.arrow" "$tmp/train-log.arrow" || exit 1
 json() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
-commit=$(cat "$bin/COMMIT" 2>/dev/null || git describe --always --dirty --abbrev=40 2>/dev/null || echo unknown)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 [ "$device" = cpu ] && gpu="CPU ($(nproc) cores)"
 wall=$(awk '{s+=$1} END {printf "%.3f", s}' "$work/train-seconds.txt")

@@ -64,6 +64,11 @@ func app() *cli.App {
 			if err := required(c, "checkpoint", "queries", "output"); err != nil {
 				return err
 			}
+			// An empty value would pass for the flag's default (--device '' for cpu) or
+			// fail as an unnamed path.
+			if err := cliargs.NotEmpty(c, c.App.Flags); err != nil {
+				return err
+			}
 			sh, err := shardFlag(c)
 			if err != nil {
 				return err
@@ -104,6 +109,11 @@ func exportCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return fmt.Errorf("unexpected argument %q", c.Args().First())
+			}
+			// An empty value would pass for leaving the flag out (--cones '', --data '');
+			// Export's own check of --format names the formats.
+			if err := cliargs.NotEmpty(c, c.Command.Flags, "format"); err != nil {
+				return err
 			}
 			var log io.Writer = os.Stderr
 			if c.Bool("quiet") {

@@ -109,6 +109,23 @@ func TestLineage(t *testing.T) {
 	if code, stderr := stagetest.Run(t, bin, withLog(l.Log(resumed), rShort)...); code != 0 {
 		t.Fatalf("the log of the ranked run, resumed with --steps 20: exit %d: %s", code, stderr)
 	}
+	// The 8-step run resumed for 20 steps into a new log: the log of the run ranked, but
+	// without its first 8 steps. It is said to be incomplete, not another run's.
+	holed := filepath.Join(t.TempDir(), "m1.arrow")
+	if b, err := os.ReadFile(short); err != nil || os.WriteFile(holed, b, 0o644) != nil {
+		t.Fatal("copying the 8-step run")
+	}
+	if _, err := train.Run(context.Background(), cfg, train.Options{Train: l.Train, Checkpoint: holed, Log: l.Log(holed), Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	rHoled := ranksOf(holed)
+	before := stagetest.SnapshotDir(t, dir)
+	code, stderr := stagetest.Run(t, bin, withLog(l.Log(holed), rHoled)...)
+	if want := "metrics: --log " + l.Log(holed) + " is incomplete: it is of the run " + rHoled +
+		" ranks (configuration, seed, KG and train file), but lacks its train rows of steps 0 to 7"; code != 1 || !strings.HasPrefix(stderr, want) {
+		t.Errorf("a log without the first steps of the run ranked: exit %d, stderr %q; want 1 and %q", code, stderr, want)
+	}
+	stagetest.SameDir(t, "an incomplete log", before, stagetest.SnapshotDir(t, dir))
 	// Seeds of one train file with the log of one of them: accepted.
 	if code, stderr := stagetest.Run(t, bin, withLog(l.Log(l.Model2), r1, r2)...); code != 0 {
 		t.Fatalf("two seeds and the log of one: exit %d: %s", code, stderr)

@@ -54,6 +54,11 @@ func app() *cli.App {
 			if err := checkMode(c, asking); err != nil {
 				return err
 			}
+			// An empty value would pass for the flag's default (--device '' for cpu,
+			// --cones '' for embedding the queries here) or fail as an unnamed path.
+			if err := cliargs.NotEmpty(c, c.App.Flags); err != nil {
+				return err
+			}
 			var sh shard.Spec
 			if c.IsSet("shard") {
 				s, err := shard.Parse(c.String("shard"))

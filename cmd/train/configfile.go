@@ -93,6 +93,11 @@ func convert(f cli.Flag, v any) (any, error) {
 	switch f.(type) {
 	case *altsrc.StringFlag:
 		if s, ok := v.(string); ok {
+			// As on the command line (cliargs.NotEmpty): an empty value would pass for
+			// the key's default; only log "" means something, no log.
+			if s == "" && f.Names()[0] != "log" {
+				return nil, fmt.Errorf("an empty value; give one, or leave the key out for the default")
+			}
 			return s, nil
 		}
 		return nil, fmt.Errorf("want a string, got %s", train.ValueText(v))

@@ -33,6 +33,10 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		t.Fatalf("second run: exit %d: %s", code, stderr)
 	}
 	fresh := filepath.Join(dir, "fresh.arrow")
+	emptyDevice := filepath.Join(t.TempDir(), "empty-device.yaml")
+	if err := os.WriteFile(emptyDevice, []byte("device: \"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -55,6 +59,20 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		{"another run's checkpoint: matmul", []string{"--matmul", "tf32", "--checkpoint", ck}, []string{"holds the checkpoint of another run (matmul fp32 vs tf32)", "--overwrite"}},
 		{"resume and overwrite", []string{"--checkpoint", ck, "--resume", "--overwrite"}, []string{"give one of them"}},
 		{"resume into another run's log", []string{"--checkpoint", ck, "--resume", "--steps", "3", "--log", otherLog}, []string{"is the log of another run (dim 16 vs 8)"}},
+		// An empty value would pass for the flag's default: refused (only --log "" means
+		// something, no log).
+		{"empty device", []string{"--device", "", "--checkpoint", fresh}, []string{`--device "": an empty value; give a value, or leave --device out (default: cpu)`}},
+		{"empty matmul", []string{"--matmul", "", "--checkpoint", fresh}, []string{`--matmul "": an empty value`, "(default: fp32)"}},
+		{"empty preset", []string{"--preset", "", "--checkpoint", fresh}, []string{`--preset "": an empty value; give a NAME, or leave --preset out`}},
+		{"empty profile", []string{"--profile", "", "--checkpoint", fresh}, []string{`--profile "": an empty value; give a FILE`}},
+		{"empty best", []string{"--best", "", "--checkpoint", fresh}, []string{`--best "": an empty value; give a FILE`}},
+		{"empty partial", []string{"--partial", "", "--checkpoint", fresh}, []string{`--partial "": an empty value; give a FILE`}},
+		{"empty best-metric", []string{"--best-metric", "", "--checkpoint", fresh}, []string{`--best-metric "": an empty value`, "(default: mrr:epfo)"}},
+		{"empty valid", []string{"--valid", "", "--checkpoint", fresh}, []string{`--valid "": an empty value; give a FILE, or leave --valid out`}},
+		{"empty config", []string{"--config", "", "--checkpoint", fresh}, []string{`--config "": an empty value; give a FILE`}},
+		{"empty profile-steps", []string{"--profile-steps", "", "--checkpoint", fresh}, []string{`--profile-steps "": an empty value`, "(default: 5-14)"}},
+		{"empty value in the config file", []string{"--config", emptyDevice, "--checkpoint", fresh}, []string{"--config " + emptyDevice + ": device: an empty value; give one, or leave the key out"}},
+		{"empty train", []string{"--train", "", "--checkpoint", fresh}, []string{`--train "": an empty value; give a FILE`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

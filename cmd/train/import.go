@@ -32,6 +32,11 @@ func importCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return fmt.Errorf("unexpected argument %q", c.Args().First())
 			}
+			// An empty value would pass for the flag's default (--dataset "" for the
+			// folder's name, --data "" for no KG digest) or fail as an unnamed path.
+			if err := cliargs.NotEmpty(c, c.Command.Flags); err != nil {
+				return err
+			}
 			from, out := c.String("from"), c.String("output")
 			switch {
 			case from == "":

@@ -181,6 +181,11 @@ func TestImportQEConEErrors(t *testing.T) {
 		{"lambda disagrees", []string{"--from", qeconeDir, "--lambda", "0.25", "-o", filepath.Join(dir, "e.arrow")}, "disagrees"},
 		{"no such KG", []string{"--from", qeconeDir, "--data", filepath.Join(dir, "none"), "-o", filepath.Join(dir, "f.arrow")}, "no such file"},
 		{"KG not a folder", []string{"--from", qeconeDir, "--data", notTorch, "-o", filepath.Join(dir, "g.arrow")}, "not a folder"},
+		// An empty value would pass for the flag's default: refused.
+		{"empty dataset", []string{"--from", qeconeDir, "--dataset", "", "-o", filepath.Join(dir, "h.arrow")},
+			`--dataset "": an empty value; give a value, or leave --dataset out (default: --data's folder name, else config.json's data_path's last element)`},
+		{"empty data", []string{"--from", qeconeDir, "--data", "", "-o", filepath.Join(dir, "h.arrow")}, `--data "": an empty value; give a DIR`},
+		{"empty config", []string{"--from", qeconeDir, "--config", "", "-o", filepath.Join(dir, "h.arrow")}, `--config "": an empty value; give a FILE`},
 		{"overwrite input", []string{"--from", qeconeDir, "-o", filepath.Join(qeconeDir, "checkpoint")}, "same file"},
 		// config.json is read when --config is not given: an implicit input, protected too.
 		{"overwrite the implicit config", []string{"--from", qeconeDir, "-o", filepath.Join(qeconeDir, "config.json")},

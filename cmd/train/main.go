@@ -48,8 +48,8 @@ func flags() []cli.Flag {
 	d := train.Default()
 	return []cli.Flag{
 		&cli.StringFlag{Name: "config", Usage: "read flag values from a YAML or TOML `FILE` (keys named like the flags); flags given on the command line win"},
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "train", Usage: "train queries `FILE` (a queries artifact, split train)", DefaultText: cliargs.Required}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "valid", Usage: "validate on this queries `FILE` (same dataset) every --eval-every steps and at the end"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "train", Usage: "train queries `FILE` (a queries artifact, split train; - for stdin)", DefaultText: cliargs.Required}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "valid", Usage: "validate on this queries `FILE` (same dataset; - for stdin, when --train is not) every --eval-every steps and at the end"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint `FILE` to write (and with --resume, to continue)", DefaultText: cliargs.Required}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "resume", Usage: "continue the run in --checkpoint, with its configuration, up to --steps"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "auto-resume", Usage: "continue the checkpoint (--partial if there is one) when it holds an unfinished run of this configuration and train file, else start afresh: rerunning an interrupted command continues it"}),
@@ -97,11 +97,17 @@ func app() *cli.App {
 		Name:    "train",
 		Version: cliargs.Version(),
 		Usage:   "train a RoConE or ConE model on a train queries file",
-		UsageText: "train --train FILE [--valid FILE] --checkpoint FILE [--resume] [--preset NAME] [--config FILE] [options]\n" +
+		UsageText: "train --train FILE|- [--valid FILE|-] --checkpoint FILE [--resume] [--preset NAME] [--config FILE] [options]\n" +
 			"train import-qecone --from PATH -o FILE [command options]",
 		Flags:    fl,
 		Commands: []*cli.Command{importCommand()}, // import.go
 		Before: func(c *cli.Context) error {
+			// An empty value would pass for the flag's default (--device '' for cpu,
+			// --best '' for the checkpoint's name with .best); only --log '' means
+			// something of its own, no log.
+			if err := cliargs.NotEmpty(c, fl, "log"); err != nil {
+				return err
+			}
 			if !c.IsSet("config") {
 				return nil
 			}
@@ -198,7 +204,7 @@ func action(c *cli.Context) error {
 		Train: c.String("train"), Valid: c.String("valid"), Checkpoint: c.String("checkpoint"), Log: logPath,
 		Partial: c.String("partial"), Best: c.String("best"),
 		Resume: c.Bool("resume"), AutoResume: c.Bool("auto-resume"), Config: c.String("config"), Overwrite: c.Bool("overwrite"),
-		Kernels: dev.Kernels, Device: dev.Train, Workers: c.Int("workers"), Progress: progress,
+		Kernels: dev.Kernels, Device: dev.Train, Workers: c.Int("workers"), Progress: progress, Warnings: os.Stderr,
 		Profile: prof,
 	}
 	if d := c.Duration("test-step-sleep"); d > 0 {

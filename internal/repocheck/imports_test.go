@@ -14,7 +14,7 @@ import (
 // new package gets its floor here.
 var floors = [][]string{
 	{ // 0: no imports of this module
-		"pkg/adam", "pkg/cliargs", "pkg/compute", "pkg/kg", "pkg/outfile", "pkg/picklescan", "pkg/query",
+		"pkg/adam", "pkg/cliargs", "pkg/compute", "pkg/kg", "pkg/outfile", "pkg/picklescan", "pkg/query", "pkg/sysmem",
 		"pkg/shard", "pkg/model/internal/vmath", "pkg/gpu/internal/cuinit", "pkg/gpu/kernels",
 		"internal/arrowcheck", "internal/buildtag", "internal/repocheck", "internal/stagecheck",
 	},

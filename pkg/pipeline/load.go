@@ -13,6 +13,7 @@ import (
 	"github.com/rocone/rocone/pkg/eval"
 	"github.com/rocone/rocone/pkg/kg"
 	"github.com/rocone/rocone/pkg/model"
+	"github.com/rocone/rocone/pkg/train"
 )
 
 // loaded is a model read from a checkpoint (checkpoint.Load), with what the artifacts made
@@ -24,12 +25,23 @@ type loaded struct {
 	model *model.Model[float32]
 }
 
+// loadModel reads the checkpoint at path for a stage that uses the model (embed, rank,
+// rank --ask, metrics patterns, embed export): every such stage opens its checkpoint
+// here, so they accept and refuse the same files with the same messages.
 func loadModel(path string, kernels compute.Backend) (*loaded, error) {
+	if path == "-" {
+		// The checkpoint is read twice, for the model and for its SHA-256 (which the
+		// artifacts made from it record): stdin cannot be.
+		return nil, fmt.Errorf("--checkpoint -: a checkpoint is read from a file only, not from stdin: give its path")
+	}
 	m, ck, err := checkpoint.Load(path, kernels)
 	if err != nil {
 		return nil, err
 	}
 	meta := ck.Meta
+	if err := train.CheckRecorded(meta.Config, m.Config); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	// The model holds a copy of the parameters: collect the checkpoint's now, before the
 	// stage allocates its own tables (rank's prepared entity table is several times the
 	// entity table), rather than when the pacer gets to it with the heap twice as large.

@@ -325,7 +325,10 @@ func readRunLog(path string, runs []ranksRun) (*trainLog, error) {
 		return nil, err
 	}
 	logSeed := configSeed(meta.Config)
-	var why string
+	// why says how the log is another run's; incomplete, that it is the log of a run
+	// ranked but lacks some of its steps (a resume went on without it), which is not
+	// another run's log and is said as what it is.
+	var why, incomplete string
 	for _, r := range runs {
 		m := r.meta
 		switch {
@@ -353,12 +356,20 @@ func readRunLog(path string, runs []ranksRun) (*trainLog, error) {
 					return nil, fmt.Errorf("%s: %w", r.id.Path, err)
 				}
 				if !same {
+					if gap := train.TrajectoryGap(rows, m.CheckpointTrajectory); gap != "" {
+						incomplete = fmt.Sprintf("it is of the run %s ranks (configuration, seed, KG and train file), but lacks its train rows of %s "+
+							"(the run went on without this log, e.g. with --log \"\"), so its curves cannot be checked against that run", r.id.Path, gap)
+						continue
+					}
 					why = fmt.Sprintf("of another run than the one %s ranks: %s", r.id.Path, how)
 					continue
 				}
 			}
 			return &trainLog{meta: meta, rows: rows}, nil
 		}
+	}
+	if incomplete != "" {
+		return nil, fmt.Errorf("--log %s is incomplete: %s", path, incomplete)
 	}
 	return nil, fmt.Errorf("--log %s is not the log of a run ranked: it is the log %s", path, why)
 }

@@ -408,3 +408,15 @@ func TestShortRunLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitPattern: run.json's commit is what git describe --always --dirty writes.
+func TestCommitPattern(t *testing.T) {
+	for commit, ok := range map[string]bool{
+		"0123abc": true, "0123456789abcdef0123456789abcdef01234567": true, "0123abc-dirty": true, "v1.2-3-g0123abc": true,
+		"v1.2-3-g0123abc-dirty": true, "zz": false, "0123ab": false, "unknown": false, "0123ABC": false, "0123abc dirty": false,
+	} {
+		if commitPattern.MatchString(commit) != ok {
+			t.Errorf("commit %q: accepted %v, want %v", commit, !ok, ok)
+		}
+	}
+}

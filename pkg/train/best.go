@@ -1,7 +1,10 @@
 package train
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"slices"
@@ -151,6 +154,51 @@ func improve(b *bestState, s int, v float64) (*bestState, bool) {
 // have not improved on the best.
 func (c Config) stopped(b *bestState) bool {
 	return c.Patience > 0 && b != nil && b.Since >= c.Patience
+}
+
+// checkBestFile checks, for a resumed run that keeps its best (Config.KeepBest) and has
+// one (t.best), that the file at --best holds it. The checkpoint records the best's step
+// and value but not where it was written (a path would make one configuration's
+// checkpoints differ by where they were written), so a copy of the checkpoint resumed
+// under another name, or a resume with another --best, meets a --best that does not
+// hold it, and the run used to name that file as the best's home all the same. It
+// returns "" when the file holds this run's best so far, and otherwise why not: the run
+// says so, and names the file only once it has written it. A file that is not a
+// checkpoint of this run (another configuration, KG or train file, or no checkpoint) is
+// an error, as for a fresh run (checkOverwrite): the next better validation would
+// replace it.
+func (t *trainer) checkBestFile() (string, error) {
+	path := t.opts.bestPath()
+	meta, err := artifact.ReadCheckpointMeta(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "no such file", nil
+	}
+	refuse := func(what string) error {
+		return fmt.Errorf("--best %s %s; the resumed run would replace it at its next better validation: "+
+			"give --best with the file that holds this run's best (after step %d), or another path", path, what, t.best.Step)
+	}
+	if err != nil {
+		return "", refuse(fmt.Sprintf("exists and is not a checkpoint (%v)", err))
+	}
+	saved, err := ParseConfig(meta.Config)
+	if err != nil {
+		return "", refuse(fmt.Sprintf("exists and its configuration does not read (%v)", err))
+	}
+	var st state
+	if err := json.Unmarshal([]byte(meta.State), &st); err != nil {
+		return "", refuse(fmt.Sprintf("exists and its training state does not read (%v)", err))
+	}
+	switch diff := Diff(saved, t.cfg, ResumableKeys...); {
+	case len(diff) > 0:
+		return "", refuse(fmt.Sprintf("holds the checkpoint of another run (%s)", strings.Join(diff, ", ")))
+	case meta.KGDigest != t.kg || meta.TrainFingerprint != t.ts.fingerprint:
+		return "", refuse("holds the checkpoint of a run on another KG or train file")
+	case meta.Step != int64(t.best.Step+1):
+		return fmt.Sprintf("it holds this configuration's checkpoint after %d steps, not the best's %d", meta.Step, t.best.Step+1), nil
+	case st.Best == nil || st.Best.Step != t.best.Step || st.Best.Value != t.best.Value:
+		return fmt.Sprintf("it holds a checkpoint after %d steps of another trajectory of this configuration", meta.Step), nil
+	}
+	return "", nil
 }
 
 // BestPath is where --keep-best writes by default: the checkpoint's name with .best

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -439,5 +440,123 @@ func TestBestSetupErrors(t *testing.T) {
 	_, err := Run(context.Background(), kept, Options{Train: train, Valid: valid, Checkpoint: filepath.Join(d, "m.arrow")})
 	if err == nil || !strings.Contains(err.Error(), "--best "+filepath.Join(d, "m.best.arrow")+" holds the checkpoint of another run") {
 		t.Fatalf("another run's checkpoint at --best: %v", err)
+	}
+}
+
+// TestBestKeptWhereSaid: the checkpoint records the best validation but not the file it
+// was kept in, so a resumed run may meet a --best that does not hold it: a copy of the
+// checkpoint resumed under another name (whose default --best is another file), or
+// another --best. The run used to say the best was "kept in" that file all the same.
+// Now it says at the start that the file does not hold it (even quiet, on Warnings),
+// and the result and final line name a file only when it holds the best (written by the
+// resumed run at a better validation); a --best that holds something else is refused and
+// left as it was; a resume with the run's own --best finds its best there.
+func TestBestKeptWhereSaid(t *testing.T) {
+	train, valid := files(t)
+	cfg := bestConfig()
+	cfg.Patience = 0
+	cfg.Normalize()
+	dir := t.TempDir()
+	first := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(dir, "m.arrow"), Log: "", StopAfter: 8}
+	res := run(t, cfg, first)
+	if res.Best == nil || res.Best.Step != 6 || res.Best.Path != first.bestPath() || !exists(t, first.bestPath()) {
+		t.Fatalf("the first run kept no best at %s: %+v", first.bestPath(), res.Best)
+	}
+	original, err := os.ReadFile(first.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := func(name string) string { // a copy of the first run's checkpoint
+		path := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(path, original, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	notCheckpoint := filepath.Join(dir, "notes.best.arrow")
+	os.WriteFile(notCheckpoint, []byte("my notes\n"), 0o644)
+
+	// The first run's best is after step 6; the validation after step 8 is below it, the
+	// one after step 10 above: resumed up to 10 steps, a run finds no better one, up to 12
+	// it writes its own.
+	tests := []struct {
+		name        string
+		opts        func() Options
+		steps       int // StopAfter
+		quiet       bool
+		note        bool   // the start says --best does not hold the best
+		wantErr     string // "" for a run
+		wantOwnBest bool   // the best is found at --best
+		wantPath    bool   // the result names a best file
+	}{
+		{"a copy under another name", func() Options { return Options{Checkpoint: fresh("copy.arrow")} }, 10, false, true, "", false, false},
+		{"a copy, quiet", func() Options { return Options{Checkpoint: fresh("copy.arrow")} }, 10, true, true, "", false, false},
+		{"a copy that finds a better one", func() Options { return Options{Checkpoint: fresh("copy.arrow")} }, 12, false, true, "", false, true},
+		{"another --best", func() Options {
+			return Options{Checkpoint: fresh("m.arrow"), Best: filepath.Join(t.TempDir(), "elsewhere.arrow")}
+		}, 10, false, true, "", false, false},
+		{"--best holds no checkpoint", func() Options { return Options{Checkpoint: fresh("m.arrow"), Best: notCheckpoint} }, 10, false, false,
+			"--best " + notCheckpoint + " exists and is not a checkpoint", false, false},
+		{"the run's own --best", func() Options { return Options{Checkpoint: fresh("m.arrow"), Best: first.bestPath()} }, 10, false, false, "", true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := tc.opts()
+			opts.Train, opts.Valid, opts.Log, opts.StopAfter = train, valid, "", tc.steps
+			var progress, warnings bytes.Buffer
+			opts.Progress, opts.Warnings = &progress, &warnings
+			if tc.quiet {
+				opts.Progress = nil
+			}
+			said := func() string { return progress.String() + warnings.String() }
+			notes, _ := os.ReadFile(notCheckpoint)
+			saved, done, err := ReadCheckpointConfig(opts.Checkpoint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rcfg, err := ResumeConfig(saved, done, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.Resume = true
+			got, err := Run(context.Background(), rcfg, opts)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				if after, _ := os.ReadFile(notCheckpoint); !bytes.Equal(after, notes) || said() != "" {
+					t.Fatalf("the refused run changed %s or said %q", notCheckpoint, said())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			note := "note: --best " + opts.bestPath() + " does not hold this run's best validation so far"
+			if strings.Contains(said(), note) != tc.note || (tc.quiet && !strings.Contains(warnings.String(), note)) {
+				t.Errorf("said (want the note %v):\n%s", tc.note, said())
+			}
+			// Whatever the run said, a best path it names holds the best.
+			b := got.Best
+			if (b.Path != "") != tc.wantPath {
+				t.Errorf("best %+v: want a path %v", *b, tc.wantPath)
+			}
+			switch {
+			case b.Path != "":
+				meta, err := artifact.ReadCheckpointMeta(b.Path)
+				if err != nil || b.Path != opts.bestPath() || meta.Step != int64(b.Step+1) {
+					t.Errorf("best %+v: %s holds %d steps (%v)", b, b.Path, meta.Step, err)
+				}
+			case tc.wantOwnBest:
+				t.Errorf("the run's own best at %s is not found: %+v", opts.bestPath(), b)
+			case exists(t, opts.bestPath()):
+				t.Errorf("%s was written, but the result names no best file: %+v", opts.bestPath(), b)
+			case !tc.quiet && !strings.Contains(progress.String(), "; not kept in "+opts.bestPath()+", which did not hold it when the run was resumed (no such file)"):
+				t.Errorf("the final line does not say the best is not kept:\n%s", progress.String())
+			}
+			if !tc.quiet && b.Path != "" && !strings.Contains(progress.String(), "kept in "+b.Path) {
+				t.Errorf("the final line does not name %s:\n%s", b.Path, progress.String())
+			}
+		})
 	}
 }

@@ -171,6 +171,7 @@ func (t *trainer) persist(best, checkpoint bool) error {
 		if err := artifact.WriteCheckpoint(t.opts.bestPath(), ck); err != nil {
 			return fmt.Errorf("the best checkpoint: %w", err)
 		}
+		t.bestAt, t.bestMissing = t.opts.bestPath(), ""
 	}
 	if !checkpoint {
 		t.timings.Checkpoint += time.Since(start).Seconds()

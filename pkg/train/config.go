@@ -380,6 +380,53 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// CheckRecorded checks the enumerated values of the training configuration a checkpoint
+// records (its config key, JSON), for the stages that use the model without training it
+// (embed, rank, metrics patterns, embed export): they carry that configuration on into
+// what they write (ranks' train_config, metrics, results), so a value training never
+// writes ("matmul":"fp8" under a valid checksum) must not pass as one. model, matmul and
+// best_metric must each be a value training writes, and model and matmul must be those
+// of the model itself (mc, the model_config the model is built from). A key left out is
+// not an error: imported and older checkpoints record fewer keys, and train checks the
+// whole configuration when it resumes one (ResumeConfig).
+func CheckRecorded(configJSON string, mc model.Config) error {
+	if configJSON == "" {
+		return nil
+	}
+	var c struct {
+		Model      *string `json:"model"`
+		Matmul     *string `json:"matmul"`
+		BestMetric *string `json:"best_metric"`
+	}
+	if err := json.Unmarshal([]byte(configJSON), &c); err != nil {
+		return fmt.Errorf("training configuration: %w", err)
+	}
+	if c.Model != nil {
+		v, err := model.ParseVariant(*c.Model)
+		if err != nil {
+			return fmt.Errorf("training configuration: %w", err)
+		}
+		if v != mc.Variant {
+			return fmt.Errorf("training configuration: model %s, but the checkpoint holds a %s model (model_config)", v, mc.Variant)
+		}
+	}
+	if c.Matmul != nil {
+		m, err := compute.ParseMatmul(*c.Matmul)
+		if err != nil {
+			return fmt.Errorf("training configuration: %w", err)
+		}
+		if m.TF32() != mc.Matmul.TF32() {
+			return fmt.Errorf("training configuration: matmul %s, but the model's (model_config) is %s", m, shown("matmul", string(mc.Matmul)))
+		}
+	}
+	if c.BestMetric != nil && *c.BestMetric != "" {
+		if _, err := ParseBestMetric(*c.BestMetric); err != nil {
+			return fmt.Errorf("training configuration: %w", err)
+		}
+	}
+	return nil
+}
+
 // ModelConfig is the model configuration of the run.
 func (c Config) ModelConfig() model.Config {
 	return model.Config{

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/sysmem"
 )
 
 // Diff lists the configuration keys whose values differ between a and b ("dim 64 vs
@@ -120,47 +121,40 @@ func sameRunLog(path string, meta artifact.TrainLogMeta, cfg Config) error {
 // float32 per (query, positive or negative, dimension) of an update's batch. Real use is
 // higher; the bound only serves to refuse at once a configuration that cannot fit, which
 // would otherwise end the process with a fatal out-of-memory after the data is loaded.
-func memoryNeed(cfg Config) float64 {
+// mlp is the part of it that ConE's projection MLP (cone only, sized by --cone-hidden)
+// holds, so that a refusal can blame that flag when it is the cause.
+func memoryNeed(cfg Config) (need, mlp float64) {
 	d, e, r := float64(cfg.Dim), float64(cfg.NumEntities), float64(cfg.NumRelations)
 	params := e*d + 2*r*d + 6*d*d + 4*d
 	if cfg.Model == "cone" {
-		h := float64(cfg.ConeHidden)
-		if h == 0 {
-			h = 1600
-		}
-		params += 4*h*d + h*h + h + 2*d
+		mlp = 4 * 4 * (4*coneHidden(cfg)*d + coneHidden(cfg)*coneHidden(cfg) + coneHidden(cfg) + 2*d)
 	}
-	return 4*4*params + 4*float64(cfg.Batch)*float64(cfg.Negatives+1)*d
+	return 4*4*params + mlp + 4*float64(cfg.Batch)*float64(cfg.Negatives+1)*d, mlp
 }
 
-// physicalMemory is the machine's memory in bytes (Linux's MemTotal), or 0 when unknown.
-func physicalMemory() float64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
+// coneHidden is the hidden width of ConE's projection MLP a run of cfg builds (0: 1600).
+func coneHidden(cfg Config) float64 {
+	if cfg.ConeHidden == 0 {
+		return 1600
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			var kb float64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%f kB", &kb); err == nil {
-				return kb * 1024
-			}
-		}
-	}
-	return 0
+	return float64(cfg.ConeHidden)
 }
 
 // checkMemory refuses a configuration whose memoryNeed exceeds the machine's memory (or,
-// where that is unknown, 1 TiB): an absurd --dim or --negatives is an error naming them,
-// not a fatal out-of-memory.
+// where that is unknown, 1 TiB): an absurd --dim, --negatives or --cone-hidden is an
+// error naming them, not a fatal out-of-memory. For a cone model the MLP's share is
+// said: a hidden width of millions costs its square, whatever dim, batch and negatives.
 func checkMemory(cfg Config) error {
-	limit := physicalMemory()
-	if limit == 0 {
-		limit = 1 << 40
+	limit := sysmem.Physical()
+	need, mlp := memoryNeed(cfg)
+	if need <= limit {
+		return nil
 	}
-	if need := memoryNeed(cfg); need > limit {
-		return fmt.Errorf("dim %d, batch %d and negatives %d on %d entities need at least %.1f GiB, more than this machine's %.1f GiB; lower them",
-			cfg.Dim, cfg.Batch, cfg.Negatives, cfg.NumEntities, need/(1<<30), limit/(1<<30))
+	if cfg.Model == "cone" {
+		return fmt.Errorf("dim %d, batch %d, negatives %d and cone-hidden %.0f on %d entities need at least %.1f GiB "+
+			"(the projection MLP of hidden width %.0f alone %.1f GiB), more than this machine's %.1f GiB; lower them",
+			cfg.Dim, cfg.Batch, cfg.Negatives, coneHidden(cfg), cfg.NumEntities, need/(1<<30), coneHidden(cfg), mlp/(1<<30), limit/(1<<30))
 	}
-	return nil
+	return fmt.Errorf("dim %d, batch %d and negatives %d on %d entities need at least %.1f GiB, more than this machine's %.1f GiB; lower them",
+		cfg.Dim, cfg.Batch, cfg.Negatives, cfg.NumEntities, need/(1<<30), limit/(1<<30))
 }

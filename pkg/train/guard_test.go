@@ -78,6 +78,11 @@ func TestRunGuards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A valid file of no queries (sample --count 1p=0), with a best and early stopping
+	// that it would decide on nothing.
+	emptyValid := traintest.Generate(t, t.TempDir(), "empty-valid.arrow", "valid", map[string]int{"1p": 0}, 3)
+	emptyValidCfg := cfg
+	emptyValidCfg.EvalEvery, emptyValidCfg.KeepBest, emptyValidCfg.BestMetric, emptyValidCfg.Patience = 1, true, "mrr:avg", 1
 	notArtifact := filepath.Join(dir, "notes.txt")
 	os.WriteFile(notArtifact, []byte("my notes\n"), 0o644)
 
@@ -102,7 +107,13 @@ func TestRunGuards(t *testing.T) {
 		{"resume with another run's log", saved, Options{Train: tr, Checkpoint: ck, Log: otherLog, Resume: true}, "is the log of another run (dim 16 vs 8)"},
 		{"absurd dim", withDim(cfg, 100_000_000), Options{Train: tr, Checkpoint: filepath.Join(dir, "new.arrow"), Log: ""}, "dim 100000000, batch 16 and negatives 4 on 82 entities need at least"},
 		{"absurd negatives", withNegatives(cfg, 1_000_000_000_000), Options{Train: tr, Checkpoint: filepath.Join(dir, "new.arrow"), Log: ""}, "negatives 1000000000000"},
+		// The MLP's hidden width is the cost here, not dim, batch or negatives: it is named.
+		{"absurd cone-hidden", withConeHidden(cfg, 10_000_000), Options{Train: tr, Checkpoint: filepath.Join(dir, "new.arrow"), Log: ""},
+			"dim 8, batch 16, negatives 4 and cone-hidden 10000000 on 82 entities need at least 1490121.0 GiB (the projection MLP of hidden width 10000000 alone 1490121.0 GiB)"},
 		{"train file as valid", cfg, Options{Train: tr, Valid: tr, Checkpoint: filepath.Join(dir, "new.arrow"), Log: ""}, "a train queries file; --valid needs held-out queries"},
+		{"valid file without queries", emptyValidCfg, Options{Train: tr, Valid: emptyValid, Checkpoint: filepath.Join(dir, "new.arrow"), Log: ""},
+			emptyValid + ": no queries: a validation would measure nothing; give held-out queries, or leave --valid out"},
+		{"train and valid on stdin", cfg, Options{Train: "-", Valid: "-", Checkpoint: filepath.Join(dir, "new.arrow"), Log: ""}, "--train and --valid cannot both read stdin: give one of them a FILE"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,6 +157,10 @@ func TestRunGuards(t *testing.T) {
 
 func withDim(c Config, d int) Config       { c.Dim = d; return c }
 func withNegatives(c Config, n int) Config { c.Negatives = n; return c }
+func withConeHidden(c Config, h int) Config {
+	c.Model, c.ConeHidden = "cone", h
+	return c
+}
 
 // TestResumeOtherValid: a run continues only on the valid queries it validated on. A
 // resume with other ones is refused, naming both, and changes nothing; --auto-resume
@@ -192,5 +207,42 @@ func TestResumeOtherValid(t *testing.T) {
 	onOther.StopAfter = 12
 	if _, err := Run(context.Background(), resumeCfg, onOther); err == nil || !strings.Contains(err.Error(), "the run validated on other queries") {
 		t.Errorf("after a resume without --valid, other valid queries: %v", err)
+	}
+}
+
+// TestAutoResumeSaysAfterChecks: --auto-resume says what it chose only once the run's
+// checks have passed. Over a file that is not a checkpoint it used to say "starting a new
+// run" and then refuse to replace that file; now the refusal is all it says, and the file
+// is left as it was. With --overwrite the fresh start is said, and happens.
+func TestAutoResumeSaysAfterChecks(t *testing.T) {
+	tr, va := files(t)
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "m.arrow")
+	cfg := tinyConfig("rocone")
+	cfg.Steps, cfg.EvalEvery = 2, 0
+	run(t, cfg, Options{Train: tr, Checkpoint: ck, Log: ""})
+	whole, err := os.ReadFile(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut.arrow")
+	if err := os.WriteFile(cut, whole[:len(whole)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var said bytes.Buffer
+	opts := Options{Train: tr, Valid: va, Checkpoint: cut, Log: "", AutoResume: true, Progress: &said}
+	_, err = Run(context.Background(), cfg, opts)
+	if err == nil || !strings.Contains(err.Error(), "--checkpoint "+cut+" exists and is not a checkpoint this run may replace") {
+		t.Fatalf("error %v, want the refusal to replace %s", err, cut)
+	}
+	if said.Len() > 0 {
+		t.Errorf("a refused run said:\n%s", said.String())
+	}
+	if b, _ := os.ReadFile(cut); !bytes.Equal(b, whole[:len(whole)/2]) {
+		t.Error("the refused run changed the file")
+	}
+	opts.Overwrite = true
+	if res := run(t, cfg, opts); res.Resumed || !strings.HasPrefix(said.String(), "starting a new run: "+cut+" is not a checkpoint to continue") {
+		t.Errorf("with --overwrite: resumed %v, said:\n%s", res.Resumed, said.String())
 	}
 }

@@ -286,7 +286,7 @@ func (t *trainer) result(res *Result) *Result {
 	if t.best != nil {
 		b := Best{Metric: t.cfg.BestMetric, Step: t.best.Step, Value: t.best.Value}
 		if t.cfg.KeepBest {
-			b.Path = t.opts.bestPath()
+			b.Path = t.bestAt // "" when no file is known to hold it
 		}
 		res.Best = &b
 		if t.earlyStopped() {
@@ -307,8 +307,11 @@ func (t *trainer) bestLine(res *Result) {
 		return
 	}
 	kept := ""
-	if res.Best.Path != "" {
+	switch {
+	case res.Best.Path != "":
 		kept = ", kept in " + res.Best.Path
+	case t.cfg.KeepBest:
+		kept = fmt.Sprintf("; not kept in %s, which did not hold it when the run was resumed (%s)", t.opts.bestPath(), t.bestMissing)
 	}
 	t.printf("best validation: %s %.4f after step %d%s\n", res.Best.Metric, res.Best.Value, res.Best.Step, kept)
 }

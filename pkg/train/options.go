@@ -49,6 +49,10 @@ type Options struct {
 	Progress      io.Writer     // progress lines; nil: none
 	ProgressEvery time.Duration // between progress lines; 0: 5s
 
+	// Warnings is where what a user must see even without progress goes when Progress is
+	// nil (train -q): a resumed run's best checkpoint not where --best says. nil: nowhere.
+	Warnings io.Writer
+
 	// Profile, if its Path is set, profiles a window of steps on the device (ProfileOptions).
 	Profile ProfileOptions
 

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +31,10 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 	if opts.Resume && opts.AutoResume {
 		return nil, errors.New("--resume continues the checkpoint, --auto-resume decides whether to: give one of them")
 	}
+	if opts.Train == "-" && opts.Valid == "-" {
+		// Stdin holds one artifact: the second reader would find it empty, and say only that.
+		return nil, errors.New("--train and --valid cannot both read stdin: give one of them a FILE")
+	}
 	if (cfg.KeepBest || cfg.Patience > 0) && opts.Valid == "" {
 		what := "--keep-best"
 		if !cfg.KeepBest {
@@ -53,6 +58,27 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 	if t.workers <= 0 {
 		t.workers = runtime.GOMAXPROCS(0)
 	}
+	// What setup has to say (--auto-resume's choice, replacing an earlier run's files, a
+	// new train log) is said once every check has passed: a run that is refused announces
+	// nothing it did not do (it said "starting a new run", then refused the checkpoint).
+	progress, warnings := opts.Progress, opts.Warnings
+	var said bytes.Buffer
+	switch {
+	case progress != nil:
+		opts.Progress, t.opts.Progress = &said, &said
+	case warnings != nil: // quiet: only warnf's lines are said
+		opts.Warnings, t.opts.Warnings = &said, &said
+	}
+	defer func() {
+		t.opts.Progress, t.opts.Warnings = progress, warnings
+		w := progress
+		if w == nil {
+			w = warnings
+		}
+		if err == nil && w != nil {
+			w.Write(said.Bytes())
+		}
+	}()
 
 	// The train file.
 	tmeta, rows, err := artifact.ReadQueries(opts.Train)
@@ -83,6 +109,11 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 	if opts.Valid != "" {
 		if vmeta, vrows, err = artifact.ReadQueries(opts.Valid); err != nil {
 			return nil, err
+		}
+		if len(vrows) == 0 {
+			// Every validation would measure nothing, and a best or an early stop would
+			// be decided on no queries at all (rank refuses such a file too).
+			return nil, fmt.Errorf("%s: no queries: a validation would measure nothing; give held-out queries, or leave --valid out", opts.Valid)
 		}
 		t.validDigest = artifact.QueriesDigest(vrows)
 	}
@@ -240,6 +271,20 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 			return nil, fmt.Errorf("%s: %w", source, err)
 		}
 		t.written = source
+		if t.cfg.KeepBest && t.best != nil {
+			why, err := t.checkBestFile()
+			if err != nil {
+				return nil, err
+			}
+			if why == "" {
+				t.bestAt = t.opts.bestPath()
+			} else {
+				t.bestMissing = why
+				t.warnf("note: --best %s does not hold this run's best validation so far (%s %.4f after step %d): %s. "+
+					"A copy of the checkpoint resumed under another name, or another --best, leaves the best where it was kept; "+
+					"%s will hold the next better one\n", t.opts.bestPath(), t.cfg.BestMetric, t.best.Value, t.best.Step, why, t.opts.bestPath())
+			}
+		}
 		if opts.Log != "" {
 			if err := t.continueLog(); err != nil {
 				return nil, err
@@ -364,7 +409,12 @@ func (t *trainer) resumeTimings(tm Timings) {
 }
 
 // continueLog reads the train log of a resumed run, keeping the rows of the steps the
-// checkpoint holds. A missing log starts a new one.
+// checkpoint holds. A missing log starts a new one, from the checkpoint's step, and says
+// so. A log that lacks rows of the steps the checkpoint holds (from its first row on)
+// is refused: the run went on without it (--log ""), and appending to it would leave a
+// gap that nothing reading the log is told of. A log that goes on past the checkpoint
+// (a crash between writing the log and the checkpoint, or an older checkpoint resumed)
+// loses those rows, which the run writes again, and says so.
 func (t *trainer) continueLog() error {
 	meta, rows, err := artifact.ReadTrainLog(t.opts.Log)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -384,6 +434,25 @@ func (t *trainer) continueLog() error {
 	if meta.KGDigest != t.kg || meta.TrainFingerprint != t.ts.fingerprint {
 		return fmt.Errorf("%s is the log of a run on another KG or train file (KG %.12s, train file %s) than the checkpoint %s's (%.12s, %s); give another --log (or \"\" for none) to resume without it",
 			t.opts.Log, meta.KGDigest, meta.TrainFingerprint, t.opts.Checkpoint, t.kg, t.ts.fingerprint)
+	}
+	first, last := int64(t.stepsDone), int64(-1) // the log's train steps
+	for _, r := range rows {
+		if r.Kind == artifact.LogTrain {
+			first, last = min(first, r.Step), max(last, r.Step)
+		}
+	}
+	if gap := MissingSteps(rows, first, int64(t.stepsDone)); gap != "" {
+		lastRow := "it has no train row"
+		if last >= 0 {
+			lastRow = fmt.Sprintf("its last is step %d", last)
+		}
+		return fmt.Errorf("%s lacks the train rows of %s of the %d steps the checkpoint %s holds (%s): the run went on without "+
+			"this log (e.g. with --log \"\"), and continuing it would leave that gap; give --log \"\" to resume without a log, "+
+			"or a new --log path to start one at step %d", t.opts.Log, gap, t.stepsDone, t.written, lastRow, t.stepsDone)
+	}
+	if last >= int64(t.stepsDone) {
+		t.printf("train log %s goes on to step %d, past the %d steps of the checkpoint %s: its rows from step %d on are dropped, and written again as the run goes on\n",
+			t.opts.Log, last, t.stepsDone, t.written, t.stepsDone)
 	}
 	for _, r := range rows {
 		if r.Step < int64(t.stepsDone) {

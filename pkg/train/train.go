@@ -58,6 +58,11 @@ type trainer struct {
 	best    *bestState    // the best validation so far (best.go); nil: none yet
 	pending *pendingValid // a validation cut short by an interruption, run first on resume
 
+	// bestAt is the file known to hold best's checkpoint (Config.KeepBest): written by
+	// this run, or found there when it resumed (checkBestFile); "" when not known, and
+	// bestMissing then says why. Only bestAt is ever named as where the best is kept.
+	bestAt, bestMissing string
+
 	timings      Timings // cumulative, except Total
 	baseTotal    float64 // Total before this run
 	sessionStart time.Time
@@ -81,6 +86,18 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 func (t *trainer) printf(format string, args ...any) {
 	if t.opts.Progress != nil {
 		fmt.Fprintf(t.opts.Progress, format, args...)
+	}
+}
+
+// warnf says what a user must see even without progress: on Progress, or on Warnings
+// when there is none.
+func (t *trainer) warnf(format string, args ...any) {
+	w := t.opts.Progress
+	if w == nil {
+		w = t.opts.Warnings
+	}
+	if w != nil {
+		fmt.Fprintf(w, format, args...)
 	}
 }
 

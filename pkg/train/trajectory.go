@@ -64,6 +64,66 @@ func CheckpointTrajectory(meta artifact.CheckpointMeta) string {
 	return fmt.Sprintf("%d:%s", meta.Step, st.Trajectory)
 }
 
+// MissingSteps describes the steps in [from, to) of which rows hold no train row: "step
+// 20", "steps 20 to 29", "steps 20 to 29 and 35 to 39" (at most three ranges, then how
+// many more); "" when none is missing. A log that lacks rows is incomplete: a resume that
+// went on without it (--log "") leaves such a gap, which neither a resumed run's log nor
+// metrics --log may pass over silently.
+func MissingSteps(rows []artifact.TrainLogRow, from, to int64) string {
+	var have []int64
+	for _, r := range rows {
+		if r.Kind == artifact.LogTrain && r.Step >= from && r.Step < to {
+			have = append(have, r.Step)
+		}
+	}
+	slices.Sort(have)
+	have = slices.Compact(have)
+	var gaps [][2]int64
+	next := from // the first step not yet accounted for
+	for _, s := range append(have, to) {
+		if s > next {
+			gaps = append(gaps, [2]int64{next, s - 1})
+		}
+		next = s + 1
+	}
+	if len(gaps) == 0 {
+		return ""
+	}
+	if len(gaps) == 1 && gaps[0][0] == gaps[0][1] {
+		return fmt.Sprintf("step %d", gaps[0][0])
+	}
+	var parts []string
+	for _, g := range gaps[:min(len(gaps), 3)] {
+		if g[0] == g[1] {
+			parts = append(parts, strconv.FormatInt(g[0], 10))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d to %d", g[0], g[1]))
+		}
+	}
+	switch {
+	case len(gaps) == 4:
+		parts = append(parts, "1 more range")
+	case len(gaps) > 4:
+		parts = append(parts, fmt.Sprintf("%d more ranges", len(gaps)-3))
+	}
+	if len(parts) == 1 {
+		return "steps " + parts[0]
+	}
+	return "steps " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// TrajectoryGap is MissingSteps of the steps a checkpoint's trajectory (CheckpointTrajectory's
+// "STEPS:DIGEST") holds, for a log SameTrajectory does not match: "" when the log has a
+// train row of each, so that it is another run's, not an incomplete log of this one.
+func TrajectoryGap(rows []artifact.TrainLogRow, recorded string) string {
+	stepsText, _, _ := strings.Cut(recorded, ":")
+	steps, err := strconv.ParseInt(stepsText, 10, 64)
+	if err != nil || steps <= 0 {
+		return ""
+	}
+	return MissingSteps(rows, 0, steps)
+}
+
 // SameTrajectory reports whether a train log's train rows went the way that a
 // checkpoint's trajectory (CheckpointTrajectory's "STEPS:DIGEST") records; why says how
 // they do not. A log that lacks one of those steps cannot tell, and does not match.
