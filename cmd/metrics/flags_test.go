@@ -58,6 +58,12 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		{"resamples 1e18", []string{"-o", out, "--resamples", "1e18", r1}, []string{`invalid value "1e18" for flag -resamples`}},
 		{"models with -o", []string{"--models", "-o", out, r1, c1}, []string{"--models prints the side-by-side table only"}},
 		{"patterns --top -3", []string{"patterns", "--checkpoint", cks["rocone-1"], "--top", "-3"}, []string{"--top -3"}},
+		// An empty value would pass for leaving the flag out, or fail as an unnamed path.
+		{"empty -o", []string{"-o", "", r1}, []string{`-o "": an empty value; give a FILE, or leave -o out`}},
+		{"empty --plot", []string{"--plot", "", r1}, []string{`--plot "": an empty value`}},
+		{"empty --readme", []string{"results", "--readme", "", dir}, []string{`--readme "": an empty value`}},
+		{"empty --csv", []string{"curves", "--csv", "", r1}, []string{`--csv "": an empty value`}},
+		{"empty --checkpoint", []string{"patterns", "--checkpoint", ""}, []string{`--checkpoint "": an empty value; give a FILE`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,6 +44,9 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "label", Usage: "name of our row in the tables", DefaultText: "the model"},
 		},
 		Action: func(c *cli.Context) error {
+			if err := cliargs.NotEmpty(c, c.App.Flags); err != nil {
+				return err
+			}
 			if c.String("output") == "-" {
 				return fmt.Errorf("-o -: the table is written to stdout; give the metrics artifact a file name")
 			}
@@ -72,6 +75,9 @@ func app() *cli.App {
 					&cli.StringFlag{Name: "plot", Usage: "the loss and valid-MRR curves of the one LOG, `FILE`.png or .svg"},
 				},
 				Action: func(c *cli.Context) error {
+					if err := cliargs.NotEmpty(c, c.Command.Flags); err != nil {
+						return err
+					}
 					return pipeline.Curves(pipeline.CurvesConfig{Logs: c.Args().Slice(), Points: c.Int("points"), CSV: c.String("csv"),
 						Plot: c.String("plot")}, outfile.Stdout)
 				},
@@ -84,6 +90,9 @@ func app() *cli.App {
 					&cli.StringFlag{Name: "readme", Usage: "replace the generated block of `FILE` (between its results markers) instead of printing"},
 				},
 				Action: func(c *cli.Context) error {
+					if err := cliargs.NotEmpty(c, c.Command.Flags); err != nil {
+						return err
+					}
 					for _, a := range c.Args().Slice() {
 						if strings.HasPrefix(a, "-") {
 							return fmt.Errorf("%s: flags go before the folders (metrics results [--readme FILE] DIR...)", a)
@@ -101,6 +110,9 @@ func app() *cli.App {
 					&cli.StringFlag{Name: "data", Usage: "dataset `DIR`, for relation names"},
 				},
 				Action: func(c *cli.Context) error {
+					if err := cliargs.NotEmpty(c, c.Command.Flags); err != nil {
+						return err
+					}
 					return pipeline.Patterns(pipeline.PatternsConfig{Checkpoint: c.String("checkpoint"), Top: c.Int("top"), Data: c.String("data"), Log: os.Stderr}, outfile.Stdout)
 				},
 			},

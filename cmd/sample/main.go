@@ -71,6 +71,9 @@ func app() *cli.App {
 					&cli.Float64Flag{Name: "shard-margin", Value: sample.DefaultShardMargin, Usage: "with --shard: candidates to sample beyond the shard's share of each type, as a `FRACTION` (0.5: 50% more), for those that repeat another shard's; merge asks for more when it runs short"},
 				}, dataFlags("train, valid or test")...),
 				Action: func(c *cli.Context) error {
+					if err := cliargs.NotEmpty(c, c.Command.Flags, "types", "count", "shard", "dataset"); err != nil {
+						return err
+					} // those four say what they want themselves
 					if err := cliargs.Positive(c, "workers", "every core"); err != nil {
 						return err
 					}
@@ -110,6 +113,9 @@ func app() *cli.App {
 					&cli.StringFlag{Name: "pickle", Required: true, Usage: "BetaE query pickle `FILE` (e.g. test-queries.pkl)"},
 				}, dataFlags("valid or test (train has no hard answers)")...),
 				Action: func(c *cli.Context) error {
+					if err := cliargs.NotEmpty(c, c.Command.Flags, "dataset"); err != nil {
+						return err
+					}
 					src, err := source(c)
 					if err != nil {
 						return err
@@ -126,6 +132,9 @@ func app() *cli.App {
 					&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no per-type statistics on stderr"},
 				},
 				Action: func(c *cli.Context) error {
+					if err := cliargs.NotEmpty(c, c.Command.Flags); err != nil {
+						return err
+					}
 					if c.NArg() == 0 {
 						return fmt.Errorf("merge: give the shard files of one run")
 					}

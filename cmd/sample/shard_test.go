@@ -64,6 +64,9 @@ func TestShardEndToEnd(t *testing.T) {
 		{[]string{"merge", "-o", out, shards[0], shards[1], shards[1], shards[2]}, "are both shard 1/3"},
 		{[]string{"merge", "-o", out, shards[0], whole, shards[2]}, whole + " has no shard metadata"},
 		{[]string{"merge", "-o", out}, "merge: give the shard files of one run"},
+		{[]string{"merge", "-o", "", shards[0], shards[1], shards[2]}, `-o "": an empty value; give a FILE`},
+		{[]string{"import-betae", "--data", "../../testdata/tiny", "--split", "valid", "--pickle", "", "-o", out}, `--pickle "": an empty value; give a FILE`},
+		{[]string{"synth", "--entities", "10", "--relations", "1", "--edges", "20", "-o", ""}, `-o "": an empty value; give a DIR`},
 	} {
 		before := stagetest.SnapshotDir(t, dir)
 		code, stderr := stagetest.Run(t, bin, tc.args...)

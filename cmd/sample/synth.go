@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rocone/rocone/pkg/cliargs"
 	"github.com/rocone/rocone/pkg/synth"
 )
 
@@ -28,6 +29,9 @@ func synthCommand() *cli.Command {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
 		},
 		Action: func(c *cli.Context) error {
+			if err := cliargs.NotEmpty(c, c.Command.Flags); err != nil {
+				return err
+			}
 			if c.NArg() > 0 {
 				return fmt.Errorf("synth: unexpected argument %q", c.Args().First())
 			}
