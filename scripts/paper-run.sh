@@ -30,8 +30,10 @@ esac
 [ -e "$entry/run.json" ] && { echo "paper-run: $entry is complete"; exit 0; }
 # The commit goes into the entry; without one the entry could not say how it was made, and
 # metrics results would refuse it after the run: say so before any training.
-commit=$(cat "$bin/COMMIT" 2>/dev/null || git describe --always --dirty --abbrev=40 2>/dev/null) ||
+commit=$(cat "$bin/COMMIT" 2>/dev/null || scripts/commit-id 2>/dev/null) ||
 	{ echo "paper-run: no $bin/COMMIT and not in a git tree: the commit the binaries were built from is unknown" >&2; exit 2; }
+grep -Eqx '[0-9a-f]{7,40}(-dirty)?' <<<"$commit" ||
+	{ echo "paper-run: commit \"$commit\" (from $bin/COMMIT or scripts/commit-id) is not a commit id" >&2; exit 2; }
 mkdir -p "$work" || exit 1
 log() { echo "$*" >>"$work/commands.txt"; echo "+ $*" >&2; "$@"; }
 

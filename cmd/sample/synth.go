@@ -38,6 +38,9 @@ func synthCommand() *cli.Command {
 			if c.Float64("skew") == 0 { // synth.Options' zero value is its default: a given 0 is not
 				return fmt.Errorf("synth: --skew 0: want a number in (0, 1)")
 			}
+			if err := synth.CheckOutput(c.String("output")); err != nil { // before the graph is drawn
+				return err
+			}
 			start := time.Now()
 			g, err := synth.Generate(synth.Options{
 				Entities: c.Int("entities"), Relations: c.Int("relations"), Edges: c.Int("edges"), Seed: c.Uint64("seed"),

@@ -185,6 +185,8 @@ func TestImportQEConEErrors(t *testing.T) {
 		{"empty dataset", []string{"--from", qeconeDir, "--dataset", "", "-o", filepath.Join(dir, "h.arrow")},
 			`--dataset "": an empty value; give a value, or leave --dataset out (default: --data's folder name, else config.json's data_path's last element)`},
 		{"empty data", []string{"--from", qeconeDir, "--data", "", "-o", filepath.Join(dir, "h.arrow")}, `--data "": an empty value; give a DIR`},
+		{"blank dataset", []string{"--from", qeconeDir, "--dataset", " ", "-o", filepath.Join(dir, "h.arrow")}, `--dataset " ": the dataset name is blank`},
+		{"a | in the dataset", []string{"--from", qeconeDir, "--dataset", "syn|thetic", "-o", filepath.Join(dir, "h.arrow")}, `--dataset "syn|thetic": the dataset name holds '|'`},
 		{"empty config", []string{"--from", qeconeDir, "--config", "", "-o", filepath.Join(dir, "h.arrow")}, `--config "": an empty value; give a FILE`},
 		{"overwrite input", []string{"--from", qeconeDir, "-o", filepath.Join(qeconeDir, "checkpoint")}, "same file"},
 		// config.json is read when --config is not given: an implicit input, protected too.

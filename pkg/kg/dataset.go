@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Triple is a directed fact (head, relation, tail) in ids.
@@ -145,6 +146,24 @@ func isInt(s string) bool {
 // findFile finds base.tsv.gz, base.tsv, base.txt.gz or base.txt in dir. Two of them is
 // an error rather than a silent pick: they may well differ (an unpacked copy edited, a
 // stale archive).
+// CheckName refuses a dataset name that would not print as one: the name heads tables
+// and keys the seeds of a run, so a blank name, a control character (a newline splits a
+// heading) or a '|' (a Markdown table's column break) is an error.
+func CheckName(name string) error {
+	if strings.TrimSpace(name) == "" {
+		return fmt.Errorf("the dataset name is blank")
+	}
+	for _, r := range name {
+		switch {
+		case unicode.IsControl(r):
+			return fmt.Errorf("the dataset name holds the control character %q", r)
+		case r == '|':
+			return fmt.Errorf("the dataset name holds '|', which would break the Markdown tables it heads")
+		}
+	}
+	return nil
+}
+
 // fileBases and fileExts name every file a dataset folder is read from: base+ext.
 var (
 	fileBases = []string{"train", "valid", "test", "entities", "relations", "entity_labels"}

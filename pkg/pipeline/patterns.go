@@ -52,6 +52,6 @@ func Patterns(cfg PatternsConfig, w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(w, "## Relation patterns of %s (%s, d=%d, %d relation ids)\n\n", cfg.Checkpoint, mc.Variant, dim, mc.NumRelations)
-	report.WritePatterns(w, report.FindPatterns(axes, cfg.Top), names)
+	report.WritePatterns(w, report.FindPatterns(axes, cfg.Top, cfg.Log), names)
 	return nil
 }

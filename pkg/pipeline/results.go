@@ -195,8 +195,9 @@ func distinctEntries(dirs []string) error {
 }
 
 // commitPattern is a git commit id, abbreviated or whole, with -dirty where the binaries
-// were built from a tree with uncommitted changes (as scripts/paper-run.sh records it);
-// git describe names it after a tag where there is one (v1.2-3-g0123abc).
+// were built from a tree with uncommitted changes (scripts/commit-id, which
+// scripts/paper-run.sh records), or as git describe names it after a tag
+// (v1.2-3-g0123abc).
 var commitPattern = regexp.MustCompile(`^(.+-[0-9]+-g)?[0-9a-f]{7,40}(-dirty)?$`)
 
 // maxWallTimeS bounds a run's wall time, so that any accepted one prints as a duration.
@@ -227,7 +228,7 @@ func readRunRecord(path string) (RunRecord, error) {
 		}
 	}
 	if !commitPattern.MatchString(rec.Commit) {
-		return rec, fmt.Errorf("%s: commit %q: want the git commit's hex id (7 to 40 digits, as git describe --always --dirty writes it)", path, rec.Commit)
+		return rec, fmt.Errorf("%s: commit %q: want the git commit's hex id, 7 to 40 digits and -dirty for a tree with changes (scripts/commit-id prints it)", path, rec.Commit)
 	}
 	if _, err := time.Parse(time.DateOnly, rec.Date); err != nil {
 		return rec, fmt.Errorf("%s: date %q is not YYYY-MM-DD", path, rec.Date)

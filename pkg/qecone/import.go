@@ -241,6 +241,12 @@ func Import(opts ImportOptions) (*artifact.Checkpoint, error) {
 			dataset = filepath.Base(strings.TrimRight(dp, "/"))
 		}
 	}
+	if err := kg.CheckName(dataset); err != nil {
+		if opts.Dataset != "" {
+			return nil, fmt.Errorf("--dataset %q: %w", opts.Dataset, err)
+		}
+		return nil, fail("dataset name %q (from --data or config.json's data_path): %w; name it with --dataset", dataset, err)
+	}
 	// The training configuration, in pkg/train's keys, from QE-ConE's arguments.
 	trainCfg := map[string]any{
 		"model": string(model.ConE), "dim": d, "gamma": gamma, "lambda": lambda, "dropout": drop,

@@ -9,7 +9,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/kg"
@@ -37,24 +36,6 @@ func (s Source) warnings(log io.Writer) io.Writer {
 	return io.Discard
 }
 
-// CheckDatasetName refuses a dataset name that would not print as one: the name heads
-// tables and keys the seeds of a run, so a blank name, a control character (a newline
-// splits a heading) or a '|' (a Markdown table's column break) is an error.
-func CheckDatasetName(name string) error {
-	if strings.TrimSpace(name) == "" {
-		return fmt.Errorf("the dataset name is blank")
-	}
-	for _, r := range name {
-		switch {
-		case unicode.IsControl(r):
-			return fmt.Errorf("the dataset name holds the control character %q", r)
-		case r == '|':
-			return fmt.Errorf("the dataset name holds '|', which would break the Markdown tables it heads")
-		}
-	}
-	return nil
-}
-
 // Load reads the dataset and reports its format note to log (nil: nowhere) and its
 // warnings to s.Warnings (nil: log).
 func (s Source) Load(log io.Writer) (*kg.Dataset, error) {
@@ -69,7 +50,7 @@ func (s Source) Load(log io.Writer) (*kg.Dataset, error) {
 	if s.Dataset != "" {
 		d.Name = s.Dataset
 	}
-	if err := CheckDatasetName(d.Name); err != nil {
+	if err := kg.CheckName(d.Name); err != nil {
 		if s.Dataset != "" {
 			return nil, fmt.Errorf("--dataset %q: %w", s.Dataset, err)
 		}

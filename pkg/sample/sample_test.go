@@ -326,12 +326,12 @@ func TestImportEmptyPickle(t *testing.T) {
 	}
 }
 
-func TestCheckDatasetName(t *testing.T) {
+func TestDatasetName(t *testing.T) {
 	for name, want := range map[string]string{
 		"fb15k-237": "", "NELL-995": "", "données ouvertes": "", "tiny": "",
 		"": "blank", "  ": "blank", "a\tb": `'\t'`, "x\ny": `'\n'`, "a\x7fb": `'\x7f'`, "a|b": "'|'",
 	} {
-		err := CheckDatasetName(name)
+		err := kg.CheckName(name)
 		if (want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want %q", name, err, want)
 		}

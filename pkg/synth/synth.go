@@ -226,6 +226,26 @@ func (g *Graph) writeFacts(w io.Writer, facts []uint64) error {
 	return bw.Flush()
 }
 
+// CheckOutput refuses a folder Write would refuse, so that a run can be refused before it
+// generates the graph (half a minute at 30M facts): no folder ("") or stdout ("-"), and a
+// folder already holding any file a dataset is read from, not only those Write makes: a
+// stale entities.tsv or entity_labels.tsv would silently join the new graph.
+func CheckOutput(dir string) error {
+	switch dir {
+	case "":
+		return fmt.Errorf("synth: -o is empty: want the dataset folder to write")
+	case "-":
+		return fmt.Errorf("synth: -o -: sample synth writes a dataset folder of several files, not a stream to stdout; give a folder")
+	}
+	for _, name := range append(kg.DatasetFiles(), Files...) {
+		p := filepath.Join(dir, name)
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("synth: %s already exists; sample synth writes a new dataset folder and overwrites none, nor mixes its files with another dataset's (remove it or choose another -o)", p)
+		}
+	}
+	return nil
+}
+
 // Files are the files Write makes in its folder.
 var Files = []string{"train.tsv", "valid.tsv", "test.tsv", "relations.tsv", "synth.json"}
 
@@ -239,11 +259,8 @@ var Files = []string{"train.tsv", "valid.tsv", "test.tsv", "relations.tsv", "syn
 // run (outfile.Claim), so that a second run into the same folder fails at once rather
 // than both passing the check above and the later replacing the other's files.
 func (g *Graph) Write(dir string) error {
-	switch dir {
-	case "":
-		return fmt.Errorf("synth: -o is empty: want the dataset folder to write")
-	case "-":
-		return fmt.Errorf("synth: -o -: sample synth writes a dataset folder of several files, not a stream to stdout; give a folder")
+	if err := CheckOutput(dir); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("synth: %w", err)
@@ -257,13 +274,8 @@ func (g *Graph) Write(dir string) error {
 		return fmt.Errorf("synth: %w", err)
 	}
 	defer release()
-	// Any file the dataset loader reads is refused, not only those written: a stale
-	// entities.tsv or entity_labels.tsv would silently join the new graph.
-	for _, name := range append(kg.DatasetFiles(), Files...) {
-		p := filepath.Join(dir, name)
-		if _, err := os.Lstat(p); err == nil {
-			return fmt.Errorf("synth: %s already exists; sample synth writes a new dataset folder and overwrites none, nor mixes its files with another dataset's (remove it or choose another -o)", p)
-		}
+	if err := CheckOutput(dir); err != nil { // again, now that the files are claimed
+		return err
 	}
 	var files []*outfile.File
 	abort := func(err error) error {

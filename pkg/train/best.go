@@ -193,6 +193,11 @@ func (t *trainer) checkBestFile() (string, error) {
 		return "", refuse(fmt.Sprintf("holds the checkpoint of another run (%s)", strings.Join(diff, ", ")))
 	case meta.KGDigest != t.kg || meta.TrainFingerprint != t.ts.fingerprint:
 		return "", refuse("holds the checkpoint of a run on another KG or train file")
+	case meta.Step > int64(t.stepsDone):
+		// A better best than the checkpoint records, written before the next checkpoint
+		// and then a crash (SIGKILL): the replay of those steps is bit-identical, so it
+		// finds that best again and writes the file again.
+		return "", nil
 	case meta.Step != int64(t.best.Step+1):
 		return fmt.Sprintf("it holds this configuration's checkpoint after %d steps, not the best's %d", meta.Step, t.best.Step+1), nil
 	case st.Best == nil || st.Best.Step != t.best.Step || st.Best.Value != t.best.Value:

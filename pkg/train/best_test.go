@@ -473,6 +473,17 @@ func TestBestKeptWhereSaid(t *testing.T) {
 		}
 		return path
 	}
+	// The best file of the same run gone on to step 12 (a better best after step 10),
+	// beside the checkpoint after 8: a crash after writing the best, before the next
+	// checkpoint. The resumed run replays those steps and writes that best again.
+	ahead := Options{Train: train, Valid: valid, Checkpoint: filepath.Join(t.TempDir(), "m.arrow"), Log: "", StopAfter: 12}
+	if res := run(t, cfg, ahead); res.Best == nil || res.Best.Step != 10 {
+		t.Fatalf("the run to step 12 found no better best after step 10: %+v", res.Best)
+	}
+	aheadBest, err := os.ReadFile(ahead.bestPath())
+	if err != nil {
+		t.Fatal(err)
+	}
 	notCheckpoint := filepath.Join(dir, "notes.best.arrow")
 	os.WriteFile(notCheckpoint, []byte("my notes\n"), 0o644)
 
@@ -498,6 +509,13 @@ func TestBestKeptWhereSaid(t *testing.T) {
 		{"--best holds no checkpoint", func() Options { return Options{Checkpoint: fresh("m.arrow"), Best: notCheckpoint} }, 10, false, false,
 			"--best " + notCheckpoint + " exists and is not a checkpoint", false, false},
 		{"the run's own --best", func() Options { return Options{Checkpoint: fresh("m.arrow"), Best: first.bestPath()} }, 10, false, false, "", true, true},
+		{"a best ahead of the checkpoint (a crash)", func() Options {
+			ck := fresh("m.arrow")
+			if err := os.WriteFile(BestPath(ck), aheadBest, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return Options{Checkpoint: ck}
+		}, 12, false, false, "", true, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

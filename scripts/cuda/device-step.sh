@@ -48,7 +48,7 @@ if [ "${1:-}" = --pack ]; then
 	go test -c -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/cuda.test ./pkg/gpu
 	go test -c -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/gpumodel.test ./pkg/gpu/gpumodel
 	go test -c -tags cuda -trimpath -ldflags='-s -w' -o bin/device-step/train.test ./pkg/train
-	git describe --always --dirty --abbrev=40 >bin/device-step/COMMIT
+	scripts/commit-id >bin/device-step/COMMIT
 	tar -C bin -cJf bin/device-step.tar.xz device-step
 	rm -rf bin/qecone && mkdir -p bin/qecone && cp "$ref"/*.py bin/qecone/
 	ls -l bin/device-step.tar.xz
