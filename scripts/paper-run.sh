@@ -15,12 +15,14 @@
 # (default cuda), BUDGET (seconds of training per call, default 540), STEPS (default 300001, the
 # presets' max_steps; fewer for a trial, which the table then shows as another configuration),
 # EXTRA (more train flags), SAMPLE (more `sample generate` flags, e.g. --count for a trial
-# on fewer queries; the table then shows another configuration too).
+# on fewer queries; the table then shows another configuration too). WORK and ENTRY are
+# taken from the caller's folder, BIN and the data from the repository's.
 set -uo pipefail
 export LC_NUMERIC=C # EPOCHREALTIME and awk's numbers with a decimal point
+[ $# -eq 5 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; } # WORK and ENTRY: from the caller's folder
+ds=$1 model=$2 seed=$3 work=$(abs "$4") entry=$(abs "$5")
 cd "$(dirname "$0")/.." || exit 2
-[ $# -eq 5 ] || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
-ds=$1 model=$2 seed=$3 work=$4 entry=$5
 bin=${BIN:-bin} device=${DEVICE:-cuda} budget=${BUDGET:-540} steps=${STEPS:-300001}
 case "$ds" in
 fb15k-237) preset=fb15k-237 ;;
@@ -28,6 +30,9 @@ nell-995) preset=nell995 ;;
 *) echo "paper-run: dataset $ds: want fb15k-237 or nell-995" >&2; exit 2 ;;
 esac
 [ -e "$entry/run.json" ] && { echo "paper-run: $entry is complete"; exit 0; }
+# The entry is moved into place whole at the end; a folder already there would receive it
+# inside itself instead.
+[ -e "$entry" ] && { echo "paper-run: $entry exists but holds no run.json: not an entry this run may write; remove it or choose another ENTRY" >&2; exit 2; }
 # The commit goes into the entry; without one the entry could not say how it was made, and
 # metrics results would refuse it after the run: say so before any training.
 commit=$(cat "$bin/COMMIT" 2>/dev/null || scripts/commit-id 2>/dev/null) ||

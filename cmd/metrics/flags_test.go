@@ -64,6 +64,9 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		{"empty --readme", []string{"results", "--readme", "", dir}, []string{`--readme "": an empty value`}},
 		{"empty --csv", []string{"curves", "--csv", "", r1}, []string{`--csv "": an empty value`}},
 		{"empty --checkpoint", []string{"patterns", "--checkpoint", ""}, []string{`--checkpoint "": an empty value; give a FILE`}},
+		{"a | in --label", []string{"--label", "a|b", r1}, []string{`--label "a|b": want a name for our row`}},
+		{"a newline in --label", []string{"--label", "a\nb", r1}, []string{`--label "a\nb"`}},
+		{"a blank --label", []string{"--label", "  ", r1}, []string{`--label "  "`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/urfave/cli/v2"
 
@@ -46,6 +47,11 @@ func app() *cli.App {
 		Action: func(c *cli.Context) error {
 			if err := cliargs.NotEmpty(c, c.App.Flags); err != nil {
 				return err
+			}
+			if l := c.String("label"); c.IsSet("label") && (strings.TrimSpace(l) == "" ||
+				strings.ContainsFunc(l, func(r rune) bool { return unicode.IsControl(r) || r == '|' })) {
+				// The label is a cell of the tables: a newline or '|' would break them.
+				return fmt.Errorf("--label %q: want a name for our row, not blank, without control characters or '|' (a Markdown table's column break)", l)
 			}
 			if c.String("output") == "-" {
 				return fmt.Errorf("-o -: the table is written to stdout; give the metrics artifact a file name")

@@ -300,7 +300,8 @@ done
 ranks_q=""
 for r in "${RANKS[@]}"; do ranks_q+=" $(q "$r")"; done
 flags_stamp "$RUN/.flags/metrics" "$METRICS_FLAGS"
-add_task metrics 0 "$RUN/metrics.arrow" "$BIN/metrics $METRICS_FLAGS --plot $(q "$RUN/mrr.png") --log $(q "$RUN/seed${SEED_LIST[0]}/train-log.arrow") -o $(q "$RUN/metrics.arrow")$ranks_q > $(q "$RUN/metrics.md.tmp") && mv $(q "$RUN/metrics.md.tmp") $(q "$RUN/metrics.md")" \
+# As pipelines/Makefile: runs on one OUT take turns at the table (flock on .metrics.lock).
+add_task metrics 0 "$RUN/metrics.arrow" "exec 9>$(q "$RUN/.metrics.lock") && flock 9 && $BIN/metrics $METRICS_FLAGS --plot $(q "$RUN/mrr.png") --log $(q "$RUN/seed${SEED_LIST[0]}/train-log.arrow") -o $(q "$RUN/metrics.arrow")$ranks_q > $(q "$RUN/metrics.md.tmp") && mv $(q "$RUN/metrics.md.tmp") $(q "$RUN/metrics.md")" \
 	"${RANKS[@]}" ${STAMP:+"$STAMP"}
 
 # --- submit ----------------------------------------------------------------------------------

@@ -109,6 +109,35 @@ func TestMakeCaching(t *testing.T) {
 		}
 		make("metrics") // back to the test's flags: the same stages again
 	}
+	// Two makes of one OUT at once take turns at the table (a lock): both succeed, and the
+	// table and metrics artifact are there after them. (Without it the second failed on
+	// the first's claim of metrics.arrow, and its failure deleted the first's outputs.)
+	for _, seed := range []string{"0", "1"} {
+		later := time.Now().Add(2 * time.Second)
+		if err := os.Chtimes(filepath.Join(out, "rocone", "seed"+seed, "ranks.arrow"), later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var runs [2]*exec.Cmd
+	var outputs [2]bytes.Buffer
+	for i := range runs {
+		runs[i] = exec.Command("make", append(append([]string{}, args...), "METRICS_FLAGS=--resamples 20000", "metrics")...)
+		runs[i].Dir, runs[i].Stdout, runs[i].Stderr = "../..", &outputs[i], &outputs[i]
+		if err := runs[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, r := range runs {
+		if err := r.Wait(); err != nil {
+			t.Errorf("make %d of two at once: %v\n%s", i, err, outputs[i].String())
+		}
+	}
+	for _, f := range []string{"metrics.md", "metrics.arrow", "mrr.png"} {
+		if _, err := os.Stat(filepath.Join(out, "rocone", f)); err != nil {
+			t.Errorf("after two makes at once: %v", err)
+		}
+	}
+	make("metrics")
 	// The dataset's files in BetaE's .txt form are prerequisites too; its entity labels
 	// (which only rank --ask reads) are not.
 	txt, txtOut := t.TempDir(), t.TempDir()
