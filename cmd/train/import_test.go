@@ -167,6 +167,14 @@ func TestImportQEConEErrors(t *testing.T) {
 	if err := os.WriteFile(emptyCfg, []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	negCfg := filepath.Join(dir, "neg.json")
+	if err := os.WriteFile(negCfg, []byte(`{"center_reg": -1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	strCfg := filepath.Join(dir, "str.json")
+	if err := os.WriteFile(strCfg, []byte(`{"center_reg": "0.5"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		args []string
@@ -178,6 +186,11 @@ func TestImportQEConEErrors(t *testing.T) {
 		{"not torch", []string{"--from", notTorch, "--lambda", "1", "-o", filepath.Join(dir, "c.arrow")}, "not a readable PyTorch file"},
 		{"bad config", []string{"--from", filepath.Join(qeconeDir, "checkpoint"), "--config", notTorch, "-o", filepath.Join(dir, "d.arrow")}, "QE-ConE config"},
 		{"no lambda", []string{"--from", filepath.Join(qeconeDir, "checkpoint"), "--config", emptyCfg, "-o", filepath.Join(dir, "d.arrow")}, "center_reg"},
+		{"negative lambda", []string{"--from", qeconeDir, "--lambda", "-1", "-o", filepath.Join(dir, "e.arrow")}, "--lambda -1: λ (ConE's center_reg, the weight of the inside distance) must be a finite number ≥ 0"},
+		{"NaN lambda", []string{"--from", qeconeDir, "--lambda", "NaN", "-o", filepath.Join(dir, "e.arrow")}, "--lambda NaN: λ (ConE's center_reg, the weight of the inside distance) must be a finite number ≥ 0"},
+		{"infinite lambda", []string{"--from", filepath.Join(qeconeDir, "checkpoint"), "--config", emptyCfg, "--lambda", "+Inf", "-o", filepath.Join(dir, "e.arrow")}, "--lambda +Inf: λ"},
+		{"negative center_reg", []string{"--from", filepath.Join(qeconeDir, "checkpoint"), "--config", negCfg, "-o", filepath.Join(dir, "e.arrow")}, negCfg + "'s center_reg -1: λ (the weight of the inside distance) must be a finite number ≥ 0"},
+		{"center_reg not a number", []string{"--from", filepath.Join(qeconeDir, "checkpoint"), "--config", strCfg, "-o", filepath.Join(dir, "e.arrow")}, strCfg + "'s center_reg is 0.5, not a number"},
 		{"lambda disagrees", []string{"--from", qeconeDir, "--lambda", "0.25", "-o", filepath.Join(dir, "e.arrow")}, "disagrees"},
 		{"no such KG", []string{"--from", qeconeDir, "--data", filepath.Join(dir, "none"), "-o", filepath.Join(dir, "f.arrow")}, "no such file"},
 		{"KG not a folder", []string{"--from", qeconeDir, "--data", notTorch, "-o", filepath.Join(dir, "g.arrow")}, "not a folder"},
@@ -202,4 +215,114 @@ func TestImportQEConEErrors(t *testing.T) {
 
 func contains(s, sub string) bool {
 	return strings.Contains(s, sub)
+}
+
+// copyQEConE copies the QE-ConE fixture's checkpoint and config.json into a new folder
+// (tests that could damage or replace them work on the copy).
+func copyQEConE(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "qc")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"checkpoint", "config.json"} {
+		b, err := os.ReadFile(filepath.Join(qeconeDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestImportQEConEImplicitConfigFromFile: --from naming the checkpoint file reads the
+// config.json beside it, so -o may not name that config.json either.
+func TestImportQEConEImplicitConfigFromFile(t *testing.T) {
+	dir := copyQEConE(t)
+	cfg := filepath.Join(dir, "config.json")
+	before, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = runApp("import-qecone", "--from", filepath.Join(dir, "checkpoint"), "-o", cfg)
+	if want := "-o " + cfg + " is the same file as --from " + cfg; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("-o naming the implicit config.json of --from FILE: error %v, want one containing %q", err, want)
+	}
+	if after, _ := os.ReadFile(cfg); string(after) != string(before) {
+		t.Fatalf("config.json was replaced")
+	}
+	// With --config naming another file, the one beside the checkpoint is not read.
+	other := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(other, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runApp("import-qecone", "--from", filepath.Join(dir, "checkpoint"), "--config", other, "-o", filepath.Join(dir, "model.arrow")); err != nil {
+		t.Fatal(err)
+	}
+	// A checkpoint file without a config.json beside it imports with --lambda.
+	lone := filepath.Join(t.TempDir(), "checkpoint")
+	b, err := os.ReadFile(filepath.Join(dir, "checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lone, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runApp("import-qecone", "--from", lone, "--lambda", "0.5", "-o", filepath.Join(filepath.Dir(lone), "model.arrow")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestImportQEConEOverwrite: -o may replace an earlier import of the same QE-ConE
+// checkpoint; any other existing file (a text file, another import) needs --overwrite.
+func TestImportQEConEOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "model.arrow")
+	if err := os.WriteFile(out, []byte("notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := runApp("import-qecone", "--from", qeconeDir, "-o", out)
+	if want := "-o " + out + " exists and is not a checkpoint this import may replace"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("-o naming a text file: error %v, want one containing %q", err, want)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "notes\n" {
+		t.Fatalf("the text file was replaced")
+	}
+	if err := runApp("import-qecone", "--from", qeconeDir, "--overwrite", "-o", out); err != nil {
+		t.Fatalf("--overwrite: %v", err)
+	}
+	// The same import again: no flag needed.
+	if err := runApp("import-qecone", "--from", filepath.Join(qeconeDir, "checkpoint"), "-o", out); err != nil {
+		t.Fatalf("re-import of the same checkpoint: %v", err)
+	}
+	// The import of another QE-ConE checkpoint (a copy elsewhere) is another file.
+	other := copyQEConE(t)
+	err = runApp("import-qecone", "--from", other, "-o", out)
+	if want := "-o " + out + " holds the import of another QE-ConE checkpoint"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("-o holding another import: error %v, want one containing %q", err, want)
+	}
+	if err := runApp("import-qecone", "--from", other, "--overwrite", "-o", out); err != nil {
+		t.Fatalf("--overwrite: %v", err)
+	}
+}
+
+// TestImportQEConENoResume: an imported checkpoint holds no training state; train
+// --resume refuses it saying so, not with an error about a stream it lacks.
+func TestImportQEConENoResume(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "model.arrow")
+	if err := runApp("import-qecone", "--from", qeconeDir, "-o", ck); err != nil {
+		t.Fatal(err)
+	}
+	tr := filepath.Join(dir, "train.arrow")
+	if err := artifact.WriteQueries(tr, artifact.QueriesMeta{Split: "train", Dataset: "synthetic", NumEntities: 300, NumRelations: 20},
+		[]artifact.Query{{Type: "1p", Structure: "('e',('r',))", Anchors: []int32{0}, Relations: []int32{1}, Easy: []int32{}, Hard: []int32{2}}}); err != nil {
+		t.Fatal(err)
+	}
+	err := runApp("--train", tr, "--checkpoint", ck, "--resume", "-q")
+	if want := ck + ": an imported QE-ConE checkpoint cannot be resumed: "; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("train --resume on an import: error %v, want one containing %q", err, want)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime"
 	"strings"
 
@@ -15,6 +16,19 @@ import (
 	"github.com/rocone/rocone/pkg/model"
 	"github.com/rocone/rocone/pkg/train"
 )
+
+// Warnings is where the stages' warnings about a checkpoint (warnNoLineage, datasetFor)
+// go when the stage's Log is nil: `-q` sets Log to nil to silence progress, never
+// warnings. A stage with a Log writes them there, in order with its progress.
+var Warnings io.Writer = os.Stderr
+
+// warnTo is the writer for a warning of a stage whose log is log.
+func warnTo(log io.Writer) io.Writer {
+	if log != nil {
+		return log
+	}
+	return Warnings
+}
 
 // loaded is a model read from a checkpoint (checkpoint.Load), with what the artifacts made
 // from it record about it.
@@ -88,12 +102,12 @@ func (l *loaded) trainedOn() (dataset, entities string) {
 // seed is the seed the checkpoint was trained with, from its training configuration.
 func (l *loaded) seed() string { return configSeed(l.meta.Config) }
 
-// warnNoLineage says on log, for a checkpoint that records no KG digest (a model imported
+// warnNoLineage says on log (Warnings when log is nil), for a checkpoint that records no KG digest (a model imported
 // from QE-ConE, trained outside this pipeline), that queries are checked against it by
 // dataset name and counts only.
 func (l *loaded) warnNoLineage(log io.Writer, queries string) {
-	if l.meta.KGDigest == "" && log != nil {
-		fmt.Fprintf(log, "warning: %s records no KG digest (trained outside this pipeline?): that %s is of its KG is checked by dataset name and counts only\n",
+	if l.meta.KGDigest == "" {
+		fmt.Fprintf(warnTo(log), "warning: %s records no KG digest (trained outside this pipeline?): that %s is of its KG is checked by dataset name and counts only\n",
 			l.path, displayPath(queries))
 	}
 }
@@ -131,7 +145,7 @@ func readQueriesFor(path string, l *loaded) (artifact.QueriesMeta, []artifact.Qu
 // datasetFor loads a dataset folder for its name tables, checking that it is the KG of
 // the loaded model: the same sizes, and the same entity table (by its digest) where the
 // checkpoint records one. A checkpoint from before the digest was recorded is checked by
-// the dataset's name instead, with a warning on log.
+// the dataset's name instead, with a warning on log (Warnings when log is nil).
 func datasetFor(dir string, l *loaded, log io.Writer) (*kg.Dataset, error) {
 	mc := l.model.Config
 	d, err := kg.Load(dir, kg.FormatAuto)
@@ -158,8 +172,8 @@ func datasetFor(dir string, l *loaded, log io.Writer) (*kg.Dataset, error) {
 			dir, got, l.path, name, digest)
 	case digest == "" && name != "" && !strings.EqualFold(name, d.Name):
 		return nil, fmt.Errorf("%s is dataset %q, but %s was trained on %q", dir, d.Name, l.path, name)
-	case digest == "" && log != nil:
-		fmt.Fprintf(log, "warning: %s records no entity-table digest (trained before it was recorded): cannot check that %s names its entities\n", l.path, dir)
+	case digest == "":
+		fmt.Fprintf(warnTo(log), "warning: %s records no entity-table digest (trained before it was recorded): cannot check that %s names its entities\n", l.path, dir)
 	}
 	return d, nil
 }

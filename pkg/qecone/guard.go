@@ -3,6 +3,7 @@ package qecone
 import (
 	"archive/zip"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,6 +50,14 @@ func checkTorchFile(file string) error {
 		_, name := path.Split(f.Name)
 		records[name] = f
 	}
+	// Each record's bytes against the archive's CRC-32 and size: gopickle reads a
+	// storage's declared count of values, never to the record's end, where archive/zip
+	// checks them, so a damaged record would load as changed weights.
+	for _, f := range zr.File {
+		if err := checkRecord(f); err != nil {
+			return err
+		}
+	}
 	rec := records["data.pkl"]
 	if rec == nil {
 		return fmt.Errorf("no data.pkl in the zip archive: not a torch.save file")
@@ -91,6 +100,26 @@ func checkTorchFile(file string) error {
 	}
 	if _, err := u.Load(); err != nil {
 		return fmt.Errorf("data.pkl: %w", err)
+	}
+	return nil
+}
+
+// checkRecord reads a zip record to its end, where archive/zip compares its bytes with
+// the CRC-32 and the size the archive records for it.
+func checkRecord(f *zip.File) error {
+	rc, err := f.Open()
+	if err != nil {
+		return fmt.Errorf("zip record %q: %w", f.Name, err)
+	}
+	defer rc.Close()
+	n, err := io.Copy(io.Discard, rc)
+	switch {
+	case errors.Is(err, zip.ErrChecksum):
+		return fmt.Errorf("zip record %q: its bytes do not match the CRC-32 the archive records for it: the file is damaged", f.Name)
+	case errors.Is(err, io.ErrUnexpectedEOF) || (err == nil && uint64(n) != f.UncompressedSize64):
+		return fmt.Errorf("zip record %q: %d bytes, but the archive records %d: the file is damaged or cut short", f.Name, n, f.UncompressedSize64)
+	case err != nil:
+		return fmt.Errorf("zip record %q: %w", f.Name, err)
 	}
 	return nil
 }

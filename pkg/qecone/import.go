@@ -160,6 +160,13 @@ func Import(opts ImportOptions) (*artifact.Checkpoint, error) {
 		return nil, fail("embedding_range %g is not (gamma + 2)/d = %g: not ConE's angle scale", r, want)
 	}
 
+	// config.json is main.py's arguments for the run that wrote the checkpoint: one of
+	// another run (another dimension, γ or KG) would record that run's λ and training
+	// configuration under this model.
+	if err := crossCheck(cfg, cfgPath, path, []implied{{"hidden_dim", float64(d), "dim d"}, {"gamma", gamma, "gamma"},
+		{"nentity", float64(nE), "entity count"}, {"nrelation", float64(nR), "relation count"}}); err != nil {
+		return nil, err
+	}
 	lambda, err := pickLambda(opts.Lambda, cfg, cfgPath)
 	if err != nil {
 		return nil, err
@@ -307,9 +314,44 @@ func readConfig(path, dir string) (qeConfig, string, error) {
 	return c, path, nil
 }
 
+// implied is a value the checkpoint's tensors give, under its config.json key.
+type implied struct {
+	key  string
+	val  float64
+	what string
+}
+
+// crossCheck refuses a config.json whose keys disagree with what the checkpoint's
+// tensors imply. γ is stored as float32 in the checkpoint: compared in float32.
+func crossCheck(cfg qeConfig, cfgPath, ckPath string, want []implied) error {
+	for _, w := range want {
+		raw, present := cfg[w.key]
+		if !present {
+			continue
+		}
+		v, ok := raw.(float64)
+		if !ok {
+			return fmt.Errorf("%s's %s is %v, not a number", cfgPath, w.key, raw)
+		}
+		if float32(v) != float32(w.val) {
+			return fmt.Errorf("%s's %s %g disagrees with the checkpoint %s, whose %s is %g: a config.json of another run? (give the run's own with --config)",
+				cfgPath, w.key, v, ckPath, w.what, w.val)
+		}
+	}
+	return nil
+}
+
 func pickLambda(flag *float64, cfg qeConfig, cfgPath string) (float64, error) {
 	v, ok := cfg["center_reg"].(float64)
+	// As train's lambda: ConE's loss weighs the inside distance by it.
+	bad := func(l float64) bool { return math.IsNaN(l) || math.IsInf(l, 0) || l < 0 }
 	switch {
+	case flag != nil && bad(*flag):
+		return 0, fmt.Errorf("--lambda %g: λ (ConE's center_reg, the weight of the inside distance) must be a finite number ≥ 0", *flag)
+	case ok && bad(v):
+		return 0, fmt.Errorf("%s's center_reg %g: λ (the weight of the inside distance) must be a finite number ≥ 0", cfgPath, v)
+	case cfg["center_reg"] != nil && !ok:
+		return 0, fmt.Errorf("%s's center_reg is %v, not a number", cfgPath, cfg["center_reg"])
 	case flag != nil && ok && *flag != v:
 		return 0, fmt.Errorf("--lambda %g disagrees with %s's center_reg %g", *flag, cfgPath, v)
 	case flag != nil:

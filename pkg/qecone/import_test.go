@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/nlpodyssey/gopickle/types"
@@ -143,5 +144,70 @@ func TestDictGetLastValue(t *testing.T) {
 	}
 	if v, err := dictGet(d, "step"); err != nil || v != 2 {
 		t.Errorf("step: got %v, %v", v, err)
+	}
+}
+
+// TestImportDamagedRecord: a zip record whose bytes do not match its CRC-32 (one byte
+// flipped inside a tensor's storage) is refused, naming the file and the record, not
+// imported with changed weights.
+func TestImportDamagedRecord(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(checkpointDir, "checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[20000] ^= 0xff
+	dir := t.TempDir()
+	path := filepath.Join(dir, "checkpoint")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := 0.5
+	_, err = Import(ImportOptions{Checkpoint: path, Lambda: &l})
+	if err == nil || !strings.Contains(err.Error(), path+": ") || !strings.Contains(err.Error(), "CRC-32") ||
+		!strings.Contains(err.Error(), `zip record "`) {
+		t.Fatalf("a damaged record: error %v, want one naming the file, the record and the CRC-32", err)
+	}
+	t.Log(err)
+}
+
+// TestImportConfigCrossCheck: a config.json whose hidden_dim, gamma, nentity or
+// nrelation disagrees with the checkpoint's tensors (another run's) is refused, naming
+// the key, both values and both files.
+func TestImportConfigCrossCheck(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(checkpointDir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(checkpointDir, "checkpoint")
+	for key, c := range map[string]struct {
+		val  any
+		want string
+	}{
+		"hidden_dim": {32, "hidden_dim 32 disagrees with the checkpoint " + ck + ", whose dim d is 16"},
+		"gamma":      {12.0, "gamma 12 disagrees with the checkpoint " + ck + ", whose gamma is 2"},
+		"nentity":    {14505, "nentity 14505 disagrees with the checkpoint " + ck + ", whose entity count is 300"},
+		"nrelation":  {474, "nrelation 474 disagrees with the checkpoint " + ck + ", whose relation count is 20"},
+		"seed":       {7, ""}, // not implied by the tensors
+	} {
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		m[key] = c.val
+		cj, _ := json.Marshal(m)
+		cfg := filepath.Join(t.TempDir(), "config.json")
+		if err := os.WriteFile(cfg, cj, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Import(ImportOptions{Checkpoint: ck, Config: cfg})
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", key, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), cfg+"'s "+c.want) {
+			t.Errorf("%s %v: error %v, want one containing %q", key, c.val, err, cfg+"'s "+c.want)
+		}
 	}
 }

@@ -137,6 +137,14 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 		if ck, err = artifact.ReadCheckpoint(source); err != nil {
 			return nil, err
 		}
+		// train import-qecone records where the model came from: it holds no training
+		// state (sampler, dropout and loader streams) to continue.
+		var imp struct {
+			From string `json:"imported_from"`
+		}
+		if json.Unmarshal([]byte(ck.Meta.State), &imp) == nil && imp.From != "" {
+			return nil, fmt.Errorf("%s: an imported %s checkpoint cannot be resumed: it holds the model and Adam's moments but no training state (sampler, dropout and loader streams); use it with embed, rank and metrics, or train a new run", source, imp.From)
+		}
 		saved, err := ParseConfig(ck.Meta.Config)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", source, err)
