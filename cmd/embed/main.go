@@ -86,7 +86,7 @@ func app() *cli.App {
 				log = nil
 			}
 			return pipeline.Embed(pipeline.EmbedConfig{Checkpoint: c.String("checkpoint"), Queries: c.String("queries"),
-				Output: c.String("output"), Kernels: dev.Kernels, Device: dev.Rank, Shard: sh, ShardBlock: block, Log: log})
+				Output: c.String("output"), Kernels: dev.Kernels, Device: dev.Rank, Shard: sh, ShardBlock: block, Log: log, Warnings: os.Stderr})
 		},
 	}
 }
@@ -120,7 +120,7 @@ func exportCommand() *cli.Command {
 				log = nil
 			}
 			return pipeline.Export(pipeline.ExportConfig{Checkpoint: c.String("checkpoint"), Cones: c.String("cones"), Data: c.String("data"),
-				Format: c.String("format"), Output: c.String("output"), Overwrite: c.Bool("overwrite"), Log: log})
+				Format: c.String("format"), Output: c.String("output"), Overwrite: c.Bool("overwrite"), Log: log, Warnings: os.Stderr})
 		},
 	}
 }

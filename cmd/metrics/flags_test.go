@@ -55,6 +55,8 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		{"cone and rocone", []string{"-o", out, r1, c1}, []string{"ranks a cone model", "--models"}},
 		{"negative resamples", []string{"-o", out, "--resamples", "-5", r1}, []string{"--resamples -5"}},
 		{"resamples past what memory allows", []string{"-o", out, "--resamples", "1000000000", r1}, []string{"--resamples 1000000000: at most 100000"}},
+		{"one resample", []string{"-o", out, "--resamples", "1", r1}, []string{"--resamples 1: too few for a 95% percentile interval", "at least 40, or 0"}},
+		{"39 resamples", []string{"-o", out, "--resamples", "39", r1}, []string{"--resamples 39: too few"}},
 		{"resamples 1e18", []string{"-o", out, "--resamples", "1e18", r1}, []string{`invalid value "1e18" for flag -resamples`}},
 		{"models with -o", []string{"--models", "-o", out, r1, c1}, []string{"--models prints the side-by-side table only"}},
 		{"patterns --top -3", []string{"patterns", "--checkpoint", cks["rocone-1"], "--top", "-3"}, []string{"--top -3"}},
@@ -87,7 +89,7 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		})
 	}
 	// Seeds of one model, and --models with one row per model.
-	for _, args := range [][]string{{"--resamples", "20", r1, r2}, {"--models", "--resamples", "0", r1, c1, r2}} {
+	for _, args := range [][]string{{"--resamples", "40", r1, r2}, {"--models", "--resamples", "0", r1, c1, r2}} {
 		cmd := exec.Command(bin, args...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

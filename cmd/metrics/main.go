@@ -40,7 +40,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "log", Usage: "a train-log artifact `FILE` whose loss and valid-MRR curves to plot"},
 			&cli.StringFlag{Name: "curves", Usage: "where the training curves go, `FILE`.png or .svg", DefaultText: "next to --plot, -training added"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "metrics artifact `FILE` (- for stdout is not allowed: the table goes there)"},
-			&cli.IntFlag{Name: "resamples", Value: 1000, Usage: "bootstrap resamples over queries; 0: no bootstrap (no intervals)"},
+			&cli.IntFlag{Name: "resamples", Value: 1000, Usage: "bootstrap resamples over queries (at least 40); 0: no bootstrap (no intervals)"},
 			&cli.Uint64Flag{Name: "seed", Usage: "bootstrap seed"},
 			&cli.StringFlag{Name: "label", Usage: "name of our row in the tables", DefaultText: "the model"},
 		},

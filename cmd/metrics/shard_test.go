@@ -43,7 +43,7 @@ func TestShardEndToEnd(t *testing.T) {
 		}
 	}
 	run := func(out string, ranks ...string) (int, string, []artifact.MetricsRow) {
-		code, stderr := stagetest.Run(t, bin, append([]string{"--resamples", "20", "-o", out}, ranks...)...)
+		code, stderr := stagetest.Run(t, bin, append([]string{"--resamples", "40", "-o", out}, ranks...)...)
 		if code != 0 {
 			return code, stderr, nil
 		}

@@ -91,11 +91,11 @@ func app() *cli.App {
 			if asking {
 				return pipeline.Ask(pipeline.AskConfig{Checkpoint: c.String("checkpoint"), Data: c.String("data"), Ask: c.String("ask"),
 					AskFile: c.String("ask-file"), TopK: topOr(c, 10), Known: c.String("known"), ExcludeKnown: c.Bool("exclude-known"),
-					Output: c.String("output"), Stdout: outfile.Stdout, Kernels: dev.Kernels, Workers: c.Int("workers"), Batch: batch, Log: log})
+					Output: c.String("output"), Stdout: outfile.Stdout, Kernels: dev.Kernels, Workers: c.Int("workers"), Batch: batch, Log: log, Warnings: os.Stderr})
 			}
 			return pipeline.Rank(pipeline.RankConfig{Checkpoint: c.String("checkpoint"), Queries: c.String("queries"),
 				Cones: c.String("cones"), Output: c.String("output"), TopK: c.Int("top"), Data: c.String("data"),
-				Kernels: dev.Kernels, Device: dev.Rank, Workers: c.Int("workers"), Batch: batch, Shard: sh, Log: log,
+				Kernels: dev.Kernels, Device: dev.Rank, Workers: c.Int("workers"), Batch: batch, Shard: sh, Log: log, Warnings: os.Stderr,
 				Profile: c.String("profile"), ProfileCommand: strings.Join(append([]string{"rank"}, os.Args[1:]...), " ")})
 		},
 	}

@@ -42,6 +42,9 @@ type AskConfig struct {
 	Workers      int
 	Batch        int
 	Log          io.Writer
+	// Warnings is where warnings go whatever Log (a checkpoint without lineage, a
+	// folder without names): -q drops progress, never warnings. Nil: Log.
+	Warnings io.Writer
 }
 
 // Known graphs.
@@ -192,7 +195,7 @@ func Ask(cfg AskConfig) error {
 	if err != nil {
 		return err
 	}
-	d, err := datasetFor(cfg.Data, l, cfg.Log)
+	d, err := datasetFor(cfg.Data, l, warnTo(cfg.Warnings, cfg.Log))
 	if err != nil {
 		return err
 	}

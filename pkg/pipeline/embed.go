@@ -32,6 +32,9 @@ type EmbedConfig struct {
 	// (shardBlock), so shard i's cones are those `rank --shard i/n --cones` needs.
 	ShardBlock int
 	Log        io.Writer
+	// Warnings is where warnings go whatever Log (a checkpoint without lineage, a
+	// folder without names): -q drops progress, never warnings. Nil: Log.
+	Warnings io.Writer
 }
 
 // Embed writes the cones of every query of a queries artifact: one row per query and DNF
@@ -53,7 +56,7 @@ func Embed(cfg EmbedConfig) error {
 	if err != nil {
 		return err
 	}
-	l.warnNoLineage(cfg.Log, cfg.Queries)
+	l.warnNoLineage(warnTo(cfg.Warnings, cfg.Log), cfg.Queries)
 	mc := l.model.Config
 	w, err := artifact.CreateCones(cfg.Output, artifact.ConesMeta{
 		Dim: mc.Dim, Aperture: "half", Model: string(mc.Variant), Dataset: qmeta.Dataset, Split: qmeta.Split,

@@ -20,6 +20,9 @@ type ExportConfig struct {
 	Output     string // the output folder
 	Overwrite  bool   // replace an existing non-empty output folder
 	Log        io.Writer
+	// Warnings is where warnings go whatever Log (a checkpoint without lineage, a
+	// folder without names): -q drops progress, never warnings. Nil: Log.
+	Warnings io.Writer
 }
 
 // Export writes a model's entity and relation tables and parameters, and/or a cones
@@ -56,21 +59,20 @@ func Export(cfg ExportConfig) error {
 	var tables []export.Table
 	var params []export.Tensor
 	if cfg.Checkpoint != "" {
+		warn := warnTo(cfg.Warnings, cfg.Log)
 		l, err := loadModel(cfg.Checkpoint, nil)
 		if err != nil {
 			return err
 		}
 		var entityNames, relationNames []string
 		if cfg.Data != "" {
-			d, err := datasetFor(cfg.Data, l, cfg.Log)
+			d, err := datasetFor(cfg.Data, l, warn)
 			if err != nil {
 				return err
 			}
 			entityNames, relationNames = d.EntityNames, d.RelationNames
 			if entityNames == nil || relationNames == nil {
-				if cfg.Log != nil {
-					fmt.Fprintf(cfg.Log, "warning: %s has no entities.tsv or relations.tsv: the names it lacks are left empty\n", cfg.Data)
-				}
+				fmt.Fprintf(warn, "warning: %s has no entities.tsv or relations.tsv: the names it lacks are left empty\n", cfg.Data)
 				if entityNames == nil && relationNames == nil {
 					man.Names = ""
 				}

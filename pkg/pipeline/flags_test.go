@@ -111,14 +111,14 @@ func TestSeedsRule(t *testing.T) {
 		want   []string // error substrings; nil: success
 		output []string // with success: substrings of the table
 	}{
-		{"two seeds", MetricsConfig{Ranks: []string{ranks["r1"], ranks["r2"]}, Resamples: 20}, nil, []string{"2 seed(s)", "rocone (2 seeds)"}},
+		{"two seeds", MetricsConfig{Ranks: []string{ranks["r1"], ranks["r2"]}, Resamples: 40}, nil, []string{"2 seed(s)", "rocone (2 seeds)"}},
 		{"one file twice", MetricsConfig{Ranks: []string{ranks["r1"], ranks["r1"]}, Output: out}, []string{"r1.arrow and", "are the same file"}, nil},
 		{"one file under a link", MetricsConfig{Ranks: []string{ranks["r1"], link}, Output: out}, []string{"r1-link.arrow are the same file"}, nil},
 		{"with and without --cones", MetricsConfig{Ranks: []string{ranks["r1"], ranks["r1cones"]}, Output: out}, []string{"rank the same checkpoint"}, nil},
 		{"cone and rocone", MetricsConfig{Ranks: []string{ranks["r1"], ranks["c1"]}, Output: out}, []string{"c1.arrow ranks a cone model", "--models"}, nil},
 		{"another configuration", MetricsConfig{Ranks: []string{ranks["r2"], ranks["w3"]}, Output: out}, []string{"different configurations (dim 8 vs 6)"}, nil},
 		{"negative resamples", MetricsConfig{Ranks: []string{ranks["r1"]}, Resamples: -5, Output: out}, []string{"--resamples -5"}, nil},
-		{"models side by side", MetricsConfig{Ranks: []string{ranks["r1"], ranks["c1"], ranks["r2"], ranks["w3"]}, Models: true, Resamples: 20}, nil,
+		{"models side by side", MetricsConfig{Ranks: []string{ranks["r1"], ranks["c1"], ranks["r2"], ranks["w3"]}, Models: true, Resamples: 40}, nil,
 			[]string{"3 model(s)", "| rocone (dim 8) (2 seeds) |", "| cone  ", "| rocone (dim 6)  ", "rocone (dim 8) (2 seeds) Hits@10"}},
 		{"models: a seed twice", MetricsConfig{Ranks: []string{ranks["r1"], ranks["c1"], ranks["r1cones"]}, Models: true}, []string{"rank the same checkpoint"}, nil},
 		{"models with -o", MetricsConfig{Ranks: []string{ranks["r1"], ranks["c1"]}, Models: true, Output: out}, []string{"--models prints the side-by-side table only"}, nil},

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"strings"
 
@@ -17,17 +16,17 @@ import (
 	"github.com/rocone/rocone/pkg/train"
 )
 
-// Warnings is where the stages' warnings about a checkpoint (warnNoLineage, datasetFor)
-// go when the stage's Log is nil: `-q` sets Log to nil to silence progress, never
-// warnings. A stage with a Log writes them there, in order with its progress.
-var Warnings io.Writer = os.Stderr
-
-// warnTo is the writer for a warning of a stage whose log is log.
-func warnTo(log io.Writer) io.Writer {
-	if log != nil {
+// warnTo is the writer for a stage's warnings: its Warnings, else its Log, else none.
+// The stages' commands set Warnings to stderr, so that `-q` (a nil Log) silences
+// progress, never warnings.
+func warnTo(warnings, log io.Writer) io.Writer {
+	switch {
+	case warnings != nil:
+		return warnings
+	case log != nil:
 		return log
 	}
-	return Warnings
+	return io.Discard
 }
 
 // loaded is a model read from a checkpoint (checkpoint.Load), with what the artifacts made
@@ -102,12 +101,12 @@ func (l *loaded) trainedOn() (dataset, entities string) {
 // seed is the seed the checkpoint was trained with, from its training configuration.
 func (l *loaded) seed() string { return configSeed(l.meta.Config) }
 
-// warnNoLineage says on log (Warnings when log is nil), for a checkpoint that records no KG digest (a model imported
+// warnNoLineage says on w, for a checkpoint that records no KG digest (a model imported
 // from QE-ConE, trained outside this pipeline), that queries are checked against it by
 // dataset name and counts only.
-func (l *loaded) warnNoLineage(log io.Writer, queries string) {
+func (l *loaded) warnNoLineage(w io.Writer, queries string) {
 	if l.meta.KGDigest == "" {
-		fmt.Fprintf(warnTo(log), "warning: %s records no KG digest (trained outside this pipeline?): that %s is of its KG is checked by dataset name and counts only\n",
+		fmt.Fprintf(w, "warning: %s records no KG digest (trained outside this pipeline?): that %s is of its KG is checked by dataset name and counts only\n",
 			l.path, displayPath(queries))
 	}
 }
@@ -145,8 +144,8 @@ func readQueriesFor(path string, l *loaded) (artifact.QueriesMeta, []artifact.Qu
 // datasetFor loads a dataset folder for its name tables, checking that it is the KG of
 // the loaded model: the same sizes, and the same entity table (by its digest) where the
 // checkpoint records one. A checkpoint from before the digest was recorded is checked by
-// the dataset's name instead, with a warning on log (Warnings when log is nil).
-func datasetFor(dir string, l *loaded, log io.Writer) (*kg.Dataset, error) {
+// the dataset's name instead, with a warning on w.
+func datasetFor(dir string, l *loaded, w io.Writer) (*kg.Dataset, error) {
 	mc := l.model.Config
 	d, err := kg.Load(dir, kg.FormatAuto)
 	if err != nil {
@@ -173,7 +172,7 @@ func datasetFor(dir string, l *loaded, log io.Writer) (*kg.Dataset, error) {
 	case digest == "" && name != "" && !strings.EqualFold(name, d.Name):
 		return nil, fmt.Errorf("%s is dataset %q, but %s was trained on %q", dir, d.Name, l.path, name)
 	case digest == "":
-		fmt.Fprintf(warnTo(log), "warning: %s records no entity-table digest (trained before it was recorded): cannot check that %s names its entities\n", l.path, dir)
+		fmt.Fprintf(w, "warning: %s records no entity-table digest (trained before it was recorded): cannot check that %s names its entities\n", l.path, dir)
 	}
 	return d, nil
 }

@@ -158,6 +158,9 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 		return fmt.Errorf("a training log (--log) and a curve plot (--curves) go together")
 	case cfg.Resamples < 0:
 		return fmt.Errorf("--resamples %d: want a number of bootstrap resamples, or 0 for no bootstrap", cfg.Resamples)
+	case cfg.Resamples > 0 && cfg.Resamples < report.MinResamples(report.DefaultLevel):
+		return fmt.Errorf("--resamples %d: too few for a 95%% percentile interval (each 2.5%% tail must hold a resample): at least %d, or 0 for no bootstrap",
+			cfg.Resamples, report.MinResamples(report.DefaultLevel))
 	case cfg.Resamples > MaxResamples:
 		return fmt.Errorf("--resamples %d: at most %d (each resample redraws every query of every type: %d take about %d bytes per type and minutes of work on a full test split, and a 95%% interval is stable long before)",
 			cfg.Resamples, MaxResamples, MaxResamples, MaxResamples*32)

@@ -37,7 +37,7 @@ func Patterns(cfg PatternsConfig, w io.Writer) error {
 	}
 	var names []string
 	if cfg.Data != "" {
-		d, err := datasetFor(cfg.Data, l, cfg.Log)
+		d, err := datasetFor(cfg.Data, l, warnTo(nil, cfg.Log))
 		if err != nil {
 			return err
 		}

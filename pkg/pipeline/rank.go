@@ -79,6 +79,9 @@ type RankConfig struct {
 	// are the unsharded ranks. Rows keep the query ids of the whole file.
 	Shard shard.Spec
 	Log   io.Writer
+	// Warnings is where warnings go whatever Log (a checkpoint without lineage, a
+	// folder without names): -q drops progress, never warnings. Nil: Log.
+	Warnings io.Writer
 	// Profile, if not "", is where a device profile of the run goes: every launch of
 	// every batch timed (eval.ProfilingRanker), a Markdown roofline table per kernel
 	// there and its CSV beside it (.csv for .md). It needs Device. ProfileCommand is the
@@ -135,7 +138,7 @@ func Rank(cfg RankConfig) error {
 	if err != nil {
 		return err
 	}
-	l.warnNoLineage(cfg.Log, cfg.Queries)
+	l.warnNoLineage(warnTo(cfg.Warnings, cfg.Log), cfg.Queries)
 	mc := l.model.Config
 	digest := artifact.QueriesDigest(rows)
 	batch := cmp.Or(cfg.Batch, eval.DefaultRankBatch)
@@ -186,7 +189,7 @@ func Rank(cfg RankConfig) error {
 	}
 	var names []string
 	if cfg.TopK > 0 && cfg.Data != "" {
-		d, err := datasetFor(cfg.Data, l, cfg.Log)
+		d, err := datasetFor(cfg.Data, l, warnTo(cfg.Warnings, cfg.Log))
 		if err != nil {
 			return err
 		}

@@ -86,6 +86,14 @@ const DefaultResamples = 1000
 // DefaultLevel is the confidence level of the bootstrap interval when [Options.Level] is 0.
 const DefaultLevel = 0.95
 
+// MinResamples is the fewest bootstrap resamples a percentile interval at level takes:
+// each tail, (1−level)/2 of them, must hold at least one resample, so that the interval's
+// ends are not the smallest and largest resample (40 at 95%). With fewer, the interval
+// is that of a handful of draws, and one resample makes it a single point.
+func MinResamples(level float64) int {
+	return int(math.Ceil(2/(1-level) - 1e-9))
+}
+
 // Options control [Summarize].
 type Options struct {
 	// Resamples is the number B of bootstrap resamples: 0 means DefaultResamples, a
@@ -239,6 +247,9 @@ func Summarize(runs []Run, opt Options) (*Aggregate, error) {
 	}
 	if !(level > 0 && level < 1) {
 		return nil, fmt.Errorf("report: confidence level %v not in (0, 1)", opt.Level)
+	}
+	if min := MinResamples(level); B > 0 && B < min {
+		return nil, fmt.Errorf("report: %d bootstrap resamples are too few for a %s interval: at least %d", B, levelString(level), min)
 	}
 
 	// The reference order: the queries of run 0 sorted by (type column order, id).

@@ -451,3 +451,27 @@ func TestSummarizeErrors(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestTooFewResamples: a percentile interval from fewer resamples than its tails need is
+// refused, not printed as the span of a handful of draws (or a point, from one).
+func TestTooFewResamples(t *testing.T) {
+	for _, c := range []struct {
+		level float64
+		min   int
+	}{{0.95, 40}, {0.9, 20}, {0.99, 200}, {0.5, 4}} {
+		if got := MinResamples(c.level); got != c.min {
+			t.Errorf("MinResamples(%v) = %d, want %d", c.level, got, c.min)
+		}
+		runs := synthetic(1, 6, 1)
+		if _, err := Summarize(runs, Options{Resamples: c.min - 1, Level: c.level}); err == nil || !strings.Contains(err.Error(), "too few") {
+			t.Errorf("level %v, %d resamples: err %v, want too few", c.level, c.min-1, err)
+		}
+		a, err := Summarize(runs, Options{Resamples: c.min, Level: c.level})
+		if err != nil {
+			t.Fatalf("level %v, %d resamples: %v", c.level, c.min, err)
+		}
+		if st := a.Types[0].Stats.MRR; !(st.Lo <= st.Hi) {
+			t.Errorf("level %v: interval [%v, %v]", c.level, st.Lo, st.Hi)
+		}
+	}
+}
