@@ -120,6 +120,8 @@ func TestSeedsRule(t *testing.T) {
 		{"negative resamples", MetricsConfig{Ranks: []string{ranks["r1"]}, Resamples: -5, Output: out}, []string{"--resamples -5"}, nil},
 		{"models side by side", MetricsConfig{Ranks: []string{ranks["r1"], ranks["c1"], ranks["r2"], ranks["w3"]}, Models: true, Resamples: 40}, nil,
 			[]string{"3 model(s)", "| rocone (dim 8) (2 seeds) |", "| cone  ", "| rocone (dim 6)  ", "rocone (dim 8) (2 seeds) Hits@10"}},
+		{"compare with no published rows", MetricsConfig{Ranks: []string{ranks["r1"]}, Compare: true}, nil, []string{"(--compare: no published results for dataset"}},
+		{"models compare with no published rows", MetricsConfig{Ranks: []string{ranks["r1"], ranks["c1"]}, Models: true, Compare: true}, nil, []string{"(--compare: no published results for dataset"}},
 		{"models: a seed twice", MetricsConfig{Ranks: []string{ranks["r1"], ranks["c1"], ranks["r1cones"]}, Models: true}, []string{"rank the same checkpoint"}, nil},
 		{"models with -o", MetricsConfig{Ranks: []string{ranks["r1"], ranks["c1"]}, Models: true, Output: out}, []string{"--models prints the side-by-side table only"}, nil},
 	}
@@ -331,5 +333,27 @@ func TestNonFiniteCheckpoint(t *testing.T) {
 	}
 	if err := Patterns(PatternsConfig{Checkpoint: good, Top: 0}, io.Discard); err == nil || !strings.Contains(err.Error(), "--top 0") {
 		t.Errorf("patterns --top 0: %v", err)
+	}
+}
+
+// TestComparable: the published rows (test-split results of three datasets) go beside
+// ours only where they compare; otherwise the table says why they are left out.
+func TestComparable(t *testing.T) {
+	for _, c := range []struct {
+		compare        bool
+		dataset, split string
+		want           bool
+		note           string
+	}{
+		{false, "FB15k-237", "test", false, ""},
+		{true, "FB15k-237", "test", true, ""},
+		{true, "nell", "test", true, ""},
+		{true, "FB15k-237", "valid", false, "(--compare: the published rows are of the test queries, these ranks of the valid split: not comparable, left out)"},
+		{true, "tiny", "test", false, "(--compare: no published results for dataset \"tiny\""},
+	} {
+		got, note := comparable(c.compare, c.dataset, c.split)
+		if got != c.want || !strings.HasPrefix(note, c.note) || (c.note == "") != (note == "") {
+			t.Errorf("comparable(%v, %q, %q) = %v, %q; want %v, %q...", c.compare, c.dataset, c.split, got, note, c.want, c.note)
+		}
 	}
 }

@@ -147,6 +147,22 @@ func checkTiling(files []ranksFile, group []int) error {
 	return shard.CheckTiling(fmt.Sprintf("ranks shards of checkpoint sha256 %.12s", files[group[0]].id.CheckpointHash), names, spans)
 }
 
+// comparable says whether the published rows can go beside ranks of dataset and split
+// when --compare asks for them, and otherwise a note for the table that says why not: the
+// papers publish test-split results of three datasets only.
+func comparable(compare bool, dataset, split string) (bool, string) {
+	if !compare {
+		return false, ""
+	}
+	if _, err := report.PublishedResults(dataset); err != nil {
+		return false, fmt.Sprintf("(--compare: %s)\n\n", strings.TrimPrefix(err.Error(), "report: "))
+	}
+	if split != "test" {
+		return false, fmt.Sprintf("(--compare: the published rows are of the test queries, these ranks of the %s split: not comparable, left out)\n\n", split)
+	}
+	return true, ""
+}
+
 // Metrics aggregates ranks over seeds and writes the table to w. The ranks files must be
 // seeds of one model (report.CheckSeeds); with cfg.Models they are grouped into models
 // (report.GroupModels), each of which must be, and the table has one row per model.
@@ -206,11 +222,8 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 			rows = append(rows, report.ModelRow{Label: g.Label, Aggregate: agg})
 		}
 		fmt.Fprintf(w, "%s %s, %d model(s): %s\n\n", first.Dataset, first.Split, len(groups), strings.Join(cfg.Ranks, " "))
-		compare := cfg.Compare
-		if _, err := report.PublishedResults(first.Dataset); compare && err != nil {
-			fmt.Fprintf(w, "(--compare: %v)\n\n", err)
-			compare = false
-		}
+		compare, note := comparable(cfg.Compare, first.Dataset, first.Split)
+		fmt.Fprint(w, note)
 		return report.WriteMarkdownModels(w, rows, report.TableOptions{Compare: compare, Dataset: first.Dataset})
 	}
 	if err := report.CheckSeeds(ids); err != nil {
@@ -239,11 +252,8 @@ func Metrics(cfg MetricsConfig, w io.Writer) error {
 	// that a run that fails writes and prints nothing.
 	var table bytes.Buffer
 	fmt.Fprintf(&table, "%s %s, %s, %d seed(s): %s\n\n", first.Dataset, first.Split, first.Model, len(runs), strings.Join(cfg.Ranks, " "))
-	compare := cfg.Compare
-	if _, err := report.PublishedResults(first.Dataset); compare && err != nil {
-		fmt.Fprintf(&table, "(--compare: %v)\n\n", err)
-		compare = false
-	}
+	compare, note := comparable(cfg.Compare, first.Dataset, first.Split)
+	table.WriteString(note)
 	if err := report.WriteMarkdown(&table, agg, report.TableOptions{Label: label, Compare: compare, Dataset: first.Dataset}); err != nil {
 		return err
 	}
