@@ -83,6 +83,15 @@ func (d *Dataset) Split(name string) ([]Triple, error) {
 	return nil, fmt.Errorf("unknown split %q (want train, valid or test)", name)
 }
 
+// folderName is the base name of the folder dir, resolved against the working folder so
+// that "." and ".." name the folder they stand for.
+func folderName(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return filepath.Base(filepath.Clean(dir))
+}
+
 // Load reads the dataset folder dir. The dataset's name is the folder's base name.
 func Load(dir string, format Format) (*Dataset, error) {
 	fi, err := os.Stat(dir)
@@ -92,7 +101,7 @@ func Load(dir string, format Format) (*Dataset, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a folder: a dataset is a folder holding train.tsv, valid.tsv and test.tsv (optionally gzipped)", dir)
 	}
-	d := &Dataset{Dir: dir, Name: filepath.Base(filepath.Clean(dir))}
+	d := &Dataset{Dir: dir, Name: folderName(dir)}
 	paths := map[string]string{}
 	for _, s := range Splits {
 		p, err := findFile(dir, s, true)

@@ -26,3 +26,18 @@ func TestLoadShipped(t *testing.T) {
 		t.Fatalf("valid runs %d test runs %d", v.NumRuns(), te.NumRuns())
 	}
 }
+
+// TestLoadName: the dataset's name is its folder's, however the folder is spelled: "."
+// named the dataset ".", which then stood in every artifact and table.
+func TestLoadName(t *testing.T) {
+	t.Chdir("../../testdata/tiny")
+	for _, dir := range []string{".", "./", "../tiny", "../tiny/", "../../testdata/tiny/.", "../tiny/../tiny"} {
+		d, err := Load(dir, FormatAuto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Name != "tiny" {
+			t.Errorf("Load(%q).Name = %q, want tiny", dir, d.Name)
+		}
+	}
+}
