@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -66,6 +67,21 @@ func TestArrowJS(t *testing.T) {
 			t.Fatalf("%s: printed %d rows, want %d", path, len(firstRows), head)
 		}
 		sameQueries(t, firstRows, qs[:head])
+	}
+	// What is not an Arrow file is an error, not a table of nothing (apache-arrow reads
+	// no bytes, or an end-of-stream marker alone, as an empty table).
+	dir := t.TempDir()
+	for name, content := range map[string]string{"empty": "", "eos": "\xff\xff\xff\xff\x00\x00\x00\x00", "text": "id\ttype\n0\t1p\n"} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(node, script, path)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if out, err := cmd.Output(); err == nil || !strings.HasPrefix(stderr.String(), path+": ") {
+			t.Errorf("check.mjs on %s: err %v, stderr %q, stdout %q; want an error naming the file", name, err, stderr.String(), out)
+		}
 	}
 }
 

@@ -49,6 +49,12 @@ try {
   console.error(`${name}: ${err.message}`);
   process.exit(1);
 }
+// Given no bytes (or none that hold a schema message), tableFromIPC returns an empty table
+// without a word: every artifact has a schema with fields, so that is not one.
+if (table.schema.fields.length === 0) {
+  console.error(`${name}: not an Arrow IPC file or stream: no schema`);
+  process.exit(1);
+}
 
 const out = ['fields:'];
 for (const f of table.schema.fields) {
