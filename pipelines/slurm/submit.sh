@@ -249,19 +249,25 @@ add_task() { # stage index target command prereq...
 
 SPLITS=(train valid test)
 SPLIT_FLAGS=("$TRAIN_QUERY_FLAGS" "$VALID_FLAGS" "$TEST_FLAGS")
+# As the Makefile: stamps of DATA (another folder of older files) and of SEEDS (a seed
+# dropped), which the timestamps cannot see.
+flags_stamp "$OUT/.flags/data" "$DATA"
+DATA_STAMP=$STAMP
+flags_stamp "$RUN/.flags/seeds" "${SEED_LIST[*]}"
+SEEDS_STAMP=$STAMP
 for i in 0 1 2; do
 	t=$OUT/${SPLITS[$i]}-queries.arrow
 	gen="$BIN/sample generate --data $(q "$DATA") --split ${SPLITS[$i]} --seed $(q "$SAMPLE_SEED") ${SPLIT_FLAGS[$i]}"
 	flags_stamp "$OUT/.flags/${SPLITS[$i]}-queries" "--seed $SAMPLE_SEED ${SPLIT_FLAGS[$i]}"
 	if [ "$SAMPLE_SHARDS" = 1 ]; then
-		add_task sample $i "$t" "$gen -o $(q "$t")" "${DATA_FILES[@]}" ${STAMP:+"$STAMP"}
+		add_task sample $i "$t" "$gen -o $(q "$t")" "${DATA_FILES[@]}" ${STAMP:+"$STAMP"} ${DATA_STAMP:+"$DATA_STAMP"}
 		continue
 	fi
 	parts=()
 	for ((k = 0; k < SAMPLE_SHARDS; k++)); do
 		p=$OUT/shards/${SPLITS[$i]}-queries-$k-of-$SAMPLE_SHARDS.arrow
 		parts+=("$p")
-		add_task sample $((i * SAMPLE_SHARDS + k)) "$p" "$gen --shard $k/$SAMPLE_SHARDS -o $(q "$p")" "${DATA_FILES[@]}" ${STAMP:+"$STAMP"}
+		add_task sample $((i * SAMPLE_SHARDS + k)) "$p" "$gen --shard $k/$SAMPLE_SHARDS -o $(q "$p")" "${DATA_FILES[@]}" ${STAMP:+"$STAMP"} ${DATA_STAMP:+"$DATA_STAMP"}
 	done
 	parts_q=""
 	for p in "${parts[@]}"; do parts_q+=" $(q "$p")"; done
@@ -302,7 +308,7 @@ for r in "${RANKS[@]}"; do ranks_q+=" $(q "$r")"; done
 flags_stamp "$RUN/.flags/metrics" "$METRICS_FLAGS"
 # As pipelines/Makefile: runs on one OUT take turns at the table (flock on .metrics.lock).
 add_task metrics 0 "$RUN/metrics.arrow" "exec 9>$(q "$RUN/.metrics.lock") && flock 9 && $BIN/metrics $METRICS_FLAGS --plot $(q "$RUN/mrr.png") --log $(q "$RUN/seed${SEED_LIST[0]}/train-log.arrow") -o $(q "$RUN/metrics.arrow")$ranks_q > $(q "$RUN/metrics.md.tmp") && mv $(q "$RUN/metrics.md.tmp") $(q "$RUN/metrics.md")" \
-	"${RANKS[@]}" ${STAMP:+"$STAMP"}
+	"${RANKS[@]}" ${STAMP:+"$STAMP"} ${SEEDS_STAMP:+"$SEEDS_STAMP"}
 
 # --- submit ----------------------------------------------------------------------------------
 submitted=0

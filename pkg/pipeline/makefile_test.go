@@ -90,11 +90,32 @@ func TestMakeCaching(t *testing.T) {
 	// Changed flags remake what they make (a stamp under .flags/ holds each stage's), in a
 	// dry run too, which writes no stamp.
 	make("metrics")
+	// Another DATA folder of older files (a copy that keeps their times): the timestamps
+	// say the queries are up to date, the stamp of DATA that they are not.
+	older := filepath.Join(t.TempDir(), "tiny")
+	if err := os.Mkdir(older, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"train.tsv", "valid.tsv", "test.tsv", "entities.tsv", "relations.tsv"} {
+		b, err := os.ReadFile(filepath.Join("../../testdata/tiny", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(older, f)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, time.Unix(1e9, 0), time.Unix(1e9, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []struct {
 		flag string
 		want map[string]int
 	}{
 		{"METRICS_FLAGS=--resamples 60", map[string]int{"metrics": 1}},
+		{"SEEDS=0", map[string]int{"metrics": 1}},
+		{"DATA=" + older, map[string]int{"sample": 3, "train": 2, "embed": 2, "rank": 2, "metrics": 1}},
 		{"TRAIN_FLAGS=--dim 8 --steps 5 --batch 16 --negatives 4 --eval-every 2 -q", map[string]int{"train": 2, "embed": 2, "rank": 2, "metrics": 1}},
 		{"TEST_FLAGS=" + strings.Replace(counts, "1p=20", "1p=21", 1), map[string]int{"sample": 1, "embed": 2, "rank": 2, "metrics": 1}},
 	} {
@@ -107,7 +128,8 @@ func TestMakeCaching(t *testing.T) {
 		if got := stages(make("-n", c.flag, "metrics")); len(got) != 0 {
 			t.Errorf("%s, again: %v", c.flag, got)
 		}
-		make("metrics") // back to the test's flags: the same stages again
+		make("metrics") // back to the test's flags: the same stages again (DATA: the same
+		// files, so the same queries, but remade)
 	}
 	// Two makes of one OUT at once take turns at the table (a lock): both succeed, and the
 	// table and metrics artifact are there after them. (Without it the second failed on
@@ -195,5 +217,34 @@ func TestMakeCaching(t *testing.T) {
 	}
 	if again := make("-n", "OUT="+sharded, "SAMPLE_SHARDS=2", "queries"); strings.Contains(again, "bin/") {
 		t.Fatalf("a second SAMPLE_SHARDS=2 make would run:\n%s", again)
+	}
+}
+
+// TestMakeRefusesVariables: values the Makefile cannot work with stop it before anything
+// runs, naming the variable: a path with a space (Make splits file names at spaces, so it
+// would read and write other files), a number of shards that is not one.
+func TestMakeRefusesVariables(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		vars []string
+		want string
+	}{
+		{[]string{"OUT=" + dir + "/a b"}, `OUT="` + dir + `/a b": Make cannot handle a path with spaces`},
+		{[]string{"OUT=" + dir, "DATA=testdata/my tiny"}, `DATA="testdata/my tiny": Make cannot handle a path with spaces`},
+		{[]string{"OUT=" + dir, "SHARDS=0"}, "SHARDS=0: want a positive number of shards"},
+		{[]string{"OUT=" + dir, "SAMPLE_SHARDS=two"}, "SAMPLE_SHARDS=two: want a positive number of sample shards"},
+	} {
+		cmd := exec.Command("make", append([]string{"-f", "pipelines/Makefile", "-n"}, append(c.vars, "metrics")...)...)
+		cmd.Dir = "../.."
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) || strings.Contains(string(out), "bin/") {
+			t.Errorf("make %v: err %v, output %q; want a refusal containing %q", c.vars, err, out, c.want)
+		}
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("the refusals left %v in OUT (%v)", entries, err)
 	}
 }

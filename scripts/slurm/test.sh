@@ -140,6 +140,15 @@ submit -n "METRICS_FLAGS=--resamples 60" >"$T/dry-flags"
 submit -n "TRAIN_FLAGS=--dim 8 --steps 5 --batch 16 --negatives 4 --eval-every 2 -q" >"$T/dry-flags"
 [ "$(grep -o -- '--job-name=rocone-[a-z]* .*--array=[^ ]*' "$T/dry-flags" | sed 's/--job-name=rocone-\([a-z]*\) .*--array=/\1:/' | tr '\n' ' ')" = 'train:0\,1 embed:0\,1\,2\,3\,4\,5 rank:0\,1\,2\,3\,4\,5 ' ] ||
 	fail "after changing TRAIN_FLAGS:"$'\n'"$(cat "$T/dry-flags")"
+# A seed dropped remakes the table; another DATA folder of older files (a copy keeping
+# their times) resamples, and all that follows.
+submit -n "SEEDS=0" >"$T/dry-flags"
+[ "$(grep -c '^sbatch ' "$T/dry-flags")" -eq 1 ] && grep -q -- '--job-name=rocone-metrics ' "$T/dry-flags" ||
+	fail "after dropping seed 1, not metrics alone:"$'\n'"$(cat "$T/dry-flags")"
+mkdir "$T/older-tiny" && cp -p testdata/tiny/* "$T/older-tiny/" && touch -d @1000000000 "$T/older-tiny"/*
+submit -n "DATA=$T/older-tiny" >"$T/dry-flags"
+[ "$(grep -o -- '--job-name=rocone-[a-z]*' "$T/dry-flags" | tr '\n' ' ')" = '--job-name=rocone-sample --job-name=rocone-merge --job-name=rocone-train --job-name=rocone-embed --job-name=rocone-rank --job-name=rocone-metrics ' ] ||
+	fail "after changing DATA to a folder of older files:"$'\n'"$(cat "$T/dry-flags")"
 submit -n >"$T/dry-flags"
 [ ! -s "$T/dry-flags" ] || fail "a dry run with other flags changed a stamp:"$'\n'"$(cat "$T/dry-flags")"
 # Touching the train queries makes every seed's model stale, and all after it; nothing is sampled.
