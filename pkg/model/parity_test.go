@@ -283,6 +283,9 @@ func checkGrads(t *testing.T, got []model.Tensor[float32], want map[string]qecon
 	for _, v := range want["intersection.w2"].Values {
 		w2Scale = max(w2Scale, math.Abs(float64(v)))
 	}
+	if len(got) != len(want) {
+		t.Errorf("%d gradient tensors, QE-ConE's fixture has %d: some are not compared", len(got), len(want))
+	}
 	for _, tn := range got {
 		w, ok := want[tn.Name]
 		if !ok {
