@@ -89,6 +89,7 @@ func TestParityScoresAndRanks(t *testing.T) {
 		t.Fatal(err)
 	}
 	N := f.Config.NumEntities
+	nearTies := 0
 	got := make([]float32, len(qs)*N)
 	if err := m.NewScorer().Score(got, qs); err != nil {
 		t.Fatal(err)
@@ -102,29 +103,48 @@ func TestParityScoresAndRanks(t *testing.T) {
 			t.Errorf("query %d (%s): scores differ from QE-ConE's by up to %.3g", i, q.Name, worst)
 		}
 		// Ranks: this project's filtered ranks (ties by entity id) from its scores against
-		// QE-ConE's from its scores, where no two entities' reference scores are within
-		// the tolerance of a tie.
-		gr := filteredRanks(got[i*N:(i+1)*N], q.Answers)
-		rr := filteredRanks(f.Scores.Values[i*N:(i+1)*N], q.Answers)
+		// QE-ConE's from its scores. Every query is checked: where no non-answer's
+		// reference score is within the tolerance of an answer's, the ranks must be equal;
+		// where one is, each answer's rank must lie within the bounds such a near tie
+		// allows (a near tie between two answers changes no filtered rank).
+		ref := f.Scores.Values[i*N : (i+1)*N]
+		rr := filteredRanks(ref, q.Answers)
 		want := f.Ranks[i]
-		if fmt.Sprint(rr) != fmt.Sprint(want) && !nearTie(f.Scores.Values[i*N:(i+1)*N], q.Answers, scoreTol) {
+		if fmt.Sprint(rr) != fmt.Sprint(want) {
 			t.Errorf("query %d (%s): ranks from QE-ConE's scores %v, the fixture's %v", i, q.Name, rr, want)
 		}
-		if fmt.Sprint(gr) != fmt.Sprint(want) && !nearTie(f.Scores.Values[i*N:(i+1)*N], q.Answers, scoreTol) {
+		gotRanks := answerRanks(got[i*N:(i+1)*N], q.Answers)
+		near := false
+		for j, a := range q.Answers {
+			lo, hi := rankBounds(ref, q.Answers, a, scoreTol)
+			near = near || lo != hi
+			if gotRanks[j] < lo || gotRanks[j] > hi {
+				t.Errorf("query %d (%s): answer %d has rank %d, QE-ConE's scores allow %d to %d", i, q.Name, a, gotRanks[j], lo, hi)
+			}
+		}
+		if near {
+			nearTies++
+		} else if gr := filteredRanks(got[i*N:(i+1)*N], q.Answers); fmt.Sprint(gr) != fmt.Sprint(want) {
 			t.Errorf("query %d (%s): ranks %v, QE-ConE's %v", i, q.Name, gr, want)
 		}
 	}
+	// The fixture's near ties are few; if a regenerated fixture had many, the equality
+	// check above would cover little.
+	if nearTies > len(f.Queries)/10 {
+		t.Errorf("%d of %d queries have an answer within %g of a non-answer: the fixture checks too few ranks exactly", nearTies, len(f.Queries), scoreTol)
+	}
+	t.Logf("ranks: %d queries checked exactly, %d within near-tie bounds", len(f.Queries)-nearTies, nearTies)
 }
 
-// filteredRanks is the filtered rank of each answer (1 + the non-answers scored above
-// it, ties broken by entity id), sorted ascending as the fixture stores them.
-func filteredRanks(score []float32, answers []int32) []int {
+// answerRanks is the filtered rank of each answer (1 + the non-answers scored above it,
+// ties broken by entity id), in the order of answers.
+func answerRanks(score []float32, answers []int32) []int {
 	isAns := map[int32]bool{}
 	for _, a := range answers {
 		isAns[a] = true
 	}
-	var out []int
-	for _, a := range answers {
+	out := make([]int, len(answers))
+	for j, a := range answers {
 		r := 1
 		for e, s := range score {
 			if isAns[int32(e)] {
@@ -134,22 +154,40 @@ func filteredRanks(score []float32, answers []int32) []int {
 				r++
 			}
 		}
-		out = append(out, r)
+		out[j] = r
 	}
+	return out
+}
+
+// filteredRanks is answerRanks sorted ascending, as the fixture stores them.
+func filteredRanks(score []float32, answers []int32) []int {
+	out := answerRanks(score, answers)
 	sort.Ints(out)
 	return out
 }
 
-// nearTie reports whether an answer's score is within tol of another entity's.
-func nearTie(score []float32, answers []int32, tol float64) bool {
-	for _, a := range answers {
-		for e, s := range score {
-			if int32(e) != a && math.Abs(float64(s-score[a])) <= tol {
-				return true
-			}
+// rankBounds returns the lowest and highest filtered rank answer a can have under scores
+// within tol of score: 1 + the non-answers scored above it by more than tol, and 1 + the
+// non-answers scored above it or within tol of it.
+func rankBounds(score []float32, answers []int32, a int32, tol float64) (lo, hi int) {
+	isAns := map[int32]bool{}
+	for _, x := range answers {
+		isAns[x] = true
+	}
+	lo, hi = 1, 1
+	for e, s := range score {
+		if isAns[int32(e)] {
+			continue
+		}
+		d := float64(s) - float64(score[a])
+		if d > tol {
+			lo++
+		}
+		if d >= -tol {
+			hi++
 		}
 	}
-	return false
+	return lo, hi
 }
 
 func TestParityIntersectionCases(t *testing.T) {
@@ -244,6 +282,9 @@ func checkGrads(t *testing.T, got []model.Tensor[float32], want map[string]qecon
 	var w2Scale float64
 	for _, v := range want["intersection.w2"].Values {
 		w2Scale = max(w2Scale, math.Abs(float64(v)))
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d gradient tensors, QE-ConE's fixture has %d: some are not compared", len(got), len(want))
 	}
 	for _, tn := range got {
 		w, ok := want[tn.Name]
