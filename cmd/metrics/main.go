@@ -40,9 +40,9 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "log", Usage: "a train-log artifact `FILE` whose loss and valid-MRR curves to plot"},
 			&cli.StringFlag{Name: "curves", Usage: "where the training curves go, `FILE`.png or .svg", DefaultText: "next to --plot, -training added"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "metrics artifact `FILE` (- for stdout is not allowed: the table goes there)"},
-			&cli.IntFlag{Name: "resamples", Value: 1000, Usage: "bootstrap resamples over queries (at least 40); 0: no bootstrap (no intervals)"},
-			&cli.Uint64Flag{Name: "seed", Usage: "bootstrap seed"},
-			&cli.StringFlag{Name: "label", Usage: "name of our row in the tables", DefaultText: "the model"},
+			&cli.IntFlag{Name: "resamples", Value: 1000, Usage: "`N` bootstrap resamples over queries (at least 40); 0: no bootstrap (no intervals)"},
+			&cli.Uint64Flag{Name: "seed", Usage: "bootstrap seed `N`"},
+			&cli.StringFlag{Name: "label", Usage: "`NAME` of our row in the tables", DefaultText: "the model"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := cliargs.NotEmpty(c, c.App.Flags); err != nil {
@@ -112,7 +112,7 @@ func app() *cli.App {
 				Usage: "how symmetric, inverse and compositional each relation's learned rotation is",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "checkpoint", Required: true, Usage: "a trained model `FILE`"},
-					&cli.IntFlag{Name: "top", Value: 10, Usage: "list the N strongest of each pattern (N ≥ 1)"},
+					&cli.IntFlag{Name: "top", Value: 10, Usage: "list the `N` strongest of each pattern (N ≥ 1)"},
 					&cli.StringFlag{Name: "data", Usage: "dataset `DIR`, for relation names"},
 				},
 				Action: func(c *cli.Context) error {

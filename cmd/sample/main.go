@@ -28,9 +28,9 @@ func main() {
 func dataFlags(splits string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "data", Required: true, Usage: "dataset `DIR` (train/valid/test.tsv[.gz], optional entities.tsv, relations.tsv)"},
-		&cli.StringFlag{Name: "split", Required: true, Usage: splits},
-		&cli.StringFlag{Name: "format", Value: "auto", Usage: "triple format: ids (BetaE ids, both directions), names (raw strings) or auto"},
-		&cli.StringFlag{Name: "dataset", Usage: "dataset name written to the artifact", DefaultText: "the folder's name"},
+		&cli.StringFlag{Name: "split", Required: true, Usage: "`SPLIT`: " + splits},
+		&cli.StringFlag{Name: "format", Value: "auto", Usage: "triple `FORMAT`: ids (BetaE ids, both directions), names (raw strings) or auto"},
+		&cli.StringFlag{Name: "dataset", Usage: "dataset `NAME` written to the artifact", DefaultText: "the folder's name"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output `FILE` (- for an IPC stream on stdout)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr (warnings still go there)"},
 	}
@@ -62,11 +62,11 @@ func app() *cli.App {
 				Name:  "generate",
 				Usage: "ground query structures on the split's graph with BetaE's rules",
 				Flags: append([]cli.Flag{
-					&cli.StringFlag{Name: "types", Usage: "comma-separated type names or structure notations", DefaultText: "the split's BetaE types"},
+					&cli.StringFlag{Name: "types", Usage: "comma-separated type names or structure notations (`TYPES`)", DefaultText: "the split's BetaE types"},
 					&cli.StringFlag{Name: "count", Usage: "per-type counts, `TYPE=N,...`", DefaultText: "BetaE's"},
-					&cli.IntFlag{Name: "max-answers", Usage: "answer cap, at least 1", DefaultText: "80 on valid/test, none on train"},
-					&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "random seed; the same seed gives byte-identical output"},
-					&cli.IntFlag{Name: "workers", Usage: "worker goroutines; does not change the output", DefaultText: "every core"},
+					&cli.IntFlag{Name: "max-answers", Usage: "answer cap `N`, at least 1", DefaultText: "80 on valid/test, none on train"},
+					&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "random seed `N`; the same seed gives byte-identical output"},
+					&cli.IntFlag{Name: "workers", Usage: "`N` worker goroutines; does not change the output", DefaultText: "every core"},
 					&cli.StringFlag{Name: "shard", Usage: "sample shard `i/n` of the run (0 <= i < n): every nth attempt block of each type, about 1/n of the work; sample merge joins the n shards into the unsharded file"},
 					&cli.Float64Flag{Name: "shard-margin", Value: sample.DefaultShardMargin, Usage: "with --shard: candidates to sample beyond the shard's share of each type, as a `FRACTION` (0.5: 50% more), for those that repeat another shard's; merge asks for more when it runs short"},
 				}, dataFlags("train, valid or test")...),

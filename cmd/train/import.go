@@ -27,9 +27,9 @@ func importCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", Usage: "QE-ConE's checkpoint `PATH`: the torch.save file main.py writes (named checkpoint) or its folder", DefaultText: cliargs.Required},
 			&cli.StringFlag{Name: "config", Usage: "QE-ConE's config.json `FILE`: λ (center_reg), dropout, the run's arguments", DefaultText: "the one beside the checkpoint, if any"},
-			&cli.Float64Flag{Name: "lambda", Usage: "λ, ConE's center_reg (the checkpoint does not hold it); needed without config.json", DefaultText: "config.json's center_reg"},
+			&cli.Float64Flag{Name: "lambda", Usage: "`λ`, ConE's center_reg (the checkpoint does not hold it); needed without config.json", DefaultText: "config.json's center_reg"},
 			&cli.StringFlag{Name: "data", Usage: "the dataset `DIR` of the KG the model was trained on (as sample's --data): its sizes are checked and its digest recorded, so that rank, embed and metrics check queries against it", DefaultText: "none: no KG digest recorded, and those stages warn"},
-			&cli.StringFlag{Name: "dataset", Usage: "dataset name in the artifact; must match the queries rank is given", DefaultText: "--data's folder name, else config.json's data_path's last element"},
+			&cli.StringFlag{Name: "dataset", Usage: "dataset `NAME` in the artifact; must match the queries rank is given", DefaultText: "--data's folder name, else config.json's data_path's last element"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "checkpoint artifact `FILE` to write", DefaultText: cliargs.Required},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing file at -o that is not an earlier import of the same QE-ConE checkpoint; without it that is an error"},
 		},

@@ -60,6 +60,8 @@ var (
 	entryRe    = regexp.MustCompile(`^   (\S.*?)(?:\s{2,}(.*))?$`)
 	requiredRe = regexp.MustCompile(`\((required(?: [^()]*)?)\)$`)
 	defaultRe  = regexp.MustCompile(`(?i)\bdefaults?\b`)
+	// valueRe finds urfave/cli's placeholder for a flag whose usage names none.
+	valueRe = regexp.MustCompile(`(^|, )-{1,2}[a-z0-9-]+ value(,|  |$)`)
 )
 
 func parseHelp(text string) helpPage {
@@ -97,6 +99,7 @@ func parseHelp(text string) helpPage {
 //
 //   - a page has a COMMANDS section only where there are commands other than help, and a
 //     stage without commands says "OPTIONS", not "GLOBAL OPTIONS";
+//   - every flag that takes a value names it (`N`, `FILE`), not urfave/cli's "value";
 //   - no flag's entry states a default twice (its usage in words and urfave/cli's
 //     "(default: ...)"), nor "(default: false)" for a switch;
 //   - the flags marked required are those of the table required, with its conditions,
@@ -168,6 +171,9 @@ func checkPage(t *testing.T, asked string, p helpPage) {
 		t.Errorf("%s: global options without commands:\n%s", asked, p.text)
 	}
 	for _, f := range p.flags {
+		if valueRe.MatchString(strings.TrimSpace(f.line)) {
+			t.Errorf("%s: --%s shows the placeholder \"value\": name what it takes in its usage (`N`, `FILE`, ...): %q", asked, f.names[0], strings.TrimSpace(f.line))
+		}
 		if n := len(defaultRe.FindAllString(f.line, -1)); n > 1 {
 			t.Errorf("%s: --%s states its default %d times: %q", asked, f.names[0], n, strings.TrimSpace(f.line))
 		}
