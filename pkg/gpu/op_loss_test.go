@@ -22,13 +22,31 @@ func testLogitUnion(h *harness) {
 	flat := make([]float32, 0, nb*n)
 	for b := range branches {
 		branches[b] = h.uniform(n, -5, 5)
+		// NaNs in some elements of each branch (and in two branches of some elements):
+		// the union's score is NaN there, as on the CPU, not a number of another branch.
+		for i := 7 * (b + 1); i < n; i += 97 {
+			branches[b][i] = float32(math.NaN())
+		}
 		flat = append(flat, branches[b]...)
 	}
 	score, arg := make([]float32, n), make([]int32, n)
 	model.UnionMaxForward(score, arg, branches)
 	S, Arg := h.zeros(n), h.upI(make([]int32, n))
 	h.ok(h.d.UnionMaxForward(S, Arg, h.up(flat), nb))
-	compare(h.t, "score", score, h.down(S))
+	got := h.down(S)
+	for i := range score {
+		anyNaN := false
+		for b := range branches {
+			anyNaN = anyNaN || branches[b][i] != branches[b][i]
+		}
+		if (score[i] != score[i]) != anyNaN || (got[i] != got[i]) != anyNaN {
+			h.t.Fatalf("element %d: CPU score %v, device %v; a branch NaN there: %v (a NaN in any branch makes the max NaN)", i, score[i], got[i], anyNaN)
+		}
+		if anyNaN {
+			score[i], got[i] = 0, 0 // compared: both NaN
+		}
+	}
+	compare(h.t, "score", score, got)
 	gotArg, err := Arg.ToHost()
 	h.ok(err)
 	for i := range arg {

@@ -31,12 +31,15 @@ func LogitBackward[T Float](dDist, dLogit, dist []T, modulus T) (dModulus float6
 // Subgradient: the whole gradient goes to the first maximal branch (PyTorch's max(dim)).
 
 // UnionMaxForward sets score[i] = max_b branches[b][i] and arg[i] = the first b attaining it.
+// A NaN in any branch makes the score NaN (arg its first NaN branch), as PyTorch's max
+// does: a greater-than alone would keep an earlier branch's number over a later NaN, and
+// the NaN, which ranking refuses, would pass unseen.
 func UnionMaxForward[T Float](score []T, arg []int32, branches [][]T) {
 	copy(score, branches[0])
 	clear(arg)
 	for b := 1; b < len(branches); b++ {
 		for i, v := range branches[b] {
-			if v > score[i] {
+			if s := score[i]; v > s || (v != v && s == s) {
 				score[i], arg[i] = v, int32(b)
 			}
 		}

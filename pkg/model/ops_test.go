@@ -250,6 +250,26 @@ func TestUnionMaxGrad(t *testing.T) {
 	})
 }
 
+// TestUnionMaxNaN: a NaN in any branch makes the union's score NaN, its arg the first NaN
+// branch, whichever branch it is in and whatever the others hold; elsewhere the max.
+func TestUnionMaxNaN(t *testing.T) {
+	nan := float32(math.NaN())
+	branches := [][]float32{
+		{nan, 1, 1, 5, 2, nan},
+		{3, nan, 1, 4, 2, 0},
+		{2, 9, nan, 6, 2, nan},
+	}
+	wantScore := []float32{nan, nan, nan, 6, 2, nan}
+	wantArg := []int32{0, 1, 2, 2, 0, 0}
+	score, arg := make([]float32, 6), make([]int32, 6)
+	UnionMaxForward(score, arg, branches)
+	for i := range score {
+		if math.Float32bits(score[i]) != math.Float32bits(wantScore[i]) && !(score[i] != score[i] && wantScore[i] != wantScore[i]) || arg[i] != wantArg[i] {
+			t.Errorf("element %d: score %v arg %d, want %v arg %d", i, score[i], arg[i], wantScore[i], wantArg[i])
+		}
+	}
+}
+
 func TestLossGrad(t *testing.T) {
 	gradTest(t, 9, func(rng *rand.Rand) (func() float64, []fdParam) {
 		const q, k = 5, 3

@@ -46,6 +46,10 @@ KERNEL logit_fwd(float* logit, const float* dist, const float* modulus, float ga
 	GRID_STRIDE(i, n) { logit[i] = logit_of(gamma, m, dist[i]); }
 }
 
+// Whether branch value v replaces the union's s so far: it is greater, or it is the first
+// NaN (a NaN in any branch makes the max NaN, as on the CPU: model.UnionMaxForward).
+__device__ __forceinline__ bool union_takes(float v, float s) { return v > s || (v != v && s == s); }
+
 // score[i] = max_b branches[b][i], arg[i] = the first b attaining it; branches [nb][n].
 KERNEL union_max_fwd(float* score, int* arg, const float* branches, int nb, int n) {
 	GRID_STRIDE(i, n) {
@@ -53,7 +57,7 @@ KERNEL union_max_fwd(float* score, int* arg, const float* branches, int nb, int 
 		int a = 0;
 		for (int b = 1; b < nb; b++) {
 			float v = branches[(long long)b * n + i];
-			if (v > s) {
+			if (union_takes(v, s)) {
 				s = v;
 				a = b;
 			}
@@ -109,7 +113,7 @@ __device__ __forceinline__ float head_score(const float* dist, head_class c, lon
 	int a = 0;
 	for (int b = 1; b < c.nb; b++) {
 		const float v = logit_of(gamma, m, dist[(r + (long long)b * c.q) * K + j]);
-		if (v > s) {
+		if (union_takes(v, s)) {
 			s = v;
 			a = b;
 		}
