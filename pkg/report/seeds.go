@@ -319,15 +319,15 @@ func Summarize(runs []Run, opt Options) (*Aggregate, error) {
 			}
 			ts.PerSeed[s] = metrics(perSeed[s])
 		}
+		// Summed in ascending order, not the runs' order: the seeds are a set, and the
+		// order in which their files are given must not change a bit of the result.
 		for q := sp.lo; q < sp.hi; q++ {
-			var sum [4]float64
-			for s := range S {
-				for m := range 4 {
-					sum[m] += vals[q*S+s][m]
-				}
-			}
 			for m := range 4 {
-				avg[q][m] = sum[m] / float64(S)
+				buf = buf[:0]
+				for s := range S {
+					buf = append(buf, vals[q*S+s][m])
+				}
+				avg[q][m] = sortedMean(buf)
 			}
 		}
 		ts.Stats = seedStats(perSeed)
@@ -455,20 +455,25 @@ func sortedMean(xs []float64) float64 {
 	return sum / float64(len(xs))
 }
 
-// seedStats returns the mean and sample standard deviation over seeds of each metric.
+// seedStats returns the mean and sample standard deviation over seeds of each metric. Both
+// sum in ascending order, so that the order of the runs (the seeds, a set) changes nothing.
 func seedStats(perSeed [][4]float64) Stats {
 	var st Stats
 	n := float64(len(perSeed))
+	xs := make([]float64, len(perSeed))
 	for m := range 4 {
-		var sum float64
-		for _, v := range perSeed {
-			sum += v[m]
+		for s, v := range perSeed {
+			xs[s] = v[m]
 		}
-		mean := sum / n
-		var ss float64
-		for _, v := range perSeed {
+		mean := sortedMean(xs)
+		for s, v := range perSeed {
 			d := v[m] - mean
-			ss += d * d
+			xs[s] = d * d
+		}
+		slices.Sort(xs)
+		var ss float64
+		for _, x := range xs {
+			ss += x
 		}
 		std := 0.0
 		if len(perSeed) > 1 {
