@@ -152,9 +152,6 @@ func isInt(s string) bool {
 	return err == nil
 }
 
-// findFile finds base.tsv.gz, base.tsv, base.txt.gz or base.txt in dir. Two of them is
-// an error rather than a silent pick: they may well differ (an unpacked copy edited, a
-// stale archive).
 // CheckName refuses a dataset name that would not print as one: the name heads tables
 // and keys the seeds of a run, so a blank name, a control character (a newline splits a
 // heading) or a '|' (a Markdown table's column break) is an error.
@@ -191,6 +188,9 @@ func DatasetFiles() []string {
 	return names
 }
 
+// findFile finds base.tsv.gz, base.tsv, base.txt.gz or base.txt in dir. Two of them is
+// an error rather than a silent pick: they may well differ (an unpacked copy edited, a
+// stale archive).
 func findFile(dir, base string, required bool) (string, error) {
 	var found []string
 	for _, ext := range fileExts {

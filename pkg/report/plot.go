@@ -24,8 +24,6 @@ import (
 // PNGDPI is the resolution of PNG plots.
 const PNGDPI = 150
 
-// plotFormat returns path's image format, chosen by its extension: "png" or "svg" (any
-// case).
 // CheckPlotFormat refuses a plot path whose name does not say .png or .svg, so that a
 // stage can check its plot flags before any work. The error does not repeat the path.
 func CheckPlotFormat(path string) error {
@@ -35,6 +33,8 @@ func CheckPlotFormat(path string) error {
 	return nil
 }
 
+// plotFormat returns path's image format, chosen by its extension: "png" or "svg" (any
+// case).
 func plotFormat(path string) (string, error) {
 	if err := CheckPlotFormat(path); err != nil {
 		return "", fmt.Errorf("report: %s: %w", path, err)
