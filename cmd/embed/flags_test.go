@@ -51,7 +51,7 @@ func TestEmptyValues(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--checkpoint", ck, "--queries", queries, "-o", out, "--device", ""}, `embed: --device "": an empty value; give a value, or leave --device out (default: cpu)`},
+		{[]string{"--checkpoint", ck, "--queries", queries, "-o", out, "--device", ""}, `embed: --device "": an empty value; give a DEVICE, or leave --device out (default: cpu)`},
 		{[]string{"--checkpoint", "", "--queries", queries, "-o", out}, `embed: --checkpoint "": an empty value; give a FILE`},
 		{[]string{"--checkpoint", ck, "--queries", "", "-o", out}, `embed: --queries "": an empty value; give a FILE`},
 		{[]string{"--checkpoint", ck, "--queries", queries, "-o", ""}, `embed: -o "": an empty value; give a FILE`},

@@ -59,7 +59,7 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		{"--checkpoint twice", []string{"--checkpoint", ck, "--checkpoint", nan}, []string{"--checkpoint is given twice"}},
 		{"a flag after the queries", []string{"--checkpoint", ck, "extra.arrow", "--top", "3"}, []string{`--top comes after the file name "extra.arrow"`}},
 		// An empty value would pass for the flag's default, or fail as an unnamed path.
-		{"empty device", []string{"--checkpoint", ck, "--device", ""}, []string{`--device "": an empty value; give a value, or leave --device out (default: cpu)`}},
+		{"empty device", []string{"--checkpoint", ck, "--device", ""}, []string{`--device "": an empty value; give a DEVICE, or leave --device out (default: cpu)`}},
 		{"empty profile", []string{"--checkpoint", ck, "--profile", ""}, []string{`--profile "": an empty value; give a FILE, or leave --profile out`}},
 		{"empty cones", []string{"--checkpoint", ck, "--cones", ""}, []string{`--cones "": an empty value; give a FILE, or leave --cones out (default: embed the queries here)`}},
 		{"empty data", []string{"--checkpoint", ck, "--top", "3", "--data", ""}, []string{`--data "": an empty value; give a DIR`}},

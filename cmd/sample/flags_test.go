@@ -43,7 +43,7 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		{"negative workers", []string{"--data", data, "--split", "valid", "--workers", "-1"}, []string{"--workers -1"}},
 		{"workers 0", []string{"--data", data, "--split", "valid", "--workers", "0"}, []string{"--workers 0: want a number of at least 1 (leave --workers out for every core)"}},
 		{"empty split not asked for", []string{"--data", emptyTest, "--split", "test", "--types", "1p"}, []string{"sampling 1p: no query found", "--count 1p=0"}},
-		{"empty --format", []string{"--data", data, "--split", "valid", "--format", ""}, []string{`--format "": an empty value; give a value, or leave --format out (default: auto)`}},
+		{"empty --format", []string{"--data", data, "--split", "valid", "--format", ""}, []string{`--format "": an empty value; give a FORMAT, or leave --format out (default: auto)`}},
 		{"empty --split", []string{"--data", data, "--split", ""}, []string{`--split "": an empty value`}},
 	}
 	outDir := t.TempDir()

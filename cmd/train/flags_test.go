@@ -61,7 +61,7 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		{"resume into another run's log", []string{"--checkpoint", ck, "--resume", "--steps", "3", "--log", otherLog}, []string{"is the log of another run (dim 16 vs 8)"}},
 		// An empty value would pass for the flag's default: refused (only --log "" means
 		// something, no log).
-		{"empty device", []string{"--device", "", "--checkpoint", fresh}, []string{`--device "": an empty value; give a value, or leave --device out (default: cpu)`}},
+		{"empty device", []string{"--device", "", "--checkpoint", fresh}, []string{`--device "": an empty value; give a DEVICE, or leave --device out (default: cpu)`}},
 		{"empty matmul", []string{"--matmul", "", "--checkpoint", fresh}, []string{`--matmul "": an empty value`, "(default: fp32)"}},
 		{"empty preset", []string{"--preset", "", "--checkpoint", fresh}, []string{`--preset "": an empty value; give a NAME, or leave --preset out`}},
 		{"empty profile", []string{"--profile", "", "--checkpoint", fresh}, []string{`--profile "": an empty value; give a FILE`}},

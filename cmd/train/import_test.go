@@ -196,7 +196,7 @@ func TestImportQEConEErrors(t *testing.T) {
 		{"KG not a folder", []string{"--from", qeconeDir, "--data", notTorch, "-o", filepath.Join(dir, "g.arrow")}, "not a folder"},
 		// An empty value would pass for the flag's default: refused.
 		{"empty dataset", []string{"--from", qeconeDir, "--dataset", "", "-o", filepath.Join(dir, "h.arrow")},
-			`--dataset "": an empty value; give a value, or leave --dataset out (default: --data's folder name, else config.json's data_path's last element)`},
+			`--dataset "": an empty value; give a NAME, or leave --dataset out (default: --data's folder name, else config.json's data_path's last element)`},
 		{"empty data", []string{"--from", qeconeDir, "--data", "", "-o", filepath.Join(dir, "h.arrow")}, `--data "": an empty value; give a DIR`},
 		{"blank dataset", []string{"--from", qeconeDir, "--dataset", " ", "-o", filepath.Join(dir, "h.arrow")}, `--dataset " ": the dataset name is blank`},
 		{"a | in the dataset", []string{"--from", qeconeDir, "--dataset", "syn|thetic", "-o", filepath.Join(dir, "h.arrow")}, `--dataset "syn|thetic": the dataset name holds '|'`},
