@@ -154,7 +154,7 @@ func comparable(compare bool, dataset, split string) (bool, string) {
 	if !compare {
 		return false, ""
 	}
-	if _, err := report.PublishedResults(dataset); err != nil {
+	if _, err := report.CanonicalDataset(dataset); err != nil {
 		return false, fmt.Sprintf("(--compare: %s)\n\n", strings.TrimPrefix(err.Error(), "report: "))
 	}
 	if split != "test" {

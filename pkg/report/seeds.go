@@ -447,12 +447,17 @@ func sortedMean(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
+	return sortedSum(xs) / float64(len(xs))
+}
+
+// sortedSum returns the sum of xs in ascending order. xs is sorted in place.
+func sortedSum(xs []float64) float64 {
 	slices.Sort(xs)
 	var sum float64
 	for _, x := range xs {
 		sum += x
 	}
-	return sum / float64(len(xs))
+	return sum
 }
 
 // seedStats returns the mean and sample standard deviation over seeds of each metric. Both
@@ -470,11 +475,7 @@ func seedStats(perSeed [][4]float64) Stats {
 			d := v[m] - mean
 			xs[s] = d * d
 		}
-		slices.Sort(xs)
-		var ss float64
-		for _, x := range xs {
-			ss += x
-		}
+		ss := sortedSum(xs)
 		std := 0.0
 		if len(perSeed) > 1 {
 			std = math.Sqrt(ss / (n - 1))
