@@ -1,8 +1,10 @@
 package artifact
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -72,8 +74,8 @@ func TestCorruptBody(t *testing.T) {
 // TestCorruptArtifacts changes, one at a time, every byte of a small real artifact of
 // every kind, in the file and the stream format, read from a file and (for a sample of
 // positions) through a pipe, and checks that the reader never panics, returns the
-// artifact written (a change to bytes that do not matter: padding, the schema message a
-// file's reader does not use) or an error naming its input, and allocates no more than a small multiple of the
+// artifact written (a change to bytes that do not matter: padding) or an error naming
+// its input, and allocates no more than a small multiple of the
 // input's size. The schema, footer and message headers, where the lengths and counts
 // live, have every byte flipped in all its bits, every fourth byte in its lowest and
 // highest bits too, and every other 4-byte word set to large values; the record bodies
@@ -167,4 +169,82 @@ func writeTemp(t testing.TB, data []byte) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestLeadingSchema changes the copy of the schema that an IPC file begins with and leaves
+// the footer's: a metadata value (one hex digit of the content checksum, which the writer
+// patches into both copies), and a field's name. The readers here decode the footer's
+// schema, so both read as the artifact written before the leading one was checked; a
+// reader that reads the file as a stream would have seen the changed one. Both are
+// refused now, the file named, from a file and through a pipe.
+func TestLeadingSchema(t *testing.T) {
+	for _, k := range artifactKinds {
+		data := sample(t, k.kind, false)
+		// The leading schema message: the magic and padding (8 bytes), the continuation
+		// marker and the metadata's length, the metadata.
+		msgEnd := 16 + int(binary.LittleEndian.Uint32(data[12:]))
+		digest := digestOf(t, data)
+		for _, c := range []struct {
+			name string
+			find string
+		}{
+			{"checksum digit", digest},
+			{"field name", k.firstField(t, data)},
+		} {
+			t.Run(k.kind+"/"+c.name, func(t *testing.T) {
+				at := strings.Index(string(data), c.find)
+				if at < 8 || at+len(c.find) > msgEnd {
+					t.Fatalf("%q not found in the leading schema message (first at %d, message ends at %d)", c.find, at, msgEnd)
+				}
+				if strings.LastIndex(string(data), c.find) < msgEnd {
+					t.Fatalf("%q has no second copy, in the footer", c.find)
+				}
+				changed := bytes.Clone(data)
+				changed[at] ^= 0x01 // '0'..'9', 'a'..'f' and letters stay printable
+				for _, pipe := range []bool{false, true} {
+					err := readAs(t, k.read, changed, pipe)
+					if err == nil || !strings.Contains(err.Error(), "leading schema message") {
+						t.Errorf("pipe %v: got %v, want the leading schema message refused", pipe, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// digestOf is the content checksum in an artifact file's schema metadata.
+func digestOf(t *testing.T, data []byte) string {
+	i := bytes.Index(data, []byte(MetaChecksum))
+	if i < 0 {
+		t.Fatal("no checksum key")
+	}
+	for j := range data {
+		if isHexDigest(data[j:]) {
+			return string(data[j : j+64])
+		}
+	}
+	t.Fatal("no checksum digest")
+	return ""
+}
+
+func isHexDigest(b []byte) bool {
+	if len(b) < 64 {
+		return false
+	}
+	for _, c := range b[:64] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// firstField is the name of the kind's first column, read from the sample itself.
+func (k artifactKind) firstField(t *testing.T, data []byte) string {
+	r, err := openSeekable(io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))), k.kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	return r.schema.Field(0).Name
 }

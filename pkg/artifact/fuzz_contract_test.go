@@ -25,7 +25,7 @@ import (
 
 // FuzzChangedByte changes one byte of a sample artifact of any kind, in either form: the
 // reader refuses it or reads the artifact written (a change to bytes that carry nothing:
-// padding, a file's leading schema message), never another content.
+// padding), never another content.
 func FuzzChangedByte(f *testing.F) {
 	for k := range artifactKinds {
 		for _, stream := range []bool{false, true} {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -230,12 +231,61 @@ func openFileFormat(in ipc.ReadAtSeeker, size int64, name string) (*Reader, erro
 	if err := catch(func() error { schema = fr.Schema(); return nil }); err != nil {
 		return nil, fmt.Errorf("%s: corrupt Arrow file: %w", name, err)
 	}
+	if err := checkLeadingSchema(in, blocks, size, schema); err != nil {
+		catch(fr.Close)
+		return nil, fmt.Errorf("%s: corrupt Arrow file: %w", name, err)
+	}
 	r := &Reader{name: name, schema: schema, file: fr, fileIn: in, blocks: blocks}
 	if err := r.startChecksum(); err != nil {
 		catch(fr.Close)
 		return nil, err
 	}
 	return r, nil
+}
+
+// checkLeadingSchema checks that the schema message an IPC file begins with (after its
+// magic and padding) is the footer's schema, metadata included. The readers here use the
+// footer's alone, but a file read as a stream from its first message (a converter, a
+// reader that skips the magic) gets the leading one, and the writer patches the content
+// checksum into both (outfile.File.WriteAt): two schemas that differ mean a corrupt file,
+// whichever one is right. The message is read through a frameReader bounded by where the
+// first record batch, or else the footer, begins, so its lengths are checked as a
+// stream's are.
+func checkLeadingSchema(in io.ReaderAt, blocks []fileBlock, size int64, footer *arrow.Schema) error {
+	const start = 8 // the magic and its padding to 8 bytes
+	end := size
+	for _, b := range blocks {
+		end = min(end, b.offset)
+	}
+	if end <= start {
+		return fmt.Errorf("no room for the leading schema message before offset %d", end)
+	}
+	alloc := &boundedAllocator{}
+	frame := &frameReader{in: &eofReader{r: io.NewSectionReader(in, start, end-start)}, size: end - start, alloc: alloc}
+	var leading *arrow.Schema
+	err := catch(func() error {
+		sr, err := ipc.NewReader(frame, ipc.WithAllocator(alloc))
+		if err != nil {
+			return err
+		}
+		leading = sr.Schema()
+		sr.Release()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("leading schema message: %w", frame.cause(err))
+	}
+	if !sameSchema(leading, footer) {
+		return errors.New("the leading schema message differs from the footer's schema")
+	}
+	return nil
+}
+
+// sameSchema reports whether two schemas have the same fields and the same metadata, key
+// for key in the same order.
+func sameSchema(a, b *arrow.Schema) bool {
+	ma, mb := a.Metadata(), b.Metadata()
+	return a.Equal(b) && slices.Equal(ma.Keys(), mb.Keys()) && slices.Equal(ma.Values(), mb.Values())
 }
 
 // verifyBlock checks the metadata of a file's record batch as a stream's is checked
