@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rocone/rocone/pkg/cliargs"
 	"github.com/rocone/rocone/pkg/outfile"
 	"github.com/rocone/rocone/pkg/pipeline"
+	"github.com/rocone/rocone/pkg/report"
 )
 
 func main() {
@@ -48,8 +48,7 @@ func app() *cli.App {
 			if err := cliargs.NotEmpty(c, c.App.Flags); err != nil {
 				return err
 			}
-			if l := c.String("label"); c.IsSet("label") && (strings.TrimSpace(l) == "" ||
-				strings.ContainsFunc(l, func(r rune) bool { return unicode.IsControl(r) || r == '|' })) {
+			if l := c.String("label"); c.IsSet("label") && (strings.TrimSpace(l) == "" || breaksCell(l)) {
 				// The label is a cell of the tables: a newline or '|' would break them.
 				return fmt.Errorf("--label %q: want a name for our row, not blank, without control characters or '|' (a Markdown table's column break)", l)
 			}
@@ -124,4 +123,10 @@ func app() *cli.App {
 			},
 		},
 	}
+}
+
+// breaksCell reports whether a --label would break the tables' row it names.
+func breaksCell(label string) bool {
+	_, bad := report.CellBreak(label, false)
+	return bad
 }

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/eval"
@@ -95,7 +94,7 @@ func Results(cfg ResultsConfig, w io.Writer) error {
 		return err
 	}
 	for _, d := range dirs { // the runs table names each entry, in backquotes
-		if strings.ContainsFunc(d, func(r rune) bool { return unicode.IsControl(r) || r == '|' || r == '`' }) {
+		if _, bad := report.CellBreak(d, true); bad {
 			return fmt.Errorf("results entry %q: a folder name with a control character, '|' or '`' would break the Markdown table that names it", d)
 		}
 	}
@@ -223,8 +222,8 @@ func readRunRecord(path string) (RunRecord, error) {
 			return rec, fmt.Errorf("%s: %q is missing or empty", path, f.name)
 		}
 		// The fields are cells of the README's runs table.
-		if i := strings.IndexFunc(f.v, func(r rune) bool { return unicode.IsControl(r) || r == '|' || r == '`' }); i >= 0 {
-			return rec, fmt.Errorf("%s: %s %q holds %q, which would break the Markdown table it is a cell of", path, f.name, f.v, []rune(f.v[i:])[0])
+		if r, bad := report.CellBreak(f.v, true); bad {
+			return rec, fmt.Errorf("%s: %s %q holds %q, which would break the Markdown table it is a cell of", path, f.name, f.v, r)
 		}
 	}
 	if !commitPattern.MatchString(rec.Commit) {

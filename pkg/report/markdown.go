@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/rocone/rocone/pkg/eval"
@@ -259,6 +260,20 @@ func WriteMarkdown(w io.Writer, a *Aggregate, opt TableOptions) error {
 	b.WriteString(HitsTable(a, opt))
 	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// CellBreak returns the first rune of s that would break a Markdown table cell holding s:
+// a control character (a newline ends the row) or '|' (a column break), and with code,
+// where the cell sets s in backquotes, a '`', which would end them. ok is false when s has
+// none. Names that users choose and the tables print (a --label, a results entry's folder
+// and fields) are checked with it before any work.
+func CellBreak(s string, code bool) (r rune, ok bool) {
+	i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || r == '|' || code && r == '`' })
+	if i < 0 {
+		return 0, false
+	}
+	r, _ = utf8.DecodeRuneInString(s[i:])
+	return r, true
 }
 
 // markdownTable renders rows (the first is the header) as a Markdown table whose columns
