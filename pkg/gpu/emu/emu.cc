@@ -22,6 +22,7 @@
 #include "emu_api.h"
 
 thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
+thread_local unsigned long long emu_block_serial;
 
 // ---------------------------------------------------------------------------------------
 // The kernels, compiled from the very sources nvcc compiles.
@@ -39,6 +40,20 @@ thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 #include "../kernels/tf32.cu"
 
 thread_local unsigned char emu_lane_phase[1024];
+
+// emu_selftest_shared is the emulator's own kernel, not the device's (its name's prefix
+// keeps it out of TestKernelsMatchPTX): thread 0 of each block stores into out[blockIdx.x]
+// what its shared word holds before any thread of the block has written it, then writes
+// the block's index there. A correct kernel never reads shared memory it has not written,
+// so the kernels cannot show that SHARED poisons each block's arrays; TestSharedPoisoned
+// does with this one: every block must read 0xFFFFFFFF, not 0 or the last block's index.
+KERNEL emu_selftest_shared(unsigned* out) {
+	SHARED(unsigned, word, [1]);
+	if (threadIdx.x == 0) {
+		out[blockIdx.x] = word[0];
+		word[0] = blockIdx.x;
+	}
+}
 
 // ---------------------------------------------------------------------------------------
 // cp.async: each thread's copies not landed yet, in the order they were started, each
@@ -224,6 +239,7 @@ bool run_block(Worker* w, dim3 bidx, dim3 bdim) {
 		makecontext(&f.ctx, fiber_main, 0);
 	}
 	blockIdx = bidx;
+	emu_block_serial++; // the shared arrays' poison (emu_poison_shared)
 	memset(emu_lane_phase, 0, sizeof emu_lane_phase);
 	for (int i = 0; i < n; i++) {
 		lane_copies[i].q.clear();
@@ -499,6 +515,7 @@ struct KernelInfo {
 	{ #f, &thunk<&f>, &Sig<decltype(&f)>::codes }
 
 const KernelInfo table[] = {
+    K(emu_selftest_shared),
     K(adam_step),
     K(adam_multi),
     K(adam_multi_vec4),

@@ -12,8 +12,11 @@
 //     lanes pool their fragment registers), so every thread of the block must reach them;
 //   - cp.async copies (common.h's cp_async16) land at once, or as late as their waits
 //     allow (emu_cp_async below);
-//   - __shared__ is `static thread_local`: one copy per OS thread, i.e. per block in
-//     flight, shared by that block's fibers;
+//   - a shared array (common.h's SHARED) is `static thread_local`: one copy per OS
+//     thread, i.e. per block in flight, shared by that block's fibers, and filled with
+//     0xFF bytes at each block's start (emu_poison_shared), so that a read before any
+//     write shows. __shared__ itself is left undefined here, so a kernel that declares
+//     an array with it rather than SHARED does not compile for the emulator;
 //   - blocks run in parallel on a few OS threads, so atomicAdd is a real atomic;
 //   - the math functions are <math.h>'s (glibc), within a few ulp of CUDA's.
 #ifndef ROCONE_EMU_H
@@ -33,12 +36,23 @@ extern thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __shared__ static thread_local
 #define __restrict__ __restrict
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...) // occupancy hints for nvcc only
 
 void __syncthreads();
+
+// emu_block_serial numbers the blocks each OS thread runs, from 1. emu_poison_shared (the
+// emulator's side of common.h's SHARED) fills a shared array with 0xFF bytes the first
+// time a thread of a block reaches its declaration, *stamp remembering the block, as the
+// device leaves an SM's shared memory holding its previous block's data.
+extern thread_local unsigned long long emu_block_serial;
+inline void emu_poison_shared(unsigned long long* stamp, void* array, size_t bytes) {
+	if (*stamp != emu_block_serial) {
+		*stamp = emu_block_serial;
+		memset(array, 0xff, bytes);
+	}
+}
 
 // __threadfence: blocks run on several OS threads, so a real fence.
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }

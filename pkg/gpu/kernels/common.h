@@ -7,7 +7,7 @@
 //     (threadIdx, __syncthreads, atomicAdd, ...), so that the tests run every kernel
 //     without a GPU.
 // So the kernels use only the common subset: plain C++ (templates allowed), the CUDA
-// built-in variables, __syncthreads, atomicAdd on float, static __shared__ arrays (no
+// built-in variables, __syncthreads, atomicAdd on float, static shared arrays (SHARED, no
 // dynamic shared memory, no warp intrinsics), and the single-precision <math.h>
 // functions.
 //
@@ -23,6 +23,24 @@
 
 #define PI_F 3.14159265358979323846f
 #define PI_D 3.14159265358979323846
+
+// SHARED(T, name, dims) declares a block's shared array, `__shared__ T name dims` on the
+// device. Shared memory begins each block holding whatever the SM's previous block left
+// there, so a kernel that reads an element before a thread of its block has written it
+// reads garbage on the device. Under the emulator a __shared__ array is a thread-local
+// C array that keeps the last block's values, often the very values the read wanted, so
+// the same defect passes the tests: there, SHARED fills the array with 0xFF bytes (a NaN
+// in every float and double, −1 in every integer) when the block's first thread reaches
+// the declaration, and such a read shows as a NaN or a wild index. Kernels declare their
+// shared arrays with it alone: the emulator does not define __shared__.
+#ifdef __CUDA_ARCH__
+#define SHARED(T, name, dims) __shared__ T name dims
+#else
+#define SHARED(T, name, dims)                        \
+	static thread_local T name dims;                 \
+	static thread_local unsigned long long name##_block; \
+	emu_poison_shared(&name##_block, &name, sizeof name)
+#endif
 
 // Grid-stride loop over [0, n) along x.
 #define GRID_STRIDE(i, n)                                                        \

@@ -95,7 +95,7 @@ __device__ __forceinline__ void dim_distance_grad(float theta, float a, float h,
 // Grid: (ceil(cands/DIST_CANDS), min(ceil(queries/DIST_QB), 65535)), y grid-strided.
 KERNEL distance_fwd(float* dist, const float* axis, const float* half, const float* ent, const int* cand, int queries,
                     int cands, int dim, float lambda) {
-	__shared__ float red[DIST_QB * DIST_CANDS][33];
+	SHARED(float, red, [DIST_QB * DIST_CANDS][33]);
 	const int t = threadIdx.x, lane = t & 31, ty = t >> 5;
 	const int k = blockIdx.x * DIST_CANDS + ty;
 	for (int q0 = blockIdx.y * DIST_QB; q0 < queries; q0 += gridDim.y * DIST_QB) {
@@ -367,7 +367,7 @@ __device__ __forceinline__ void distance_fwd_tab_impl(float* dist, const float4*
                                                       const int* cand, int queries, int cands, int dim, float lambda) {
 	typedef ent_src<ETAB> E;
 	typedef typename E::T V;
-	__shared__ float red[DTAB_CANDS][33];
+	SHARED(float, red, [DTAB_CANDS][33]);
 	const int t = threadIdx.x, lane = t & 31, w = t >> 5;
 	const long long G = (cands + DTAB_CW - 1) / DTAB_CW, tasks = (long long)queries * G;
 	for (long long b0 = (long long)blockIdx.x * DTAB_WARPS; b0 < tasks; b0 += (long long)gridDim.x * DTAB_WARPS) {
@@ -514,8 +514,8 @@ __device__ __forceinline__ void distance_bwd_q_tab_impl(float* dAxis, float* dHa
                                                         const float* dDist, const float4* qtab,
                                                         const typename ent_src<ETAB>::T* ent, const int* cand,
                                                         int queries, int cands, int dim, float lambda, int entAtomic) {
-	__shared__ long long srow[DIST_BWD_THREADS];
-	__shared__ float sg[DIST_BWD_THREADS];
+	SHARED(long long, srow, [DIST_BWD_THREADS]);
+	SHARED(float, sg, [DIST_BWD_THREADS]);
 	const int t = threadIdx.x, j = blockIdx.x * DIST_BWD_THREADS + t;
 	const bool on = j < dim;
 	for (int q = blockIdx.y; q < queries; q += gridDim.y) {
@@ -597,8 +597,8 @@ KERNEL distance_bwd_ent_all_tab(float* dEnt, const float* dDist, const float4* q
 // (ceil(dim/DIST_BWD_THREADS), min(nrows, 65535)), y grid-strided.
 KERNEL distance_bwd_ent_csr_tab(float* dEnt, const float* dDist, const float4* qtab, const float* ent, const int* rowIds,
                                 const int* start, const int* pairs, int nrows, int cands, int dim, float lambda) {
-	__shared__ long long sq[DIST_BWD_THREADS];
-	__shared__ float sg[DIST_BWD_THREADS];
+	SHARED(long long, sq, [DIST_BWD_THREADS]);
+	SHARED(float, sg, [DIST_BWD_THREADS]);
 	const int t = threadIdx.x, j = blockIdx.x * DIST_BWD_THREADS + t;
 	const bool on = j < dim;
 	for (int u = blockIdx.y; u < nrows; u += gridDim.y) {

@@ -33,8 +33,8 @@ template <bool TA, bool TB>
 __device__ __forceinline__ void gemm_tiled(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
                                            int ldc, const float* bias, int accumulate, int relu, const float* mask) {
 	gemm_end_for<TA, TB>(relu, mask);
-	__shared__ float As[TK][TM + 1];
-	__shared__ float Bs[TK][TN + 1];
+	SHARED(float, As, [TK][TM + 1]);
+	SHARED(float, Bs, [TK][TN + 1]);
 	const int t = threadIdx.x, tx = t & 15, ty = t >> 4;
 	const int n0 = blockIdx.x * TN;
 	for (int m0 = blockIdx.y * TM; m0 < M; m0 += gridDim.y * TM) {
@@ -200,8 +200,8 @@ __device__ __forceinline__ void gemm_reg(int M, int N, int K, const float* A, in
 	gemm_end_for<TA, TB>(relu, mask);
 	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY;
 	constexpr int QA = BM * RT_BK / (4 * T), QB = BN * RT_BK / (4 * T); // 16-byte loads per thread per slice
-	__shared__ __align__(16) float As[2][RT_BK][BM];
-	__shared__ __align__(16) float Bs[2][RT_BK][BN];
+	SHARED(__align__(16) float, As, [2][RT_BK][BM]);
+	SHARED(__align__(16) float, Bs, [2][RT_BK][BN]);
 	const int t = threadIdx.x, tx = t % TX, ty = t / TX;
 	const int n0 = blockIdx.x * BN;
 	for (int m0 = blockIdx.y * BM; m0 < M; m0 += gridDim.y * BM) {
@@ -276,8 +276,8 @@ __device__ __forceinline__ void gemm_pipe(int M, int N, int K, const float* A, i
 	static_assert(ASYNC_A || ASYNC_B, "gemm_reg has no operand to copy asynchronously");
 	constexpr int TX = BN / 8, TY = BM / 8, T = TX * TY, S = PIPE_STAGES;
 	constexpr int QA = BM * RT_BK / (4 * T), QB = BN * RT_BK / (4 * T); // 16-byte chunks per thread per slice
-	__shared__ __align__(16) float As[ASYNC_A ? S : 2][RT_BK][BM];
-	__shared__ __align__(16) float Bs[ASYNC_B ? S : 2][RT_BK][BN];
+	SHARED(__align__(16) float, As, [ASYNC_A ? S : 2][RT_BK][BM]);
+	SHARED(__align__(16) float, Bs, [ASYNC_B ? S : 2][RT_BK][BN]);
 	const int t = threadIdx.x, tx = t % TX, ty = t / TX;
 	const int n0 = blockIdx.x * BN, slices = (K + RT_BK - 1) / RT_BK;
 	for (int m0 = blockIdx.y * BM; m0 < M; m0 += gridDim.y * BM) {
@@ -363,7 +363,7 @@ KERNEL gemm_splitk_sum(float* C, int ldc, const float* W, int S, int M, int N, c
 // chain of dependent loads short (rows/32 of them).
 #define COL_SUM_LANES 32
 KERNEL col_sum(float* db, const float* dy, int ld, int rows, int cols) {
-	__shared__ float red[COL_SUM_LANES][33];
+	SHARED(float, red, [COL_SUM_LANES][33]);
 	const int t = threadIdx.x, tx = t & 31, ty = t >> 5;
 	const int c = blockIdx.x * 32 + tx;
 	float s = 0.f;

@@ -127,7 +127,7 @@ __device__ __forceinline__ float head_score(const float* dist, head_class c, lon
 // A warp per query, LOSS_QUERIES per block of 32·LOSS_QUERIES threads, grid-strided.
 KERNEL loss_head_fwd_terms(double* part, const float* dist, const int* cls, int ncls, const float* modulus, float gamma,
                            const float* w, int Q, int K) {
-	__shared__ double red[LOSS_QUERIES][32];
+	SHARED(double, red, [LOSS_QUERIES][32]);
 	const int lane = threadIdx.x & 31, row = threadIdx.x >> 5, k = K - 1;
 	const float m = modulus[0];
 	for (long long q0 = (long long)blockIdx.x * LOSS_QUERIES; q0 < Q; q0 += (long long)gridDim.x * LOSS_QUERIES) {
@@ -161,7 +161,7 @@ KERNEL loss_head_fwd_terms(double* part, const float* dist, const int* cls, int 
 // stats[0..3] = L, L_pos, L_neg, Σw from loss_head_fwd_terms' part [3][Q]. One block of
 // REDUCE_THREADS threads.
 KERNEL loss_head_fwd_sum(double* stats, const double* part, int Q) {
-	__shared__ double red[REDUCE_THREADS];
+	SHARED(double, red, [REDUCE_THREADS]);
 	double sw = 0.0, sp = 0.0, sn = 0.0;
 	for (int q = threadIdx.x; q < Q; q += blockDim.x) {
 		sw += part[q];
@@ -192,7 +192,7 @@ KERNEL loss_head_fwd_sum(double* stats, const double* part, int Q) {
 // rounded to float before it is used, as model.LossBackward stores it.
 KERNEL loss_head_bwd(float* dDist, double* part, const float* dist, const int* cls, int ncls, const float* modulus, float gamma,
                      const float* w, const double* stats, int K, double dLoss, int n) {
-	__shared__ double red[REDUCE_THREADS];
+	SHARED(double, red, [REDUCE_THREADS]);
 	const float m = modulus[0];
 	const double sumW = stats[3];
 	const int k = K - 1;
@@ -220,7 +220,7 @@ KERNEL loss_head_bwd(float* dDist, double* part, const float* dist, const int* c
 
 // dModulus[0] += Σ_b part[b], b < parts. One block of REDUCE_THREADS threads.
 KERNEL loss_head_bwd_modulus(float* dModulus, const double* part, int parts) {
-	__shared__ double red[REDUCE_THREADS];
+	SHARED(double, red, [REDUCE_THREADS]);
 	double s = 0.0;
 	for (int b = threadIdx.x; b < parts; b += blockDim.x) s += part[b];
 	s = block_sum(red, s);

@@ -81,9 +81,9 @@ __device__ __forceinline__ void score_load(float4* pq, float4* pe, const float* 
 // time. The sums are the same either way.
 extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 2)
     score_all(float* dist, const float* qtab, const float* etab, int queries, int cands, int dim, float lambda) {
-	__shared__ __align__(16) float qs[SCORE_TD][SCORE_TQ][SCORE_QF]; // query values, broadcast within a warp
-	__shared__ float es[SCORE_TD][SCORE_TE];                          // sin u
-	__shared__ float ec[SCORE_TD][SCORE_TE];                          // cos u
+	SHARED(__align__(16) float, qs, [SCORE_TD][SCORE_TQ][SCORE_QF]); // query values, broadcast within a warp
+	SHARED(float, es, [SCORE_TD][SCORE_TE]);                          // sin u
+	SHARED(float, ec, [SCORE_TD][SCORE_TE]);                          // cos u
 	const int t = threadIdx.x, tx = t & 31, ty = t >> 5;
 	const int e0 = blockIdx.x * SCORE_TE;
 	const bool vec = (dim & 1) == 0;

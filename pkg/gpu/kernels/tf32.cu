@@ -114,7 +114,7 @@ __device__ __forceinline__ void mma_tf32(float d[4], const unsigned a[4], const 
 #else
 	// Two scratch buffers, used in turn (each lane's phase): an MMA's lanes write one while
 	// the lanes of the last may still read the other, so one barrier an MMA suffices.
-	__shared__ unsigned frag[2][32][32][6]; // [phase][warp][lane]: a0 … a3, b0, b1
+	SHARED(unsigned, frag, [2][32][32][6]); // [phase][warp][lane]: a0 … a3, b0, b1
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
 	const int ph = emu_lane_phase[threadIdx.x] & 1; // bit 0: mma_tf32's; bit 1: ldsm_x4's
 	emu_lane_phase[threadIdx.x] ^= 1;
@@ -154,8 +154,8 @@ __device__ __forceinline__ void gemm_tf32_tiled(int M, int N, int K, const float
                                                 float* C, int ldc, const float* bias, int accumulate, int relu,
                                                 const float* mask) {
 	gemm_end_for<TA, TB>(relu, mask);
-	__shared__ float As[TF_TK * TF_PAD];
-	__shared__ float Bs[TF_TK * TF_PAD];
+	SHARED(float, As, [TF_TK * TF_PAD]);
+	SHARED(float, Bs, [TF_TK * TF_PAD]);
 	const int t = threadIdx.x, warp = t >> 5, lane = t & 31, g = lane >> 2, tg = lane & 3;
 	const int wm = (warp >> 2) * 32, wn = (warp & 3) * 16; // the warp's 32×16 part of the tile
 	const int n0 = blockIdx.x * TF_TN;
@@ -322,8 +322,8 @@ __device__ __forceinline__ void gemm_tf32_reg(int M, int N, int K, const float* 
 	static_assert(TF_BK == 8, "the stores' rotation spreads 2 k-groups (see above)");
 	constexpr int LA = BM + 8, LB = BN + 8; // padded rows, ≡ 8 banks mod 32
 	static_assert(BM % 32 == 0 && BN % 32 == 0, "rows of whole bank cycles before the padding");
-	__shared__ __align__(16) float As[2][TF_BK][LA];
-	__shared__ __align__(16) float Bs[2][TF_BK][LB];
+	SHARED(__align__(16) float, As, [2][TF_BK][LA]);
+	SHARED(__align__(16) float, Bs, [2][TF_BK][LB]);
 	const int t = threadIdx.x, warp = t >> 5;
 	const int wm = warp / WX * WM, wn = warp % WX * WN;
 	const int n0 = blockIdx.x * BN;
@@ -464,7 +464,7 @@ __device__ __forceinline__ void ldsm_x4(unsigned r[4], const float* row) {
 	             : "r"(a)
 	             : "memory");
 #else
-	__shared__ const float* rows[2][32][32]; // [phase][warp][lane]
+	SHARED(const float*, rows, [2][32][32]); // [phase][warp][lane]
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
 	emu_require_aligned(row, 16, "ldmatrix's row");
 	const int ph = (emu_lane_phase[threadIdx.x] >> 1) & 1;
@@ -632,8 +632,8 @@ __device__ __forceinline__ void gemm_tf32_pipe(int M, int N, int K, const float*
 	static_assert(QA * 4 * T == BM * TP_BK && QB * 4 * T == BN * TP_BK, "a slice is whole chunks");
 	static_assert(BM % 32 == 0 && BN % 32 == 0, "[k][x] rows of at least 8 chunks, for the swizzle");
 	constexpr int SA = BM * TP_BK, SB = BN * TP_BK; // a stage's floats
-	__shared__ __align__(16) float As[TP_STAGES][SA];
-	__shared__ __align__(16) float Bs[TP_STAGES][SB];
+	SHARED(__align__(16) float, As, [TP_STAGES][SA]);
+	SHARED(__align__(16) float, Bs, [TP_STAGES][SB]);
 	const int t = threadIdx.x, warp = t >> 5;
 	const int wm = warp / WX * WM, wn = warp % WX * WN;
 	const int n0 = blockIdx.x * BN, slices = (K + TP_BK - 1) / TP_BK;
