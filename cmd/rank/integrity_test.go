@@ -123,7 +123,7 @@ func TestIntegrity(t *testing.T) {
 				dst := filepath.Join(bad, "q-legacy.arrow")
 				legacy(t, queries, dst)
 				return dst
-			}(), msg: "no content checksum (schema metadata content_sha256): written before artifacts carried one, or not by this pipeline; write it again with this version's sample generate"},
+			}(), msg: "no content checksum (schema metadata content_sha256): written before artifacts carried one, or not by this pipeline; write it again with this version's sample generate (the same --seed gives the same queries) or sample import-betae"},
 		{name: "cones: an aperture changed", flag: "--cones",
 			path: spliced("c-value.arrow", cones, func(_ map[string]string, r []row) []row {
 				a := slices.Clone(r[3]["aperture"].([]float32))

@@ -23,7 +23,7 @@ func importCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "import-qecone",
 		Usage:     "convert a QE-ConE (ConE, PyTorch) checkpoint into a cone checkpoint artifact",
-		UsageText: "train import-qecone --from PATH [--data DIR] [--config FILE] [--lambda L] [--dataset NAME] [--overwrite] -o FILE",
+		UsageText: "train import-qecone --from PATH [--data DIR] [--config FILE] [--lambda λ] [--dataset NAME] [--overwrite] -o FILE",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", Usage: "QE-ConE's checkpoint `PATH`: the torch.save file main.py writes (named checkpoint) or its folder", DefaultText: cliargs.Required},
 			&cli.StringFlag{Name: "config", Usage: "QE-ConE's config.json `FILE`: λ (center_reg), dropout, the run's arguments", DefaultText: "the one beside the checkpoint, if any"},

@@ -301,7 +301,7 @@ func isDigest(s string) bool {
 // writers names, per artifact kind, the stage that writes it: what a user runs to make
 // an artifact again that lacks a checksum.
 var writers = map[string]string{
-	"queries":    "sample generate (the same --seed gives the same queries) or sample import",
+	"queries":    "sample generate (the same --seed gives the same queries) or sample import-betae",
 	"checkpoint": "train",
 	"train-log":  "train --log",
 	"cones":      "embed",

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow/go/v17/parquet/file"
+
 	"github.com/rocone/rocone/internal/arrowcheck"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/model"
@@ -569,4 +571,78 @@ func TestEmptyCones(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestParquetMetadata reads the key-value metadata of every Parquet file of an export
+// (with Arrow's Parquet reader, so it needs no node): with a checkpoint, model, dim,
+// embedding_range and angle_map in every file; with cones alone, the cones' model and
+// dim (no angle map: the cones are angles already); unit.COLUMN for each column with a
+// unit. The README's "export folder" lists these keys.
+func TestParquetMetadata(t *testing.T) {
+	m := testModel(t, model.RoConE)
+	ck := NewCheckpointInfo("m.arrow", "ab", artifact.CheckpointMeta{Dataset: "toy", Step: 7}, m.Config)
+	meta, rows := testCones(t, m)
+	meta.Model = "rocone-se" // told apart from the checkpoint's
+	conesOnly := filepath.Join(t.TempDir(), "export")
+	d, err := outfile.CreateDir(conesOnly, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Abort()
+	if err := Write(d, Parquet, Manifest{Cones: NewConesInfo("c.arrow", meta, len(rows))}, []Table{Cones(meta, rows)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, dir string
+		want      map[string]string
+		files     int
+	}{
+		{"checkpoint and cones", export(t, Parquet, m, true, true), map[string]string{"model": "rocone", "dim": strconv.Itoa(testDim),
+			"embedding_range": strconv.FormatFloat(ck.EmbeddingRange, 'g', -1, 64), "angle_map": ck.AngleMap}, 4},
+		{"cones alone", conesOnly, map[string]string{"model": "rocone-se", "dim": strconv.Itoa(testDim)}, 1},
+	} {
+		b, err := os.ReadFile(filepath.Join(c.dir, "manifest.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var man Manifest
+		if err := json.Unmarshal(b, &man); err != nil {
+			t.Fatal(err)
+		}
+		if len(man.Files) != c.files {
+			t.Fatalf("%s: %d files, want %d", c.name, len(man.Files), c.files)
+		}
+		for _, f := range man.Files {
+			want := maps.Clone(c.want)
+			for _, col := range f.Columns {
+				if col.Unit != "" {
+					want["unit."+col.Name] = col.Unit
+				}
+			}
+			got := parquetKeyValues(t, filepath.Join(c.dir, f.File))
+			delete(got, "ARROW:schema") // pqarrow's copy of the Arrow schema
+			if !maps.Equal(got, want) {
+				t.Errorf("%s: %s: key-value metadata %v, want %v", c.name, f.File, got, want)
+			}
+		}
+	}
+}
+
+// parquetKeyValues returns a Parquet file's key-value metadata.
+func parquetKeyValues(t *testing.T, path string) map[string]string {
+	t.Helper()
+	r, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	kv := r.MetaData().KeyValueMetadata()
+	out := map[string]string{}
+	for i, k := range kv.Keys() {
+		out[k] = kv.Values()[i]
+	}
+	return out
 }

@@ -18,7 +18,8 @@ import (
 // DuckDB gives FLOAT[]; polars a List(Float32) column. Wide columns (axis_0 ... axis_1599) would make a schema of
 // thousands of columns, which every reader handles worse; a list column keeps a row one
 // entity and its vector one value. The file's key-value metadata holds, per column, its
-// unit, and the model, dim and angle map.
+// unit, and the model and dim (the checkpoint's, or the cones' when only cones are
+// exported), and with a checkpoint its angle map and embedding range.
 
 // parquetRowGroupBytes bounds a row group's float data, so that a reader holds one row
 // group at a time in bounded memory (a variable for the tests, which cut small groups).
@@ -27,10 +28,15 @@ var parquetRowGroupBytes = 64 << 20
 func writeParquet(d dirWriter, man *Manifest, tables []Table, params []Tensor) ([]FileInfo, error) {
 	var files []FileInfo
 	meta := map[string]string{}
-	if man.Checkpoint != nil {
+	switch {
+	case man.Checkpoint != nil:
 		meta["model"], meta["dim"] = man.Checkpoint.Model, strconv.Itoa(man.Checkpoint.Dim)
 		meta["embedding_range"] = strconv.FormatFloat(man.Checkpoint.EmbeddingRange, 'g', -1, 64)
 		meta["angle_map"] = man.Checkpoint.AngleMap
+	case man.Cones != nil:
+		// Cones alone: their angles are the model's output, so there is no angle map to
+		// state, but the model and dim they were embedded under are the cones' own.
+		meta["model"], meta["dim"] = man.Cones.Model, strconv.Itoa(man.Cones.Dim)
 	}
 	for _, t := range tables {
 		name := t.Name + ".parquet"
