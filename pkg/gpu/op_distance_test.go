@@ -57,6 +57,45 @@ func testSgnMul(h *harness) {
 	}
 }
 
+// testMinMaxNaN: the kernels' fmin_nan and fmax_nan (minmax_nan_f32) against Go's min and
+// max, the CPU reference's, bit for bit, over every pair of signed zeros, subnormals,
+// normals, the largest float, infinities and NaNs, and random pairs: a NaN in either
+// operand gives a NaN (fminf and fmaxf would give the other operand), and −0 < +0. A NaN
+// is any NaN: the device's is the canonical 0x7fffffff.
+func testMinMaxNaN(h *harness) {
+	nan := float32(math.NaN())
+	special := []float32{0, float32(math.Copysign(0, -1)), math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, 1e-39, -1e-39,
+		1, -1, 0.5, -3.25, math.MaxFloat32, -math.MaxFloat32, float32(math.Inf(1)), float32(math.Inf(-1)), nan, -nan}
+	var x, y []float32
+	for _, a := range special {
+		for _, b := range special {
+			x, y = append(x, a), append(y, b)
+		}
+	}
+	for range 4096 {
+		x = append(x, float32(h.rng.NormFloat64()))
+		y = append(y, float32(h.rng.NormFloat64()))
+	}
+	n := len(x)
+	mn, mx := h.zeros(n), h.zeros(n)
+	h.ok(h.d.each("minmax_nan_f32", n, Work{Bytes: words(4 * n), FLOPs: flops(n, 2)}, ptr(mn), ptr(mx), ptr(h.up(x)), ptr(h.up(y)), i32(n)))
+	for _, o := range []struct {
+		what string
+		got  []float32
+		ref  func(a, b float32) float32
+	}{{"fmin_nan", h.down(mn), func(a, b float32) float32 { return min(a, b) }}, {"fmax_nan", h.down(mx), func(a, b float32) float32 { return max(a, b) }}} {
+		for i, g := range o.got {
+			want := o.ref(x[i], y[i])
+			if math.IsNaN(float64(want)) && math.IsNaN(float64(g)) {
+				continue
+			}
+			if math.Float32bits(g) != math.Float32bits(want) {
+				h.t.Fatalf("%s(%g, %g) = %g (%#08x), Go's %g (%#08x)", o.what, x[i], y[i], g, math.Float32bits(g), want, math.Float32bits(want))
+			}
+		}
+	}
+}
+
 // testHalfSincos: the table kernels' sines and cosines (half_sincos, common.h), read back
 // through the query table (distance_qtab: sin, cos of axis/2, then of half/2), against
 // float64's: within 1.1e-7 absolute on the polynomials' interval |x| ≤ 1.5708 (every
@@ -173,6 +212,58 @@ func testDistance(h *harness) {
 		}
 	}
 	h.t.Run("boundary", func(t *testing.T) { testDistanceBoundary(&harness{t: t, d: h.d, rng: h.rng}) })
+	h.t.Run("NaN", func(t *testing.T) { testDistanceNaN(&harness{t: t, d: h.d, rng: h.rng}) })
+}
+
+// testDistanceNaN: a NaN axis, aperture or entity angle makes the pair's distance and its
+// gradients NaN where the reference's are, for every kernel set (one dimension a pair,
+// as testDistanceBoundary). Here every term of a (pair, dimension) comes from the same
+// sines, so a NaN reaches both operands of each min (fmin_nan) and the sum whichever way
+// the min takes it: this pins that down, where DistanceAll's NaN case (testDistanceAllNaN)
+// has a boundary alone go NaN.
+func testDistanceNaN(h *harness) {
+	ref := compute.Reference[float32]{}
+	const n, lambda = 40, 0.05
+	nan := float32(math.NaN())
+	axis, half, ent := h.uniform(n, -math.Pi, math.Pi), h.uniform(n, 0, math.Pi), h.uniform(n, -math.Pi, math.Pi)
+	for i := 0; i < n; i += 3 {
+		switch i / 3 % 3 {
+		case 0:
+			axis[i] = nan
+		case 1:
+			half[i] = nan
+		default:
+			ent[i] = nan
+		}
+	}
+	cand := make([]int32, n)
+	for i := range cand {
+		cand[i] = int32(i)
+	}
+	dDist := h.uniform(n, 0.5, 1)
+	for _, v := range distVersions {
+		h.t.Run(v.name, func(t *testing.T) {
+			h := &harness{t: t, d: h.d, rng: h.rng}
+			h.d.distFirst, h.d.distCSR = v.first, v.csr
+			defer func() { h.d.distFirst, h.d.distCSR = false, false }()
+			A, H, E, C := h.up(axis), h.up(half), h.up(ent), h.upI(cand)
+			dist := make([]float32, n)
+			ref.DistanceForward(dist, axis, half, ent, cand, n, 1, 1, lambda)
+			D := h.zeros(n)
+			h.ok(h.d.DistanceForward(D, A, H, E, C, n, 1, 1, lambda))
+			if compareScaleNaN(t, "dist", dist, h.down(D), 0.5) == 0 {
+				t.Fatal("no NaN distance: the test's NaNs went nowhere")
+			}
+			dA, dH, dE := make([]float32, n), make([]float32, n), make([]float32, n)
+			ref.DistanceBackward(dA, dH, dE, dDist, axis, half, ent, cand, n, 1, 1, lambda)
+			ix := h.upIndex(RowCSR(cand, n, nil))
+			DA, DH, DE := h.zeros(n), h.zeros(n), h.zeros(n)
+			h.ok(h.d.DistanceBackward(DA, DH, DE, h.up(dDist), A, H, E, C, ix, n, 1, 1, lambda))
+			compareScaleNaN(t, "dAxis", dA, h.down(DA), 0.5)
+			compareScaleNaN(t, "dHalf", dH, h.down(DH), 0.5)
+			compareScaleNaN(t, "dEnt", dE, h.down(DE), 0.5)
+		})
+	}
 }
 
 // The distance tests' shape: a dimension that is no multiple of the warp, a candidate

@@ -8,6 +8,58 @@ import (
 	"github.com/rocone/rocone/pkg/model"
 )
 
+// testRotateNaN: NaNs in the input axes and apertures and in the relation's aperture
+// angles (or S.E. shifts) come out as NaNs where the CPU's do, forward and backward: the
+// clamp of rocone-trunc and the clip of rocone-se keep a NaN (fmin_nan, fmax_nan), where
+// fminf and fmaxf made it the bound, a number that training's and ranking's NaN checks
+// would not see.
+func testRotateNaN(h *harness, proj compute.Projection) {
+	const n, d = 7, 19
+	nan := float32(math.NaN())
+	in := h.cones(n, d)
+	relAxis := h.uniform(n*d, -math.Pi, math.Pi)
+	rel := h.uniform(n*d, -math.Pi, math.Pi) // the aperture angles, or the S.E. shifts
+	for i := 0; i < n*d; i += 5 {
+		switch i / 5 % 4 {
+		case 0:
+			in.Half[i] = nan
+		case 1:
+			rel[i] = nan
+		case 2:
+			in.Axis[i] = nan
+		default:
+			in.Half[i], rel[i] = nan, nan
+		}
+	}
+	relAperture, relShift := rel, []float32(nil)
+	if proj == compute.ProjectShift {
+		relAperture, relShift = nil, rel
+	}
+	out := model.NewCones[float32](n, d)
+	model.RotateForward(proj, out, in, relAxis, relAperture, relShift)
+	In, Out := h.upCones(in), h.upCones(model.NewCones[float32](n, d))
+	RA, RP, RS := h.up(relAxis), h.up(relAperture), h.up(relShift)
+	h.ok(h.d.RotateForward(proj, Out, In, RA, RP, RS))
+	got := h.downCones(Out)
+	compareNaN(h.t, "axis", out.Axis, got.Axis)
+	if compareNaN(h.t, "half", out.Half, got.Half) == 0 {
+		h.t.Fatal("no NaN aperture: the test's NaNs went nowhere")
+	}
+
+	dOut := h.cones(n, d)
+	dIn := h.cones(n, d)
+	dRA, dRP, dRS := h.uniform(n*d, -1, 1), h.uniform(n*d, -1, 1), h.uniform(n*d, -1, 1)
+	DIn, DRA, DRP, DRS := h.upCones(dIn), h.up(dRA), h.up(dRP), h.up(dRS)
+	model.RotateBackward(proj, dIn, dRA, dRP, dRS, dOut, in, out, relAperture)
+	h.ok(h.d.RotateBackward(proj, DIn, DRA, DRP, DRS, h.upCones(dOut), In, Out, RP))
+	gotIn := h.downCones(DIn)
+	compareNaN(h.t, "dIn.axis", dIn.Axis, gotIn.Axis)
+	compareNaN(h.t, "dIn.half", dIn.Half, gotIn.Half)
+	compareNaN(h.t, "dRelAxis", dRA, h.down(DRA))
+	compareNaN(h.t, "dRelAperture", dRP, h.down(DRP))
+	compareNaN(h.t, "dRelShift", dRS, h.down(DRS))
+}
+
 // testRotate checks every rotation of compute.Projections (the kernel's rule numbers come
 // from the header generated from that table) against the CPU's, then that a rule the
 // kernels do not know is refused by the wrappers and answered with NaNs by the kernel.
@@ -52,6 +104,8 @@ func testRotate(h *harness) {
 			compare(t, "dRelAxis", dRA, h.down(DRA))
 			compare(t, "dRelAperture", dRP, h.down(DRP))
 			compare(t, "dRelShift", dRS, h.down(DRS))
+
+			t.Run("NaN", func(t *testing.T) { testRotateNaN(&harness{t: t, d: h.d, rng: h.rng}, proj) })
 		})
 	}
 	if rotations == 0 {

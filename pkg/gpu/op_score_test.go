@@ -66,8 +66,42 @@ func testDistanceAll(h *harness) {
 			}
 		})
 	}
+	h.t.Run("NaN", func(t *testing.T) { testDistanceAllNaN(&harness{t: t, d: h.d, rng: h.rng}) })
 	if err := h.d.DistanceAll(h.zeros(4), h.zeros(8), h.zeros(4), 1, 4, 1, 0); err == nil {
 		h.t.Fatal("DistanceAll accepted an entity table with 2 of 4 rows")
+	}
+}
+
+// testDistanceAllNaN: a NaN in a (query, entity, dimension)'s terms makes the distance a
+// NaN, as in the reference, in both stagings (an odd and an even dimension): NaN axes,
+// apertures and entity angles, and cones whose boundary a ± h overflows float (a = ±h =
+// 2e38: the other boundary is 0), so that one of lo and hi is a NaN and the other a
+// number, which fminf's minimum turned into that number.
+func testDistanceAllNaN(h *harness) {
+	ref := compute.Reference[float32]{}
+	nan := float32(math.NaN())
+	for _, dim := range []int{17, 32} {
+		const q, k, lambda = 9, 140, 0.05
+		axis, half := h.uniform(q*dim, -math.Pi, math.Pi), h.uniform(q*dim, 0, math.Pi)
+		ent := h.uniform(k*dim, -math.Pi, math.Pi)
+		axis[0*dim+3], half[0*dim+3] = 2e38, 2e38  // a + h overflows: hi is a NaN, lo = |sin(θ/2)|
+		axis[1*dim+5], half[1*dim+5] = -2e38, 2e38 // a − h overflows: lo is a NaN
+		half[2*dim+dim-1] = nan
+		axis[3*dim] = nan
+		for _, r := range []int{10, 129} {
+			ent[r*dim+2] = nan
+		}
+		want := make([]float32, q*k)
+		ref.DistanceForward(want, axis, half, ent, nil, q, k, dim, lambda)
+		E, Qt := h.zeros(2*len(ent)), h.zeros(q*dim*QueryTableWidth)
+		h.ok(h.d.EntityHalfAngles(E, h.up(ent)))
+		h.ok(h.d.QueryHalfAngles(Qt, h.up(axis), h.up(half)))
+		D := h.zeros(q * k)
+		h.ok(h.d.DistanceAll(D, Qt, E, q, k, dim, lambda))
+		// Queries 0 to 3 NaN against every row, every query against rows 10 and 129.
+		if nans := compareScaleNaN(h.t, fmt.Sprint("dist (dim ", dim, ")"), want, h.down(D), 1e-2); nans != 4*k+2*(q-4) {
+			h.t.Fatalf("dim %d: %d NaN distances, want %d", dim, nans, 4*k+2*(q-4))
+		}
 	}
 }
 

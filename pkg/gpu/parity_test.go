@@ -119,6 +119,37 @@ func compareScale(t *testing.T, what string, want, got []float32, floor float64)
 	}
 }
 
+// compareNaN is compare for outputs that may hold NaNs: got must be a NaN exactly where
+// want is (the kernels keep a NaN where the CPU's min, max and clamps do), and within
+// compare's tolerance elsewhere. It returns the number of NaNs, so that a test can tell
+// that it put some there.
+func compareNaN(t *testing.T, what string, want, got []float32) int {
+	t.Helper()
+	return compareScaleNaN(t, what, want, got, 1e-6)
+}
+
+// compareScaleNaN is compareNaN with compareScale's floor on the scale.
+func compareScaleNaN(t *testing.T, what string, want, got []float32, floor float64) int {
+	t.Helper()
+	if len(want) != len(got) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	w, g := clone(want), clone(got)
+	nans := 0
+	for i := range w {
+		wn, gn := math.IsNaN(float64(w[i])), math.IsNaN(float64(g[i]))
+		if wn != gn {
+			t.Fatalf("%s[%d] = %.9g, reference %.9g: a NaN on one side only", what, i, got[i], want[i])
+		}
+		if wn {
+			w[i], g[i] = 0, 0
+			nans++
+		}
+	}
+	compareScale(t, what, w, g, floor)
+	return nans
+}
+
 func clone(x []float32) []float32 { return append([]float32(nil), x...) }
 
 // geometry is a launch configuration of the Device: the default one, and a tiny one
@@ -156,6 +187,7 @@ var parityCases = []struct {
 	{"TF32Round", testTF32Round},
 	{"HalfSincos", testHalfSincos},
 	{"SgnMul", testSgnMul},
+	{"MinMaxNaN", testMinMaxNaN},
 	{"Distance", testDistance},
 	{"DistanceAll", testDistanceAll},
 	{"DistanceETab", testDistanceETab},

@@ -605,6 +605,7 @@ const KernelInfo table[] = {
     K(gemm_tf32_pipe_tn_64),
     K(tf32_round_f32),
     K(sgn_mul_f32),
+    K(minmax_nan_f32),
 };
 
 const int kNumKernels = (int)(sizeof table / sizeof table[0]);

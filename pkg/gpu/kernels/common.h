@@ -110,6 +110,39 @@ __device__ __forceinline__ void min_weights(float x, float y, float* wx, float* 
 	}
 }
 
+// fmin_nan and fmax_nan are Go's built-in min and max, which the CPU reference takes
+// (pkg/model, pkg/compute): a NaN in either operand gives a NaN, and −0 < +0. fminf and
+// fmaxf return the other operand where one is a NaN, so a NaN that had already appeared
+// (a diverged parameter, an overflow) came out of a clamp or a minimum as a number on the
+// device, and passed the loss's and the ranking's NaN checks unseen. The kernels' clamps
+// and minima of two values take these (rotate.cu, distance.cu, score.cu), and so does the
+// softmax's running max (intersect.cu). On the device one instruction each, PTX's
+// min.NaN.f32 and max.NaN.f32 (PTX ISA 7.0, sm_80: the canonical NaN 0x7fffffff, and
+// +0 > −0); in the emulator the same in C++, that NaN included.
+__device__ __forceinline__ float fmin_nan(float x, float y) {
+#ifdef __CUDA_ARCH__
+	float r;
+	asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y));
+	return r;
+#else
+	if (x != x || y != y) return __uint_as_float(0x7fffffffu);
+	if (x == y) return __uint_as_float(__float_as_uint(x) | __float_as_uint(y)); // −0 where one is −0
+	return x < y ? x : y;
+#endif
+}
+
+__device__ __forceinline__ float fmax_nan(float x, float y) {
+#ifdef __CUDA_ARCH__
+	float r;
+	asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y));
+	return r;
+#else
+	if (x != x || y != y) return __uint_as_float(0x7fffffffu);
+	if (x == y) return __uint_as_float(__float_as_uint(x) & __float_as_uint(y)); // +0 where one is +0
+	return x > y ? x : y;
+#endif
+}
+
 // nanf_ is a quiet NaN: what a kernel writes where it was asked for something it does not
 // know (a rule number outside projection.h), so that the result cannot be used unnoticed.
 __device__ __forceinline__ float nanf_() { return __builtin_nanf(""); }

@@ -51,10 +51,10 @@ __device__ __forceinline__ float dim_distance(float theta, float a, float h, flo
 	sincosf((theta - a) * 0.5f, &su, &cu);
 	sincosf(h * 0.5f, &sv, &cv);
 	float t = fabsf(su), beta = fabsf(sv);
-	float dIn = fminf(t, beta);
+	float dIn = fmin_nan(t, beta);
 	if (inside_cone(t, beta, cu, cv)) return lambda * dIn;
 	float lo = fabsf(su * cv + cu * sv), hi = fabsf(su * cv - cu * sv);
-	return fminf(lo, hi) + lambda * dIn;
+	return fmin_nan(lo, hi) + lambda * dIn;
 }
 
 // Partial derivatives of dim_distance with respect to θ, a and h.
@@ -310,8 +310,8 @@ __device__ __forceinline__ dim_rot rotate_half(float su, float cu, float4 Q) {
 // d_o and d_i of one (pair, dimension).
 __device__ __forceinline__ void dim_distance_tab(float su, float cu, float4 Q, float* dOut, float* dIn) {
 	dim_rot r = rotate_half(su, cu, Q);
-	*dIn = fminf(fabsf(r.st), fabsf(Q.z));
-	*dOut = r.sl * r.sh < 0.f ? 0.f : fminf(fabsf(r.sl), fabsf(r.sh));
+	*dIn = fmin_nan(fabsf(r.st), fabsf(Q.z));
+	*dOut = r.sl * r.sh < 0.f ? 0.f : fmin_nan(fabsf(r.sl), fabsf(r.sh));
 }
 
 // Gθ = 2·∂d/∂θ and Gh = 2·∂d/∂h of one (pair, dimension) (∂d/∂a = −∂d/∂θ); the
@@ -563,6 +563,15 @@ KERNEL distance_bwd_q_etab(float* dAxis, float* dHalf, float* dEnt, float* dPair
 // sgn_mul_f32: out[i] = sgn_mul(s[i], y[i]), for the tests of sgn_mul against sgnf(s)·y.
 KERNEL sgn_mul_f32(float* out, const float* s, const float* y, int n) {
 	GRID_STRIDE(i, n) { out[i] = sgn_mul(s[i], y[i]); }
+}
+
+// minmax_nan_f32: mn[i] = fmin_nan(x[i], y[i]), mx[i] = fmax_nan(x[i], y[i]), for the tests
+// of fmin_nan and fmax_nan (common.h) against Go's min and max.
+KERNEL minmax_nan_f32(float* mn, float* mx, const float* x, const float* y, int n) {
+	GRID_STRIDE(i, n) {
+		mn[i] = fmin_nan(x[i], y[i]);
+		mx[i] = fmax_nan(x[i], y[i]);
+	}
 }
 
 // cand == NULL: dEnt[c][j] += ½Σ_q dDist[q][c]·Gθ for c < cands, from the query table.

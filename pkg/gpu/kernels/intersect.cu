@@ -68,7 +68,7 @@ KERNEL intersect_attention_fwd(float* outAxis, float* alpha, float* x, float* y,
 		float g = alpha[p];
 		long long q = p + (long long)branch_rows(counts, 0, n) * d;
 		for (int j = 1; j < nb; j++) {
-			g = fmaxf(g, alpha[q]);
+			g = fmax_nan(g, alpha[q]);
 			q += (long long)branch_rows(counts, j, n) * d;
 		}
 		float sum = 0.f;

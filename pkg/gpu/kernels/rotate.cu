@@ -11,7 +11,9 @@
 // finiteness check stops the run on: never a silent stand-in rule. The host wrappers
 // refuse such a rule before launching, so this is the last line.
 // Subgradients as pkg/model: wrap has slope 1; fold has slope sign(wrap(s)); clamp passes
-// the gradient on the closed interval [0, π]; clip passes it on [ε, 1−ε].
+// the gradient on the closed interval [0, π]; clip passes it on [ε, 1−ε]. The clamp and the
+// clip keep a NaN, as pkg/model's min and max do (fmin_nan, fmax_nan), where fminf and
+// fmaxf would give the bound.
 #include "common.h"
 #include "projection.h"
 #define SE_CLIP 1e-6f
@@ -24,9 +26,9 @@ KERNEL rotate_fwd(int rule, float* outAxis, float* outHalf, const float* inAxis,
 		if (rule == PROJECT_FOLD) {
 			outHalf[i] = fabsf(wrapf(h + relAperture[i]));
 		} else if (rule == PROJECT_TRUNC) {
-			outHalf[i] = fminf(fmaxf(h + relAperture[i], 0.f), PI_F);
+			outHalf[i] = fmin_nan(fmax_nan(h + relAperture[i], 0.f), PI_F);
 		} else if (rule == PROJECT_SHIFT) {
-			float p = fminf(fmaxf(h / PI_F, SE_CLIP), 1.f - SE_CLIP);
+			float p = fmin_nan(fmax_nan(h / PI_F, SE_CLIP), 1.f - SE_CLIP);
 			float z = logf(p / (1.f - p)) + relShift[i];
 			outHalf[i] = PI_F * sigmoidf_(z);
 		} else {

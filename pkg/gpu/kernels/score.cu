@@ -136,8 +136,8 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 2)
 					for (int b = 0; b < 4; b++) {
 						float tt = fabsf(su[b] * cA - cu[b] * sA);
 						float lo = su[b] * cL - cu[b] * sL, hi = su[b] * cH - cu[b] * sH;
-						accIn[a][b] += fminf(tt, beta);
-						accOut[a][b] += lo * hi < 0.f ? 0.f : fminf(fabsf(lo), fabsf(hi));
+						accIn[a][b] += fmin_nan(tt, beta);
+						accOut[a][b] += lo * hi < 0.f ? 0.f : fmin_nan(fabsf(lo), fabsf(hi));
 					}
 				}
 			}
