@@ -312,6 +312,8 @@ func TestAskRefused(t *testing.T) {
 		{"malformed", []string{"--data", data, "--ask", "(ent2,(+rel0,)"}, []string{`rank: --ask: query "(ent2,(+rel0,)": at offset 14: unexpected end of input: missing ')'`}},
 		{"unquoted space", []string{"--data", data, "--ask", "(Seventy Two,(+rel0,))"}, []string{"at offset 9: expected ',' or ')', found 'T' (a name holding spaces"}},
 		{"negated union", []string{"--data", data, "--ask", "(((ent2,(+rel0,)),(ent3,(+rel0,)),(u,)),(n,))"}, []string{"negation of a union has no DNF form"}},
+		{"30 unions intersected", []string{"--data", data, "--ask", "(" + strings.Repeat("((ent2,(+rel0,)),(ent3,(+rel0,)),(u,)),", 29) + "((ent2,(+rel0,)),(ent3,(+rel0,)),(u,)))"},
+			[]string{"its DNF has more than 128 branches"}},
 		{"bad file lines", []string{"--data", data, "--ask-file", bad},
 			[]string{bad + `:3: query "(ent2,(+rel0,)": at offset 14`, bad + `:4: query "(ent2,(rel0 x,))": at offset 12: expected ','`}},
 		{"unknown names in a file", []string{"--data", data, "--ask-file", unknown},
