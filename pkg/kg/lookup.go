@@ -6,12 +6,15 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Lookup finds a dataset's entities and relations by the names people write: an entity by
 // its name (entities.tsv) or its label (entity_labels.tsv), a relation by its name
 // (relations.tsv). A name matches exactly, or else loosely: ignoring case and taking
-// spaces for underscores ("dominican republic" is Dominican_Republic). A relation's name
+// spaces for underscores ("dominican republic" is Dominican_Republic) and composed and
+// decomposed accents for the same text (Unicode NFC). A relation's name
 // without its leading '+' is the forward relation ("/film/film/genre" is
 // "+/film/film/genre"); its inverse is written with '-'. A name that matches several
 // entities, or none, is a *LookupError listing candidates.
@@ -71,14 +74,16 @@ func appendOnce(ids []int32, id int32) []int32 {
 	return append(ids, id)
 }
 
-// loosen is the key of loose matching: lower case, spaces as underscores.
+// loosen is the key of loose matching: Unicode's canonical composition (NFC: a "ü" typed
+// as u and a combining diaeresis, as macOS file names and some keyboards write it, is the
+// one character "ü"), lower case, spaces as underscores.
 func loosen(s string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.IsSpace(r) {
 			return '_'
 		}
 		return unicode.ToLower(r)
-	}, s)
+	}, norm.NFC.String(s))
 }
 
 // maxCompared bounds the runes of a name that the edit distance compares.

@@ -237,3 +237,41 @@ func TestLookupShipped(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestLookupNFC: a name typed with decomposed accents (u and a combining diaeresis, as
+// macOS file names and some keyboards give it) finds the entity whose label has the
+// composed character, and the other way round. It used to be "unknown entity "Zürich";
+// the closest: ... label "Zürich"", two spellings that print alike.
+func TestLookupNFC(t *testing.T) {
+	const nfc, nfd = "Z\u00fcrich", "Zu\u0308rich"
+	dir := writeDataset(t, map[string]string{
+		"entities.tsv":      "0\tm0\n1\tm1\n2\tm2\n",
+		"relations.tsv":     "0\t+r\u00e9l\n1\t-r\u00e9l\n2\t+s\n3\t-s\n",
+		"entity_labels.tsv": "0\t" + nfc + "\n1\tCafe\u0301_de_Flore\n",
+	})
+	d, err := Load(dir, FormatAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewLookup(d)
+	for _, tc := range []struct {
+		name string
+		rel  bool
+		want int32
+	}{
+		{nfc, false, 0}, {nfd, false, 0}, {"zu\u0308rich", false, 0}, {"ZU\u0308RICH", false, 0},
+		{"Caf\u00e9 de Flore", false, 1}, {"Cafe\u0301_de_Flore", false, 1},
+		{"-re\u0301l", true, 1}, {"re\u0301l", true, 0}, {"r\u00e9l", true, 0},
+	} {
+		var got int32
+		var err error
+		if tc.rel {
+			got, err = l.Relation(tc.name)
+		} else {
+			got, err = l.Entity(tc.name)
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%+q: %d, %v; want %d", tc.name, got, err, tc.want)
+		}
+	}
+}
