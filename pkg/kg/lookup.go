@@ -120,6 +120,9 @@ type LookupError struct {
 	Matches    int         // with Ambiguous: how many matched
 	Candidates []Candidate // the matches, or the closest names
 	Note       string      // a hint, when there is one
+	// SharedName, with Ambiguous: every match has the name as its exact name (a name
+	// table that names several ids alike), so only an id tells them apart.
+	SharedName bool
 }
 
 // maxAmbiguous and numCandidates bound the candidates an error lists.
@@ -140,7 +143,11 @@ func (e *LookupError) Error() string {
 		if e.Matches > len(e.Candidates) {
 			s += fmt.Sprintf("; and %d more", e.Matches-len(e.Candidates))
 		}
-		s += fmt.Sprintf(" (write the %s by its id or its exact name)", e.What)
+		if e.SharedName {
+			s += fmt.Sprintf(" (they have the same name: write the %s by its id)", e.What)
+		} else {
+			s += fmt.Sprintf(" (write the %s by its id or its exact name)", e.What)
+		}
 	case len(list) > 0:
 		s = fmt.Sprintf("unknown %s %q; the closest: %s", e.What, e.Name, strings.Join(list, "; "))
 	default:
@@ -222,13 +229,16 @@ func (l *Lookup) find(what, name string, forms []string, exact, loose map[string
 				return ids[0], nil
 			case len(ids) > 1:
 				ids = slices.Sorted(slices.Values(ids))
-				e := &LookupError{What: what, Name: name, Ambiguous: true, Matches: len(ids)}
+				cand := l.relation
+				if what == "entity" {
+					cand = l.entity
+				}
+				e := &LookupError{What: what, Name: name, Ambiguous: true, Matches: len(ids), SharedName: pass == 0}
+				for _, id := range ids {
+					e.SharedName = e.SharedName && cand(id).Name == f
+				}
 				for _, id := range ids[:min(len(ids), maxAmbiguous)] {
-					if what == "entity" {
-						e.Candidates = append(e.Candidates, l.entity(id))
-					} else {
-						e.Candidates = append(e.Candidates, l.relation(id))
-					}
+					e.Candidates = append(e.Candidates, cand(id))
 				}
 				return -1, e
 			}
