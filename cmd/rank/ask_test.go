@@ -290,6 +290,8 @@ func TestAskRefused(t *testing.T) {
 	os.WriteFile(bad, []byte("(ent2,(+rel0,))\n# fine so far\n(ent2,(+rel0,)\n(ent2,(rel0 x,))\n"), 0o644)
 	unknown := filepath.Join(f.Dir, "unknown.txt")
 	os.WriteFile(unknown, []byte("(ent2,(+rel0,))\n(ent2x,(+rel0,))\n(ent2,(+rel0,))\n(Twin,(+rel0,))\n"), 0o644)
+	utf16 := filepath.Join(f.Dir, "utf16.txt") // (ent2,(+rel0,)) as PowerShell's > writes it
+	os.WriteFile(utf16, []byte("\xff\xfe(\x00e\x00n\x00t\x002\x00,\x00(\x00+\x00r\x00e\x00l\x000\x00,\x00)\x00)\x00\r\x00\n\x00"), 0o644)
 	empty := filepath.Join(f.Dir, "empty.txt")
 	os.WriteFile(empty, []byte("# nothing\n\n"), 0o644)
 	long := filepath.Join(f.Dir, "long.txt")
@@ -312,11 +314,14 @@ func TestAskRefused(t *testing.T) {
 		{"malformed", []string{"--data", data, "--ask", "(ent2,(+rel0,)"}, []string{`rank: --ask: query "(ent2,(+rel0,)": at offset 14: unexpected end of input: missing ')'`}},
 		{"unquoted space", []string{"--data", data, "--ask", "(Seventy Two,(+rel0,))"}, []string{"at offset 9: expected ',' or ')', found 'T' (a name holding spaces"}},
 		{"negated union", []string{"--data", data, "--ask", "(((ent2,(+rel0,)),(ent3,(+rel0,)),(u,)),(n,))"}, []string{"negation of a union has no DNF form"}},
+		{"30 unions intersected", []string{"--data", data, "--ask", "(" + strings.Repeat("((ent2,(+rel0,)),(ent3,(+rel0,)),(u,)),", 29) + "((ent2,(+rel0,)),(ent3,(+rel0,)),(u,)))"},
+			[]string{"its DNF has more than 128 branches"}},
 		{"bad file lines", []string{"--data", data, "--ask-file", bad},
 			[]string{bad + `:3: query "(ent2,(+rel0,)": at offset 14`, bad + `:4: query "(ent2,(rel0 x,))": at offset 12: expected ','`}},
 		{"unknown names in a file", []string{"--data", data, "--ask-file", unknown},
 			[]string{unknown + `:2: query "(ent2x,(+rel0,))": at offset 1: unknown entity "ent2x"`, unknown + `:4: query "(Twin,(+rel0,))": at offset 1: entity "Twin" is ambiguous`}},
 		{"empty file", []string{"--data", data, "--ask-file", empty}, []string{empty + ": no query in it"}},
+		{"a UTF-16 file", []string{"--data", data, "--ask-file", utf16}, []string{utf16 + ": UTF-16 text (it starts with a UTF-16 byte-order mark): write the queries as UTF-8"}},
 		{"a line over 1 MiB", []string{"--data", data, "--ask-file", long}, []string{long + ":2: a line longer than 1048576 bytes (one query a line)"}},
 		{"a folder as the file", []string{"--data", data, "--ask-file", f.Dir}, []string{"--ask-file " + f.Dir + ": a folder, not a file of queries"}},
 		{"missing file", []string{"--data", data, "--ask-file", filepath.Join(f.Dir, "none.txt")}, []string{"--ask-file: open"}},

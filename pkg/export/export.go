@@ -18,6 +18,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/model"
@@ -301,8 +302,10 @@ func Write(d *outfile.Dir, f Format, man Manifest, tables []Table, params []Tens
 	})
 }
 
-// check refuses a table whose columns do not have its row count, and a string that a
-// TSV line cannot hold.
+// check refuses a table whose columns do not have its row count, a string that a TSV
+// line cannot hold, and a string that is not UTF-8 (a Latin-1 entities.tsv, which kg
+// reads as bytes): Parquet's strings and Python's text files are UTF-8, and their readers
+// fail on such a name (UnicodeDecodeError) or replace it.
 func (t *Table) check() error {
 	for _, c := range t.Columns {
 		var n int
@@ -315,6 +318,9 @@ func (t *Table) check() error {
 			for i, s := range c.Str {
 				if strings.ContainsAny(s, "\t\n\r") {
 					return fmt.Errorf("%s row %d: %s %q holds a tab or a line break, which %s cannot hold", t.Name, i, c.Name, s, t.TSV)
+				}
+				if !utf8.ValidString(s) {
+					return fmt.Errorf("%s row %d: %s %q is not valid UTF-8, which Parquet and %s are written in (convert the names of --data to UTF-8)", t.Name, i, c.Name, s, t.TSV)
 				}
 			}
 		case c.Width > 0:
@@ -423,7 +429,7 @@ func writeNPY(d dirWriter, tables []Table, params []Tensor) ([]FileInfo, error) 
 			return nil, err
 		}
 		rows := t.Rows
-		fi := FileInfo{File: t.TSV, Table: t.Name, Rows: &rows, About: t.About + "; tab-separated, no header line, row i is row i of the table's .npy files"}
+		fi := FileInfo{File: t.TSV, Table: t.Name, Rows: &rows, About: t.About + "; UTF-8, tab-separated, no header line, each line ended by \\n (split at \\n only: a name may hold characters that Python's str.splitlines also splits at), row i is row i of the table's .npy files"}
 		for _, c := range tsv {
 			fi.Columns = append(fi.Columns, ColumnInfo{Name: c.Name, Type: c.npyDType(), Unit: c.Unit, About: c.About})
 		}

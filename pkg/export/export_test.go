@@ -57,6 +57,9 @@ func testNames(prefix string, n int) []string {
 	}
 	names[1] = prefix + " with space"
 	names[2] = "é/" + prefix + "/ü" // non-ASCII, as Freebase names are
+	// Characters a TSV holds but Python's str.splitlines splits at (so a reader must split
+	// the file at "\n" only), a leading quote (a CSV reader's quoting) and a comma.
+	names[3] = "\"" + prefix + "\" a\u2028b\u0085c\vd\fe\x1cf, #g"
 	return names
 }
 
@@ -361,25 +364,34 @@ func TestWriteRefuses(t *testing.T) {
 	if _, _, err := Model(m, nil, testNames("r", testRelations+1)); err == nil || !strings.Contains(err.Error(), "7 relation names for 6 relations") {
 		t.Errorf("Model: %v", err)
 	}
-	names := testNames("e", testEntities)
-	names[4] = "a\tb"
-	tables, params, err := Model(m, names, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []Format{NPY, Parquet} {
-		parent := t.TempDir()
-		d, err := outfile.CreateDir(filepath.Join(parent, "x"), false)
+	// Names a TSV line cannot hold, and names that are not UTF-8 (a Latin-1 entities.tsv),
+	// which Parquet's strings and Python's text files cannot hold: readers fail on them
+	// (UnicodeDecodeError), or take them in replaced.
+	for _, tc := range []struct{ name, want string }{
+		{"a\tb", `entities row 4: name "a\tb" holds a tab or a line break`},
+		{"a\rb", `entities row 4: name "a\rb" holds a tab or a line break`},
+		{"Z\xfcrich", `entities row 4: name "Z\xfcrich" is not valid UTF-8`},
+	} {
+		names := testNames("e", testEntities)
+		names[4] = tc.name
+		tables, params, err := Model(m, names, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = Write(d, f, Manifest{}, tables, params)
-		if err == nil || !strings.Contains(err.Error(), `entities row 4: name "a\tb" holds a tab or a line break`) {
-			t.Errorf("%s: %v", f, err)
-		}
-		d.Abort()
-		if es, _ := os.ReadDir(parent); len(es) != 0 {
-			t.Errorf("%s: left %s", f, es[0].Name())
+		for _, f := range []Format{NPY, Parquet} {
+			parent := t.TempDir()
+			d, err := outfile.CreateDir(filepath.Join(parent, "x"), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = Write(d, f, Manifest{}, tables, params)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s %q: %v, want %s", f, tc.name, err, tc.want)
+			}
+			d.Abort()
+			if es, _ := os.ReadDir(parent); len(es) != 0 {
+				t.Errorf("%s: left %s", f, es[0].Name())
+			}
 		}
 	}
 	if _, err := ParseFormat("csv"); err == nil || !strings.Contains(err.Error(), `unknown export format "csv" (known: npy, parquet)`) {

@@ -6,12 +6,15 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Lookup finds a dataset's entities and relations by the names people write: an entity by
 // its name (entities.tsv) or its label (entity_labels.tsv), a relation by its name
 // (relations.tsv). A name matches exactly, or else loosely: ignoring case and taking
-// spaces for underscores ("dominican republic" is Dominican_Republic). A relation's name
+// spaces for underscores ("dominican republic" is Dominican_Republic) and composed and
+// decomposed accents for the same text (Unicode NFC). A relation's name
 // without its leading '+' is the forward relation ("/film/film/genre" is
 // "+/film/film/genre"); its inverse is written with '-'. A name that matches several
 // entities, or none, is a *LookupError listing candidates.
@@ -71,14 +74,16 @@ func appendOnce(ids []int32, id int32) []int32 {
 	return append(ids, id)
 }
 
-// loosen is the key of loose matching: lower case, spaces as underscores.
+// loosen is the key of loose matching: Unicode's canonical composition (NFC: a "ü" typed
+// as u and a combining diaeresis, as macOS file names and some keyboards write it, is the
+// one character "ü"), lower case, spaces as underscores.
 func loosen(s string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.IsSpace(r) {
 			return '_'
 		}
 		return unicode.ToLower(r)
-	}, s)
+	}, norm.NFC.String(s))
 }
 
 // maxCompared bounds the runes of a name that the edit distance compares.
@@ -115,6 +120,9 @@ type LookupError struct {
 	Matches    int         // with Ambiguous: how many matched
 	Candidates []Candidate // the matches, or the closest names
 	Note       string      // a hint, when there is one
+	// SharedName, with Ambiguous: every match has the name as its exact name (a name
+	// table that names several ids alike), so only an id tells them apart.
+	SharedName bool
 }
 
 // maxAmbiguous and numCandidates bound the candidates an error lists.
@@ -135,7 +143,11 @@ func (e *LookupError) Error() string {
 		if e.Matches > len(e.Candidates) {
 			s += fmt.Sprintf("; and %d more", e.Matches-len(e.Candidates))
 		}
-		s += fmt.Sprintf(" (write the %s by its id or its exact name)", e.What)
+		if e.SharedName {
+			s += fmt.Sprintf(" (they have the same name: write the %s by its id)", e.What)
+		} else {
+			s += fmt.Sprintf(" (write the %s by its id or its exact name)", e.What)
+		}
 	case len(list) > 0:
 		s = fmt.Sprintf("unknown %s %q; the closest: %s", e.What, e.Name, strings.Join(list, "; "))
 	default:
@@ -217,13 +229,16 @@ func (l *Lookup) find(what, name string, forms []string, exact, loose map[string
 				return ids[0], nil
 			case len(ids) > 1:
 				ids = slices.Sorted(slices.Values(ids))
-				e := &LookupError{What: what, Name: name, Ambiguous: true, Matches: len(ids)}
+				cand := l.relation
+				if what == "entity" {
+					cand = l.entity
+				}
+				e := &LookupError{What: what, Name: name, Ambiguous: true, Matches: len(ids), SharedName: pass == 0}
+				for _, id := range ids {
+					e.SharedName = e.SharedName && cand(id).Name == f
+				}
 				for _, id := range ids[:min(len(ids), maxAmbiguous)] {
-					if what == "entity" {
-						e.Candidates = append(e.Candidates, l.entity(id))
-					} else {
-						e.Candidates = append(e.Candidates, l.relation(id))
-					}
+					e.Candidates = append(e.Candidates, cand(id))
 				}
 				return -1, e
 			}

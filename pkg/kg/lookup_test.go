@@ -237,3 +237,79 @@ func TestLookupShipped(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestLookupNFC: a name typed with decomposed accents (u and a combining diaeresis, as
+// macOS file names and some keyboards give it) finds the entity whose label has the
+// composed character, and the other way round. It used to be "unknown entity "Zürich";
+// the closest: ... label "Zürich"", two spellings that print alike.
+func TestLookupNFC(t *testing.T) {
+	const nfc, nfd = "Z\u00fcrich", "Zu\u0308rich"
+	dir := writeDataset(t, map[string]string{
+		"entities.tsv":      "0\tm0\n1\tm1\n2\tm2\n",
+		"relations.tsv":     "0\t+r\u00e9l\n1\t-r\u00e9l\n2\t+s\n3\t-s\n",
+		"entity_labels.tsv": "0\t" + nfc + "\n1\tCafe\u0301_de_Flore\n",
+	})
+	d, err := Load(dir, FormatAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewLookup(d)
+	for _, tc := range []struct {
+		name string
+		rel  bool
+		want int32
+	}{
+		{nfc, false, 0}, {nfd, false, 0}, {"zu\u0308rich", false, 0}, {"ZU\u0308RICH", false, 0},
+		{"Caf\u00e9 de Flore", false, 1}, {"Cafe\u0301_de_Flore", false, 1},
+		{"-re\u0301l", true, 1}, {"re\u0301l", true, 0}, {"r\u00e9l", true, 0},
+	} {
+		var got int32
+		var err error
+		if tc.rel {
+			got, err = l.Relation(tc.name)
+		} else {
+			got, err = l.Entity(tc.name)
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%+q: %d, %v; want %d", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// TestAmbiguousHint: an ambiguity's hint says what tells the matches apart. Where a name
+// table gives several ids the same name, only the id does (the hint used to offer "its
+// exact name", the very name typed); where labels or a loose match collide, the exact
+// name does too.
+func TestAmbiguousHint(t *testing.T) {
+	dir := writeDataset(t, map[string]string{
+		"entities.tsv":      "0\tm0\n1\tm0\n2\tm2\n",
+		"relations.tsv":     "0\t+r\n1\t-r\n2\t+r\n3\t-r\n",
+		"entity_labels.tsv": "0\tOne\n2\tOne\n",
+	})
+	d, err := Load(dir, FormatAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewLookup(d)
+	for _, tc := range []struct {
+		name string
+		rel  bool
+		want string
+	}{
+		{"m0", false, `entity "m0" is ambiguous: 2 entities match it: id 0 name "m0" label "One"; id 1 name "m0" (they have the same name: write the entity by its id)`},
+		{"M0", false, `entity "M0" is ambiguous: 2 entities match it: id 0 name "m0" label "One"; id 1 name "m0" (write the entity by its id or its exact name)`},
+		{"One", false, `entity "One" is ambiguous: 2 entities match it: id 0 name "m0" label "One"; id 2 name "m2" label "One" (write the entity by its id or its exact name)`},
+		{"-r", true, `relation "-r" is ambiguous: 2 relations match it: id 1 name "-r"; id 3 name "-r" (they have the same name: write the relation by its id)`},
+		{"r", true, `relation "r" is ambiguous: 2 relations match it: id 0 name "+r"; id 2 name "+r" (they have the same name: write the relation by its id)`},
+	} {
+		var err error
+		if tc.rel {
+			_, err = l.Relation(tc.name)
+		} else {
+			_, err = l.Entity(tc.name)
+		}
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v\nwant %s", tc.name, err, tc.want)
+		}
+	}
+}

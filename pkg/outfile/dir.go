@@ -25,7 +25,7 @@ import (
 // It refuses, naming the flag and the path: stdout ("-"); an existing path that is not a
 // folder; a folder that is one of inputs or holds one at any depth (compared by device
 // and inode, so links and ./ are caught; an input folder such as --data counts as a
-// whole); the working directory or a folder above it; an existing non-empty folder unless
+// whole; stdin counts when it is a regular file); the working directory or a folder above it; an existing non-empty folder unless
 // overwrite; and a parent folder in which a folder cannot be created. It removes the stale temporary folders of killed runs.
 func CheckDir(out Path, overwrite bool, inputs []Path) error {
 	switch out.Path {
@@ -44,11 +44,20 @@ func CheckDir(out Path, overwrite bool, inputs []Path) error {
 			return fmt.Errorf("%s %s holds the working directory: a folder replaced as a whole cannot be the one the command runs in (choose another output folder)", out.Flag, out.Path)
 		}
 		for _, in := range inputs {
-			if in.Path == "" || in.Path == "-" {
+			path := in.Path
+			if path == "-" {
+				// Stdin redirected from a file (--cones - < DIR/cones.arrow) is that file:
+				// the link /proc/self/fd/N names it (Linux; elsewhere it is not checked).
+				if _, ok := inputID("-"); !ok {
+					continue
+				}
+				path = "/proc/self/fd/" + strconv.Itoa(int(os.Stdin.Fd()))
+			}
+			if path == "" {
 				continue
 			}
-			if within(in.Path, id) {
-				return fmt.Errorf("%s %s holds %s %s: an input is never written over (choose another output folder)", out.Flag, out.Path, in.Flag, in.Path)
+			if within(path, id) {
+				return fmt.Errorf("%s %s holds %s %s: an input is never written over (choose another output folder)", out.Flag, out.Path, in.Flag, displayIn(in.Path))
 			}
 		}
 		if !overwrite {

@@ -78,6 +78,62 @@ func TestCheckDir(t *testing.T) {
 	}
 }
 
+// TestCheckDirStdin: stdin redirected from a file counts as that file: an output folder
+// holding it is refused (embed export --cones - -o DIR --overwrite < DIR/cones.arrow used
+// to replace DIR, deleting the file it read), one that does not is not, and a pipe is no
+// file of any folder.
+func TestCheckDirStdin(t *testing.T) {
+	dir := t.TempDir()
+	full := filepath.Join(dir, "full")
+	os.MkdirAll(filepath.Join(full, "deep"), 0o755)
+	inside := filepath.Join(full, "deep", "cones.arrow")
+	outside := filepath.Join(dir, "cones.arrow")
+	for _, p := range []string{inside, outside} {
+		os.WriteFile(p, []byte("cones"), 0o644)
+	}
+	os.Link(inside, filepath.Join(dir, "hard.arrow"))
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	for _, c := range []struct {
+		name  string
+		stdin string // "" for the pipe
+		want  string // "" accepts
+	}{
+		{"stdin from a file in the folder", inside, "-o " + full + " holds --cones - (stdin): an input is never written over"},
+		{"stdin from a hard link of it outside", filepath.Join(dir, "hard.arrow"), ""},
+		{"stdin from a file outside", outside, ""},
+		{"stdin a pipe", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := pr
+			if c.stdin != "" {
+				f, err := os.Open(c.stdin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				in = f
+			}
+			saved := os.Stdin
+			os.Stdin = in
+			defer func() { os.Stdin = saved }()
+			before := snapshot(t, dir)
+			err := CheckDir(Path{Flag: "-o", Path: full}, true, []Path{{Flag: "--cones", Path: "-"}})
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+			assertUnchanged(t, dir, before)
+		})
+	}
+}
+
 // TestDir: a folder appears whole on Commit (new, over an empty folder, and with
 // overwrite over a full one, whose old files go); Abort, a failed write and a refused
 // commit leave the destination as it was and no temporary folder.

@@ -126,6 +126,11 @@ func readQuestions(cfg *AskConfig) ([]*question, error) {
 		line, before := 0, len(qs)
 		for sc.Scan() {
 			line++
+			if line == 1 && (strings.HasPrefix(sc.Text(), "\xff\xfe") || strings.HasPrefix(sc.Text(), "\xfe\xff")) {
+				// Windows PowerShell's > and Notepad's "Unicode" write UTF-16, whose every
+				// line would otherwise be refused byte by byte.
+				return nil, fmt.Errorf("%s: UTF-16 text (it starts with a UTF-16 byte-order mark): write the queries as UTF-8", name)
+			}
 			text := strings.TrimSpace(strings.TrimPrefix(sc.Text(), "\ufeff"))
 			if text == "" || strings.HasPrefix(text, "#") {
 				continue

@@ -9,9 +9,41 @@ import "fmt"
 // up = ((e,r1),(e,r2),u),(r3) gives (e,(r1,r3)) and (e,(r2,r3)), both sharing r3's slot.
 //
 // A structure without a union gives itself. A negation applied to a union has no DNF
-// without rewriting it by De Morgan; it is an error.
+// without rewriting it by De Morgan; it is an error, and so is a DNF of more than
+// MaxBranches trees.
 func (s *Structure) DNF() ([]*Node, error) {
+	if dnfSize(s.Root) > MaxBranches {
+		return nil, fmt.Errorf("its DNF has more than %d branches (an intersection of unions has the product of their branches): too many to embed", MaxBranches)
+	}
 	return dnf(s.Root)
+}
+
+// MaxBranches bounds the trees of a DNF. An intersection of k two-branch unions has 2^k
+// of them, so without a bound a query of a few hundred bytes asks for gigabytes; and a
+// cones artifact numbers a query's branches in an int8, 0 to 127. BetaE's unions have 2.
+const MaxBranches = 128
+
+// dnfSize is the number of trees DNF makes of n, counted up to MaxBranches+1.
+func dnfSize(n *Node) int {
+	switch n.Kind {
+	case Chain:
+		return dnfSize(n.Base)
+	case Or, And:
+		size := 0
+		if n.Kind == And {
+			size = 1
+		}
+		for _, b := range n.Branches {
+			if n.Kind == Or {
+				size += dnfSize(b)
+			} else {
+				size *= dnfSize(b)
+			}
+			size = min(size, MaxBranches+1)
+		}
+		return size
+	}
+	return 1
 }
 
 func dnf(n *Node) ([]*Node, error) {

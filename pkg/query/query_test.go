@@ -161,6 +161,40 @@ func TestDNF(t *testing.T) {
 	}
 }
 
+// TestDNFBound: an intersection of k unions has 2^k DNF branches; more than MaxBranches
+// is an error, before any is built (30 unions asked for 2^30 trees, and the process died
+// of an out-of-memory).
+func TestDNFBound(t *testing.T) {
+	const u2 = "(('e',('r',)),('e',('r',)),('u',))"
+	unions := func(k int) string { return "(" + strings.Repeat(u2+",", k-1) + u2 + ")" }
+	wide := func(k int) string { return "(" + strings.Repeat("('e',('r',)),", k) + "('u',))" }
+	for _, tc := range []struct {
+		name, notation string
+		branches       int // 0: refused
+	}{
+		{"7 unions", unions(7), 128},
+		{"8 unions", unions(8), 0},
+		{"30 unions", unions(30), 0},
+		{"8 unions under a projection", "(" + unions(8) + ",('r',))", 0},
+		{"a union of 128", wide(128), 128},
+		{"a union of 129", wide(129), 0},
+		{"a union of 2 unions of 64", "(" + wide(64) + "," + wide(64) + ",('u',))", 128},
+		{"a union of 2 unions of 65", "(" + wide(65) + "," + wide(64) + ",('u',))", 0},
+	} {
+		s, err := Parse(tc.notation)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		bs, err := s.DNF()
+		switch {
+		case tc.branches == 0 && (err == nil || !strings.Contains(err.Error(), "more than 128 branches")):
+			t.Errorf("%s: %d branches, %v; want an error", tc.name, len(bs), err)
+		case tc.branches > 0 && (err != nil || len(bs) != tc.branches):
+			t.Errorf("%s: %d branches, %v; want %d", tc.name, len(bs), err, tc.branches)
+		}
+	}
+}
+
 func cloneTree(n *Node) *Node {
 	c := *n
 	if n.Base != nil {

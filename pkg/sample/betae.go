@@ -147,7 +147,14 @@ func readBetaEPickle(path string) (groups []pickleGroup, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: key %d of the dict: %w", path, k, err)
 		}
+		if _, ok := entry.Key.(*types.Tuple); !ok {
+			return nil, fmt.Errorf("%s: key %s is of type %s, not a query structure such as ('e',('r',)): not a BetaE queries pickle ({valid,test}-queries.pkl)", path, key, picklescan.PyType(entry.Key))
+		}
 		s, err := query.Parse(key)
+		if _, gerr := query.ParseGrounded(key); err != nil && gerr == nil {
+			// BetaE's answer files map each grounded query to its answers.
+			return nil, fmt.Errorf("%s: key %s is a query of ids, not a structure: an answers pickle (BetaE's *-answers.pkl), not a queries pickle; --pickle takes {valid,test}-queries.pkl, and the answers are computed from --data", path, key)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: key %s: %w", path, key, err)
 		}

@@ -47,6 +47,14 @@ func TestCorruptPickle(t *testing.T) {
 		{"a dict of lists", proto4 + "}(\x8c\x01e\x8c\x01r\x85\x86]u.", "key ('e',('r',)): want a set of queries, found a list"},
 		{"a key that is a dict", proto4 + "}\x94(}\x94]\x94u.", "key 1 of the dict: a dict in a query tuple"},
 		{"stack underflow", proto4 + "u.", "not a readable BetaE query pickle"},
+		// BetaE's other pickles, given for the queries: its answers files map each query to
+		// a set of entity ids ({(0,(0,)): {1, 2}}), id2ent.pkl ids to names, ent2id.pkl
+		// names to ids. They used to be refused as a malformed structure ("key (0,(0,)):
+		// query \"(0,(0,))\": at offset 1: a branch must be a tuple, not an atom").
+		{"an answers pickle", proto4 + "}(" + "K\x00K\x00\x85\x86" + "\x8f(K\x01K\x02\x90" + "u.",
+			"key (0,(0,)) is a query of ids, not a structure: an answers pickle (BetaE's *-answers.pkl), not a queries pickle; --pickle takes {valid,test}-queries.pkl"},
+		{"an id2ent pickle", proto4 + "}(" + "K\x00\x8c\x08/m/027rn" + "u.", "key 0 is of type int, not a query structure such as ('e',('r',)): not a BetaE queries pickle"},
+		{"an ent2id pickle", proto4 + "}(" + "\x8c\x08/m/027rnK\x00" + "u.", "key '/m/027rn' is of type str, not a query structure"},
 		{"an id of 2^70", proto4 + "}(\x8c\x01e\x8c\x01r\x85\x86\x8f(\x8a\x09" + strings.Repeat("\x00", 8) + "\x40K\x00\x85\x86\x90u.",
 			"an int of 71 bits in a query tuple is out of range: ids are 32-bit"},
 	}
