@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Triple is a directed fact (head, relation, tail) in ids.
@@ -251,6 +252,12 @@ func readTSV(path string, n int) ([]row, error) {
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
+		if !utf8.ValidString(text) {
+			// Names become the UTF-8 string columns of the artifacts and the export's
+			// files, which must hold valid UTF-8: refused here, where the line is known.
+			return nil, fmt.Errorf("%s:%d: byte %d is not valid UTF-8: the dataset's files must be UTF-8 text (convert one in another encoding first, e.g. iconv -f latin1 -t utf-8)",
+				path, line, invalidUTF8At(text)+1)
+		}
 		var fields []string
 		if strings.Contains(text, "\t") {
 			fields = strings.Split(text, "\t")
@@ -273,6 +280,19 @@ func readTSV(path string, n int) ([]row, error) {
 		return nil, fmt.Errorf("%s: after line %d: %w", path, line, err)
 	}
 	return rows, nil
+}
+
+// invalidUTF8At is the offset of the first byte of s that does not begin a valid UTF-8
+// sequence.
+func invalidUTF8At(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return i
+			}
+		}
+	}
+	return len(s)
 }
 
 // errReader remembers the first error of its reader.
