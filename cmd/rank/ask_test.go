@@ -316,6 +316,7 @@ func TestAskRefused(t *testing.T) {
 		{"negated union", []string{"--data", data, "--ask", "(((ent2,(+rel0,)),(ent3,(+rel0,)),(u,)),(n,))"}, []string{"negation of a union has no DNF form"}},
 		{"30 unions intersected", []string{"--data", data, "--ask", "(" + strings.Repeat("((ent2,(+rel0,)),(ent3,(+rel0,)),(u,)),", 29) + "((ent2,(+rel0,)),(ent3,(+rel0,)),(u,)))"},
 			[]string{"its DNF has more than 128 branches"}},
+		{"a one-item tuple without its comma", []string{"--data", data, "--ask", "(8,(0))"}, []string{"at offset 5: one-element tuple needs a trailing comma"}},
 		{"bad file lines", []string{"--data", data, "--ask-file", bad},
 			[]string{bad + `:3: query "(ent2,(+rel0,)": at offset 14`, bad + `:4: query "(ent2,(rel0 x,))": at offset 12: expected ','`}},
 		{"unknown names in a file", []string{"--data", data, "--ask-file", unknown},
@@ -351,6 +352,20 @@ func TestAskRefused(t *testing.T) {
 			before.Unchanged(t)
 			outfiletest.NoTemp(t, f.Dir)
 		})
+	}
+}
+
+// TestAskRefusedBeforeModel: a query without a DNF (a negated union, too many branches) is
+// refused as a malformed one is, before the model is loaded: here the checkpoint is no
+// Arrow file, so loading it would fail, and it must not be what the error says.
+func TestAskRefusedBeforeModel(t *testing.T) {
+	dir := t.TempDir()
+	notModel := filepath.Join(dir, "model.arrow")
+	os.WriteFile(notModel, []byte("not a model"), 0o644)
+	r := askRun(t, "--checkpoint", notModel, "--data", dir, "-q", "--ask", "(((0,(0,)),(1,(0,)),(u,)),(n,))")
+	r.Expect(t, 1, `rank: --ask: query "(((0,(0,)),(1,(0,)),(u,)),(n,))": negation of a union has no DNF form`)
+	if strings.Contains(r.Stderr, "model.arrow") {
+		t.Errorf("the checkpoint was read before the query was refused:\n%s", r.Stderr)
 	}
 }
 

@@ -100,6 +100,13 @@ func readQuestions(cfg *AskConfig) ([]*question, error) {
 	var errs []error
 	add := func(source, text string) {
 		a, err := query.ParseAsk(text)
+		if err == nil {
+			// A structure without a DNF (a negated union, too many branches) is refused
+			// here too, with the model not loaded yet.
+			if _, derr := a.Structure.DNF(); derr != nil {
+				err = fmt.Errorf("query %q: %w", text, derr)
+			}
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", source, err))
 			return
@@ -208,11 +215,6 @@ func Ask(cfg AskConfig) error {
 	var errs []error
 	for _, q := range qs {
 		g, err := q.ask.Resolve(look)
-		if err == nil {
-			if _, derr := g.Structure.DNF(); derr != nil {
-				err = fmt.Errorf("query %q: %w", q.ask.Text, derr)
-			}
-		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", q.source, err))
 			continue

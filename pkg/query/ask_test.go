@@ -83,6 +83,8 @@ func TestParseAskMalformed(t *testing.T) {
 		{`('a\n',(r,))`, 3, "unknown escape"},
 		{"(a,(r,)", 7, "missing ')'"},
 		{"(a,(r))", 5, "trailing comma"},
+		{"(0,(0))", 5, "trailing comma"}, // (0) is Python's 0, as ('r') is 'r'
+		{"((0),(0,))", 3, "trailing comma"},
 		{"(a,(r,-5))", 6, "id -5: an entity or relation id is >= 0"},
 		{"(a,(-1,r))", 4, "id -1"},
 		{"(-3,(r,))", 1, "base must be an entity"},

@@ -111,8 +111,9 @@ func (p *parser) parseValue(depth int) (value, error) {
 				p.pos++
 			case ')':
 				p.pos++
-				if len(v.tuple) == 1 && !v.tuple[0].isNum {
-					// ('r') is a parenthesised string in Python, not a tuple.
+				if len(v.tuple) == 1 {
+					// ('r') and (0) are a parenthesised string and integer in Python, not
+					// tuples.
 					return value{}, p.errf(p.pos-1, "one-element tuple needs a trailing comma")
 				}
 				return v, nil
