@@ -94,7 +94,7 @@ func raggedCounts(groups []raggedGroup) (counts, first []int) {
 // the weight gradients, summed over the groups), with and without a dropout mask.
 func testIntersectRagged(h *harness) {
 	groups := []raggedGroup{{4, 3}, {3, 5}, {2, 7}, {1, 2}}
-	counts, first := raggedCounts(groups)
+	counts, _ := raggedCounts(groups)
 	for _, c := range []struct {
 		drop   bool
 		layout int
@@ -120,42 +120,7 @@ func testIntersectRagged(h *harness) {
 			}
 			dOut := h.cones(n, d)
 
-			// The reference: each group on its own, its branches gathered from the ragged rows.
-			ref := compute.Reference[float32]{}
-			out := model.NewCones[float32](n, d)
-			dIn := model.NewCones[float32](rows, d)
-			gw := zeroIntersectWeights(w)
-			for gi, g := range groups {
-				row := func(j, r int) int { return br.Base(j) + first[gi] + r }
-				in, dInG := make([]model.Cones[float32], g.nb), make([]model.Cones[float32], g.nb)
-				var maskG []float32
-				if drop {
-					maskG = make([]float32, g.nb*g.n*d)
-				}
-				for j := range in {
-					in[j], dInG[j] = model.NewCones[float32](g.n, d), model.NewCones[float32](g.n, d)
-					for r := 0; r < g.n; r++ {
-						src := row(j, r) * d
-						copy(in[j].Axis[r*d:(r+1)*d], all.Axis[src:src+d])
-						copy(in[j].Half[r*d:(r+1)*d], all.Half[src:src+d])
-						if drop {
-							copy(maskG[(j*g.n+r)*d:(j*g.n+r+1)*d], mask[src:src+d])
-						}
-					}
-				}
-				o := first[gi] * d
-				outG := model.Cones[float32]{Axis: out.Axis[o : o+g.n*d], Half: out.Half[o : o+g.n*d], N: g.n, Dim: d}
-				dOutG := model.Cones[float32]{Axis: dOut.Axis[o : o+g.n*d], Half: dOut.Half[o : o+g.n*d], N: g.n, Dim: d}
-				st := model.IntersectForward(ref, w, outG, in, maskG)
-				model.IntersectBackward(ref, w, gw, st, dInG, dOutG, in)
-				for j := range dInG {
-					for r := 0; r < g.n; r++ {
-						dst := row(j, r) * d
-						copy(dIn.Axis[dst:dst+d], dInG[j].Axis[r*d:(r+1)*d])
-						copy(dIn.Half[dst:dst+d], dInG[j].Half[r*d:(r+1)*d])
-					}
-				}
-			}
+			out, dIn, gw := intersectRaggedRef(groups, br, w, all, mask, dOut)
 
 			W := layout.up(h, w)
 			In, Out := h.upCones(all), h.upCones(model.NewCones[float32](n, d))
@@ -234,6 +199,174 @@ func testIntersectRagged(h *harness) {
 			}
 		}
 	})
+}
+
+// intersectRaggedRef is a ragged intersection's reference: model.IntersectForward and
+// IntersectBackward on each group of groups (br's layout) on its own, its branches (and
+// mask, nil for none) gathered from the ragged rows of all, given dOut; the outputs, dIn
+// in all's layout and the weight gradients, summed over the groups.
+func intersectRaggedRef(groups []raggedGroup, br Branches, w *model.IntersectionWeights[float32], all model.Cones[float32],
+	mask []float32, dOut model.Cones[float32]) (out, dIn model.Cones[float32], gw *model.IntersectionWeights[float32]) {
+	d := all.Dim
+	ref := compute.Reference[float32]{}
+	out, dIn, gw = model.NewCones[float32](br.N(), d), model.NewCones[float32](br.Rows(), d), zeroIntersectWeights(w)
+	_, first := raggedCounts(groups)
+	for gi, g := range groups {
+		row := func(j, r int) int { return br.Base(j) + first[gi] + r }
+		in, dInG := make([]model.Cones[float32], g.nb), make([]model.Cones[float32], g.nb)
+		var maskG []float32
+		if mask != nil {
+			maskG = make([]float32, g.nb*g.n*d)
+		}
+		for j := range in {
+			in[j], dInG[j] = model.NewCones[float32](g.n, d), model.NewCones[float32](g.n, d)
+			for r := 0; r < g.n; r++ {
+				src := row(j, r) * d
+				copy(in[j].Axis[r*d:(r+1)*d], all.Axis[src:src+d])
+				copy(in[j].Half[r*d:(r+1)*d], all.Half[src:src+d])
+				if mask != nil {
+					copy(maskG[(j*g.n+r)*d:(j*g.n+r+1)*d], mask[src:src+d])
+				}
+			}
+		}
+		o := first[gi] * d
+		outG := model.Cones[float32]{Axis: out.Axis[o : o+g.n*d], Half: out.Half[o : o+g.n*d], N: g.n, Dim: d}
+		dOutG := model.Cones[float32]{Axis: dOut.Axis[o : o+g.n*d], Half: dOut.Half[o : o+g.n*d], N: g.n, Dim: d}
+		st := model.IntersectForward(ref, w, outG, in, maskG)
+		model.IntersectBackward(ref, w, gw, st, dInG, dOutG, in)
+		for j := range dInG {
+			for r := 0; r < g.n; r++ {
+				dst := row(j, r) * d
+				copy(dIn.Axis[dst:dst+d], dInG[j].Axis[r*d:(r+1)*d])
+				copy(dIn.Half[dst:dst+d], dInG[j].Half[r*d:(r+1)*d])
+			}
+		}
+	}
+	return out, dIn, gw
+}
+
+// testIntersectNaN: a NaN in any branch's dropped-out aperture makes the intersection's
+// minimum NaN, its index the first NaN branch (PyTorch's min(dim)), on the device as in
+// model.IntersectForward, and the backward pass sends the gradient to that branch; before,
+// both kept an earlier branch's number over a later NaN. The NaNs are in the dropout
+// mask, which the minimum reads and the features do not (a NaN aperture would make the
+// whole row NaN through the linear layers and hide the minimum's choice), in branch 0 of
+// some elements, a later branch of others, two branches of some. W3 = 0 and B3 = −1 make
+// the DeepSets features 0, so the gate's NaN gradient stops at their ReLU and dIn.Half
+// is NaN exactly where the minimum sends a NaN minimum's gradient. Uniform layouts
+// (IntersectForward: no counts on the device) and a ragged one.
+func testIntersectNaN(h *harness) {
+	for _, c := range []struct {
+		name   string
+		groups []raggedGroup
+		layout int
+	}{{"2-branches", []raggedGroup{{2, 9}}, 0}, {"3-branches", []raggedGroup{{3, 9}}, 1},
+		{"ragged", []raggedGroup{{4, 3}, {3, 5}, {2, 7}, {1, 2}}, 0}} {
+		layout := intersectLayouts[c.layout]
+		h.t.Run(c.name+"/"+layout.name, func(t *testing.T) {
+			h := &harness{t: t, d: h.d, rng: h.rng}
+			const d = 13
+			counts, first := raggedCounts(c.groups)
+			br, err := NewBranches(h.d, counts)
+			h.ok(err)
+			t.Cleanup(func() { br.Free() })
+			n, rows := br.N(), br.Rows()
+			w := randomIntersectWeights(h, d)
+			clear(w.W3)
+			for i := range w.B3 {
+				w.B3[i] = -1
+			}
+			all, dOut := h.cones(rows, d), h.cones(n, d)
+			mask := make([]float32, rows*d)
+			for i := range mask {
+				if h.rng.Float64() > 0.3 {
+					mask[i] = 1 / 0.7
+				}
+			}
+			for j := range counts {
+				for r := range counts[j] {
+					for k := range d {
+						if (r*d+k)%7 == j+1 || (r*d+k)%11 == 2*j {
+							mask[(br.Base(j)+r)*d+k] = float32(math.NaN())
+						}
+					}
+				}
+			}
+			// The rule: per output element, the first branch whose half·mask is a NaN, else the
+			// first minimal one.
+			wantNaN, wantArg := make([]bool, n*d), make([]int32, n*d)
+			nans := 0
+			for gi, g := range c.groups {
+				for r := first[gi]; r < first[gi]+g.n; r++ {
+					for k := range d {
+						p := r*d + k
+						best := all.Half[r*d+k] * mask[r*d+k]
+						for j := 1; j < g.nb && best == best; j++ {
+							q := (br.Base(j)+r)*d + k
+							if v := all.Half[q] * mask[q]; v != v || v < best {
+								best, wantArg[p] = v, int32(j)
+							}
+						}
+						if wantNaN[p] = best != best; wantNaN[p] {
+							nans++
+						}
+					}
+				}
+			}
+			if nans == 0 || nans == n*d {
+				t.Fatalf("%d NaN minima of %d: the case tests nothing", nans, n*d)
+			}
+			out, dIn, gw := intersectRaggedRef(c.groups, br, w, all, mask, dOut)
+
+			W, GW := layout.up(h, w), layout.up(h, zeroIntersectWeights(w))
+			In, Out, DIn := h.upCones(all), h.upCones(model.NewCones[float32](n, d)), h.upCones(model.NewCones[float32](rows, d))
+			var st *IntersectState
+			if len(c.groups) == 1 {
+				st, err = h.d.IntersectForward(W, Out, In, c.groups[0].nb, h.up(mask))
+			} else {
+				st, err = h.d.IntersectForwardRagged(W, Out, In, br, h.up(mask))
+			}
+			h.ok(err)
+			defer st.Free()
+			h.ok(h.d.IntersectBackward(W, GW, st, DIn, h.upCones(dOut), In))
+
+			gotArg, err := st.argmin.ToHost()
+			h.ok(err)
+			hmin, got, gotIn := h.down(st.hmin), h.downCones(Out), h.downCones(DIn)
+			for p := range wantNaN {
+				if gotArg[p] != wantArg[p] || (hmin[p] != hmin[p]) != wantNaN[p] || (out.Half[p] != out.Half[p]) != wantNaN[p] {
+					t.Fatalf("element %d: device min %v at branch %d, CPU output %v; want branch %d, a NaN: %v", p, hmin[p], gotArg[p],
+						out.Half[p], wantArg[p], wantNaN[p])
+				}
+			}
+			// dIn.Half is a NaN exactly at each NaN minimum's branch, on the CPU (and so, by
+			// compareNaN, on the device).
+			for gi, g := range c.groups {
+				for r := first[gi]; r < first[gi]+g.n; r++ {
+					for j := range g.nb {
+						for k := range d {
+							p, q := r*d+k, (br.Base(j)+r)*d+k
+							if want := wantNaN[p] && wantArg[p] == int32(j); (dIn.Half[q] != dIn.Half[q]) != want {
+								t.Fatalf("CPU dIn.Half of element %d, branch %d = %v; want a NaN: %v", p, j, dIn.Half[q], want)
+							}
+						}
+					}
+				}
+			}
+			compare(t, "axis", out.Axis, got.Axis)
+			compareNaN(t, "half", out.Half, got.Half)
+			compare(t, "dIn.axis", dIn.Axis, gotIn.Axis)
+			compareNaN(t, "dIn.half", dIn.Half, gotIn.Half)
+			for _, p := range []struct {
+				name string
+				want []float32
+				got  *F32
+			}{{"W1", gw.W1, GW.W1}, {"B1", gw.B1, GW.B1}, {"W2", gw.W2, GW.W2}, {"B2", gw.B2, GW.B2},
+				{"W3", gw.W3, GW.W3}, {"B3", gw.B3, GW.B3}, {"W4", gw.W4, GW.W4}, {"B4", gw.B4, GW.B4}} {
+				compareScaleNaN(t, "d"+p.name, p.want, h.down(p.got), maxAbs(gw.W2))
+			}
+		})
+	}
 }
 
 func randomIntersectWeights(h *harness, d int) *model.IntersectionWeights[float32] {

@@ -200,6 +200,7 @@ var parityCases = []struct {
 	{"MLP", testMLP},
 	{"Intersect", testIntersect},
 	{"IntersectRagged", testIntersectRagged},
+	{"IntersectNaN", testIntersectNaN},
 	{"DropoutRagged", testDropoutRagged},
 	{"LogitUnion", testLogitUnion},
 	{"LossHead", testLossHead},

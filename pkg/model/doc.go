@@ -46,7 +46,8 @@
 //   - element-wise min of two tensors (the distance's min(lo, hi) and min(t, β)): to the
 //     smaller, half to each on a tie (torch.min(a, b));
 //   - min over intersection branches (CardMin) and max over union branches: the whole
-//     gradient to the first minimal/maximal branch (torch.min/max(dim));
+//     gradient to the first minimal/maximal branch, or to the first NaN branch, whose NaN
+//     the min/max then is (torch.min/max(dim));
 //   - the distance's inside test t < β is strict, and d_o is a constant 0 inside;
 //   - the intersection's arctangent: ConE's clamp of the cosine sum to 1e-3 is an
 //     assignment, so the clamped sum has gradient 0 (see op_intersect.go).

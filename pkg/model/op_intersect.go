@@ -37,12 +37,18 @@ import (
 // y = −0 gives +π where atan2 gives −π). The fixtures of QE-ConE (parity_test.go) check
 // the cut cases.
 //
+// A NaN in any branch's (dropped-out) aperture makes the minimum NaN, its index the first
+// NaN branch, as PyTorch's min(dim) does: a less-than alone would keep an earlier
+// branch's number over a later NaN, and the NaN, which training and ranking refuse,
+// would pass unseen.
+//
 // Subgradients: ReLU'(0) = 0; the min over branches sends the whole gradient to the first
-// minimal branch (PyTorch's min(dim) picks one index). Where x was clamped its gradient
-// is 0 (the clamp is an assignment in ConE's code) and y's is x/(x² + y²) with the clamped
-// x; elsewhere the arctangent's usual −y/r², x/r². The backward pass knows x was clamped
-// by x = 1e-3 exactly (an unclamped sum of exactly float32(1e-3) is taken as clamped too,
-// a measure-zero difference), as the CUDA kernel does with no extra buffer.
+// minimal branch (PyTorch's min(dim) picks one index; for a NaN minimum, its first NaN
+// branch). Where x was clamped its gradient is 0 (the clamp is an assignment in ConE's
+// code) and y's is x/(x² + y²) with the clamped x; elsewhere the arctangent's usual
+// −y/r², x/r². The backward pass knows x was clamped by x = 1e-3 exactly (an unclamped
+// sum of exactly float32(1e-3) is taken as clamped too, a measure-zero difference), as the
+// CUDA kernel does with no extra buffer.
 
 // IntersectState is what IntersectBackward needs from the forward pass. Tensors marked
 // [n·N] hold branch j's rows at j·N … (j+1)·N − 1.
@@ -134,7 +140,7 @@ func IntersectForward[T Float](k compute.Kernels[T], w *IntersectionWeights[T], 
 		st.gate[p] = sigmoid(st.gate[p])
 		best, arg := dropped(in[0].Half[p], mask, p), int32(0)
 		for j := 1; j < nb; j++ {
-			if h := dropped(in[j].Half[p], mask, j*n*d+p); h < best {
+			if h := dropped(in[j].Half[p], mask, j*n*d+p); h < best || (h != h && best == best) {
 				best, arg = h, int32(j)
 			}
 		}

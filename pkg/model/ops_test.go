@@ -270,6 +270,96 @@ func TestUnionMaxNaN(t *testing.T) {
 	}
 }
 
+// TestIntersectMinNaN: a NaN in any branch's dropped-out aperture makes the intersection's
+// minimum NaN, its index the first NaN branch (PyTorch's min(dim)), whether the NaN is in
+// the aperture, comes from dropping an infinite one (0·∞) or is in the mask; the backward
+// pass sends the gradient to that branch. The weights are zero but for B3 = −1, so that
+// the gate is σ(0) everywhere, its gradient stops at the DeepSets' ReLU, and dIn.Half is
+// the minimum's route alone.
+func TestIntersectMinNaN(t *testing.T) {
+	nan := float32(math.NaN())
+	branches := [][]float32{
+		{nan, 1, 1, 5, 2, nan},
+		{3, nan, 1, 4, 2, 0},
+		{2, 0.5, nan, 6, 2, nan},
+	}
+	wantMin := []float32{nan, nan, nan, 4, 2, nan}
+	wantArg := []int32{0, 1, 2, 1, 0, 0}
+	const d = 6
+	ref32 := compute.Reference[float32]{}
+	zeros := func() *IntersectionWeights[float32] {
+		return &IntersectionWeights[float32]{
+			W1: make([]float32, d*2*d), B1: make([]float32, d), W2: make([]float32, d*d), B2: make([]float32, d),
+			W3: make([]float32, d*2*d), B3: make([]float32, d), W4: make([]float32, d*d), B4: make([]float32, d),
+		}
+	}
+	w := zeros()
+	for i := range w.B3 {
+		w.B3[i] = -1
+	}
+	for _, form := range []string{"nan", "dropped inf", "nan mask"} {
+		t.Run(form, func(t *testing.T) {
+			in := make([]Cones[float32], len(branches))
+			var mask []float32
+			if form != "nan" {
+				mask = make([]float32, len(branches)*d)
+			}
+			for j, b := range branches {
+				in[j] = NewCones[float32](1, d)
+				for i, h := range b {
+					in[j].Axis[i] = 0.1 * float32(i+j)
+					in[j].Half[i] = h
+					switch {
+					case mask == nil:
+					case h == h:
+						mask[j*d+i] = 1
+					case form == "dropped inf":
+						in[j].Half[i], mask[j*d+i] = float32(math.Inf(1)), 0
+					default:
+						in[j].Half[i], mask[j*d+i] = 7, nan
+					}
+				}
+			}
+			out := NewCones[float32](1, d)
+			st := IntersectForward(ref32, w, out, in, mask)
+			for i := range wantMin {
+				wn := wantMin[i] != wantMin[i]
+				if gn := st.hmin[i] != st.hmin[i]; gn != wn || !wn && st.hmin[i] != wantMin[i] || st.argmin[i] != wantArg[i] {
+					t.Errorf("element %d: min %v arg %d, want %v arg %d", i, st.hmin[i], st.argmin[i], wantMin[i], wantArg[i])
+				}
+			}
+			if form != "nan mask" { // elsewhere the inputs' NaN or ∞ reaches the features too
+				return
+			}
+			dIn := make([]Cones[float32], len(in))
+			for j := range dIn {
+				dIn[j] = NewCones[float32](1, d)
+			}
+			dOut := NewCones[float32](1, d)
+			for i := range dOut.Half {
+				dOut.Half[i] = 1
+			}
+			IntersectBackward(ref32, w, zeros(), st, dIn, dOut, in)
+			for i := range wantMin {
+				wn := wantMin[i] != wantMin[i]
+				if (out.Half[i] != out.Half[i]) != wn {
+					t.Errorf("out.Half[%d] = %v, want a NaN: %v", i, out.Half[i], wn)
+				}
+				for j := range dIn {
+					g := dIn[j].Half[i]
+					want := float32(0)
+					if int32(j) == wantArg[i] {
+						want = 0.5 * mask[j*d+i] // dOut·gate·mask, gate = σ(0)
+					}
+					if g != want && !(g != g && want != want) {
+						t.Errorf("dIn[%d].Half[%d] = %v, want %v", j, i, g, want)
+					}
+				}
+			}
+		})
+	}
+}
+
 func TestLossGrad(t *testing.T) {
 	gradTest(t, 9, func(rng *rand.Rand) (func() float64, []fdParam) {
 		const q, k = 5, 3

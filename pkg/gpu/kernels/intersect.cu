@@ -170,9 +170,16 @@ KERNEL branch_mean_bwd(float* dSet, const float* dMean, const float* set, int ld
 	}
 }
 
+// Whether branch value h replaces the minimum so far, best: it is smaller, or it is the
+// first NaN (a NaN in any branch makes the minimum NaN, as PyTorch's min(dim) and the CPU
+// reference, model.IntersectForward: a less-than alone would keep an earlier branch's
+// number over a later NaN, which then passed the loss's and ranking's NaN checks unseen).
+__device__ __forceinline__ bool cardmin_takes(float h, float best) { return h < best || (h != h && best == best); }
+
 // CardMin. gate [N][d] holds the gate's pre-activation on entry and σ of it on exit;
-// hmin [N][d] gets min_j(mask_j·h_j), argmin [N][d] the first branch attaining it, and
-// outHalf [N][d] = hmin·gate. half and mask are [R][d]; mask may be NULL (no dropout).
+// hmin [N][d] gets min_j(mask_j·h_j), argmin [N][d] the first branch attaining it (the
+// first NaN branch where there is one: cardmin_takes), and outHalf [N][d] = hmin·gate.
+// half and mask are [R][d]; mask may be NULL (no dropout).
 KERNEL cardmin_fwd(float* outHalf, float* gate, float* hmin, int* argmin, const float* half, const float* mask,
                    const int* counts, int J, int n, int d) {
 	GRID_STRIDE(p, (long long)n * d) {
@@ -184,7 +191,7 @@ KERNEL cardmin_fwd(float* outHalf, float* gate, float* hmin, int* argmin, const 
 		long long q = p + (long long)branch_rows(counts, 0, n) * d;
 		for (int j = 1; j < nb; j++) {
 			float h = mask ? half[q] * mask[q] : half[q];
-			if (h < best) {
+			if (cardmin_takes(h, best)) {
 				best = h;
 				arg = j;
 			}
@@ -197,8 +204,9 @@ KERNEL cardmin_fwd(float* outHalf, float* gate, float* hmin, int* argmin, const 
 }
 
 // Backward of cardmin_fwd given dOutHalf [N][d]: adds gate·mask·dOut into dHalf [R][d] at
-// the arg-min branch only, and WRITES dPre [N][d], the gradient of the gate's
-// pre-activation.
+// the arg-min branch only (the first NaN branch where the minimum is a NaN, as PyTorch's
+// min(dim) backward sends it to the index it returned), and WRITES dPre [N][d], the
+// gradient of the gate's pre-activation.
 KERNEL cardmin_bwd(float* dHalf, float* dPre, const float* dOutHalf, const float* gate, const float* hmin, const int* argmin,
                    const float* mask, const int* counts, int n, int d) {
 	GRID_STRIDE(p, (long long)n * d) {
