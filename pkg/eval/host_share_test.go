@@ -76,7 +76,7 @@ func benchmarkRankHostShare(b *testing.B, mode string) {
 	switch mode {
 	case "top":
 		tops := make([][]int32, len(qs))
-		opts.Scores = func(i int, scores []float32) { tops[i], _ = eval.TopEntities(scores, 10, nil) }
+		opts.Scores = func(i int, scores []float32) { tops[i], _, _ = eval.TopEntities(scores, 10, nil) }
 	case "cones":
 		// Each query's stored cones, one row per DNF branch, as the rank stage holds them.
 		d := cfg.Dim

@@ -2,8 +2,11 @@ package eval
 
 import (
 	"cmp"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -36,7 +39,10 @@ func TestTopEntities(t *testing.T) {
 			}
 			skip = func(e int32) bool { return mask[e] }
 		}
-		got, vals := TopEntities(scores, k, skip)
+		got, vals, err := TopEntities(scores, k, skip)
+		if err != nil {
+			t.Fatal(err)
+		}
 		want := referenceTop(scores, k, skip)
 		if !slices.Equal(got, want) {
 			t.Fatalf("scores %v k %d: %v, want %v", scores, k, got, want)
@@ -45,6 +51,30 @@ func TestTopEntities(t *testing.T) {
 			if vals[i] != scores[e] {
 				t.Fatalf("score of %d: %v, want %v", e, vals[i], scores[e])
 			}
+		}
+	}
+}
+
+// TestTopEntitiesNaN: a NaN score is an error wherever it is, even skipped or with k = 0;
+// the comparisons alone passed it over ([1 2 NaN 5 4] gave [3 4] for k = 2).
+func TestTopEntitiesNaN(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, c := range []struct {
+		scores []float32
+		k      int
+		skip   func(int32) bool
+		at     int
+	}{
+		{[]float32{1, 2, nan, 5, 4}, 2, nil, 2},
+		{[]float32{nan, 2, 3}, 1, nil, 0},
+		{[]float32{1, 2, nan}, 3, nil, 2},
+		{[]float32{1, nan, 3}, 0, nil, 1},
+		{[]float32{1, nan, 3}, 2, func(e int32) bool { return e == 1 }, 1},
+	} {
+		top, _, err := TopEntities(c.scores, c.k, c.skip)
+		want := fmt.Sprintf("score of entity %d is NaN", c.at)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v k %d: %v, %v; want an error %q", c.scores, c.k, top, err, want)
 		}
 	}
 }

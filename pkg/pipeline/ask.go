@@ -91,6 +91,7 @@ type question struct {
 	known    *answer.Set
 	top      []int32
 	scores   []float32
+	err      error // a NaN score (eval.TopEntities)
 }
 
 // readQuestions parses the --ask query and the lines of --ask-file, every one before any
@@ -241,9 +242,17 @@ func Ask(cfg AskConfig) error {
 			if cfg.ExcludeKnown {
 				skip = qs[i].known.Contains
 			}
-			qs[i].top, qs[i].scores = eval.TopEntities(scores, cfg.TopK, skip)
+			qs[i].top, qs[i].scores, qs[i].err = eval.TopEntities(scores, cfg.TopK, skip)
 		}}
 	if _, err := eval.RankQueries(context.Background(), l.model, rq, opts); err != nil {
+		return err
+	}
+	for _, q := range qs {
+		if q.err != nil {
+			errs = append(errs, fmt.Errorf("%s: query %q: %w (of %s)", q.source, q.ask.Text, q.err, displayPath(cfg.Checkpoint)))
+		}
+	}
+	if err := joinErrors(errs); err != nil {
 		return err
 	}
 

@@ -200,7 +200,7 @@ func Rank(cfg RankConfig) error {
 	tops := make([]topK, len(rq))
 	if cfg.TopK > 0 {
 		opts.Scores = func(i int, scores []float32) {
-			tops[i].ids, tops[i].scores = eval.TopEntities(scores, cfg.TopK, nil)
+			tops[i].ids, tops[i].scores, tops[i].err = eval.TopEntities(scores, cfg.TopK, nil)
 		}
 	}
 	if cfg.Device != nil {
@@ -224,6 +224,11 @@ func Rank(cfg RankConfig) error {
 				return in // the cones' fault, not the queries'
 			}
 			return fmt.Errorf("%s: %w", displayPath(cfg.Queries), err)
+		}
+	}
+	for i := range tops {
+		if err := tops[i].err; err != nil {
+			return fmt.Errorf("%s: query %d (%s): %w", displayPath(cfg.Queries), rows[i].ID, rows[i].Type, err)
 		}
 	}
 	if prof != nil {
@@ -352,6 +357,7 @@ func conesCover(path string, rows []artifact.Query, rq []eval.RankQuery, stored 
 type topK struct {
 	ids    []int32
 	scores []float32
+	err    error // a NaN score (eval.TopEntities)
 }
 
 // checkCones checks that cones were computed by this checkpoint from these queries and
