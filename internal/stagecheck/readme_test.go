@@ -26,6 +26,9 @@ var (
 	// tableFlag is a flag table's first cell, `--name PLACEHOLDER`, or a list of bare
 	// flags, `--dim`, `--batch`.
 	tableFlag = regexp.MustCompile("^\\| (`--?[a-z][a-z0-9-]*(?: [^`]+)?`(?:, `--?[a-z][a-z0-9-]*`)*) \\|")
+	// commandWord is a synopsis line's second word when it names a command (merge,
+	// import-qecone), not a flag or a placeholder.
+	commandWord = regexp.MustCompile(`^[a-z][a-z-]*$`)
 )
 
 // readmeCommand is what a stage's README section says of one command.
@@ -80,7 +83,7 @@ func parseReadmeStages(readme string, subcommands map[string][]string) (map[stri
 					return nil, fmt.Errorf("stage %s: a synopsis line of another stage: %q", stage, line)
 				}
 				name := stage
-				if len(words) > 1 && regexp.MustCompile(`^[a-z][a-z-]*$`).MatchString(words[1]) {
+				if len(words) > 1 && commandWord.MatchString(words[1]) {
 					if !slices.Contains(subcommands[stage], words[1]) {
 						return nil, fmt.Errorf("stage %s: the synopsis names a command %q that %s --help does not list: %q", stage, words[1], stage, line)
 					}
