@@ -18,32 +18,13 @@ import (
 	"github.com/rocone/rocone/pkg/model"
 )
 
+// setup checks a run's configuration and inputs and builds its trainer: the train and
+// valid queries, the checkpoint it resumes (if any), the model, the optimiser and the
+// updater of the CPU or the device. Nothing is written, and nothing said, unless every
+// check passes.
 func setup(cfg Config, opts Options) (_ *trainer, err error) {
-	if err := cfg.Validate(); err != nil {
+	if err := checkOptions(cfg, opts); err != nil {
 		return nil, err
-	}
-	if opts.Checkpoint == "" {
-		return nil, errors.New("no checkpoint path")
-	}
-	if cfg.SparseAdam && opts.Device != nil {
-		return nil, errors.New("sparse Adam (--adam sparse) runs on the CPU only: the CUDA backend's optimiser is dense; use --device cpu or --adam dense")
-	}
-	if opts.Resume && opts.AutoResume {
-		return nil, errors.New("--resume continues the checkpoint, --auto-resume decides whether to: give one of them")
-	}
-	if opts.Train == "-" && opts.Valid == "-" {
-		// Stdin holds one artifact: the second reader would find it empty, and say only that.
-		return nil, errors.New("--train and --valid cannot both read stdin: give one of them a FILE")
-	}
-	if (cfg.KeepBest || cfg.Patience > 0) && opts.Valid == "" {
-		what := "--keep-best"
-		if !cfg.KeepBest {
-			what = fmt.Sprintf("--patience %d", cfg.Patience)
-		}
-		return nil, fmt.Errorf("%s compares validations: give the held-out queries with --valid FILE", what)
-	}
-	if !cfg.KeepBest && opts.Best != "" {
-		return nil, fmt.Errorf("--best %s is where --keep-best writes the best checkpoint: give --keep-best with it", opts.Best)
 	}
 	release, err := checkOutputs(opts, cfg.KeepBest)
 	if err != nil {
@@ -198,34 +179,9 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 		}
 	}
 
-	// The valid file.
 	if opts.Valid != "" {
-		if err := vmeta.CheckWhole(opts.Valid); err != nil {
+		if err := t.checkValid(vmeta, vrows); err != nil {
 			return nil, err
-		}
-		if vmeta.Split == "train" {
-			return nil, fmt.Errorf("%s: a train queries file; --valid needs held-out queries (split valid or test)", opts.Valid)
-		}
-		if vmeta.Dataset != cfg.Dataset {
-			return nil, fmt.Errorf("%s is from dataset %s, but the model is trained on %s", opts.Valid, vmeta.Dataset, cfg.Dataset)
-		}
-		if vmeta.NumEntities != cfg.NumEntities || vmeta.NumRelations != cfg.NumRelations {
-			return nil, fmt.Errorf("%s has %d entities and %d relations, the model %d and %d",
-				opts.Valid, vmeta.NumEntities, vmeta.NumRelations, cfg.NumEntities, cfg.NumRelations)
-		}
-		if vmeta.EntitiesDigest != "" && t.entities != "" && vmeta.EntitiesDigest != t.entities {
-			return nil, fmt.Errorf("%s names another entity table (digest %.12s) than %s (%.12s)", opts.Valid, vmeta.EntitiesDigest, opts.Train, t.entities)
-		}
-		if vmeta.KGDigest != t.kg {
-			return nil, fmt.Errorf("%s: queries of another KG (digest %.12s) than %s (%.12s), though dataset and counts agree", opts.Valid, vmeta.KGDigest, opts.Train, t.kg)
-		}
-		if t.valid, err = eval.QueriesFromArtifact(vrows, cfg.NumEntities, cfg.NumRelations); err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.Valid, err)
-		}
-		if cfg.BestMetric != "" {
-			if err := t.metric.checkValid(t.valid, opts.Valid); err != nil {
-				return nil, err
-			}
 		}
 	}
 
@@ -312,6 +268,71 @@ func setup(cfg Config, opts Options) (_ *trainer, err error) {
 		return nil, fmt.Errorf("putting the optimiser state on %s: %w", opts.Device.Name(), err)
 	}
 	return t, nil
+}
+
+// checkOptions refuses a configuration, or a combination of options, that cannot run,
+// before any file is touched.
+func checkOptions(cfg Config, opts Options) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if opts.Checkpoint == "" {
+		return errors.New("no checkpoint path")
+	}
+	if cfg.SparseAdam && opts.Device != nil {
+		return errors.New("sparse Adam (--adam sparse) runs on the CPU only: the CUDA backend's optimiser is dense; use --device cpu or --adam dense")
+	}
+	if opts.Resume && opts.AutoResume {
+		return errors.New("--resume continues the checkpoint, --auto-resume decides whether to: give one of them")
+	}
+	if opts.Train == "-" && opts.Valid == "-" {
+		// Stdin holds one artifact: the second reader would find it empty, and say only that.
+		return errors.New("--train and --valid cannot both read stdin: give one of them a FILE")
+	}
+	if (cfg.KeepBest || cfg.Patience > 0) && opts.Valid == "" {
+		what := "--keep-best"
+		if !cfg.KeepBest {
+			what = fmt.Sprintf("--patience %d", cfg.Patience)
+		}
+		return fmt.Errorf("%s compares validations: give the held-out queries with --valid FILE", what)
+	}
+	if !cfg.KeepBest && opts.Best != "" {
+		return fmt.Errorf("--best %s is where --keep-best writes the best checkpoint: give --keep-best with it", opts.Best)
+	}
+	return nil
+}
+
+// checkValid checks the valid queries against the train queries and the model (dataset,
+// entity table, KG) and keeps them for validation.
+func (t *trainer) checkValid(vmeta artifact.QueriesMeta, vrows []artifact.Query) (err error) {
+	if err := vmeta.CheckWhole(t.opts.Valid); err != nil {
+		return err
+	}
+	if vmeta.Split == "train" {
+		return fmt.Errorf("%s: a train queries file; --valid needs held-out queries (split valid or test)", t.opts.Valid)
+	}
+	if vmeta.Dataset != t.cfg.Dataset {
+		return fmt.Errorf("%s is from dataset %s, but the model is trained on %s", t.opts.Valid, vmeta.Dataset, t.cfg.Dataset)
+	}
+	if vmeta.NumEntities != t.cfg.NumEntities || vmeta.NumRelations != t.cfg.NumRelations {
+		return fmt.Errorf("%s has %d entities and %d relations, the model %d and %d",
+			t.opts.Valid, vmeta.NumEntities, vmeta.NumRelations, t.cfg.NumEntities, t.cfg.NumRelations)
+	}
+	if vmeta.EntitiesDigest != "" && t.entities != "" && vmeta.EntitiesDigest != t.entities {
+		return fmt.Errorf("%s names another entity table (digest %.12s) than %s (%.12s)", t.opts.Valid, vmeta.EntitiesDigest, t.opts.Train, t.entities)
+	}
+	if vmeta.KGDigest != t.kg {
+		return fmt.Errorf("%s: queries of another KG (digest %.12s) than %s (%.12s), though dataset and counts agree", t.opts.Valid, vmeta.KGDigest, t.opts.Train, t.kg)
+	}
+	if t.valid, err = eval.QueriesFromArtifact(vrows, t.cfg.NumEntities, t.cfg.NumRelations); err != nil {
+		return fmt.Errorf("%s: %w", t.opts.Valid, err)
+	}
+	if t.cfg.BestMetric != "" {
+		if err := t.metric.checkValid(t.valid, t.opts.Valid); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sameTrajectory checks that a resumed run's configuration equals the checkpoint's apart
