@@ -197,6 +197,139 @@ func TestDistanceOddSizes(t *testing.T) {
 	}
 }
 
+// distNaNCases put a NaN or an infinity into one element of the inputs, or make a − h or
+// a + h overflow float32 while a and h are finite (one boundary's sine NaN, the other's a
+// number): at dimension j of query q's cone or of entity row r.
+var distNaNCases = []struct {
+	name string
+	set  func(axis, half, ent []float32, q, r, j, dim int)
+}{
+	{"θ NaN", func(_, _, ent []float32, _, r, j, dim int) { ent[r*dim+j] = float32(math.NaN()) }},
+	{"θ +Inf", func(_, _, ent []float32, _, r, j, dim int) { ent[r*dim+j] = float32(math.Inf(1)) }},
+	{"a NaN", func(axis, _, _ []float32, q, _, j, dim int) { axis[q*dim+j] = float32(math.NaN()) }},
+	{"a −Inf", func(axis, _, _ []float32, q, _, j, dim int) { axis[q*dim+j] = float32(math.Inf(-1)) }},
+	{"h NaN", func(_, half, _ []float32, q, _, j, dim int) { half[q*dim+j] = float32(math.NaN()) }},
+	{"h +Inf", func(_, half, _ []float32, q, _, j, dim int) { half[q*dim+j] = float32(math.Inf(1)) }},
+	{"a − h overflows", func(axis, half, _ []float32, q, _, j, dim int) { axis[q*dim+j], half[q*dim+j] = -3e38, 3e38 }},
+	{"a + h overflows", func(axis, half, _ []float32, q, _, j, dim int) { axis[q*dim+j], half[q*dim+j] = 3e38, 3e38 }},
+}
+
+// TestDistanceNaN: a NaN or an infinity in one input element, or a boundary a ± h beyond
+// float32's range, gives NaN distances and gradients on every backend exactly where the
+// reference has them (never a number where the reference has NaN, so that training's
+// and ranking's NaN checks see it), with candidates, without, and through a prepared
+// table; the other outputs stay close to the reference's.
+func TestDistanceNaN(t *testing.T) {
+	ref := compute.Reference[float32]{}
+	sh := distShape{3, 5, 37, 8}
+	const lambda = 0.02
+	for name, be := range backends() {
+		for _, c := range distNaNCases {
+			for _, j := range []int{0, 17, sh.dim - 1} {
+				what := fmt.Sprintf("%s: %s at %d", name, c.name, j)
+				rng := rand.New(rand.NewPCG(11, uint64(j)))
+				axis, half, ent, cand := distInputs(rng, sh)
+				c.set(axis, half, ent, 1, int(cand[1*sh.cands+3]), j, sh.dim) // g of (1, 3) is not 0
+				tab := be.PrepareEntities(ent, sh.rows, sh.dim)
+				for _, cc := range []struct {
+					name  string
+					cand  []int32
+					cands int
+				}{{"cand", cand, sh.cands}, {"all", nil, sh.rows}} {
+					n := sh.queries * cc.cands
+					d1, d2, d3 := make([]float32, n), make([]float32, n), make([]float32, n)
+					ref.DistanceForward(d1, axis, half, ent, cc.cand, sh.queries, cc.cands, sh.dim, lambda)
+					be.DistanceForward(d2, axis, half, ent, cc.cand, sh.queries, cc.cands, sh.dim, lambda)
+					tab.DistanceForward(d3, axis, half, cc.cand, sh.queries, cc.cands, lambda)
+					sameNaN(t, what+" "+cc.name+" dist", d1, d2, 2e-6)
+					sameNaN(t, what+" "+cc.name+" dist (prepared)", d1, d3, 2e-6)
+					g := randF32(rng, n, -1, 1)
+					for i := 0; i < n; i += 7 {
+						g[i] = 0
+					}
+					a1, h1, e1 := make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))
+					a2, h2, e2 := make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))
+					a3, h3, e3 := make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))
+					ref.DistanceBackward(a1, h1, e1, g, axis, half, ent, cc.cand, sh.queries, cc.cands, sh.dim, lambda)
+					be.DistanceBackward(a2, h2, e2, g, axis, half, ent, cc.cand, sh.queries, cc.cands, sh.dim, lambda)
+					tab.DistanceBackward(a3, h3, e3, g, axis, half, cc.cand, sh.queries, cc.cands, lambda)
+					for _, o := range []struct {
+						name      string
+						want, got []float32
+					}{{"dAxis", a1, a2}, {"dHalf", h1, h2}, {"dEnt", e1, e2}, {"dAxis (prepared)", a1, a3}, {"dHalf (prepared)", h1, h3}, {"dEnt (prepared)", e1, e3}} {
+						sameNaN(t, what+" "+cc.name+" "+o.name, o.want, o.got, 2e-5)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestQueryTableNaN pins what the kernels' minima rely on ("NaN" in distance.go): in the
+// query table, a lane's two boundary sines are NaN together or not at all, and they are
+// NaN wherever sin α or β is; finite a, h and a ± h give no NaN.
+func TestQueryTableNaN(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	pairs := [][2]float32{
+		{1, 2}, {nan, 1}, {inf, 1}, {-inf, 0}, {1, nan}, {1, inf}, {1, -inf}, {nan, nan},
+		{-3e38, 3e38}, {3e38, 3e38}, {3e38, -3e38}, {-3e38, -3e38}, {3e38, 0}, {3e38, 1e38},
+		{-inf, inf}, {inf, inf}, {2e38, 2e38}, {-2e38, 2e38}, {0, 3.4e38},
+	}
+	dim := len(pairs)
+	axis, half := make([]float32, dim), make([]float32, dim)
+	for j, p := range pairs {
+		axis[j], half[j] = p[0], p[1]
+	}
+	for name, be := range backends() {
+		qt := be.queryTable(axis, half, 1, dim, 0.02)
+		for j, p := range pairs {
+			b, l := j/lanes, j%lanes
+			q := qt.s[b*qBlock : (b+1)*qBlock]
+			at := func(slot int) bool { return q[slot+l] != q[slot+l] }
+			lo := at(qSinLo)
+			if at(qCosLo) != lo || at(qSinHi) != lo || at(qCosHi) != lo {
+				t.Errorf("%s: a, h = %g, %g: boundary sines NaN %v %v %v %v", name, p[0], p[1], at(qSinLo), at(qCosLo), at(qSinHi), at(qCosHi))
+			}
+			if (at(qSinA) || at(qCosA) || at(qBeta) || at(qLamGBeta)) && !lo {
+				t.Errorf("%s: a, h = %g, %g: sin α or β NaN, the boundary sines not", name, p[0], p[1])
+			}
+			a, h := p[0], p[1]
+			finite := func(x float32) bool { return math.Abs(float64(x)) <= math.MaxFloat32 }
+			if fin := finite(a) && finite(h) && finite(a-h) && finite(a+h); fin == lo {
+				t.Errorf("%s: a, h = %g, %g: boundary sines NaN: %v", name, a, h, lo)
+			}
+		}
+		putBuf(qt)
+	}
+}
+
+// sameNaN fails unless got is NaN exactly where want is and elsewhere within eps of want,
+// relative to want's largest finite magnitude; and unless want has a NaN (the case
+// reaches the output).
+func sameNaN(t *testing.T, what string, want, got []float32, eps float64) {
+	t.Helper()
+	var scale float64
+	nans := 0
+	for _, v := range want {
+		if v != v {
+			nans++
+		} else {
+			scale = math.Max(scale, math.Abs(float64(v)))
+		}
+	}
+	if nans == 0 {
+		t.Fatalf("%s: no NaN in the reference's output", what)
+	}
+	scale = math.Max(scale, 1e-6)
+	for i := range want {
+		if (want[i] != want[i]) != (got[i] != got[i]) {
+			t.Errorf("%s[%d] = %g, reference %g", what, i, got[i], want[i])
+		} else if d := math.Abs(float64(got[i] - want[i])); d > eps*scale {
+			t.Errorf("%s[%d] = %g, reference %g (scale %g)", what, i, got[i], want[i], scale)
+		}
+	}
+}
+
 // TestDistanceTies pins the subgradient conventions where the fast path could differ:
 // h = 0 exactly (lo and hi tie: the gradient splits, ∂/∂h of the outside term is 0),
 // and θ = a exactly (sign(0) = 0: no gradient from the axis distance).

@@ -48,6 +48,25 @@ import (
 // where the two half-angles are equal (θ = a, both tables holding sincos of the same
 // float32), as the reference's sin(θ − a) is.
 //
+// NaN. A NaN in either operand of a min makes it NaN in the reference (math.Min, like
+// torch.min) and in the Go loops (Go's min), and so the distance, which training's and
+// ranking's NaN checks must see. The assembly minima do not: VMINPS (AVX2) gives its
+// second operand and VRANGEPS (AVX-512) the number when one operand is a NaN and the
+// other a number (Intel SDM, VRANGEPS: "Signaling of Comparison Operation of One or More
+// NaN Input Values"; Bochs's f32_range agrees); both give a NaN for two NaNs. The tables
+// keep the NaN instead: t is NaN only for a NaN or infinite θ or a, and β only for a NaN
+// or infinite h, and each of those also makes both boundary sines NaN (θ enters every
+// sine; a ± h is then NaN or infinite, whose sine is NaN). The one case left, one of
+// a − h, a + h beyond float32's range and the other finite, queryTable turns into both
+// NaN. So lo and hi are NaN together or not at all, their minimum is NaN in every kernel,
+// the inside test counts a NaN sLo·sHi as outside, and Σ d_o, hence the distance, is NaN
+// exactly where the Go loops' is. An inside sum alone (fwd4's out[2i+1]) can be a number
+// where the Go loop's is NaN, but only beside an outside sum that is NaN. The backward
+// pass takes no minimum: its compares and selects send a NaN on as bwdGo does
+// (TestDistanceKernelsNaN, TestDistanceNaN). Against the reference: where one boundary
+// overflows, the reference's t < β can still find θ inside and give a number, where the
+// NaN product here makes it outside and NaN (more NaN, never less).
+//
 // Where the entity half-angles come from:
 //   - evaluation (cand nil: every query against rows 0 … cands−1): a table of the rows,
 //     computed once per call (or once for many calls, with PrepareEntities), scored in
@@ -95,7 +114,8 @@ type distKernels struct {
 	// memory, and each row is short enough that the hardware prefetcher barely starts).
 	sincos func(x []float32, nblk int, out []float32, stride int, next []float32)
 	// fwd4 sets out[2i] = Σ d_o and out[2i+1] = Σ d_i over nblk blocks of the query
-	// table q against entity rows e[i], i < 4.
+	// table q against entity rows e[i], i < 4. Where a NaN meets a number in a min,
+	// out[2i+1] may be a number, out[2i] then being NaN (see "NaN" above).
 	fwd4 func(q []float32, e *[4][]float32, nblk int, out *[8]float32)
 	// bwd adds, for the blocks of query table q and entity row e, with c = ∂L/∂dist / 2:
 	// dEnt += c·G_θ, dAxis −= c·G_θ, dHalf += c·G_h (G the gradients times 2), over nblk
@@ -118,7 +138,13 @@ func (be *Backend) queryTable(axis, half []float32, queries, dim int, lambda flo
 		for q := job * chunk; q < min(queries, (job+1)*chunk); q++ {
 			a, h := axis[q*dim:(q+1)*dim], half[q*dim:(q+1)*dim]
 			for j := range a {
-				xa[j], xlo[j], xhi[j], xh[j] = a[j], a[j]-h[j], a[j]+h[j], h[j]
+				// A boundary beyond float32's range (or NaN) makes the other NaN too,
+				// so that the kernels' minimum of lo and hi is NaN (see "NaN"):
+				// x − x is +0 for a finite x, NaN otherwise, and y − (+0) is y, −0
+				// included. (A test and branch instead cost three times as much.)
+				lo, hi := a[j]-h[j], a[j]+h[j]
+				lo, hi = lo-(hi-hi), hi-(lo-lo)
+				xa[j], xlo[j], xhi[j], xh[j] = a[j], lo, hi, h[j]
 			}
 			t := tab.s[q*nblk*qBlock : (q+1)*nblk*qBlock]
 			be.dk.sincos(xa, nblk, t[qSinA:], qBlock, nil)

@@ -123,6 +123,10 @@ scdone:
 //	acci += min(|st|, β)                        (VRANGEPS $10: the smaller magnitude, sign cleared)
 //	sLo, sHi likewise with α₋, α₊
 //	acco += min(|sLo|, |sHi|) where sLo·sHi ≥ 0 (outside: see insideTest in distance.go)
+//
+// VRANGEPS gives the number where one operand is a quiet NaN and the other a number, a
+// NaN for two: min(|sLo|, |sHi|) is NaN wherever sLo or sHi is, as the tables make them
+// NaN together, and where sLo·sHi is NaN (not < 0) it is added ("NaN" in distance.go).
 #define FWDENT(base, S, C, T, U, K, acco, acci) \
 	VMOVUPS      (base)(AX*1), S \
 	VMOVUPS      64(base)(AX*1), C \

@@ -5,7 +5,11 @@
 // instruction sequence of the AVX-512 loop (VRANGEPS and the masked operations become
 // VANDPS, VMINPS and VBLENDVPS with the same results; the forward sums keep 16 lanes
 // and reduce them in the AVX-512 loop's order), so these kernels give the AVX-512
-// kernels' bits (TestDistanceAVX2MatchesAVX512 checks it where both run).
+// kernels' bits (TestDistanceAVX2MatchesAVX512 checks it where both run). A NaN is the
+// exception: where one operand of min(|st|, β) is NaN and the other a number, VMINPS
+// gives β and VRANGEPS the number, so an inside sum can differ (NaN here, a number
+// there, for a NaN or infinite h); the outside sums, and so the distances, are NaN in
+// both ("NaN" in distance.go).
 
 // Constants, 8 copies each (one ymm), as float32 (or int32) bit patterns.
 DATA dist2c<>+0(SB)/4, $0x3f000000  // 0.5
@@ -236,7 +240,9 @@ sc2done:
 
 // FWD2HALF scores one entity's half block (at off within its block at base + AX) against
 // the query block at SI, as FWDENT does, into the accumulators acco and acci. Y4 holds
-// zero and Y5 the abs mask; Y0–Y3 are scratch.
+// zero and Y5 the abs mask; Y0–Y3 are scratch. VMINPS x, y (Intel's order: here |st|, β
+// and lo, hi) gives y where either is NaN: min(lo, hi) is NaN wherever lo or hi is, as
+// the tables make them NaN together ("NaN" in distance.go).
 #define FWD2HALF(base, off, acco, acci) \
 	VMOVUPS     off(base)(AX*1), Y0 \
 	VMOVUPS     64+off(base)(AX*1), Y1 \

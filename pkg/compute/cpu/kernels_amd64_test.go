@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -183,7 +184,8 @@ func testDistanceKernel(t *testing.T, k distKernels, rawSincos func(x *float32, 
 }
 
 // TestDistanceAVX2MatchesAVX512: the AVX2 kernels run the AVX-512 kernels' lane
-// arithmetic, so their outputs are the same bits (on a CPU with both).
+// arithmetic, so their outputs are the same bits (on a CPU with both) for finite inputs.
+// (With NaNs an inside sum can differ, the distance not: TestDistanceKernelsNaN.)
 func TestDistanceAVX2MatchesAVX512(t *testing.T) {
 	if !hasAVX512 || !hasAVX2FMA {
 		t.Skip("needs AVX-512 and AVX2+FMA")
@@ -271,3 +273,111 @@ func TestTranspose16(t *testing.T) {
 		}
 	}
 }
+
+// TestDistanceKernelsNaN: NaN and infinite inputs, and a boundary a ± h beyond
+// float32's range, through the tables and each assembly kernel, against the Go loops
+// (whose min, like math.Min and torch.min, is NaN when either operand is). The outside
+// sums, the distances Σ d_o + λ·Σ d_i and every gradient are NaN exactly where the Go
+// loop's are, and the other values close to them. An inside sum may be a number where the
+// Go loop's is NaN, but only where the outside sum is NaN too: VMINPS and VRANGEPS can
+// give the number of a (number, NaN) pair, and the table carries a NaN of t or β into
+// both boundary sines (distance.go, "NaN"), so that the distance is NaN all the same.
+func TestDistanceKernelsNaN(t *testing.T) {
+	ks := asmDistKernels()
+	if len(ks) == 0 {
+		t.Skip("no AVX-512 and no AVX2+FMA")
+	}
+	for _, kk := range ks {
+		t.Run(kk.k.name, func(t *testing.T) { testDistanceKernelNaN(t, kk.k) })
+	}
+}
+
+func testDistanceKernelNaN(t *testing.T, k distKernels) {
+	be := New(Options{PureGo: true})
+	const dim, lambda = 37, 0.02 // three blocks, the last with 5 lanes
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for _, c := range []struct {
+		name string
+		a, h float32 // 0: unchanged
+		u    []int   // the entity rows whose angle becomes θ
+		θ    float32
+	}{
+		{name: "θ NaN", u: []int{1}, θ: nan},
+		{name: "θ −Inf", u: []int{2}, θ: -inf},
+		{name: "θ NaN, every row", u: []int{0, 1, 2, 3}, θ: nan},
+		{name: "a NaN", a: nan},
+		{name: "a +Inf", a: inf},
+		{name: "h NaN", h: nan},
+		{name: "h +Inf", h: inf},
+		{name: "a − h overflows", a: -3e38, h: 3e38},
+		{name: "a + h overflows", a: 3e38, h: 3e38},
+		{name: "h NaN, θ NaN", h: nan, u: []int{3}, θ: nan},
+	} {
+		for _, j := range []int{0, 7, 16, 31, 32, dim - 1} {
+			what := fmt.Sprintf("%s at %d", c.name, j)
+			rng := rand.New(rand.NewPCG(5, uint64(j)))
+			axis := randF32(rng, dim, -math.Pi, math.Pi)
+			half := randF32(rng, dim, 0, math.Pi)
+			ent := randF32(rng, 4*dim, -math.Pi, math.Pi)
+			if c.a != 0 {
+				axis[j] = c.a
+			}
+			if c.h != 0 {
+				half[j] = c.h
+			}
+			for _, r := range c.u {
+				ent[r*dim+j] = c.θ
+			}
+			qt := be.queryTable(axis, half, 1, dim, lambda)
+			e, nb := fourEntityTables(be, ent, dim)
+			tail := dim - (nb-1)*lanes
+
+			var got, want [8]float32
+			k.fwd4(qt.s, &e, nb, &got)
+			fwd4Go(qt.s, &e, nb, &want)
+			nans := 0
+			for i := 0; i < 4; i++ {
+				o, in := 2*i, 2*i+1
+				if isNaN32(want[in]) && !isNaN32(want[o]) {
+					t.Fatalf("%s: entity %d: the Go loop's inside sum is NaN, its outside sum %g is not", what, i, want[o])
+				}
+				d1, d2 := want[o]+lambda*want[in], got[o]+lambda*got[in]
+				for _, p := range []struct {
+					what      string
+					want, got float32
+				}{{"outside sum", want[o], got[o]}, {"distance", d1, d2}, {"inside sum", want[in], got[in]}} {
+					if isNaN32(p.want) {
+						nans++
+						if !isNaN32(p.got) && p.what != "inside sum" {
+							t.Errorf("%s: entity %d: %s %g, Go NaN", what, i, p.what, p.got)
+						}
+					} else if d := math.Abs(float64(p.got - p.want)); !(d <= 1e-5*dim) {
+						t.Errorf("%s: entity %d: %s %g, Go %g", what, i, p.what, p.got, p.want)
+					}
+				}
+			}
+			for i := range e {
+				g0 := randF32(rng, 3*dim, -1, 1)
+				g1, g2 := slices.Clone(g0), slices.Clone(g0)
+				k.bwd(qt.s, e[i], nb, tail, 0.37, lambda, g1[:dim], g1[dim:2*dim], g1[2*dim:], nil)
+				bwdGo(qt.s, e[i], nb, tail, 0.37, lambda, g2[:dim], g2[dim:2*dim], g2[2*dim:], nil)
+				for p := range g2 {
+					if isNaN32(g2[p]) {
+						nans++
+					}
+					if isNaN32(g1[p]) != isNaN32(g2[p]) {
+						t.Errorf("%s: entity %d: bwd [%d] = %g, Go %g", what, i, p, g1[p], g2[p])
+					} else if d := math.Abs(float64(g1[p] - g2[p])); d > 1e-6 {
+						t.Errorf("%s: entity %d: bwd [%d] = %g, Go %g", what, i, p, g1[p], g2[p])
+					}
+				}
+			}
+			if nans == 0 {
+				t.Fatalf("%s: nothing of the Go loop's is NaN: the case is wrong", what)
+			}
+			putBuf(qt)
+		}
+	}
+}
+
+func isNaN32(x float32) bool { return x != x }
