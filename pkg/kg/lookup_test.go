@@ -203,25 +203,10 @@ func TestLookupShipped(t *testing.T) {
 		t.Fatalf("%d labels, first %q", len(d.EntityLabels), d.EntityLabels[0])
 	}
 	l := NewLookup(d)
-	for _, tc := range []struct {
-		name string
-		rel  bool
-		want int32
-	}{
+	checkLookups(t, l, []lookupCase{
 		{"Dominican_Republic", false, 0}, {"dominican republic", false, 0}, {"/m/027rn", false, 0}, {"Peter_O'Toole", false, 193},
 		{"/location/country/form_of_government", true, 0}, {"+/location/country/form_of_government", true, 0}, {"-/location/country/form_of_government", true, 1},
-	} {
-		var got int32
-		var err error
-		if tc.rel {
-			got, err = l.Relation(tc.name)
-		} else {
-			got, err = l.Entity(tc.name)
-		}
-		if err != nil || got != tc.want {
-			t.Errorf("%s: %d, %v; want %d", tc.name, got, err, tc.want)
-		}
-	}
+	})
 	_, err = l.Entity("Washington_County")
 	var le *LookupError
 	if !errors.As(err, &le) || !le.Ambiguous || le.Matches != 7 || len(le.Candidates) != 7 {
@@ -254,15 +239,24 @@ func TestLookupNFC(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := NewLookup(d)
-	for _, tc := range []struct {
-		name string
-		rel  bool
-		want int32
-	}{
+	checkLookups(t, l, []lookupCase{
 		{nfc, false, 0}, {nfd, false, 0}, {"zu\u0308rich", false, 0}, {"ZU\u0308RICH", false, 0},
 		{"Caf\u00e9 de Flore", false, 1}, {"Cafe\u0301_de_Flore", false, 1},
 		{"-re\u0301l", true, 1}, {"re\u0301l", true, 0}, {"r\u00e9l", true, 0},
-	} {
+	})
+}
+
+// lookupCase is a name to look up, as an entity or (rel) a relation, and the id it must
+// find.
+type lookupCase struct {
+	name string
+	rel  bool
+	want int32
+}
+
+func checkLookups(t *testing.T, l *Lookup, cases []lookupCase) {
+	t.Helper()
+	for _, tc := range cases {
 		var got int32
 		var err error
 		if tc.rel {
