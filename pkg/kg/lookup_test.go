@@ -64,22 +64,7 @@ func TestLookupTiny(t *testing.T) {
 		t.Fatalf("tiny has no labels, got %d", len(d.EntityLabels))
 	}
 	l := NewLookup(d)
-	for _, tc := range []struct {
-		name string
-		rel  bool
-		want int32
-	}{{"ent0", false, 0}, {"ent81", false, 81}, {"ENT5", false, 5}, {"+rel0", true, 0}, {"-rel0", true, 1}, {"rel2", true, 4}, {"-REL4", true, 9}} {
-		var got int32
-		var err error
-		if tc.rel {
-			got, err = l.Relation(tc.name)
-		} else {
-			got, err = l.Entity(tc.name)
-		}
-		if err != nil || got != tc.want {
-			t.Errorf("%s: %d, %v; want %d", tc.name, got, err, tc.want)
-		}
-	}
+	checkLookups(t, l, []lookupCase{{"ent0", false, 0}, {"ent81", false, 81}, {"ENT5", false, 5}, {"+rel0", true, 0}, {"-rel0", true, 1}, {"rel2", true, 4}, {"-REL4", true, 9}})
 	_, err = l.Entity("ent99")
 	var le *LookupError
 	if !errors.As(err, &le) || le.Ambiguous || len(le.Candidates) != numCandidates || !strings.Contains(err.Error(), `unknown entity "ent99"; the closest: id 9 name "ent9"`) {
