@@ -268,11 +268,12 @@ func (m *merger) replay(t int, structure string) error {
 	}
 	outs := make([]outcome, attemptsPerBlock)
 	blocks := 0
+	var sofar []int // the queries accepted by the end of each block, for uncovered
 	for ; count > 0 && !acc.done(); blocks++ {
 		b := blocks
 		i, k := b%m.n, b/m.n
 		if k >= m.covs[i].Types[t].Blocks {
-			return m.uncovered(t, b, st)
+			return m.uncovered(t, sofar, st)
 		}
 		for j := range outs {
 			outs[j] = outcome{reason: rejectInShard}
@@ -303,6 +304,7 @@ func (m *merger) replay(t int, structure string) error {
 		if err := acc.block(outs, emit); err != nil {
 			return fmt.Errorf("sampling %s: %w", name, err)
 		}
+		sofar = append(sofar, st.Queries)
 	}
 	acc.finish()
 	st.Elapsed = time.Since(start)
@@ -348,23 +350,25 @@ func (m *merger) covered(t int) int {
 	return c
 }
 
-// uncovered is the error for a run that needs block b of type t, which its shard did not
-// sample. Rerunning only that shard would likely fail at the next shard's end, so it
-// estimates where the run ends from its rate so far (st.Queries accepted in b blocks; 10%
-// more, as repeats grow while the run goes on), names every shard that stopped before
-// that, and suggests the margin that would have carried each there (from the shard's own
-// candidates per block).
-func (m *merger) uncovered(t, b int, st TypeStats) error {
+// uncovered is the error for a run that needs block b = len(sofar) of type t, which its
+// shard did not sample (sofar[k]: the queries accepted by the end of block k). Rerunning
+// only that shard would likely fail at the next shard's end, so it estimates where the run
+// ends (runBlocks), names every shard that stopped before that, and suggests the margin
+// that would have carried each there (from the shard's own candidates per block).
+//
+// The suggestion is at least a step above every margin the run's shards used: the short
+// shards' was not enough, and a larger one in other shards is most likely an earlier
+// suggestion, which a second failure must exceed, so that each failure asks for more.
+func (m *merger) uncovered(t int, sofar []int, st TypeStats) error {
 	typ := m.covs[0].Types[t]
-	need := b + 1
-	if st.Queries > 0 {
-		need = max(need, int(math.Ceil(1.1*float64(b)*float64(typ.Count)/float64(st.Queries))))
-	}
+	b := len(sofar)
+	need := max(b+1, runBlocks(sofar, typ.Count))
 	var short []string
 	stalled := false
-	used, suggest := 0.0, 0.0
+	used, most, suggest := 0.0, 0.0, 0.0
 	for i, r := range m.order {
 		c := m.covs[i].Types[t]
+		most = max(most, m.covs[i].Margin)
 		if i+m.n*c.Blocks >= need {
 			continue
 		}
@@ -383,8 +387,11 @@ func (m *merger) uncovered(t, b int, st TypeStats) error {
 		used = max(used, m.covs[i].Margin)
 		short = append(short, fmt.Sprintf("%s (shard %s: last block %s, %s)", r.name, r.Meta().Shard, last, why))
 	}
-	// At least a step above what the short shards used, which was not enough.
-	suggest = max(suggest, used+0.05)
+	// Enough whatever the run needs: a shard's candidates before the run's last block are
+	// distinct queries the run accepted (it accepts every new one until count), fewer than
+	// count, so a shard whose target is count samples every block the run needs.
+	suggest = min(suggest, marginFor(float64(typ.Count), typ.Count, m.n))
+	suggest = max(suggest, math.Round((most+0.05)*100)/100)
 	advice := fmt.Sprintf("rerun them with --shard-margin %g or more (they used %g)", suggest, used)
 	if stalled {
 		advice = fmt.Sprintf("a stalled shard found fewer than %d new candidates in its last %d attempts: the graph may not hold %d %s queries; ask for fewer with --count or raise --max-answers, or %s",
@@ -392,6 +399,42 @@ func (m *merger) uncovered(t, b int, st TypeStats) error {
 	}
 	return fmt.Errorf("%s: the run needs attempt block %d (attempts %d to %d; %d of %d queries accepted so far), which its shard did not sample; at its rate so far the run needs about %d blocks, and these shards stopped before: %s; %s",
 		typ.Type, b, b*attemptsPerBlock, (b+1)*attemptsPerBlock-1, st.Queries, typ.Count, need, strings.Join(short, ", "), advice)
+}
+
+// runBlocks estimates how many attempt blocks a run needs for count queries from the
+// queries sofar[k] it accepted by the end of each of its first blocks, with 10% to spare.
+//
+// The rate of acceptance falls as the run goes on: an attempt that passes every rule is
+// accepted only if it is not a repeat, and the more queries were accepted, the more of the
+// type's pool of queries is taken. If the pool held P equally likely queries, a block
+// would accept a·(1 − Q/P) new ones with Q accepted so far: the rate falls linearly in Q,
+// to 0 at the pool's size. runBlocks fits that line through the rates of the first and
+// the second half of the blocks so far (each at its mean Q) and integrates it from
+// sofar's end to count: (P/a)·ln((P − Q + ½)/(P − count + ½)) more blocks (the ½ is the
+// continuous form of the coupon collector's sum, finite when count is the whole pool; a
+// fitted pool smaller than count is taken as count). Far from saturation the two rates
+// are equal up to chance and the estimate is the average rate's, b·count/Q, as before; it
+// is never below that. Near saturation it is still only an estimate (real pools are
+// skewed, and their tail is longer than the line's): uncovered caps what it suggests at
+// the margin that is enough whatever the run needs.
+func runBlocks(sofar []int, count int) int {
+	b := len(sofar)
+	if b == 0 || sofar[b-1] == 0 {
+		return b + 1
+	}
+	q := float64(sofar[b-1])
+	est := float64(b) * float64(count) / q
+	if h := b / 2; h > 0 && sofar[h-1] > 0 && count > sofar[b-1] {
+		qh := float64(sofar[h-1])
+		r1, r2 := qh/float64(h), (q-qh)/float64(b-h)
+		q1, q2 := qh/2, (qh+q)/2
+		if r2 < r1 && r2 > 0 {
+			slope := (r1 - r2) / (q2 - q1) // a/P
+			pool := max(q1+r1/slope, float64(count))
+			est = max(est, float64(b)+math.Log((pool-q+0.5)/(pool-float64(count)+0.5))/slope)
+		}
+	}
+	return int(math.Ceil(1.1 * est))
 }
 
 // marginFor is the --shard-margin, rounded up to 0.05, whose shardTarget for a type of
