@@ -23,18 +23,8 @@ var distVersions = []struct {
 // keeps its payload where a product may not). A NaN that the product makes (0·∞) is any
 // NaN: its bits are the platform's, 0x7fffffff on the device, 0xffc00000 on amd64.
 func testSgnMul(h *harness) {
-	special := []float32{0, float32(math.Copysign(0, -1)), math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, 1e-39, -1e-39,
-		1, -1, 0.5, -3.25, math.MaxFloat32, -math.MaxFloat32, float32(math.Inf(1)), float32(math.Inf(-1))}
-	var s, y []float32
-	for _, a := range append(slices.Clone(special), float32(math.NaN()), -float32(math.NaN())) {
-		for _, b := range special {
-			s, y = append(s, a), append(y, b)
-		}
-	}
-	for range 4096 {
-		s = append(s, float32(h.rng.NormFloat64()))
-		y = append(y, float32(h.rng.NormFloat64()))
-	}
+	nan := float32(math.NaN())
+	s, y := specialPairs(h, append(slices.Clone(specialFloats), nan, -nan), specialFloats)
 	n := len(s)
 	out := h.zeros(n)
 	h.ok(h.d.each("sgn_mul_f32", n, Work{Bytes: words(3 * n), FLOPs: flops(n, 1)}, ptr(out), ptr(h.up(s)), ptr(h.up(y)), i32(n)))
@@ -57,18 +47,15 @@ func testSgnMul(h *harness) {
 	}
 }
 
-// testMinMaxNaN: the kernels' fmin_nan and fmax_nan (minmax_nan_f32) against Go's min and
-// max, the CPU reference's, bit for bit, over every pair of signed zeros, subnormals,
-// normals, the largest float, infinities and NaNs, and random pairs: a NaN in either
-// operand gives a NaN (fminf and fmaxf would give the other operand), and −0 < +0. A NaN
-// is any NaN: the device's is the canonical 0x7fffffff.
-func testMinMaxNaN(h *harness) {
-	nan := float32(math.NaN())
-	special := []float32{0, float32(math.Copysign(0, -1)), math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, 1e-39, -1e-39,
-		1, -1, 0.5, -3.25, math.MaxFloat32, -math.MaxFloat32, float32(math.Inf(1)), float32(math.Inf(-1)), nan, -nan}
-	var x, y []float32
-	for _, a := range special {
-		for _, b := range special {
+// specialFloats are the values whose bits a kernel's float rule must get right: signed
+// zeros, subnormals, ordinary values, the largest float and the infinities.
+var specialFloats = []float32{0, float32(math.Copysign(0, -1)), math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, 1e-39, -1e-39,
+	1, -1, 0.5, -3.25, math.MaxFloat32, -math.MaxFloat32, float32(math.Inf(1)), float32(math.Inf(-1))}
+
+// specialPairs is every pair (a, b) of as and bs, then 4096 random normal pairs.
+func specialPairs(h *harness, as, bs []float32) (x, y []float32) {
+	for _, a := range as {
+		for _, b := range bs {
 			x, y = append(x, a), append(y, b)
 		}
 	}
@@ -76,6 +63,18 @@ func testMinMaxNaN(h *harness) {
 		x = append(x, float32(h.rng.NormFloat64()))
 		y = append(y, float32(h.rng.NormFloat64()))
 	}
+	return x, y
+}
+
+// testMinMaxNaN: the kernels' fmin_nan and fmax_nan (minmax_nan_f32) against Go's min and
+// max, the CPU reference's, bit for bit, over every pair of signed zeros, subnormals,
+// normals, the largest float, infinities and NaNs, and random pairs: a NaN in either
+// operand gives a NaN (fminf and fmaxf would give the other operand), and −0 < +0. A NaN
+// is any NaN: the device's is the canonical 0x7fffffff.
+func testMinMaxNaN(h *harness) {
+	nan := float32(math.NaN())
+	special := append(slices.Clone(specialFloats), nan, -nan)
+	x, y := specialPairs(h, special, special)
 	n := len(x)
 	mn, mx := h.zeros(n), h.zeros(n)
 	h.ok(h.d.each("minmax_nan_f32", n, Work{Bytes: words(4 * n), FLOPs: flops(n, 2)}, ptr(mn), ptr(mx), ptr(h.up(x)), ptr(h.up(y)), i32(n)))

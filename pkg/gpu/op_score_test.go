@@ -93,13 +93,9 @@ func testDistanceAllNaN(h *harness) {
 		}
 		want := make([]float32, q*k)
 		ref.DistanceForward(want, axis, half, ent, nil, q, k, dim, lambda)
-		E, Qt := h.zeros(2*len(ent)), h.zeros(q*dim*QueryTableWidth)
-		h.ok(h.d.EntityHalfAngles(E, h.up(ent)))
-		h.ok(h.d.QueryHalfAngles(Qt, h.up(axis), h.up(half)))
-		D := h.zeros(q * k)
-		h.ok(h.d.DistanceAll(D, Qt, E, q, k, dim, lambda))
+		got := distanceAll(h, axis, half, ent, q, k, dim, lambda)
 		// Queries 0 to 3 NaN against every row, every query against rows 10 and 129.
-		if nans := compareScaleNaN(h.t, fmt.Sprint("dist (dim ", dim, ")"), want, h.down(D), 1e-2); nans != 4*k+2*(q-4) {
+		if nans := compareScaleNaN(h.t, fmt.Sprint("dist (dim ", dim, ")"), want, got, 1e-2); nans != 4*k+2*(q-4) {
 			h.t.Fatalf("dim %d: %d NaN distances, want %d", dim, nans, 4*k+2*(q-4))
 		}
 	}
@@ -165,4 +161,16 @@ func testFilteredRanks(h *harness) {
 			h.t.Fatalf("rank of hard answer %d (%d) = %d, want %d", i, hard[i], got[i], want[i])
 		}
 	}
+}
+
+// distanceAll is the device's distances of q queries to k entity rows through the tables,
+// as rank computes them: the entities' and the queries' half-angle tables, then
+// DistanceAll.
+func distanceAll(h *harness, axis, half, ent []float32, q, k, dim int, lambda float32) []float32 {
+	E, Qt := h.zeros(2*len(ent)), h.zeros(q*dim*QueryTableWidth)
+	h.ok(h.d.EntityHalfAngles(E, h.up(ent)))
+	h.ok(h.d.QueryHalfAngles(Qt, h.up(axis), h.up(half)))
+	D := h.zeros(q * k)
+	h.ok(h.d.DistanceAll(D, Qt, E, q, k, dim, lambda))
+	return h.down(D)
 }
