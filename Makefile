@@ -69,6 +69,15 @@ test-js:
 		echo "test-js: node/npm not found; skipping the apache-arrow check"; \
 	fi
 
+# staticcheck over every package, the cuda-tagged build's too, at a pinned version (go run
+# fetches it through the module proxy; nothing is added to go.mod). .ci/run runs it after
+# make test. A deliberate exception is a //lint:ignore CHECK reason comment on its line.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+.PHONY: lint-go
+lint-go:
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) -tags cuda ./...
+
 # The cuda-tagged build compiles and vets (needs the CUDA headers).
 test-cuda: check-cuda-h
 	$(GO) build -tags cuda ./...

@@ -125,8 +125,10 @@ func MissingFlags(names []string) error {
 	case 0:
 		return nil
 	case 1:
+		//lint:ignore ST1005 urfave/cli's own message, word for word, so that every stage says it alike
 		return fmt.Errorf("Required flag %q not set", names[0])
 	}
+	//lint:ignore ST1005 as above
 	return fmt.Errorf("Required flags %q not set", strings.Join(names, ", "))
 }
 

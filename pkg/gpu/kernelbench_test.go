@@ -31,9 +31,6 @@ var (
 	// allow) and one with (the 16-byte and cp.async paths the paper's size runs).
 	checkSizes = []benchSize{checkSize, {queries: 13, cands: 9, dim: 72, entities: 50, rows: 37}}
 	checkSize  = benchSize{queries: 13, cands: 9, dim: 70, entities: 50, rows: 37}
-	// paperSize: a path update at FB15k-237 d=1600, b=512, n=128 (129 candidates per
-	// query), the intersection's input rows (2 branches × 512).
-	paperSize = benchSize{queries: 512, cands: 129, dim: 1600, entities: 14505, rows: 1024}
 )
 
 // benchVersion is one way of computing a kernel's result: run launches it on the

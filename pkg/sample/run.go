@@ -263,6 +263,7 @@ func ParseCounts(s string) (map[string]int, error) {
 	counts := map[string]int{}
 	items := SplitList(s)
 	if len(items) == 0 {
+		//lint:ignore ST1005 the "..." is the syntax's, not punctuation
 		return nil, fmt.Errorf("--count %q: no counts; want TYPE=N,...", s)
 	}
 	for _, item := range items {
