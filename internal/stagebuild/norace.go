@@ -2,5 +2,5 @@
 
 package stagebuild
 
-// Race: this test binary was built without -race, and so are the stages it builds.
+// Race is false: this test binary was built without -race, and so are the stages it builds.
 const Race = false

@@ -2,6 +2,6 @@
 
 package stagebuild
 
-// Race: this test binary was built with -race, so the stages it builds are too (and run
+// Race is true: this test binary was built with -race, so the stages it builds are too (and run
 // several times slower: a test that bounds a stage's time allows for it).
 const Race = true

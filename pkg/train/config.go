@@ -58,9 +58,10 @@ type Config struct {
 	NumRelations int    `json:"num_relations"`
 }
 
-// Defaults used when neither a preset nor a flag gives a value: the FB15k-237 preset's
-// optimisation hyper-parameters (b 512, n 128, γ 30, lr 5e-5, λ 0.1, dropout 0.1) on a
-// small, quick run: d 64, 1001 steps, validation every 250, a checkpoint every 1000.
+// Default is the configuration used when neither a preset nor a flag gives a value: the
+// FB15k-237 preset's optimisation hyper-parameters (b 512, n 128, γ 30, lr 5e-5, λ 0.1,
+// dropout 0.1) on a small, quick run: d 64, 1001 steps, validation every 250, a
+// checkpoint every 1000.
 func Default() Config {
 	return Config{
 		Model: string(model.RoConE), Dim: 64, Batch: 512, Negatives: 128,
