@@ -69,14 +69,15 @@ test-js:
 		echo "test-js: node/npm not found; skipping the apache-arrow check"; \
 	fi
 
-# staticcheck over every package, the cuda-tagged build's too, at a pinned version (go run
-# fetches it through the module proxy; nothing is added to go.mod). .ci/run runs it after
-# make test. A deliberate exception is a //lint:ignore CHECK reason comment on its line.
+# staticcheck with every check (-checks all) over every package, the cuda-tagged build's
+# too (which needs cuda.h), at a pinned version: go run fetches it through the module
+# proxy, and nothing is added to go.mod. .ci/run runs it after installing the CUDA headers.
+# A deliberate exception is a //lint:ignore CHECK reason comment on its line.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 .PHONY: lint-go
 lint-go:
-	$(GO) run $(STATICCHECK) ./...
-	$(GO) run $(STATICCHECK) -tags cuda ./...
+	$(GO) run $(STATICCHECK) -checks all ./...
+	$(GO) run $(STATICCHECK) -checks all -tags cuda ./...
 
 # The cuda-tagged build compiles and vets (needs the CUDA headers).
 test-cuda: check-cuda-h
