@@ -3,7 +3,10 @@
 package gpumodel
 
 import (
+	"maps"
 	"math/rand/v2"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,8 +51,12 @@ func benchmarkHostShare(b *testing.B, dropRate float64) {
 // the trained structures with intersections and negations, paths) on a driver that runs
 // nothing: its launches, and the bytes its kernels state they move (gpu.Work), in all,
 // of Adam and of the arena's memsets; and apart, its copies from and to the host (the
-// updates' index arrays and Adam's programs up, the losses down). Counts, not times: the same on any machine, and
-// what a device profile's launches/step and MB/step columns will show.
+// updates' index arrays and Adam's programs up, the losses down); with -v, the launches
+// of each kernel. Counts, not times: the same on any machine, and what a device
+// profile's launches/step and MB/step columns show for batches of these shapes on a
+// device of 132 SMs (the GEMMs' tiles and splits follow the layers' rows). Like a stage,
+// it turns back the choices ROCONE_GPU_REVERT names (gpu.RevertEnv), so both sides of
+// an A/B are counted here.
 func BenchmarkStepCounts(b *testing.B) {
 	null := &gputest.NullDriver{}
 	m, _ := hostShareModel(b, null, 1600, 0.1)
@@ -95,6 +102,7 @@ func BenchmarkStepCounts(b *testing.B) {
 	}
 	var all, adam, memset, host int64
 	launches, copies := 0, 0
+	perKernel := map[string]int{}
 	for _, r := range recs {
 		if r.HostCopy() { // not the kernels' traffic
 			host += r.Work.Bytes
@@ -102,6 +110,7 @@ func BenchmarkStepCounts(b *testing.B) {
 			continue
 		}
 		launches++
+		perKernel[r.Kernel]++
 		all += r.Work.Bytes
 		switch {
 		case strings.HasPrefix(r.Kernel, "adam"):
@@ -109,6 +118,9 @@ func BenchmarkStepCounts(b *testing.B) {
 		case r.Kernel == "memset":
 			memset += r.Work.Bytes
 		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(perKernel)) {
+		b.Logf("%-28s %6.1f launches/step", k, float64(perKernel[k])/float64(b.N))
 	}
 	perStep := func(x int64) float64 { return float64(x) / float64(b.N) / 1e6 }
 	b.ReportMetric(float64(launches)/float64(b.N), "launches/step")
@@ -172,7 +184,14 @@ func hostShareModel(tb testing.TB, drv gpu.Driver, dim int, dropRate float64) (*
 	if err != nil {
 		tb.Fatal(err)
 	}
-	m, err := New(gpu.NewDevice(drv), host, 5e-5)
+	dev := gpu.NewDevice(drv)
+	// The counting benchmarks count either side of an A/B as a stage runs it.
+	reverts, err := gpu.ParseReverts(os.Getenv(gpu.RevertEnv))
+	if err != nil {
+		tb.Fatalf("%s: %v", gpu.RevertEnv, err)
+	}
+	dev.SetReverts(reverts)
+	m, err := New(dev, host, 5e-5)
 	if err != nil {
 		tb.Fatal(err)
 	}
