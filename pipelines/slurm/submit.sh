@@ -355,6 +355,7 @@ for s in "${STAGES[@]}"; do
 	if [ "$s" = train ] && [ "$TRAIN_GRACE" -gt 0 ]; then
 		# Checkpoint and requeue before the time limit (job.sh); the requeued task's log
 		# goes on in the same file.
+		# shellcheck disable=SC2054 # the comma is --export's own list separator, inside one argument
 		args+=(--signal=B:USR1@"$TRAIN_GRACE" --requeue --open-mode=append --export=ALL,ROCONE_MAX_REQUEUES="$MAX_REQUEUES")
 	fi
 	if [ "$s" = metrics ]; then
