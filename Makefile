@@ -133,6 +133,23 @@ gpu-check:
 test-slurm:
 	scripts/slurm/test.sh
 
+# shellcheck over every shell script git tracks: the *.sh and *.bash files (scripts/cuda/
+# steady.sh is sourced and has no #! line) and every file whose #! line runs sh, bash, dash
+# or ksh, directly or through env (scripts/commit-id, .ci/run), so a new script is checked
+# without being listed here. -x follows what they source, from the repository root. Not
+# part of `make test`: the README's set-up does not install shellcheck.
+.PHONY: lint-sh
+lint-sh:
+	@command -v shellcheck >/dev/null 2>&1 || { \
+		echo "make lint-sh: shellcheck not found; install it (Debian/Ubuntu: apt-get install shellcheck) and run again." >&2; exit 1; }
+	@scripts=$$( { git -c core.quotePath=false ls-files -- '*.sh' '*.bash'; \
+		git -c core.quotePath=false grep -lI -e '^#!' | while IFS= read -r f; do \
+			head -n 1 -- "$$f" | grep -Eq '^#!.*[/[:space:]](ba|da|k)?sh([[:space:]]|$$)' && echo "$$f"; \
+		done; } | sort -u); \
+	if [ -z "$$scripts" ]; then echo "make lint-sh: no shell scripts found (not a git checkout?)" >&2; exit 1; fi; \
+	printf '%s\n' "$$scripts" | tr '\n' '\0' | xargs -0 shellcheck -x -- && \
+	echo "lint-sh: shellcheck finds nothing in $$(printf '%s\n' "$$scripts" | wc -l) shell scripts"
+
 # Fuzzing: every Fuzz target in turn for FUZZTIME each (go fuzzes one target per
 # invocation), FUZZPAR workers (the default 1 suits a small shared machine). Crashers go to
 # the package's testdata/fuzz/, which `make test` then runs as ordinary test cases.

@@ -44,14 +44,14 @@ log() { echo "$*" >>"$work/commands.txt"; echo "+ $*" >&2; "$@"; }
 
 for split in train test; do
 	if [ ! -s "$work/$split.arrow" ]; then
-		# shellcheck disable=SC2086
+		# shellcheck disable=SC2086 # SAMPLE is a list of flags, split into words on purpose
 		log "$bin/sample" generate --data "data/$ds" --split "$split" ${SAMPLE:-} -q -o "$work/$split.arrow" || exit 1
 	fi
 done
 resume=()
 [ -s "$work/model.arrow" ] && resume=(--resume)
 start=$EPOCHREALTIME
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # EXTRA is a list of flags, split into words on purpose
 log timeout -s TERM "$budget" "$bin/train" --train "$work/train.arrow" --checkpoint "$work/model.arrow" \
 	--log "$work/train-log.arrow" --preset "$preset" --model "$model" --seed "$seed" --steps "$steps" --eval-every 0 \
 	--checkpoint-every 10000 --device "$device" "${resume[@]}" ${EXTRA:-}

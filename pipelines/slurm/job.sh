@@ -28,7 +28,7 @@ cmd=${line#*$'\t'}
 id=${SLURM_ARRAY_JOB_ID:-${SLURM_JOB_ID:-local}}${SLURM_ARRAY_TASK_ID:+_$SLURM_ARRAY_TASK_ID}
 
 mtime() { stat -c %y "$1" 2>/dev/null || echo none; }
-echo "== job $id ($SLURM_JOB_NAME) on $(hostname) in $PWD, $(date -Is)"
+echo "== job $id (${SLURM_JOB_NAME:-not under Slurm}) on $(hostname) in $PWD, $(date -Is)"
 echo "== $target"
 echo "== $cmd"
 mkdir -p "$(dirname "$target")"

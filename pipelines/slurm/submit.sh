@@ -257,7 +257,7 @@ flags_stamp "$RUN/.flags/seeds" "${SEED_LIST[*]}"
 SEEDS_STAMP=$STAMP
 for i in 0 1 2; do
 	t=$OUT/${SPLITS[$i]}-queries.arrow
-	gen="$BIN/sample generate --data $(q "$DATA") --split ${SPLITS[$i]} --seed $(q "$SAMPLE_SEED") ${SPLIT_FLAGS[$i]}"
+	gen="$(q "$BIN/sample") generate --data $(q "$DATA") --split ${SPLITS[$i]} --seed $(q "$SAMPLE_SEED") ${SPLIT_FLAGS[$i]}"
 	flags_stamp "$OUT/.flags/${SPLITS[$i]}-queries" "--seed $SAMPLE_SEED ${SPLIT_FLAGS[$i]}"
 	if [ "$SAMPLE_SHARDS" = 1 ]; then
 		add_task sample $i "$t" "$gen -o $(q "$t")" "${DATA_FILES[@]}" ${STAMP:+"$STAMP"} ${DATA_STAMP:+"$DATA_STAMP"}
@@ -271,14 +271,14 @@ for i in 0 1 2; do
 	done
 	parts_q=""
 	for p in "${parts[@]}"; do parts_q+=" $(q "$p")"; done
-	add_task merge $i "$t" "$BIN/sample merge -q -o $(q "$t")$parts_q" "${parts[@]}"
+	add_task merge $i "$t" "$(q "$BIN/sample") merge -q -o $(q "$t")$parts_q" "${parts[@]}"
 done
 TQ=$OUT/train-queries.arrow VQ=$OUT/valid-queries.arrow XQ=$OUT/test-queries.arrow
 flags_stamp "$RUN/.flags/train" "$TRAIN_FLAGS"
 TRAIN_STAMP=$STAMP
 for i in "${!SEED_LIST[@]}"; do
 	s=${SEED_LIST[$i]} d=$RUN/seed${SEED_LIST[$i]}
-	add_task train "$i" "$d/model.arrow" "$BIN/train --train $(q "$TQ") --valid $(q "$VQ") --model $(q "$MODEL")${PRESET:+ --preset $(q "$PRESET")} --seed $s --device $DEVICE $TRAIN_FLAGS --auto-resume --overwrite --partial $(q "$d/model.partial.arrow") --checkpoint $(q "$d/model.arrow") --log $(q "$d/train-log.arrow")" \
+	add_task train "$i" "$d/model.arrow" "$(q "$BIN/train") --train $(q "$TQ") --valid $(q "$VQ") --model $(q "$MODEL")${PRESET:+ --preset $(q "$PRESET")} --seed $s --device $DEVICE $TRAIN_FLAGS --auto-resume --overwrite --partial $(q "$d/model.partial.arrow") --checkpoint $(q "$d/model.arrow") --log $(q "$d/train-log.arrow")" \
 		"$TQ" "$VQ" ${TRAIN_STAMP:+"$TRAIN_STAMP"}
 done
 # shard K: the file-name suffix and the flag of shard K of SHARDS (none when unsharded).
@@ -289,7 +289,7 @@ for i in "${!SEED_LIST[@]}"; do
 	d=$RUN/seed${SEED_LIST[$i]}
 	for ((k = 0; k < SHARDS; k++)); do
 		shard $k
-		add_task embed $((i * SHARDS + k)) "$d/cones$sfx.arrow" "$BIN/embed --checkpoint $(q "$d/model.arrow") --queries $(q "$XQ") --device $DEVICE$flag -o $(q "$d/cones$sfx.arrow")" \
+		add_task embed $((i * SHARDS + k)) "$d/cones$sfx.arrow" "$(q "$BIN/embed") --checkpoint $(q "$d/model.arrow") --queries $(q "$XQ") --device $DEVICE$flag -o $(q "$d/cones$sfx.arrow")" \
 			"$d/model.arrow" "$XQ"
 	done
 done
@@ -299,7 +299,7 @@ for i in "${!SEED_LIST[@]}"; do
 	for ((k = 0; k < SHARDS; k++)); do
 		shard $k
 		RANKS+=("$d/ranks$sfx.arrow")
-		add_task rank $((i * SHARDS + k)) "$d/ranks$sfx.arrow" "$BIN/rank --checkpoint $(q "$d/model.arrow") --queries $(q "$XQ") --cones $(q "$d/cones$sfx.arrow") --device $DEVICE$flag -o $(q "$d/ranks$sfx.arrow")" \
+		add_task rank $((i * SHARDS + k)) "$d/ranks$sfx.arrow" "$(q "$BIN/rank") --checkpoint $(q "$d/model.arrow") --queries $(q "$XQ") --cones $(q "$d/cones$sfx.arrow") --device $DEVICE$flag -o $(q "$d/ranks$sfx.arrow")" \
 			"$d/cones$sfx.arrow" "$d/model.arrow" "$XQ"
 	done
 done
@@ -307,7 +307,7 @@ ranks_q=""
 for r in "${RANKS[@]}"; do ranks_q+=" $(q "$r")"; done
 flags_stamp "$RUN/.flags/metrics" "$METRICS_FLAGS"
 # As pipelines/Makefile: runs on one OUT take turns at the table (flock on .metrics.lock).
-add_task metrics 0 "$RUN/metrics.arrow" "exec 9>$(q "$RUN/.metrics.lock") && flock 9 && $BIN/metrics $METRICS_FLAGS --plot $(q "$RUN/mrr.png") --log $(q "$RUN/seed${SEED_LIST[0]}/train-log.arrow") -o $(q "$RUN/metrics.arrow")$ranks_q > $(q "$RUN/metrics.md.tmp") && mv $(q "$RUN/metrics.md.tmp") $(q "$RUN/metrics.md")" \
+add_task metrics 0 "$RUN/metrics.arrow" "exec 9>$(q "$RUN/.metrics.lock") && flock 9 && $(q "$BIN/metrics") $METRICS_FLAGS --plot $(q "$RUN/mrr.png") --log $(q "$RUN/seed${SEED_LIST[0]}/train-log.arrow") -o $(q "$RUN/metrics.arrow")$ranks_q > $(q "$RUN/metrics.md.tmp") && mv $(q "$RUN/metrics.md.tmp") $(q "$RUN/metrics.md")" \
 	"${RANKS[@]}" ${STAMP:+"$STAMP"} ${SEEDS_STAMP:+"$SEEDS_STAMP"}
 
 # --- submit ----------------------------------------------------------------------------------
@@ -355,6 +355,7 @@ for s in "${STAGES[@]}"; do
 	if [ "$s" = train ] && [ "$TRAIN_GRACE" -gt 0 ]; then
 		# Checkpoint and requeue before the time limit (job.sh); the requeued task's log
 		# goes on in the same file.
+		# shellcheck disable=SC2054 # the comma is --export's own list separator, inside one argument
 		args+=(--signal=B:USR1@"$TRAIN_GRACE" --requeue --open-mode=append --export=ALL,ROCONE_MAX_REQUEUES="$MAX_REQUEUES")
 	fi
 	if [ "$s" = metrics ]; then

@@ -19,6 +19,7 @@ warm=${WARMUP:-20}
 [ "$steps" -gt "$warm" ] || { echo "bench.sh: STEPS ($steps) must exceed WARMUP ($warm)" >&2; exit 2; }
 out=${OUT_DIR:-out/gpu-bench}
 mkdir -p "$out"
+# shellcheck source-path=SCRIPTDIR/../.. # sourced from the repository root (cd above)
 . scripts/cuda/steady.sh
 for b in sample train rank metrics cuda.test; do
 	[ -x "$bin/$b" ] || { echo "bench.sh: $bin/$b missing (make build-cuda; scripts/cuda/gpu-check.sh --build-test-binary $bin)" >&2; exit 2; }
@@ -48,8 +49,8 @@ train_rate() {
 	if ! "$bin/metrics" curves --csv "$out/$name-log.csv" "$out/$name-log.arrow" >/dev/null 2>>"$log"; then
 		echo "$name: metrics curves FAILED"; tail -5 "$log"; return 1
 	fi
-	local per counted dropped last lastStep droppedS
-	read -r per counted dropped last lastStep droppedS < <(steady_rate "$out/$name-log.csv" "$warm") || { echo "$name: no steady rate"; return 1; }
+	local per dropped last lastStep droppedS
+	read -r per _ dropped last lastStep droppedS < <(steady_rate "$out/$name-log.csv" "$warm") || { echo "$name: no steady rate"; return 1; }
 	awk -v name="$name" -v steps="$steps" -v warm="$warm" -v s="$per" -v dropped="$dropped" -v droppedS="$droppedS" -v last="$last" -v lastStep="$lastStep" '
 		/GPU updates/ {gpu=$5+0} /^  sampling/ {smp=$4+0}
 		END { printf "%-28s %8.1f ms/step  (%5.1f steps/s, steps %d-%d less %d lr drops of %.3fs)  300k steps: %.2f h;  whole loop %.1f ms/step (GPU wait %.1fs, sampling waited for %.1fs, of %.2fs)\n",

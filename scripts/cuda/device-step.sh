@@ -101,6 +101,7 @@ fi
 # ConE's FB15k-237 run (QE-ConE's scripts.sh): d 800, b 512, n 128, γ 30, center_reg 0.02,
 # lr 5e-5, dropout 0.1, four loader workers; the MLP's width is ConE's 1600 on both sides.
 cone=(--model cone --dim 800 --batch 512 --negatives 128 --gamma 30 --lambda 0.02 --lr 5e-5 --dropout 0.1)
+# shellcheck source-path=SCRIPTDIR/../.. # sourced from the repository root (cd above)
 . scripts/cuda/steady.sh
 if ! skip side; then
 	section "side by side: train --model cone at ConE's FB15k-237 configuration"

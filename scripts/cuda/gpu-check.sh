@@ -165,7 +165,7 @@ build)
 	if [ ${#short[@]} -eq 0 ]; then
 		step "benchmarks (scripts/cuda/bench.sh bin/cuda)"
 		mkdir -p bin/cuda
-		if go build -tags cuda -o bin/cuda/ ./cmd/sample ./cmd/train ./cmd/rank &&
+		if go build -tags cuda -o bin/cuda/ ./cmd/sample ./cmd/train ./cmd/rank ./cmd/metrics &&
 			go test -c -tags cuda -o bin/cuda/cuda.test ./pkg/gpu; then
 			scripts/cuda/bench.sh bin/cuda || failed+=("benchmarks")
 		else

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/cuda/bench.sh and device-step.sh: the steady rate of a training run.
 #
 # steady_rate CSV WARM prints, from a train log as `metrics curves --csv` writes it: the

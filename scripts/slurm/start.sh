@@ -86,6 +86,7 @@ SOCKET=$DIR/munge/munge.socket
 # fork (-D, --foreground), so the pid is the daemon's own and stop.sh kills exactly it.
 start_daemon() {
 	local name=$1; shift
+	# shellcheck disable=SC2016 # the single-quoted script is sh -c's: $1, $2, $$ and $@ are that shell's
 	$SUDO setsid sh -c 'n=$1 d=$2; shift 2; echo "$n $$" >>"$d/pids"; exec "$@"' sh "$name" "$DIR" "$@" \
 		</dev/null >>"$DIR/$name.log" 2>&1 &
 	for _ in $(seq 50); do grep -q "^$name " "$DIR/pids" 2>/dev/null && return; sleep 0.1; done
@@ -117,6 +118,7 @@ case $NODE in
 NodeName=*) ;;
 *) NODE="NodeName=$HOST CPUs=$(nproc) RealMemory=$(($(awk '/^MemTotal/ {print $2}' /proc/meminfo) / 1024))" ;;
 esac
+# shellcheck disable=SC2001 # [^ ]* (the first word) needs a regular expression: ${NODE/...}'s glob has no such repetition
 NODE=$(echo "$NODE" | sed "s/^NodeName=[^ ]*/NodeName=$HOST/")
 
 cat >"$DIR/slurm.conf" <<EOF

@@ -22,10 +22,10 @@ ours() { [ "$(cat "/proc/$2/comm" 2>/dev/null)" = "$1" ]; }
 pid=$(awk '$1 == "slurmctld" { print $2 }' "$PIDS" | tail -1)
 if [ -n "$pid" ] && ours slurmctld "$pid" && [ -f "$DIR/slurm.conf" ]; then
 	export SLURM_CONF=$DIR/slurm.conf
-	jobs=$(timeout 10 squeue -h -o %A 2>/dev/null | sort -u)
-	if [ -n "$jobs" ]; then
-		echo "slurm/stop: cancelling jobs $(echo $jobs)" >&2
-		timeout 10 scancel $jobs 2>/dev/null
+	mapfile -t jobs < <(timeout 10 squeue -h -o %A 2>/dev/null | sort -u)
+	if [ ${#jobs[@]} -gt 0 ]; then
+		echo "slurm/stop: cancelling jobs ${jobs[*]}" >&2
+		timeout 10 scancel "${jobs[@]}" 2>/dev/null
 		for _ in $(seq 50); do [ -z "$(timeout 5 squeue -h -o %A 2>/dev/null)" ] && break; sleep 0.2; done
 	fi
 fi

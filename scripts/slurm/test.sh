@@ -32,6 +32,10 @@
 #     bin/metrics, the same table (metrics.md but its first line, which names the files).
 #
 # TEST_SLURM_KEEP=1 keeps the temporary folder (logs, artifacts) after a success too.
+#
+# The checks read "A && B || fail ...": fail unless every condition holds, so fail running
+# when A holds and B does not is what is meant (SC2015's warning).
+# shellcheck disable=SC2015
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 T=$(mktemp -d /tmp/rocone-test-slurm.XXXXXX)
@@ -81,6 +85,7 @@ for f in shards/{train,valid,test}-queries-{0,1}-of-2 train-queries valid-querie
 	[ -s "$OUT/$f.arrow" ] || fail "$OUT/$f.arrow is missing"
 done
 [ -s "$OUT/rocone/metrics.md" ] || fail "no metrics.md"
+# shellcheck disable=SC2012 # counting job logs, whose names (STAGE-JOBID_TASK.log) have no newline
 n=$(ls "$OUT/logs" | wc -l)
 [ "$n" -eq 24 ] || fail "expected 24 job logs in $OUT/logs, found $n: $(ls "$OUT/logs")"
 # Sample task k is split k/2's shard k%2; merge task i joins split i's 2 shards.
@@ -197,6 +202,7 @@ grep -q 'the time limit is near (SIGUSR1)' "$tlog" && grep -q ': requeued after 
 	! grep -q '^starting a new run: .*holds' "$tlog" || fail "the train job's log does not show a checkpoint, a requeue and a resume:"$'\n'"$(cat "$tlog")"
 [ ! -e "$LIM/rocone/seed0/model.partial.arrow" ] || fail "the partial checkpoint is left after the training finished"
 [ -s "$LIM/rocone/metrics.arrow" ] || fail "no metrics after the time-limited training"
+# shellcheck disable=SC2086 # LFLAGS is a list of flags, split into words on purpose
 bin/train --train "$LIM/train-queries.arrow" --valid "$LIM/valid-queries.arrow" --model rocone --seed 0 --device cpu $LFLAGS -q \
 	--checkpoint "$T/straight.arrow" --log "" || fail "the uninterrupted training failed"
 go run ./scripts/checkpoint-diff "$T/straight.arrow" "$LIM/rocone/seed0/model.arrow" ||
