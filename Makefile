@@ -4,7 +4,7 @@
 STAGES  := sample train embed rank metrics
 BINS    := $(addprefix bin/,$(STAGES))
 
-.PHONY: all build build-cuda test test-go test-race check-cgo check-cuda-h test-js test-cuda demo bench gpu-check fuzz parity clean
+.PHONY: all build build-cuda test test-go test-race check-cgo check-cuda-h test-js test-cuda lint demo bench gpu-check fuzz parity clean
 
 all: build
 
@@ -78,6 +78,10 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint-go:
 	$(GO) run $(STATICCHECK) -checks all ./...
 	$(GO) run $(STATICCHECK) -checks all -tags cuda ./...
+
+# Both linters (lint-go below, lint-sh further down); .ci/run runs each where its needs are
+# installed.
+lint: lint-go lint-sh
 
 # The cuda-tagged build compiles and vets (needs the CUDA headers).
 test-cuda: check-cuda-h
