@@ -24,7 +24,13 @@ tasks() {
 				for (i = 1; i <= NF; i++) { k = $i; sub(/=.*/, "", k); v = $i; sub(/^[^=]*=/, "", v); f[k] = v }
 				id = f["JobId"]
 				if (f["ArrayTaskId"] != "" && f["ArrayTaskId"] != "(null)") id = f["ArrayJobId"] "_" f["ArrayTaskId"]
-				print id, f["JobName"], f["JobState"], f["Reason"], f["ExitCode"], f["StdOut"]
+				# StdOut, a path, may hold spaces: its value runs to the next " Key=".
+				stdout = f["StdOut"]
+				if (match($0, / StdOut=/)) {
+					stdout = substr($0, RSTART + 8)
+					if (match(stdout, / [A-Za-z:]+=/)) stdout = substr(stdout, 1, RSTART - 1)
+				}
+				print id, f["JobName"], f["JobState"], f["Reason"], f["ExitCode"], stdout
 			}'
 		else
 			sacct -n -X -P -j "$j" -o JobID,JobName,State,Reason,ExitCode 2>/dev/null |
