@@ -69,7 +69,8 @@ $SUDO rm -rf "$DIR/state" "$DIR/spool" "$DIR/munge" "$DIR"/*.log "$DIR/pids"
 mkdir -p "$DIR/state" "$DIR/spool" "$DIR/munge"
 # munged refuses a socket folder that others can write to or that another user owns; root
 # runs it here, so root owns it, mode 0755 (clients of any user reach the socket).
-$SUDO chown root:root "$DIR/munge" && $SUDO chmod 0755 "$DIR/munge"
+$SUDO chown root:root "$DIR/munge" || die "could not make root the owner of $DIR/munge (munged refuses its socket folder otherwise)"
+$SUDO chmod 0755 "$DIR/munge" || die "could not set $DIR/munge to mode 0755"
 
 # --- munge ---------------------------------------------------------------------------------
 # A key of our own (munge needs the same key on every node; here there is one node).
