@@ -7,7 +7,8 @@
 # Configuration (issue 11): d 64, b 128, n 32, γ 2, λ 1, lr 3e-4, dropout 0.1, 300 steps,
 # on 11,000 FB15k-237 train queries (2,000 of each path and EPFO type, 200 of each negation
 # type, sample seed 0). HIDDEN is the projection MLP's width on both sides: by default 1600,
-# ConE's own (QE-ConE hard-codes it; the project's three runs take about 1.7 minutes), or
+# ConE's own (QE-ConE hard-codes it; the project's three runs take about 1.7 minutes on 2
+# AVX-512 cores, about 6.5 on 2 AVX2 cores beside another job), or
 # 128 (HIDDEN=128 make parity, about 1.5 minutes). Each width has its committed QE-ConE
 # curves: testdata/reference/curves-1600.json (1600), curves.json (128).
 #
