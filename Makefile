@@ -69,17 +69,19 @@ test-js:
 		echo "test-js: node/npm not found; skipping the apache-arrow check"; \
 	fi
 
-# staticcheck with every check (-checks all) over every package, the cuda-tagged build's
-# too (which needs cuda.h), at a pinned version: go run fetches it through the module
-# proxy, and nothing is added to go.mod. .ci/run runs it after installing the CUDA headers.
-# A deliberate exception is a //lint:ignore CHECK reason comment on its line.
+# go.mod and go.sum tidy; then staticcheck with every check (-checks all) over every
+# package, the cuda-tagged build's too (which needs cuda.h), at a pinned version: go run
+# fetches it through the module proxy, and nothing is added to go.mod. .ci/run runs it
+# after installing the CUDA headers. A deliberate exception is a //lint:ignore CHECK
+# reason comment on its line.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 .PHONY: lint-go
 lint-go:
+	@$(GO) mod tidy -diff >/dev/null || { echo "make lint-go: go.mod or go.sum is not tidy; run go mod tidy (go mod tidy -diff shows what it changes)" >&2; exit 1; }
 	$(GO) run $(STATICCHECK) -checks all ./...
 	$(GO) run $(STATICCHECK) -checks all -tags cuda ./...
 
-# Both linters (lint-go below, lint-sh further down); .ci/run runs each where its needs are
+# Both linters (lint-go above, lint-sh further down); .ci/run runs each where its needs are
 # installed.
 lint: lint-go lint-sh
 
