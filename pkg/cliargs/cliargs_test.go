@@ -51,6 +51,10 @@ func TestCheck(t *testing.T) {
 		{[]string{"a.arrow", "-o", "x"}, `-o comes after the file name "a.arrow"`},
 		{[]string{"a.arrow", "--", "-o"}, ""},
 		{[]string{"-", "b"}, ""},
+		{[]string{"-", "-o", "x"}, `-o comes after the file name "-"`},             // "-" (stdin) is a file name
+		{[]string{"--bogus", "--dim", "8", "--dim", "16"}, "--dim is given twice"}, // an unknown flag does not end the check
+		{[]string{"--help", "--dim", "8", "--dim", "16"}, ""},                      // help: nothing runs
+		{[]string{"-h", "--dim", "8", "--dim", "16"}, ""},
 		{[]string{"a.arrow", "--unknown"}, ""}, // left to the app
 		{[]string{"--dim", "8", "generate", "--split", "test", "--split", "valid"}, "generate: --split is given twice"},
 		{[]string{"-o", "x", "gen", "-o", "y"}, ""}, // the command's own -o
@@ -77,6 +81,12 @@ func TestCheck(t *testing.T) {
 func TestNotACommand(t *testing.T) {
 	app := testApp()
 	app.Action = nil
+	sub := func() []*cli.Command {
+		return []*cli.Command{{Name: "sub", Action: func(*cli.Context) error { return nil }}}
+	}
+	app.Commands = append(app.Commands,
+		&cli.Command{Name: "group", Subcommands: sub()},
+		&cli.Command{Name: "acting", Subcommands: sub(), Action: func(*cli.Context) error { return nil }})
 	for _, c := range []struct {
 		args []string
 		want string // "" for no error
@@ -87,6 +97,11 @@ func TestNotACommand(t *testing.T) {
 		{[]string{"gen"}, ""},
 		{[]string{"help"}, ""},
 		{[]string{"h", "merge"}, ""},
+		{[]string{"merge", "-o", "x", "--top", "3", "f"}, ""}, // merge has an action: it takes files
+		{[]string{"group", "frob"}, `group: "frob" is not a command; the commands: sub`},
+		{[]string{"group", "sub", "f"}, ""},
+		{[]string{"acting", "f"}, ""}, // commands of its own, and an action that takes files
+		{[]string{"acting", "sub", "f"}, ""},
 		{[]string{}, ""},
 	} {
 		err := Check(app, append([]string{"stage"}, c.args...))

@@ -38,6 +38,8 @@ func TestParseAsk(t *testing.T) {
 		// An entity may be named n or u: only operations reserve them.
 		{"(n,(u,r))", "('e',('r','r'))", []Ref{{Offset: 1, Name: "n"}}, []Ref{{Offset: 4, Name: "u"}, {Offset: 6, Name: "r"}}, "('n',('u','r'))"},
 		{"('',(x,))", "('e',('r',))", []Ref{{Offset: 1, Name: ""}}, []Ref{{Offset: 5, Name: "x"}}, "('',('x',))"},
+		// The bounds of the id digits: 0 and 9 are ids, not names.
+		{"(0,(9,))", "('e',('r',))", []Ref{{Offset: 1, ID: 0, IsID: true}}, []Ref{{Offset: 4, ID: 9, IsID: true}}, "(0,(9,))"},
 	}
 	for _, tc := range tests {
 		a, err := ParseAsk(tc.in)
@@ -93,6 +95,7 @@ func TestParseAskMalformed(t *testing.T) {
 		{"((a,(r,)),b)", 10, "branch must be a tuple"},
 		{"(a,(r,)) x", 9, "trailing text"},
 		{"a", 0, "must be a tuple"},
+		{"7", 0, "must be a tuple"}, // an id that ends the input
 		{"(a,(r,99999999999))", 6, "integer 99999999999 is out of range: ids are 32-bit"},
 		{"", 0, "unexpected end of input"},
 		{"(\xff,(r,))", 1, "not valid UTF-8"},

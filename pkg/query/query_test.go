@@ -2,6 +2,7 @@ package query
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -75,6 +76,8 @@ func TestMalformed(t *testing.T) {
 		{"(('e',('r',)),'e')", 14, "branch must be a tuple"},
 		{"()", 0, "empty tuple"},
 		{"(('r',('r',)),('e',('r',)))", 2, "base must be 'e'"},
+		{"('',('r',))", 1, "unknown symbol"}, // an empty string is terminated
+		{strings.Repeat("(", 1000), 65, "tuples nested more than 64 deep"},
 	}
 	for _, tc := range tests {
 		_, err := Parse(tc.in)
@@ -99,6 +102,7 @@ func TestGroundedRoundTrip(t *testing.T) {
 		{"(((1,(2,)),(3,(4,)),(-1,)),(5,))", "up", []int32{1, 3}, []int32{2, 4, 5}},
 		{"((1,(2,3,-2)),(4,(5,)))", "pni", []int32{1, 4}, []int32{2, 3, 5}},
 		{"(((1,(2,-2)),(3,(4,-2))),(-2,6))", "up-DM", []int32{1, 3}, []int32{2, 4, 6}},
+		{"((0,(0,)),(99,(19,-2)))", "2in", []int32{0, 99}, []int32{0, 19}}, // ids 0 and digits 9
 	}
 	for _, tc := range tests {
 		g, err := ParseGrounded(tc.text)
@@ -115,6 +119,67 @@ func TestGroundedRoundTrip(t *testing.T) {
 		if err := g.Validate(10, 10); err == nil && tc.typ == "2in" {
 			t.Errorf("%s: anchor 903 accepted with 10 entities", tc.text)
 		}
+	}
+}
+
+// TestValidate: ids are in [0, n): 0 and n-1 are accepted, n is not.
+func TestValidate(t *testing.T) {
+	g, err := ParseGrounded("((0,(0,)),(9,(4,-2)))")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		entities, relations int
+		err                 string
+	}{
+		{10, 5, ""},
+		{9, 5, "anchor entity id 9 out of range [0,9)"},
+		{10, 4, "relation id 4 out of range [0,4)"},
+	} {
+		err := g.Validate(tc.entities, tc.relations)
+		if (tc.err == "") != (err == nil) || err != nil && err.Error() != tc.err {
+			t.Errorf("Validate(%d, %d) = %v, want %q", tc.entities, tc.relations, err, tc.err)
+		}
+	}
+}
+
+// TestNestingBound: a value nested maxDepth deep parses; one deeper is refused.
+func TestNestingBound(t *testing.T) {
+	nest := func(k int) string { return strings.Repeat("(", k) + "0" + strings.Repeat(",)", k) }
+	p := &parser{in: nest(maxDepth)}
+	if _, err := p.parseValue(0); err != nil {
+		t.Errorf("%d tuples deep: %v", maxDepth, err)
+	}
+	p = &parser{in: nest(maxDepth + 1)}
+	if _, err := p.parseValue(0); err == nil || !strings.Contains(err.Error(), "nested more than") {
+		t.Errorf("%d tuples deep: %v, want an error", maxDepth+1, err)
+	}
+}
+
+// TestErrorQuoting: an error quotes an input of up to maxQuoted bytes whole, a longer one
+// by maxQuoted bytes around the fault, kept within the input; clip cuts a piece past 40.
+func TestErrorQuoting(t *testing.T) {
+	long := strings.Repeat("abcdefghijklmnopqrstuvwxy", 40) // 1000 bytes
+	for _, tc := range []struct {
+		in     string
+		offset int
+		want   string
+	}{
+		{long[:maxQuoted], 7, fmt.Sprintf("query %q: at offset 7: bad", long[:maxQuoted])},
+		{long, 500, fmt.Sprintf("query of 1000 bytes, from offset 400: %q...: at offset 500: bad", long[400:600])},
+		{long, 30, fmt.Sprintf("query of 1000 bytes, from offset 0: %q...: at offset 30: bad", long[:200])},
+		{long, 990, fmt.Sprintf("query of 1000 bytes, from offset 800: %q...: at offset 990: bad", long[800:])},
+	} {
+		e := &SyntaxError{Input: tc.in, Offset: tc.offset, Msg: "bad"}
+		if got := e.Error(); got != tc.want {
+			t.Errorf("%d bytes, offset %d: %s\nwant %s", len(tc.in), tc.offset, got, tc.want)
+		}
+	}
+	if s := strings.Repeat("x", 40); clip(s) != s {
+		t.Errorf("clip of 40 bytes: %q", clip(s))
+	}
+	if s := strings.Repeat("x", 41); clip(s) != s[:40]+"..." {
+		t.Errorf("clip of 41 bytes: %q", clip(s))
 	}
 }
 
@@ -158,6 +223,13 @@ func TestDNF(t *testing.T) {
 	}
 	if _, err := MustParse("((('e',('r',)),('e',('r',)),('u',)),('n',))").DNF(); err == nil {
 		t.Errorf("negated union accepted")
+	}
+	// A structure without a union gives itself, not a copy.
+	for _, name := range []string{"1p", "3p", "2i", "ip", "pi", "2in", "pni", "up-DM"} {
+		s, _ := ByName(name)
+		if bs, err := s.DNF(); err != nil || len(bs) != 1 || bs[0] != s.Root {
+			t.Errorf("%s: DNF %v, %v; want its own root", name, bs, err)
+		}
 	}
 }
 

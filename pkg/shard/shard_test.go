@@ -69,6 +69,34 @@ func TestRangesTile(t *testing.T) {
 	}
 }
 
+// TestBlockRange: BlockRange is Range over the ceil(total/block) blocks, in items: the
+// shards' block counts differ by at most one, as Range's sizes do, and a block size
+// below 1 is 1.
+func TestBlockRange(t *testing.T) {
+	for _, c := range []struct {
+		s              Spec
+		total, block   int
+		wantLo, wantHi int
+	}{
+		{Spec{0, 2}, 10, 3, 0, 6}, // 4 blocks: 2 and 2
+		{Spec{1, 2}, 10, 3, 6, 10},
+		{Spec{0, 3}, 10, 3, 0, 3}, // 4 blocks: 1, 1, 2
+		{Spec{1, 3}, 10, 3, 3, 6},
+		{Spec{2, 3}, 10, 3, 6, 10},
+		{Spec{0, 2}, 9, 3, 0, 3}, // 3 blocks: 1 and 2
+		{Spec{1, 2}, 9, 3, 3, 9},
+		{Spec{0, 2}, 8, 4, 0, 4}, // 2 blocks: 1 and 1
+		{Spec{1, 2}, 8, 4, 4, 8},
+		{Spec{1, 2}, 7, 0, 3, 7}, // block 0 is 1
+		{Spec{1, 2}, 7, 1, 3, 7},
+		{Spec{}, 7, 3, 0, 7},
+	} {
+		if lo, hi := c.s.BlockRange(c.total, c.block); lo != c.wantLo || hi != c.wantHi {
+			t.Errorf("%v.BlockRange(%d, %d) = [%d, %d), want [%d, %d)", c.s, c.total, c.block, lo, hi, c.wantLo, c.wantHi)
+		}
+	}
+}
+
 func TestMeta(t *testing.T) {
 	if m := (Spec{0, 1}).Meta(); m != nil {
 		t.Errorf("0/1 writes %v; the whole writes no key", m)
@@ -105,6 +133,7 @@ func TestCheckSet(t *testing.T) {
 		{"missing", []Spec{{0, 3}, {2, 3}}, "shard 1/3 missing (given 2 of 3: a b)"},
 		{"two missing", []Spec{{3, 4}, {0, 4}}, "shard 1/4, 2/4 missing"},
 		{"repeated", []Spec{{0, 2}, {1, 2}, {1, 2}}, "b and c are both shard 1/2"},
+		{"shard 0 repeated", []Spec{{0, 2}, {1, 2}, {0, 2}}, "a and c are both shard 0/2"},
 		{"counts differ", []Spec{{0, 2}, {1, 3}}, "a is shard 0/2 but b is shard 1/3"},
 		{"whole twice", []Spec{{}, {}}, "a and b are both the whole run"},
 	} {
@@ -161,8 +190,21 @@ func TestCheckTiling(t *testing.T) {
 			t.Errorf("ParseSpan(%q): no error", bad)
 		}
 	}
-	if s, err := ParseSpan("f", "16-32/40"); err != nil || s != (Span{16, 32, 40}) {
-		t.Errorf("ParseSpan: %v %v", s, err)
+	for _, bad := range []string{"3-3/10", "0-0/10"} { // empty
+		if _, err := ParseSpan("f", bad); err == nil {
+			t.Errorf("ParseSpan(%q): no error for an empty range", bad)
+		}
+	}
+	for _, good := range []Span{{16, 32, 40}, {0, 3, 10}, {3, 10, 10}, {0, 1, 1}} {
+		if s, err := ParseSpan("f", good.String()); err != nil || s != good {
+			t.Errorf("ParseSpan(%q) = %v, %v; want %v", good.String(), s, err, good)
+		}
+		if !good.Known() {
+			t.Errorf("%v.Known() = false, want true", good)
+		}
+	}
+	if (Span{}).Known() {
+		t.Errorf("the zero Span (no range recorded) is Known")
 	}
 }
 
