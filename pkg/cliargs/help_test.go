@@ -38,6 +38,8 @@ func TestFlagString(t *testing.T) {
 		{&cli.StringSliceFlag{Name: "tag", Usage: "a tag"}, "--tag value [ --tag value ]\ta tag"},
 		{&cli.StringFlag{Name: "home", Usage: "home", EnvVars: []string{"HOME_DIR", "HOME"}}, "--home value\thome [$HOME_DIR, $HOME]"},
 		{&cli.StringFlag{Name: "odd", Usage: "an `unclosed quote"}, "--odd value\tan `unclosed quote"},
+		// An empty placeholder: the backquotes go, the placeholder is the default one.
+		{&cli.StringFlag{Name: "empty", Usage: "an `` empty placeholder"}, "--empty value\tan  empty placeholder"},
 	} {
 		if got := c.flag.String(); got != c.want {
 			t.Errorf("%v:\n got %q\nwant %q", c.flag.Names(), got, c.want)
