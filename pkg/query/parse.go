@@ -26,7 +26,11 @@ func (e *SyntaxError) Error() string {
 		// A long input is quoted around the fault, not whole.
 		from := max(0, min(e.Offset-maxQuoted/2, len(in)-maxQuoted))
 		in = in[from : from+maxQuoted]
-		return fmt.Sprintf("query of %d bytes, from offset %d: %q...: at offset %d: %s", len(e.Input), from, in, e.Offset, e.Msg)
+		more := "..." // only where the input goes on past the quoted piece
+		if from+maxQuoted == len(e.Input) {
+			more = ""
+		}
+		return fmt.Sprintf("query of %d bytes, from offset %d: %q%s: at offset %d: %s", len(e.Input), from, in, more, e.Offset, e.Msg)
 	}
 	return fmt.Sprintf("query %q: at offset %d: %s", in, e.Offset, e.Msg)
 }

@@ -157,7 +157,8 @@ func TestNestingBound(t *testing.T) {
 }
 
 // TestErrorQuoting: an error quotes an input of up to maxQuoted bytes whole, a longer one
-// by maxQuoted bytes around the fault, kept within the input; clip cuts a piece past 40.
+// by maxQuoted bytes around the fault, kept within the input, with "..." where the input
+// goes on; clip cuts a piece past 40.
 func TestErrorQuoting(t *testing.T) {
 	long := strings.Repeat("abcdefghijklmnopqrstuvwxy", 40) // 1000 bytes
 	for _, tc := range []struct {
@@ -168,7 +169,7 @@ func TestErrorQuoting(t *testing.T) {
 		{long[:maxQuoted], 7, fmt.Sprintf("query %q: at offset 7: bad", long[:maxQuoted])},
 		{long, 500, fmt.Sprintf("query of 1000 bytes, from offset 400: %q...: at offset 500: bad", long[400:600])},
 		{long, 30, fmt.Sprintf("query of 1000 bytes, from offset 0: %q...: at offset 30: bad", long[:200])},
-		{long, 990, fmt.Sprintf("query of 1000 bytes, from offset 800: %q...: at offset 990: bad", long[800:])},
+		{long, 990, fmt.Sprintf("query of 1000 bytes, from offset 800: %q: at offset 990: bad", long[800:])}, // nothing follows: no "..."
 	} {
 		e := &SyntaxError{Input: tc.in, Offset: tc.offset, Msg: "bad"}
 		if got := e.Error(); got != tc.want {
