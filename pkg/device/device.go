@@ -53,9 +53,9 @@ func Open(name string, workers int) (Choice, error) {
 		if openCUDA == nil {
 			return Choice{}, fmt.Errorf("--device cuda: this binary was built without CUDA; build one with `make build-cuda` (go build -tags cuda)")
 		}
-		reverts, err := gpu.ParseReverts(os.Getenv(gpu.RevertEnv))
+		reverts, err := gpu.RevertsFromEnv()
 		if err != nil {
-			return Choice{}, fmt.Errorf("$%s: %w", gpu.RevertEnv, err)
+			return Choice{}, err
 		}
 		dev, err := openCUDA()
 		if err != nil {

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 )
@@ -47,6 +48,16 @@ var revertNames = []revertName{
 	{"etab", func(r *Reverts) *bool { return &r.EntityTable }, "the candidate distances without the entity half-angle table"},
 	{"stacked", func(r *Reverts) *bool { return &r.Stacked }, "the intersection's W1 and W3 as two layers"},
 	{"gemm-warps", func(r *Reverts) *bool { return &r.GemmWarps }, "the GEMM cost model without the warps an SM holds"},
+}
+
+// RevertsFromEnv is ParseReverts of RevertEnv's value, its error naming the variable:
+// what a stage that opens a device, and a benchmark that counts like one, turn back.
+func RevertsFromEnv() (Reverts, error) {
+	r, err := ParseReverts(os.Getenv(RevertEnv))
+	if err != nil {
+		return Reverts{}, fmt.Errorf("$%s: %w", RevertEnv, err)
+	}
+	return r, nil
 }
 
 // ParseReverts reads a comma-separated list of the names gemm-cost, etab, stacked and

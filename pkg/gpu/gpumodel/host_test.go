@@ -5,7 +5,6 @@ package gpumodel
 import (
 	"maps"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -186,9 +185,9 @@ func hostShareModel(tb testing.TB, drv gpu.Driver, dim int, dropRate float64) (*
 	}
 	dev := gpu.NewDevice(drv)
 	// The counting benchmarks count either side of an A/B as a stage runs it.
-	reverts, err := gpu.ParseReverts(os.Getenv(gpu.RevertEnv))
+	reverts, err := gpu.RevertsFromEnv()
 	if err != nil {
-		tb.Fatalf("%s: %v", gpu.RevertEnv, err)
+		tb.Fatal(err)
 	}
 	dev.SetReverts(reverts)
 	m, err := New(dev, host, 5e-5)
