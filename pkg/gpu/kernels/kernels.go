@@ -42,7 +42,8 @@ const NVCCFlags = "-ptx -arch=compute_80"
 
 // The sources are embedded too: it keeps them in the build cache key of every package
 // that imports this one (package emu compiles them through cgo, and the go command does
-// not otherwise notice a change to a file it #includes), and lets the tests regenerate.
+// not otherwise notice a change to a file it #includes; TestSourcesEmbedded checks that the
+// pattern covers every source).
 
 //go:embed *.cu common.h projection.h
 var sources embed.FS
@@ -131,17 +132,6 @@ func ParseEntries(module, text string) ([]Entry, error) {
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-// Sources returns the kernel sources (the .cu files, common.h and projection.h) by file name.
-func Sources() map[string]string {
-	out := map[string]string{}
-	names, _ := fs.Glob(sources, "*")
-	for _, n := range names {
-		b, _ := sources.ReadFile(n)
-		out[n] = string(b)
-	}
-	return out
 }
 
 // Sum returns the contents of ptx.sum: the nvcc version and flags the PTX was generated

@@ -50,6 +50,34 @@ func TestPTXUpToDate(t *testing.T) {
 	}
 }
 
+// TestSourcesEmbedded checks that every kernel source in the folder (each .cu file and
+// each header they include) is embedded: the embedding is what puts a source in the build
+// cache key of package emu, which compiles them through cgo, so a header left out of
+// the embed pattern would let a stale emulator pass the parity tests after an edit.
+func TestSourcesEmbedded(t *testing.T) {
+	onDisk, err := filepath.Glob("*.[ch]*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range onDisk {
+		if ext := filepath.Ext(f); ext != ".cu" && ext != ".h" && ext != ".cuh" {
+			continue
+		}
+		want, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := sources.ReadFile(f)
+		if err != nil {
+			t.Errorf("%s is not embedded: add it to the go:embed pattern above `var sources` in kernels.go", f)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("the embedded %s differs from the file on disk", f)
+		}
+	}
+}
+
 // TestGenerateLines checks that every .cu file has its go:generate line with NVCCFlags
 // and its .ptx.
 func TestGenerateLines(t *testing.T) {
