@@ -57,6 +57,10 @@ log timeout -s TERM "$budget" "$bin/train" --train "$work/train.arrow" --checkpo
 	--checkpoint-every 10000 --device "$device" "${resume[@]}" ${EXTRA:-}
 status=$?
 awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f\n", b - a }' >>"$work/train-seconds.txt"
+# The device of each call: a run may be trained in pieces on more than one machine
+# (scripts/cuda/relay.sh carries it between lent sessions).
+if [ "$device" = cpu ]; then gpu="CPU ($(nproc) cores)"; else gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); fi
+echo "${gpu:-unknown}" >>"$work/devices.txt"
 case $status in
 0) ;;
 124) echo "paper-run: the budget of ${budget}s is spent; the checkpoint is saved: call again to continue" >&2; exit 0 ;;
@@ -69,13 +73,12 @@ rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
 log "$bin/metrics" -o "$tmp/metrics.arrow" "$work/ranks.arrow" || exit 1
 cp "$work/train-log.arrow" "$tmp/train-log.arrow" || exit 1
 json() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-[ "$device" = cpu ] && gpu="CPU ($(nproc) cores)"
+gpus=$(awk '!seen[$0]++ { printf "%s%s", sep, $0; sep = " + " }' "$work/devices.txt")
 wall=$(awk '{s+=$1} END {printf "%.3f", s}' "$work/train-seconds.txt")
 {
 	printf '{\n  "dataset": %s,\n  "model": %s,\n  "seed": %s,\n  "steps": %s,\n' "$(json "$ds")" "$(json "$model")" "$seed" "$steps"
 	printf '  "commit": %s,\n  "device": %s,\n  "date": %s,\n  "wall_time_s": %s,\n  "commands": [\n' \
-		"$(json "$commit")" "$(json "${gpu:-unknown}")" "$(json "$(date -u +%F)")" "$wall"
+		"$(json "$commit")" "$(json "${gpus:-unknown}")" "$(json "$(date -u +%F)")" "$wall"
 	sep=""
 	while IFS= read -r c; do printf '%s    %s' "$sep" "$(json "$c")"; sep=$',\n'; done <"$work/commands.txt"
 	printf '\n  ]\n}\n'
