@@ -27,17 +27,17 @@ func relayScript(t *testing.T, env []string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// stageBinaries makes folder dir/bin hold the built stages (links) and a COMMIT, as a
-// received bin.tar.xz leaves them on the device.
+// stageBinaries makes folder dir/bin hold the built stages (links, in place of the
+// stand-ins a received bin.tar.xz left there, beside its RUN) and a COMMIT.
 func stageBinaries(t *testing.T, bin, dir, commit string) {
 	t.Helper()
-	if err := os.RemoveAll(filepath.Join(dir, "bin")); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"sample", "train", "rank", "metrics"} {
+		if err := os.Remove(filepath.Join(dir, "bin", s)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
 		if err := os.Symlink(filepath.Join(bin, s), filepath.Join(dir, "bin", s)); err != nil {
 			t.Fatal(err)
 		}
@@ -89,10 +89,12 @@ func TestRelay(t *testing.T) {
 		t.Fatalf("tar: %v\n%s", err, out)
 	}
 	relay := filepath.Join(dir, "relay", "fb15k-237-rocone-seed0")
-	if out, err := relayScript(t, nil, "init", relay, pack); err != nil || !strings.Contains(out, "commit "+relayCommit) {
+	initArgs := []string{"init", relay, pack, "fb15k-237", "rocone", "0", entry}
+	if out, err := relayScript(t, []string{"STEPS=" + steps}, initArgs...); err != nil || !strings.Contains(out, "commit "+relayCommit) ||
+		!strings.Contains(out, "steps "+steps) || !strings.Contains(out, "extra --dim 8") {
 		t.Fatalf("init: %v\n%s", err, out)
 	}
-	if out, err := relayScript(t, nil, "init", relay, pack); err == nil || !strings.Contains(out, "exists") {
+	if out, err := relayScript(t, nil, initArgs...); err == nil || !strings.Contains(out, "exists") {
 		t.Errorf("a second init into the same folder: %v\n%s", err, out)
 	}
 	if out, err := relayScript(t, nil, "status", relay); err == nil || !strings.Contains(out, "binaries only") {
@@ -101,7 +103,16 @@ func TestRelay(t *testing.T) {
 
 	// Session 1, on the "device": the binaries, then a run cut by its budget, packed, and
 	// its batch 0 sent. The budget grows until the cut falls after train has started.
-	dev1 := filepath.Join(dir, "dev1")
+	dev1, copy1 := filepath.Join(dir, "dev1"), filepath.Join(dir, "copy1")
+	if err := os.MkdirAll(copy1, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(relay, "bin.tar.xz"), filepath.Join(copy1, "bin.tar.xz")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := relayScript(t, nil, "receive", copy1, dev1); err != nil || !strings.Contains(out, "the binaries of commit "+relayCommit) {
+		t.Fatalf("receive of the binaries: %v\n%s", err, out)
+	}
 	stageBinaries(t, bin, dev1, relayCommit)
 	batchLine := regexp.MustCompile(`relay: batch 0 of (\d+) `)
 	var batches int
@@ -110,7 +121,8 @@ func TestRelay(t *testing.T) {
 		if err := os.RemoveAll(out0); err != nil {
 			t.Fatal(err)
 		}
-		out, err := relayScript(t, []string{"STEPS=" + steps, "BUDGET=" + budget, "BATCH=2"}, "run", dev1, "fb15k-237", "rocone", "0", entry, out0)
+		// The run's settings are RUN's: another STEPS here changes nothing.
+		out, err := relayScript(t, []string{"STEPS=7", "BUDGET=" + budget, "BATCH=2"}, "run", dev1, out0)
 		if strings.Contains(out, "paper-run: wrote") {
 			t.Fatalf("%s steps finished within %ss: the cut never came\n%s", steps, budget, out)
 		}
@@ -188,8 +200,13 @@ func TestRelay(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, out)
 	}
-	carryLine := regexp.MustCompile(`(?m)^call \d+: carry \[(.*)\]$`)
+	carryLine := regexp.MustCompile(`(?m)^call \d+: carry \[(.*)\]\n +command: (.*)$`)
 	calls := carryLine.FindAllStringSubmatch(out, -1)
+	for i, c := range calls {
+		if chained := strings.Contains(c[2], "relay.sh run /tmp/rocone-relay $OUT"); chained != (i == len(calls)-1) || !strings.HasPrefix(c[2], "scripts/cuda/relay.sh receive ") {
+			t.Errorf("planned call %d of %d: command %q (the last receives, then runs)", i+1, len(calls), c[2])
+		}
+	}
 	seen := map[string]int{}
 	for _, c := range calls {
 		files := strings.Split(strings.ReplaceAll(c[1], `"`, ""), ",")
@@ -277,7 +294,7 @@ func TestRelay(t *testing.T) {
 		t.Errorf("receive of another relay's MANIFEST: %v\n%s", err, out)
 	}
 
-	out, err = relayScript(t, []string{"STEPS=" + steps, "BUDGET=600"}, "run", dev2, "fb15k-237", "rocone", "0", entry, filepath.Join(dir, "out-final"))
+	out, err = relayScript(t, []string{"BUDGET=600"}, "run", dev2, filepath.Join(dir, "out-final"))
 	if err != nil || !strings.Contains(out, "relay: "+filepath.Join(dev2, "work")+" restored") || !strings.Contains(out, "paper-run: wrote "+entry) {
 		t.Fatalf("session 2: %v\n%s", err, out)
 	}

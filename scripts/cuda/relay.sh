@@ -11,12 +11,17 @@
 #
 # The queries (WORK's train.arrow and test.arrow) do not travel: paper-run.sh samples
 # them again (sampling is deterministic), and train refuses to resume on queries other
-# than those its checkpoint was trained on. The binaries travel once, as RELAY/bin.tar.xz,
-# so that every piece of the run is trained by the same build (unpack refuses others).
+# than those its checkpoint was trained on. The binaries are packed once, as
+# RELAY/bin.tar.xz with the run's settings (bin/RUN), and travel each session, so that
+# every piece of the run is trained by the same build (unpack refuses others) and the
+# same settings.
 #
 # Here (a machine with the repository, no GPU needed):
-#   relay.sh init RELAY PACK   start RELAY with the binaries of PACK (device-step.sh --pack's
-#                              bin/device-step.tar.xz): train, sample, rank, metrics, COMMIT
+#   relay.sh init RELAY PACK DATASET MODEL SEED ENTRY  start RELAY with the binaries of
+#                              PACK (device-step.sh --pack's bin/device-step.tar.xz: train,
+#                              sample, rank, metrics, COMMIT) and the run's settings (those
+#                              arguments and STEPS, DEVICE, SAMPLE and EXTRA, as paper-run.sh
+#                              takes them), which travel with the binaries
 #   relay.sh collect FROM RELAY  take a batch of parts that came back (the call's files
 #                              folder) into RELAY.incoming, each checked; once every part
 #                              is there and the whole checks, it replaces RELAY's parts
@@ -32,10 +37,10 @@
 #                              BIN/COMMIT is not the commit the parts were trained by)
 #   relay.sh pack WORK STAGE   WORK's state (all but the queries) into STAGE's parts and
 #                              MANIFEST, replacing what STAGE held
-#   relay.sh run STAGE DATASET MODEL SEED ENTRY OUT  one call's piece of the run: unpack
-#                              the received parts into STAGE/work (unless it holds a
-#                              checkpoint: a second piece on the same warm machine), then
-#                              scripts/paper-run.sh with STAGE/bin for BUDGET seconds; then
+#   relay.sh run STAGE OUT     one call's piece of the run: unpack the received parts into
+#                              STAGE/work (unless it holds a checkpoint: a second piece on
+#                              the same warm machine), then scripts/paper-run.sh with
+#                              STAGE/bin and the run's settings for BUDGET seconds; then
 #                              the entry, if training finished, as OUT/entry.tgz, else pack
 #                              STAGE/work into STAGE/out and send its batch 0 into OUT
 #   relay.sh send STAGE N OUT  batch N of STAGE's parts (BATCH parts, default what fits 63
@@ -109,10 +114,13 @@ cmd=${1:-}
 [ $# -ge 1 ] && shift
 case $cmd in
 init)
-	[ $# -eq 2 ] || usage
-	relay=$1 pack=$2
+	[ $# -eq 6 ] || usage
+	relay=$1 pack=$2 ds=$3 model=$4 seed=$5 entry=$6
 	[ -f "$pack" ] || die "$pack: no such file (scripts/cuda/device-step.sh --pack builds it)"
 	[ -e "$relay" ] && die "$relay exists: a relay folder holds one run; choose another name"
+	case $ds in fb15k-237 | nell-995) ;; *) die "dataset $ds: want fb15k-237 or nell-995" ;; esac
+	[[ $seed =~ ^[0-9]+$ ]] || die "seed '$seed': want a number"
+	[[ ${STEPS:-300001} =~ ^[0-9]+$ ]] || die "STEPS '${STEPS:-}': want a number"
 	tmp=$(mktemp -d) || exit 1
 	trap 'rm -rf "$tmp"' EXIT
 	tar -C "$tmp" -xJf "$pack" || die "$pack: does not unpack"
@@ -121,8 +129,12 @@ init)
 		[ -f "$src/$f" ] || die "$pack: holds no device-step/$f"
 	done
 	mkdir -p "$tmp/bin" && cp "$src"/{COMMIT,train,sample,rank,metrics} "$tmp/bin/" || exit 1
+	# The run's settings travel with the binaries, so that every piece trains the same run.
+	printf 'dataset %s\nmodel %s\nseed %s\nentry %s\nsteps %s\ndevice %s\nsample %s\nextra %s\n' \
+		"$ds" "$model" "$seed" "$entry" "${STEPS:-300001}" "${DEVICE:-cuda}" "${SAMPLE:-}" "${EXTRA:-}" >"$tmp/bin/RUN" || exit 1
 	mkdir -p "$relay.tmp" && tar -C "$tmp" -cJf "$relay.tmp/bin.tar.xz" bin && mv "$relay.tmp" "$relay" || exit 1
-	echo "$me: $relay holds the binaries of commit $(cat "$src/COMMIT") ($(stat -c %s "$relay/bin.tar.xz") bytes)"
+	echo "$me: $relay holds the binaries of commit $(cat "$src/COMMIT") ($(stat -c %s "$relay/bin.tar.xz") bytes) and the run:"
+	sed 's/^/  /' "$tmp/bin/RUN"
 	;;
 
 pack)
@@ -244,29 +256,38 @@ plan)
 		while read -r name _ _; do files+=("$relay/$name"); done < <(parts "$relay/MANIFEST")
 	fi
 	echo "$me: the working tree takes $tree bytes of a call's $limit; each call below carries what fits the rest"
-	call=() used=0 k=0
-	flush() {
-		[ ${#call[@]} -gt 0 ] || return 0
-		k=$((k + 1))
-		printf 'call %d: carry [' "$k"
-		local f sep=
-		for f in "${call[@]}"; do printf '%s"%s"' "$sep" "$f"; sep=,; done
-		printf ']\n        command: scripts/cuda/relay.sh receive %s /tmp/rocone-relay\n' "$relay"
+	echo "$me: make the calls one after the other (the device machine stays warm 30 s), each with timeout_s 600"
+	groups=() call=() used=0
+	group() {
+		local f g=
+		for f in "${call[@]}"; do g+=${g:+,}\"$f\"; done
+		groups+=("[$g]")
 		call=() used=0
 	}
+	# The MANIFEST rides with every call, so that each receive checks its parts.
+	m=0
+	[ -f "$relay/MANIFEST" ] && m=$(stat -c %s "$relay/MANIFEST")
 	for f in "${files[@]}"; do
 		s=$(stat -c %s "$f")
-		# The MANIFEST rides with every call, so that each receive checks its parts.
-		[ -f "$relay/MANIFEST" ] && m=$(stat -c %s "$relay/MANIFEST") || m=0
 		[ $((s + m)) -le "$room" ] || die "$f: $s bytes do not fit a call beside the working tree"
 		if [ $((used + s + m)) -gt "$room" ] || [ ${#call[@]} -ge 7 ]; then
 			[ "$m" -gt 0 ] && call+=("$relay/MANIFEST")
-			flush
+			group
 		fi
 		call+=("$f") used=$((used + s))
 	done
-	[ -f "$relay/MANIFEST" ] && call+=("$relay/MANIFEST")
-	flush
+	[ "$m" -gt 0 ] && call+=("$relay/MANIFEST")
+	group
+	stage=/tmp/rocone-relay
+	for k in "${!groups[@]}"; do
+		cmd="scripts/cuda/relay.sh receive $relay $stage"
+		[ "$k" -eq $((${#groups[@]} - 1)) ] && cmd+=" && BUDGET=${BUDGET:-480} scripts/cuda/relay.sh run $stage \$OUT"
+		printf 'call %d: carry %s\n        command: %s\n' $((k + 1)) "${groups[$k]}" "$cmd"
+	done
+	printf 'then, for N = 1 to B-1 (the run says "batch 0 of B"), one call each, and here after each call\n'
+	printf '  relay.sh collect FILES_AT %s (the call'"'"'s files folder):\n' "$relay"
+	printf '        command: scripts/cuda/relay.sh send %s/out N %s\n' "$stage" "\$OUT"
+	printf 'or, where the run says the entry is in entry.tgz: tar -C DIR -xzf FILES_AT/entry.tgz (DIR: the folder it names)\n'
 	;;
 
 receive)
@@ -315,15 +336,20 @@ unpack)
 	;;
 
 run)
-	[ $# -eq 6 ] || usage
-	stage=${1%/} ds=$2 model=$3 seed=$4 entry=$5 out=$6
-	[ -f "$stage/bin/COMMIT" ] || die "$stage/bin: no binaries (the first call's receive unpacks bin.tar.xz there)"
-	export BIN=$stage/bin
-	work=$stage/work
+	[ $# -eq 2 ] || usage
+	stage=${1%/} out=$2
+	if [ ! -f "$stage/bin/COMMIT" ] || [ ! -f "$stage/bin/RUN" ]; then
+		die "$stage/bin: no binaries or RUN (the first call's receive unpacks bin.tar.xz there)"
+	fi
+	setting() { awk -v k="$1" '$1 == k { sub(/^[^ ]+ ?/, ""); print; exit }' "$stage/bin/RUN"; }
+	export BIN=$stage/bin STEPS DEVICE SAMPLE EXTRA
+	STEPS=$(setting steps) DEVICE=$(setting device) SAMPLE=$(setting sample) EXTRA=$(setting extra)
+	entry=$(setting entry) work=$stage/work
 	if [ ! -e "$work/model.arrow" ] && [ -f "$stage/MANIFEST" ]; then
 		"$0" unpack "$stage" "$work" || exit 1
 	fi
-	"$(dirname "$0")/../paper-run.sh" "$ds" "$model" "$seed" "$work" "$entry" || die "paper-run.sh failed; $work is as it left it"
+	"$(dirname "$0")/../paper-run.sh" "$(setting dataset)" "$(setting model)" "$(setting seed)" "$work" "$entry" ||
+		die "paper-run.sh failed; $work is as it left it"
 	mkdir -p "$out" || exit 1
 	if [ -f "$entry/run.json" ]; then
 		tar -C "$(dirname "$entry")" -czf "$out/entry.tgz" "$(basename "$entry")" || exit 1
