@@ -105,6 +105,7 @@ missing() { parts "$1/MANIFEST" | while read -r name _ _; do [ -f "$1/$name" ] |
 # is the MANIFEST, and 1 MiB is left to it).
 batch() {
 	local b=${BATCH:-$(((limit - mib) / $(field "$1" part_bytes)))}
+	[[ $b =~ ^[0-9]+$ ]] || die "BATCH '$b': want a number"
 	[ "$b" -gt 7 ] && b=7
 	[ "$b" -ge 1 ] || die "$1: a part of $(field "$1" part_bytes) bytes does not fit one call"
 	echo "$b"
