@@ -468,3 +468,42 @@ func TestVerifyFooter(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyMessageHeader: a message whose header type lies at the end of its metadata,
+// one byte past what is there, is refused, not read past the buffer; and
+// messageChecksum, FuzzTrailer's oracle, finds a trailer's digest, finds none in a
+// message without one, and refuses metadata that is no flatbuffer.
+func TestVerifyMessageHeader(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	digest := strings.Repeat("5a", 32)
+	meta, err := trailerMessage(schema, digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fbuf(bytes.Clone(meta))
+	root, err := b.root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	soff, _ := b.u32(root)
+	vt := root - int64(int32(soff))
+	binary.LittleEndian.PutUint16(b[vt+4+2*messageHeaderType:], uint16(int64(len(b))-root))
+	if _, err := verifyMessage(b); !errors.Is(err, errFlatbuffer) {
+		t.Errorf("header type at the end of the metadata: %v, want it refused", err)
+	}
+
+	if got, found, err := messageChecksum(meta); got != digest || !found || err != nil {
+		t.Errorf("messageChecksum(a trailer) = %q, %v, %v; want %q", got, found, err, digest)
+	}
+	// The trailer with its key renamed (to a name as long): a record batch message
+	// whose custom metadata holds no checksum.
+	plain := bytes.Clone(meta)
+	at := bytes.Index(plain, []byte(MetaChecksum))
+	copy(plain[at:], "not_the_sha256")
+	if got, found, err := messageChecksum(plain); got != "" || found || err != nil {
+		t.Errorf("messageChecksum(no checksum key) = %q, %v, %v; want none", got, found, err)
+	}
+	if _, _, err := messageChecksum([]byte{1, 2}); err == nil {
+		t.Error("messageChecksum(2 bytes): no error")
+	}
+}
