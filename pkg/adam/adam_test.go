@@ -3,6 +3,7 @@ package adam
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"testing"
 )
 
@@ -49,4 +50,59 @@ func ExampleConfig_At() {
 	p -= f.StepSize * m / (float32(math.Sqrt(float64(v)))/f.BC2Sqrt + f.Eps)
 	fmt.Printf("%.4f\n", p)
 	// Output: 0.9900
+}
+
+// TestAtRoundedOnce: At's step factors are the exact lr/(1−β1^t) and √(1−β2^t), worked out
+// here in 256-bit arithmetic from the same float64 hyperparameters, rounded to the
+// nearest float32, once, for every update t up to 3,000 and hyperparameters other than
+// the defaults too. Rounding an intermediate to float32 on the way (1−β2^t before its
+// root, say) moves a factor by an ulp at many t, which TestAt's tolerance of an ulp
+// allows; PyTorch rounds the Python float it passes once. Where the exact value lies
+// within a billionth of the midpoint of two float32s, float64's own rounding may tip it
+// either way, and either is accepted.
+func TestAtRoundedOnce(t *testing.T) {
+	const prec = 256
+	bigf := func(x float64) *big.Float { return new(big.Float).SetPrec(prec).SetFloat64(x) }
+	// check reports whether got is the float32 nearest to exact.
+	check := func(got float32, exact *big.Float) bool {
+		near, _ := exact.Float32()
+		if got == near {
+			return true
+		}
+		// The midpoint between near and its neighbour toward got: exact may be on either
+		// side of it within float64's error.
+		other := math.Nextafter32(near, got)
+		if other != got {
+			return false
+		}
+		mid := new(big.Float).SetPrec(prec).Add(bigf(float64(near)), bigf(float64(other)))
+		mid.Quo(mid, bigf(2))
+		dist := new(big.Float).SetPrec(prec).Sub(exact, mid)
+		dist.Quo(dist, exact)
+		d, _ := dist.Float64()
+		return math.Abs(d) < 1e-9
+	}
+	for _, c := range []Config{
+		Default(1e-3),
+		Default(0.05),
+		{LR: 3e-4, Beta1: 0.8, Beta2: 0.95, Eps: 1e-6},
+		{LR: 1, Beta1: 0.5, Beta2: 0.9999, Eps: 1e-8},
+	} {
+		pow1, pow2 := bigf(1), bigf(1) // β1^t, β2^t
+		for step := int64(1); step <= 3000; step++ {
+			pow1.Mul(pow1, bigf(c.Beta1))
+			pow2.Mul(pow2, bigf(c.Beta2))
+			stepSize := new(big.Float).SetPrec(prec).Sub(bigf(1), pow1)
+			stepSize.Quo(bigf(c.LR), stepSize)
+			bc2Sqrt := new(big.Float).SetPrec(prec).Sub(bigf(1), pow2)
+			bc2Sqrt.Sqrt(bc2Sqrt)
+			f := c.At(step)
+			if !check(f.StepSize, stepSize) {
+				t.Fatalf("%+v: At(%d).StepSize = %v, want %v rounded once to float32", c, step, f.StepSize, stepSize)
+			}
+			if !check(f.BC2Sqrt, bc2Sqrt) {
+				t.Fatalf("%+v: At(%d).BC2Sqrt = %v, want %v rounded once to float32", c, step, f.BC2Sqrt, bc2Sqrt)
+			}
+		}
+	}
 }

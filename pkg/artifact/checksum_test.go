@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -306,5 +307,207 @@ func TestWriterAnySchema(t *testing.T) {
 	h2.add(rec2)
 	if h2.sum() == before {
 		t.Error("a flipped boolean leaves the digest unchanged")
+	}
+}
+
+// TestChecksumSlicesEveryKind: for every kind of artifact, the digest of its sample is
+// the same however each record batch is cut in two, the cut at every row, so that the
+// values of each column type (fixed-width, boolean, string, list, fixed-size list)
+// are hashed from where a slice starts in its buffers. TestChecksumBatching cuts one
+// artifact of queries; the fixed-size lists of cones and checkpoints and the booleans of
+// answers are only here.
+func TestChecksumSlicesEveryKind(t *testing.T) {
+	for _, k := range artifactKinds {
+		t.Run(k.kind, func(t *testing.T) {
+			path := writeTemp(t, sample(t, k.kind, false))
+			want := schemaChecksum(t, path)
+			fr, err := ipc.NewFileReader(bytes.NewReader(sample(t, k.kind, false)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fr.Close()
+			var recs []arrow.Record
+			var most int64
+			for i := 0; i < fr.NumRecords(); i++ {
+				rec, err := fr.Record(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec.Retain() // the reader releases it at the next Record
+				defer rec.Release()
+				recs = append(recs, rec)
+				most = max(most, rec.NumRows())
+			}
+			for cut := int64(0); cut <= most; cut++ {
+				h, err := newContentHash(fr.Schema())
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, rec := range recs {
+					at := min(cut, rec.NumRows())
+					for _, part := range []arrow.Record{rec.NewSlice(0, at), rec.NewSlice(at, rec.NumRows())} {
+						if err := h.add(part); err != nil {
+							t.Fatalf("cut at row %d: %v", cut, err)
+						}
+						part.Release()
+					}
+				}
+				if got := h.sum(); got != want {
+					t.Errorf("cut at row %d: digest %s, want %s", cut, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestChecksumValuesOffset: a list or fixed-size list column whose values start inside
+// their buffers (their array has an offset of its own, as another Arrow library may hand
+// a writer) has the digest of the same content laid out from the start, and one value
+// changed changes it.
+func TestChecksumValuesOffset(t *testing.T) {
+	i32 := arrow.PrimitiveTypes.Int32
+	ints := func(vs ...int32) arrow.ArrayData {
+		return array.NewData(i32, len(vs), []*memory.Buffer{nil, int32Buf(vs...)}, nil, 0, 0)
+	}
+	// Two rows: [1 2] and [3 4], their values laid out from skip on (after skip values
+	// that are no part of the column).
+	lists := func(skip int, vs ...int32) arrow.ArrayData {
+		values := array.NewSliceData(ints(append(make([]int32, skip), vs...)...), int64(skip), int64(skip+len(vs)))
+		return array.NewData(arrow.ListOf(i32), 2, []*memory.Buffer{nil, int32Buf(0, 2, 4)}, []arrow.ArrayData{values}, 0, 0)
+	}
+	fixedLists := func(skip int, vs ...int32) arrow.ArrayData {
+		values := array.NewSliceData(ints(append(make([]int32, skip), vs...)...), int64(skip), int64(skip+len(vs)))
+		return array.NewData(arrow.FixedSizeListOf(2, i32), 2, []*memory.Buffer{nil}, []arrow.ArrayData{values}, 0, 0)
+	}
+	for _, c := range []struct {
+		name string
+		make func(skip int, vs ...int32) arrow.ArrayData
+	}{
+		{"list", lists},
+		{"fixed-size list", fixedLists},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			digest := func(d arrow.ArrayData) string {
+				col := array.MakeFromData(d)
+				defer col.Release()
+				schema := arrow.NewSchema([]arrow.Field{{Name: "l", Type: d.DataType()}}, nil)
+				rec := array.NewRecord(schema, []arrow.Array{col}, int64(d.Len()))
+				defer rec.Release()
+				if err := validateRecord(rec); err != nil {
+					t.Fatal(err)
+				}
+				h, err := newContentHash(schema)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := h.add(rec); err != nil {
+					t.Fatal(err)
+				}
+				return h.sum()
+			}
+			want := digest(c.make(0, 1, 2, 3, 4))
+			for _, skip := range []int{1, 3} {
+				if got := digest(c.make(skip, 1, 2, 3, 4)); got != want {
+					t.Errorf("values from %d: digest %s, want %s", skip, got, want)
+				}
+			}
+			if digest(c.make(1, 1, 2, 3, 5)) == want {
+				t.Error("a changed value leaves the digest unchanged")
+			}
+		})
+	}
+}
+
+// TestDepthBound: every walk of a column's type or data (the content digest, the stream
+// trailer's layout, the validation of a batch) takes the nesting the flatbuffer check
+// allows, maxFieldDepth levels of lists, and refuses one more, so that none of them
+// recurses without a bound whichever way a schema reaches it.
+func TestDepthBound(t *testing.T) {
+	for _, fixed := range []bool{false, true} {
+		for _, depth := range []int{maxFieldDepth, maxFieldDepth + 1} {
+			d := nestedLists(depth, fixed)
+			schema := arrow.NewSchema([]arrow.Field{{Name: "deep", Type: d.DataType()}}, nil)
+			_, hashErr := newContentHash(schema)
+			_, layoutErr := trailerMessage(schema, strings.Repeat("0", 64))
+			validErr := validateData(d, 0)
+			for _, c := range []struct {
+				walk string
+				err  error
+			}{
+				{"content digest", hashErr},
+				{"trailer layout", layoutErr},
+				{"validation", validErr},
+			} {
+				refused := c.err != nil && strings.Contains(c.err.Error(), "nested more than 8 deep")
+				if want := depth > maxFieldDepth; refused != want {
+					t.Errorf("fixed %v, %d lists deep: %s: %v, want refused %v", fixed, depth, c.walk, c.err, want)
+				}
+			}
+		}
+	}
+}
+
+// TestWriteMessage: a message without a body is framed as the IPC format gives it: the
+// continuation marker, the length of the metadata padded to a multiple of 8 bytes, the
+// metadata and zeros, 8-byte aligned as a whole.
+func TestWriteMessage(t *testing.T) {
+	for n := range 25 {
+		meta := bytes.Repeat([]byte{0xab}, n)
+		var out bytes.Buffer
+		if err := writeMessage(&out, meta); err != nil {
+			t.Fatal(err)
+		}
+		b := out.Bytes()
+		padded := (n + 7) / 8 * 8
+		switch {
+		case len(b) != 8+padded:
+			t.Errorf("%d bytes of metadata: a message of %d bytes, want %d", n, len(b), 8+padded)
+		case !bytes.Equal(b[:4], []byte{0xff, 0xff, 0xff, 0xff}):
+			t.Errorf("%d bytes of metadata: continuation marker % x", n, b[:4])
+		case int(binary.LittleEndian.Uint32(b[4:])) != padded:
+			t.Errorf("%d bytes of metadata: length %d, want %d", n, binary.LittleEndian.Uint32(b[4:]), padded)
+		case !bytes.Equal(b[8:8+n], meta) || !bytes.Equal(b[8+n:], make([]byte, padded-n)):
+			t.Errorf("%d bytes of metadata: % x, want the metadata and zeros", n, b[8:])
+		}
+	}
+}
+
+// TestNodeHashShortBuffers: hashing a column whose buffers are too short for its rows is
+// an error, not a panic or a read past the buffer. The readers validate every batch
+// before hashing it (validateRecord), so this is the hash's own guard, for a batch that
+// reaches it some other way.
+func TestNodeHashShortBuffers(t *testing.T) {
+	i64, str, boolean := arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.String, arrow.FixedWidthTypes.Boolean
+	for _, c := range []struct {
+		name string
+		d    arrow.ArrayData
+		want string // "": hashed
+	}{
+		{"int64", array.NewData(i64, 3, []*memory.Buffer{nil, bytesBuf(24)}, nil, 0, 0), ""},
+		{"int64 a byte short", array.NewData(i64, 3, []*memory.Buffer{nil, bytesBuf(23)}, nil, 0, 0), "values buffer too short"},
+		{"int64 without values", array.NewData(i64, 3, []*memory.Buffer{nil}, nil, 0, 0), "values buffer too short"},
+		{"bool", array.NewData(boolean, 9, []*memory.Buffer{nil, bytesBuf(2)}, nil, 0, 0), ""},
+		{"bool a byte short", array.NewData(boolean, 9, []*memory.Buffer{nil, bytesBuf(1)}, nil, 0, 0), "values buffer too short"},
+		{"string", array.NewData(str, 2, []*memory.Buffer{nil, int32Buf(0, 1, 3), bytesBuf(3)}, nil, 0, 0), ""},
+		{"string offsets short", array.NewData(str, 2, []*memory.Buffer{nil, int32Buf(0, 1), bytesBuf(3)}, nil, 0, 0), "offsets buffer too short"},
+		{"string offsets backwards", array.NewData(str, 2, []*memory.Buffer{nil, int32Buf(0, 2, 1), bytesBuf(3)}, nil, 0, 0), "corrupt offsets"},
+		{"string past its bytes", array.NewData(str, 2, []*memory.Buffer{nil, int32Buf(0, 1, 4), bytesBuf(3)}, nil, 0, 0), "corrupt offsets"},
+		{"string without bytes", array.NewData(str, 2, []*memory.Buffer{nil, int32Buf(0, 1, 3)}, nil, 0, 0), "corrupt offsets"},
+		{"list without values", array.NewData(arrow.ListOf(i64), 1, []*memory.Buffer{nil, int32Buf(0, 0)}, nil, 0, 0), "list without its values"},
+		{"fixed-size list without values", array.NewData(arrow.FixedSizeListOf(2, i64), 1, []*memory.Buffer{nil}, nil, 0, 0), "list without its values"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n, err := newNodeHash(c.d.DataType(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = n.add(c.d, 0, int64(c.d.Len()))
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("got %v, want an error with %q", err, c.want)
+			}
+		})
 	}
 }

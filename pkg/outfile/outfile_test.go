@@ -136,6 +136,23 @@ func TestCheck(t *testing.T) {
 	}
 	defer pr.Close()
 	defer pw.Close()
+	// The named pipe, open (read-write, so that the open does not wait for a reader).
+	fifo, err := os.OpenFile(filepath.Join(dir, "fifo"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fifo.Close()
+	// Two descriptors on /dev/null, which takes any number of outputs.
+	null1, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null1.Close()
+	null2, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null2.Close()
 	ro := readOnlyDir(t)
 	in := func(p string) []Path { return []Path{{Flag: "--in", Path: p}} }
 	out := func(p string) []Path { return []Path{{Flag: "-o", Path: p}} }
@@ -158,6 +175,10 @@ func TestCheck(t *testing.T) {
 		{"two outputs, new path through a linked folder", nil, []Path{{Flag: "-o", Path: j("sub/n.arrow")}, {Flag: "--plot", Path: j("subl/n.arrow")}}, "--plot " + j("subl/n.arrow") + " is the same file as -o"},
 		{"two outputs, hard links", nil, []Path{{Flag: "-o", Path: x}, {Flag: "--plot", Path: j("hard.arrow")}}, "is the same file as -o"},
 		{"two outputs, different", nil, []Path{{Flag: "-o", Path: j("a.arrow")}, {Flag: "--plot", Path: j("b.png")}}, ""},
+		{"two outputs, one name in two folders", nil, []Path{{Flag: "-o", Path: j("n.arrow")}, {Flag: "--plot", Path: j("sub/n.arrow")}}, ""},
+		{"two descriptors open on /dev/null", nil, []Path{{Flag: "-o", Path: fmt.Sprintf("/dev/fd/%d", null1.Fd())}, {Flag: "--plot", Path: fmt.Sprintf("/dev/fd/%d", null2.Fd())}}, ""},
+		{"a descriptor and the named pipe it is open on", nil, []Path{{Flag: "-o", Path: fmt.Sprintf("/dev/fd/%d", fifo.Fd())}, {Flag: "--plot", Path: j("fifo")}}, "--plot " + j("fifo") + " is the same file as -o"},
+		{"one descriptor twice", nil, []Path{{Flag: "-o", Path: fmt.Sprintf("/dev/fd/%d", pw.Fd())}, {Flag: "--plot", Path: fmt.Sprintf("/dev/fd/%d", pw.Fd())}}, "is the same file as -o"},
 		{"directory", nil, out(dir), "-o " + dir + ": is a directory"},
 		{"under a regular file", nil, out(j("x.arrow/out.arrow")), "-o " + j("x.arrow/out.arrow") + ": not a directory"},
 		{"missing folder", nil, out(j("nope/out.arrow")), "-o " + j("nope/out.arrow") + ": directory " + j("nope") + ": no such file or directory"},
@@ -714,5 +735,48 @@ func TestWriteAll(t *testing.T) {
 		if got, err := os.ReadFile(p); err != nil || string(got) != want {
 			t.Errorf("%s: %q, %v", p, got, err)
 		}
+	}
+}
+
+// TestDistinct: an input given twice, under one name or another (./x, a hard or symbolic
+// link) or "-" for stdin twice, is refused, naming both; distinct inputs, "-" once, and
+// names that are no regular file (missing, a folder: their readers report them) pass.
+func TestDistinct(t *testing.T) {
+	dir := t.TempDir()
+	j := func(name string) string { return filepath.Join(dir, name) }
+	for _, name := range []string{"x", "y"} {
+		if err := os.WriteFile(j(name), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(j("x"), j("hard")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("x", j("sym")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		paths []string
+		want  string // "": accepted
+	}{
+		{"distinct", []string{j("x"), j("y"), "-"}, ""},
+		{"one file twice", []string{j("x"), j("y"), j("x")}, j("x") + " and " + j("x") + " are the same file, given twice"},
+		{"by ./", []string{j("x"), dir + "/./x"}, "are the same file, given twice"},
+		{"by a hard link", []string{j("hard"), j("y"), j("x")}, j("hard") + " and " + j("x") + " are the same file"},
+		{"by a symbolic link", []string{j("sym"), j("x")}, j("sym") + " and " + j("x") + " are the same file"},
+		{"stdin twice", []string{"-", j("x"), "-"}, "- (stdin) is given twice"},
+		{"missing twice", []string{j("missing"), j("missing")}, ""},
+		{"a folder twice", []string{dir, dir}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := Distinct(c.paths)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("got %v, want an error with %q", err, c.want)
+			}
+		})
 	}
 }
