@@ -1,8 +1,11 @@
 package kg
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -96,6 +99,87 @@ func TestLookupErrorText(t *testing.T) {
 	} {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
+	}
+}
+
+// TestClosestMatchesReference: an unknown name's candidates are the entities ranked by
+// their best name or label (the better of the two counts, whichever comes first): names
+// holding the typed one first, by length difference, then the rest by edit distance,
+// ties by id. It checks random small tables against a direct reading of that rule.
+func TestClosestMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	word := func(maxLen int) string {
+		b := make([]byte, rng.IntN(maxLen+1))
+		for i := range b {
+			b[i] = "abA_"[rng.IntN(4)]
+		}
+		return string(b)
+	}
+	type score struct{ tier, cost, id int }
+	checked := 0
+	for range 3000 {
+		n := 1 + rng.IntN(9)
+		d := &Dataset{NumEntities: n, EntityNames: make([]string, n), EntityLabels: make([]string, n)}
+		for i := range n {
+			d.EntityNames[i], d.EntityLabels[i] = word(6), word(6)
+		}
+		q := word(4)
+		_, err := NewLookup(d).Entity(q)
+		var le *LookupError
+		if !errors.As(err, &le) || le.Ambiguous {
+			continue // found, or ambiguous: no ranking
+		}
+		lq := loosen(q)
+		var all []score
+		for i := range n {
+			var best *score
+			for _, key := range []string{d.EntityNames[i], d.EntityLabels[i]} {
+				if key == "" {
+					continue
+				}
+				k := loosen(key)
+				s := score{1, referenceEditDistance([]rune(lq), []rune(k)), i}
+				if lq != "" && strings.Contains(k, lq) {
+					s = score{0, len(k) - len(lq), i}
+				}
+				if best == nil || s.tier < best.tier || s.tier == best.tier && s.cost < best.cost {
+					best = &s
+				}
+			}
+			if best != nil {
+				all = append(all, *best)
+			}
+		}
+		slices.SortFunc(all, func(a, b score) int { return cmp.Or(a.tier-b.tier, a.cost-b.cost, a.id-b.id) })
+		var want, got []int
+		for _, s := range all[:min(len(all), numCandidates)] {
+			want = append(want, s.id)
+		}
+		for _, c := range le.Candidates {
+			got = append(got, int(c.ID))
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%q among names %q labels %q: candidates %v, want %v", q, d.EntityNames, d.EntityLabels, got, want)
+		}
+		checked++
+	}
+	if checked < 500 {
+		t.Fatalf("only %d unknown names ranked; the test is too weak", checked)
+	}
+}
+
+// TestContainsRunes: whether a rune string holds another, anywhere, at its ends too.
+func TestContainsRunes(t *testing.T) {
+	for _, tc := range []struct {
+		s, sub string
+		want   bool
+	}{
+		{"", "", true}, {"abc", "", true}, {"", "a", false}, {"abc", "abc", true}, {"abc", "a", true},
+		{"abc", "c", true}, {"abc", "bc", true}, {"abc", "ac", false}, {"ab", "abc", false}, {"zürich", "üri", true},
+	} {
+		if got := containsRunes([]rune(tc.s), []rune(tc.sub)); got != tc.want {
+			t.Errorf("containsRunes(%q, %q) = %v, want %v", tc.s, tc.sub, got, tc.want)
 		}
 	}
 }
