@@ -84,3 +84,25 @@ func TestMarkdownCells(t *testing.T) {
 		t.Errorf("note of an interval row with the bootstrap off:\n%s", s)
 	}
 }
+
+// TestWriteMarkdownTitle: both tables' titles name the dataset, canonically when it has
+// published results and as given otherwise, and nothing without one.
+func TestWriteMarkdownTitle(t *testing.T) {
+	a, err := Summarize(synthetic(1, 2, 1), Options{Resamples: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ dataset, suffix string }{
+		{"nell", " — NELL995"}, {"fb15k-237", " — FB15k-237"}, {"wn18rr", " — wn18rr"}, {"", ""},
+	} {
+		var b strings.Builder
+		if err := WriteMarkdown(&b, a, TableOptions{Dataset: tc.dataset}); err != nil {
+			t.Fatal(err)
+		}
+		for _, title := range []string{"**MRR ×100" + tc.suffix + "**\n", "**Hits@1/3/10 ×100" + tc.suffix + "**\n"} {
+			if !strings.Contains(b.String(), title) {
+				t.Errorf("dataset %q: no title %q in\n%s", tc.dataset, title, b.String())
+			}
+		}
+	}
+}
