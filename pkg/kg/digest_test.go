@@ -66,3 +66,33 @@ func TestDigest(t *testing.T) {
 		}
 	}
 }
+
+// TestDigestNames: the digest covers the name tables' contents, not only whether there
+// are any: two KGs with the same facts and counts but other names (another KG's ids
+// lined up with ours) must not be taken for each other.
+func TestDigestNames(t *testing.T) {
+	base := func() *Dataset {
+		return &Dataset{NumEntities: 3, NumRelations: 2, EntityNames: []string{"a", "bc", "d"}, RelationNames: []string{"+r", "-r"},
+			Train: []Triple{{0, 0, 1}, {1, 1, 0}}}
+	}
+	want := base().Digest()
+	for _, tc := range []struct {
+		name string
+		edit func(d *Dataset)
+		same bool
+	}{
+		{"the same names", func(d *Dataset) {}, true},
+		{"an entity renamed", func(d *Dataset) { d.EntityNames[1] = "bx" }, false},
+		{"entity names swapped", func(d *Dataset) { d.EntityNames[0], d.EntityNames[2] = d.EntityNames[2], d.EntityNames[0] }, false},
+		{"a name boundary moved", func(d *Dataset) { d.EntityNames = []string{"ab", "c", "d"} }, false},
+		{"a relation renamed", func(d *Dataset) { d.RelationNames[0] = "+s" }, false},
+		{"no entity names", func(d *Dataset) { d.EntityNames = nil }, false},
+		{"no relation names", func(d *Dataset) { d.RelationNames = nil }, false},
+	} {
+		d := base()
+		tc.edit(d)
+		if got := d.Digest(); (got == want) != tc.same {
+			t.Errorf("%s: digest %.12s, base %.12s; want same=%v", tc.name, got, want, tc.same)
+		}
+	}
+}

@@ -82,3 +82,26 @@ func TestFromSeedsRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestFromSeedsAccepts: the edges of what FromSeeds takes: a type of one query, metrics
+// of exactly 0 and 1, one run.
+func TestFromSeedsAccepts(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		typ  SeedType
+	}{
+		{"one query", SeedType{"1p", 1, eval.Metrics{MRR: 0.5, H1: 0.5, H3: 0.5, H10: 0.5}}},
+		{"all 0", SeedType{"2p", 3, eval.Metrics{}}},
+		{"all 1", SeedType{"3p", 3, eval.Metrics{MRR: 1, H1: 1, H3: 1, H10: 1}}},
+	} {
+		a, err := FromSeeds([]SeedTypes{{Name: "a", Types: []SeedType{c.typ}}})
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		ts, ok := a.Type(c.typ.Type)
+		if !ok || ts.Queries != c.typ.Queries || ts.Mean() != c.typ.Metrics || a.Seeds != 1 {
+			t.Errorf("%s: %+v (found %v), %d seeds", c.name, ts, ok, a.Seeds)
+		}
+	}
+}

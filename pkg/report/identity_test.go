@@ -75,6 +75,41 @@ func TestCheckSeeds(t *testing.T) {
 			x.Config, y.Config = "", ""
 			return []RunIdentity{x, y}
 		}, nil},
+		{"one old file without a configuration, one with", func() []RunIdentity {
+			x := run(a, 1)
+			x.Config = ""
+			return []RunIdentity{x, run(b, 2)}
+		}, nil},
+		{"a key null in one configuration, absent in the other", func() []RunIdentity {
+			r := run(b, 2)
+			r.Config = cfg(2, `,"lambda":null`)
+			return []RunIdentity{run(a, 1), r}
+		}, []string{"lambda unset vs null"}},
+		{"other KG", func() []RunIdentity {
+			r := run(b, 2)
+			r.KG = "kg2"
+			return []RunIdentity{run(a, 1), r}
+		}, []string{"trained on another KG"}},
+		{"other train file", func() []RunIdentity {
+			x, y := run(a, 1), run(b, 2)
+			x.TrainFile, y.TrainFile = "t1", "t2"
+			return []RunIdentity{x, y}
+		}, []string{"another train file (fingerprint t2)", "(fingerprint t1)"}},
+		{"streams, unknown seeds, distinct checkpoints", func() []RunIdentity {
+			x, y := run(a, 1), run(b, 2)
+			x.File, y.File, x.Seed, y.Seed = nil, nil, "", ""
+			return []RunIdentity{x, y}
+		}, nil},
+		{"no checkpoint digests, distinct seeds", func() []RunIdentity {
+			x, y := run(a, 1), run(b, 2)
+			x.CheckpointHash, y.CheckpointHash = "", ""
+			return []RunIdentity{x, y}
+		}, nil},
+		{"a stream and a file", func() []RunIdentity {
+			x := run(a, 1)
+			x.File = nil
+			return []RunIdentity{x, run(a, 2)}
+		}, nil},
 		{"old files of one checkpoint", func() []RunIdentity {
 			x, y := run(a, 1), run(b, 1)
 			x.Config, y.Config, x.Seed, y.Seed = "", "", "", ""
@@ -133,6 +168,18 @@ func TestGroupModels(t *testing.T) {
 	runs = append(runs, id("r1", "rocone", `{"dim":8,"seed":1}`, "1"))
 	if _, err := GroupModels(runs); err == nil || !strings.Contains(err.Error(), "same checkpoint") {
 		t.Errorf("a seed twice in a group: %v", err)
+	}
+	// Runs of other train files are other models, labelled by their train files; runs of
+	// another KG are refused.
+	tf := []RunIdentity{id("r1", "rocone", `{"dim":8,"seed":1}`, "1"), id("r2", "rocone", `{"dim":8,"seed":2}`, "2")}
+	tf[0].TrainFile, tf[1].TrainFile = "t1", "t2"
+	groups, err = GroupModels(tf)
+	if err != nil || len(groups) != 2 || groups[0].Label != "rocone (train file t1)" || groups[1].Label != "rocone (train file t2)" {
+		t.Errorf("two train files: %+v, %v", groups, err)
+	}
+	tf[1].TrainFile, tf[1].KG = "t1", "kg2"
+	if _, err := GroupModels(tf); err == nil || !strings.Contains(err.Error(), "another KG") {
+		t.Errorf("models of another KG: %v", err)
 	}
 	// And every model must rank the same queries.
 	other := id("x", "cone", `{"dim":8,"seed":3}`, "3")

@@ -113,3 +113,51 @@ func TestCompositionsExact(t *testing.T) {
 		t.Errorf("the planted 3∘7 = 11 is not the strongest composition: %v", r)
 	}
 }
+
+// TestPatternsEveryRelation: with a top above the counts, every relation is scored for
+// symmetry, every pair for inversion and every triple for composition (none below three
+// relations), each with its lemma error, best first. Small counts are where a bound off
+// by one drops the last relation or the only triples.
+func TestPatternsEveryRelation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for n := 1; n <= 5; n++ {
+		axes := make([][]float64, n)
+		for r := range axes {
+			axes[r] = make([]float64, 7)
+			for j := range axes[r] {
+				axes[r][j] = (rng.Float64()*2 - 1) * math.Pi
+			}
+		}
+		neg := func(r int) []float64 {
+			v := make([]float64, len(axes[r]))
+			for j, x := range axes[r] {
+				v[j] = -x
+			}
+			return v
+		}
+		var sym, inv, comp []PatternScore
+		for a := range n {
+			sym = append(sym, PatternScore{[]int{a}, MeanAngularError(axes[a], axes[a])})
+			for b := a + 1; b < n; b++ {
+				inv = append(inv, PatternScore{[]int{a, b}, MeanAngularError(axes[a], axes[b])})
+				for c := range n {
+					if c != a && c != b {
+						comp = append(comp, PatternScore{[]int{a, b, c}, MeanAngularError(axes[a], axes[b], neg(c))})
+					}
+				}
+			}
+		}
+		p := FindPatterns(axes, 100, nil)
+		for _, k := range []struct {
+			name      string
+			got, want []PatternScore
+		}{{"symmetric", p.Symmetric, sym}, {"inverse", p.Inverse, inv}, {"composition", p.Composition, comp}} {
+			slices.SortStableFunc(k.want, comparePatterns)
+			if !slices.EqualFunc(k.got, k.want, func(x, y PatternScore) bool {
+				return slices.Equal(x.Relations, y.Relations) && math.Abs(x.Error-y.Error) < 1e-12
+			}) {
+				t.Errorf("%d relations, %s: got %v, want %v", n, k.name, k.got, k.want)
+			}
+		}
+	}
+}

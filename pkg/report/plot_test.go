@@ -4,13 +4,20 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
+	"html"
 	"image/png"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/plotutil"
 )
 
 // checkImage checks that path is a complete, valid PNG or SVG file.
@@ -215,4 +222,82 @@ type failingWriter struct{}
 func (failingWriter) WriteTo(w io.Writer) (int64, error) {
 	w.Write([]byte("partial"))
 	return 7, errors.New("boom")
+}
+
+// svgTexts returns the text elements of an SVG image, in document order.
+func svgTexts(svg string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`<text[^>]*>([^<]*)</text>`).FindAllStringSubmatch(svg, -1) {
+		out = append(out, html.UnescapeString(m[1]))
+	}
+	return out
+}
+
+// TestDrawMRRText: what a bar chart says in words: its title (the metric and the
+// canonical dataset, or the given title), a bar group per type with queries and per
+// complete average, in the table's order, the axis label, and a legend that says what
+// the error bars are (the std over seeds, or the bootstrap interval, or nothing).
+func TestDrawMRRText(t *testing.T) {
+	three, err := Summarize(synthetic(3, 6, 1), Options{Resamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := Summarize(synthetic(1, 6, 1), Options{Resamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noBoot, err := Summarize(synthetic(1, 6, 1), Options{Resamples: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial, err := Summarize([]Run{{Queries: []QueryResult{qr(1, "1p", 0.4), qr(2, "2in", 0.1)}}}, Options{Resamples: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"1p", "2p", "3p", "2i", "3i", "pi", "ip", "2u", "up", "EPFO avg", "2in", "3in", "inp", "pin", "pni", "neg avg", "2u-DM"}
+	for _, tc := range []struct {
+		name string
+		a    *Aggregate
+		opt  BarOptions
+		want []string // the texts, tick values left out, in order
+		bars [2]int   // our bars and the published ones: one per category with a value
+	}{
+		{"seeds, compared", three, BarOptions{Compare: true, Dataset: "fb15k-237"},
+			slices.Concat([]string{"MRR per query type — FB15k-237"}, all, []string{"MRR ×100", "ours (3 seeds, ± std)", "RoConE [paper]"}), [2]int{17, 16}},
+		{"one seed, bootstrap, Hits@10", one, BarOptions{Metric: Hits10, Dataset: "nell", Label: "mine"},
+			slices.Concat([]string{"Hits@10 per query type — NELL995"}, all, []string{"Hits@10 ×100", "mine (bootstrap 95% CI)"}), [2]int{17, 0}},
+		{"one seed, no bootstrap, titled", noBoot, BarOptions{Title: "t", Dataset: "wn18rr"},
+			slices.Concat([]string{"t"}, all, []string{"MRR ×100", "ours"}), [2]int{17, 0}},
+		{"an unknown dataset", noBoot, BarOptions{Dataset: "wn18rr", Metric: Hits1},
+			slices.Concat([]string{"Hits@1 per query type — wn18rr"}, all, []string{"Hits@1 ×100", "ours"}), [2]int{17, 0}},
+		{"no complete average", partial, BarOptions{Compare: true, Dataset: "fb15k", Model: "ConE"},
+			[]string{"MRR per query type — FB15k", "1p", "2in", "MRR ×100", "ours", "ConE [memory]"}, [2]int{2, 2}},
+		{"a type the paper leaves out", partial, BarOptions{Compare: true, Dataset: "nell", Model: "Query2Box"},
+			[]string{"MRR per query type — NELL995", "1p", "2in", "MRR ×100", "ours", "Query2Box [paper]"}, [2]int{2, 1}},
+	} {
+		img, err := DrawMRR("x.svg", tc.a, tc.opt)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var b bytes.Buffer
+		if _, err := img.WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		for g, want := range tc.bars {
+			r, gr, bl, _ := plotutil.Color(g).RGBA()
+			fill := fmt.Sprintf("fill:#%02X%02X%02X", r>>8, gr>>8, bl>>8)
+			if n := strings.Count(b.String(), fill) - min(want, 1); n != want { // less the legend's thumbnail
+				t.Errorf("%s: %d bars of group %d, want %d", tc.name, n, g, want)
+			}
+		}
+		var got []string
+		for _, s := range svgTexts(b.String()) {
+			if _, err := strconv.ParseFloat(s, 64); err != nil {
+				got = append(got, s)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: texts\n%q\nwant\n%q", tc.name, got, tc.want)
+		}
+	}
 }

@@ -429,7 +429,11 @@ func TestSummarizeErrors(t *testing.T) {
 		{"no type", with(qr(1, "", 0.5)), Options{}, false, []string{"b.arrow", "query 1 has no type"}},
 		{"range", with(qr(1, "1p", 1.5)), Options{}, false, []string{"b.arrow", "MRR = 1.5"}},
 		{"nan", with(qr(1, "1p", math.NaN())), Options{}, false, []string{"NaN"}},
+		{"missing and retyped", with(qr(1, "1p", 0.5), qr(2, "3in", 0.5)), Options{}, true,
+			[]string{"1 missing (id 3 (2p))", "1 with another type (id 2 is 3in here, 2in there)"}},
 		{"level", with(base...), Options{Level: 1.5}, false, []string{"level"}},
+		{"level 1", with(base...), Options{Level: 1}, false, []string{"confidence level 1 not in (0, 1)"}},
+		{"negative level", with(base...), Options{Level: -0.5}, false, []string{"confidence level -0.5 not in (0, 1)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Summarize(tc.runs, tc.opt)
@@ -472,6 +476,19 @@ func TestTooFewResamples(t *testing.T) {
 		}
 		if st := a.Types[0].Stats.MRR; !(st.Lo <= st.Hi) {
 			t.Errorf("level %v: interval [%v, %v]", c.level, st.Lo, st.Hi)
+		}
+	}
+}
+
+// TestMetricString: the four metrics by name, and any other value by its number rather
+// than a panic (an error message may print a bad one).
+func TestMetricString(t *testing.T) {
+	for _, c := range []struct {
+		m    Metric
+		want string
+	}{{MRR, "MRR"}, {Hits1, "Hits@1"}, {Hits3, "Hits@3"}, {Hits10, "Hits@10"}, {Metric(4), "Metric(4)"}, {Metric(-1), "Metric(-1)"}} {
+		if got := c.m.String(); got != c.want {
+			t.Errorf("Metric(%d).String() = %q, want %q", int(c.m), got, c.want)
 		}
 	}
 }
