@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
 )
 
 // checkImage checks that path is a complete, valid PNG or SVG file.
@@ -298,6 +299,57 @@ func TestDrawMRRText(t *testing.T) {
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: texts\n%q\nwant\n%q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPlotSize: a plot is the size asked for, and the default size (10 × 4 inches for
+// the bar chart; the curves' own default) unless both sides are given: one side alone
+// would make an image of zero width or height.
+func TestPlotSize(t *testing.T) {
+	a, err := Summarize(synthetic(1, 2, 1), Options{Resamples: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := TrainingLog{Steps: []int{0, 10, 20}, Loss: []float64{3, 2, 1}}
+	px := func(l vg.Length) int { return int(math.Round(float64(l/vg.Inch) * PNGDPI)) }
+	size := func(img io.WriterTo, err error) [2]int {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if _, err := img.WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		c, err := png.DecodeConfig(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [2]int{c.Width, c.Height}
+	}
+	bars := func(w, h vg.Length) [2]int {
+		return size(DrawMRR("x.png", a, BarOptions{Width: w, Height: h}))
+	}
+	curves := func(w, h vg.Length) [2]int {
+		return size(DrawTraining("x.png", log, CurveOptions{Width: w, Height: h}))
+	}
+	barDefault, curveDefault := bars(0, 0), curves(0, 0)
+	if barDefault != [2]int{px(10 * vg.Inch), px(4 * vg.Inch)} {
+		t.Errorf("bar chart: default size %v", barDefault)
+	}
+	for _, tc := range []struct {
+		name string
+		draw func(w, h vg.Length) [2]int
+		def  [2]int
+	}{{"bar chart", bars, barDefault}, {"curves", curves, curveDefault}} {
+		if got, want := tc.draw(300, 200), [2]int{px(300), px(200)}; got != want {
+			t.Errorf("%s 300×200 pt: %v pixels, want %v", tc.name, got, want)
+		}
+		for _, wh := range [][2]vg.Length{{300, 0}, {0, 200}, {-1, 200}} {
+			if got := tc.draw(wh[0], wh[1]); got != tc.def {
+				t.Errorf("%s %v×%v pt: %v pixels, want the default %v", tc.name, wh[0], wh[1], got, tc.def)
+			}
 		}
 	}
 }
