@@ -35,9 +35,14 @@ type Patterns struct {
 }
 
 // wrapAbs is |x| after wrapping x into [-π, π]. The lemma sums add at most three angles of
-// (-π, π], so a few steps of 2π replace math.Mod in the inner loop.
+// (-π, π], so a step of 2π replaces math.Remainder in the inner loop; a sum beyond 3π
+// (MeanAngularError's caller's own angles) is reduced by math.Remainder first, which
+// also makes an infinite sum NaN rather than a loop that never ends.
 func wrapAbs(x float64) float64 {
 	x = math.Abs(x)
+	if x > 3*math.Pi {
+		x = math.Abs(math.Remainder(x, 2*math.Pi))
+	}
 	for x > math.Pi {
 		x = math.Abs(x - 2*math.Pi)
 	}

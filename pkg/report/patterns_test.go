@@ -59,6 +59,17 @@ func TestMeanAngularError(t *testing.T) {
 	if e := MeanAngularError([]float64{math.Pi - 0.1, 3}, []float64{math.Pi - 0.1, 3}); math.Abs(e-(0.2+(2*math.Pi-6))/2) > 1e-12 {
 		t.Errorf("got %v", e)
 	}
+	// Angles of the caller's own, beyond the lemma sums' 3π: wrapped all the same, and an
+	// infinite or NaN one gives NaN (it once looped for ever on an infinity).
+	for _, c := range []struct{ x, want float64 }{
+		{10*math.Pi + 0.5, 0.5}, {-10*math.Pi - 0.5, 0.5}, {1e6, math.Abs(math.Remainder(1e6, 2*math.Pi))},
+		{math.Inf(1), math.NaN()}, {math.Inf(-1), math.NaN()}, {math.NaN(), math.NaN()},
+	} {
+		got := MeanAngularError([]float64{c.x})
+		if math.IsNaN(c.want) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("MeanAngularError(%v) = %v, want %v", c.x, got, c.want)
+		}
+	}
 }
 
 // TestCompositionsExact: the composition list is the exact top over every triple, equal to
