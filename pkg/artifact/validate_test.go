@@ -37,7 +37,7 @@ func bitmapBuf(nbytes int, clear ...int) *memory.Buffer {
 // nestedLists is an empty column of depth lists around int32 values: its int32 leaves
 // are at depth depth.
 func nestedLists(depth int, fixed bool) arrow.ArrayData {
-	var dt arrow.DataType = arrow.PrimitiveTypes.Int32
+	dt := arrow.PrimitiveTypes.Int32
 	d := arrow.ArrayData(array.NewData(dt, 0, []*memory.Buffer{nil, nil}, nil, 0, 0))
 	for range depth {
 		if fixed {
