@@ -166,6 +166,28 @@ func TestRelay(t *testing.T) {
 	if out, err := relayScript(t, nil, "collect", damaged, relay); err == nil || !strings.Contains(out, filepath.Base(parts[0])+": its bytes or SHA-256") {
 		t.Errorf("collect of a damaged part: %v\n%s", err, out)
 	}
+	// A MANIFEST cut short, or one that is not a relay's, is refused before any part.
+	for _, c := range []struct{ name, want string }{{"cut", "cut short"}, {"foreign", "not a relay MANIFEST"}} {
+		bad := filepath.Join(dir, "manifest-"+c.name)
+		if err := os.CopyFS(bad, os.DirFS(outs[0])); err != nil {
+			t.Fatal(err)
+		}
+		m, err := os.ReadFile(filepath.Join(bad, "MANIFEST"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.name == "cut" {
+			m = m[:len(m)/2]
+		} else {
+			m = append([]byte("something else\n"), m...)
+		}
+		if err := os.WriteFile(filepath.Join(bad, "MANIFEST"), m, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := relayScript(t, nil, "collect", bad, relay); err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("collect with a MANIFEST %s: %v\n%s", c.name, err, out)
+		}
+	}
 	// The batches, last first; until the last, the relay holds no parts and says so.
 	for i := len(outs) - 1; i >= 0; i-- {
 		out, err := relayScript(t, nil, "collect", outs[i], relay)

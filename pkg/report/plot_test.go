@@ -67,15 +67,23 @@ func checkImage(t *testing.T, path string) {
 	}
 }
 
-func TestPlotMRR(t *testing.T) {
+// seedSummaries are the summaries of synthetic runs of three seeds and of one, 100
+// resamples each.
+func seedSummaries(t *testing.T) (three, one *Aggregate) {
+	t.Helper()
 	three, err := Summarize(synthetic(3, 6, 1), Options{Resamples: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := Summarize(synthetic(1, 6, 1), Options{Resamples: 100})
+	one, err = Summarize(synthetic(1, 6, 1), Options{Resamples: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return three, one
+}
+
+func TestPlotMRR(t *testing.T) {
+	three, one := seedSummaries(t)
 	noBoot, err := Summarize(synthetic(1, 6, 1)[:1], Options{Resamples: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -239,14 +247,7 @@ func svgTexts(svg string) []string {
 // complete average, in the table's order, the axis label, and a legend that says what
 // the error bars are (the std over seeds, or the bootstrap interval, or nothing).
 func TestDrawMRRText(t *testing.T) {
-	three, err := Summarize(synthetic(3, 6, 1), Options{Resamples: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	one, err := Summarize(synthetic(1, 6, 1), Options{Resamples: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
+	three, one := seedSummaries(t)
 	noBoot, err := Summarize(synthetic(1, 6, 1), Options{Resamples: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -94,6 +94,12 @@ complete() {
 		[ -f "$1/$name" ] || return 1
 		checkpart "$m" "$1/$name"
 	done < <(parts "$m")
+	checkwhole "$1"
+}
+
+# checkwhole DIR: DIR's parts, each already checked, make the whole its MANIFEST names.
+checkwhole() {
+	local m=$1/MANIFEST name
 	[ "$(parts "$m" | while read -r name _ _; do cat "$1/$name"; done | sha256sum | cut -d' ' -f1)" = "$(field "$m" sha256)" ] ||
 		die "$1: the parts check one by one but not as a whole: the MANIFEST's sha256 line is not theirs"
 }
@@ -206,7 +212,7 @@ collect)
 		echo "$me: $in: $left of $(field "$in/MANIFEST" parts) parts still to come"
 		exit 0
 	fi
-	complete "$in" || exit 1
+	checkwhole "$in" # each part was checked as it came
 	# The run's one copy: the old parts go only once the new ones are all here and whole.
 	cp "$relay/bin.tar.xz" "$in/" && mv "$relay" "$relay.old" && mv "$in" "$relay" && rm -rf "$relay.old" || exit 1
 	echo "$me: $relay complete: $(field "$relay/MANIFEST" parts) parts, $(field "$relay/MANIFEST" bytes) bytes, commit $(field "$relay/MANIFEST" commit)"
