@@ -67,7 +67,7 @@ func TestRelay(t *testing.T) {
 	}
 	bin := binaries(t)
 	dir := t.TempDir()
-	const steps = "1500"
+	const steps = "4000"
 	entry := filepath.Join(dir, "results", "fb15k-237", "rocone", "seed0-relayed")
 
 	// Here: a relay folder started from a device-step pack (stand-ins for the binaries:
@@ -116,6 +116,7 @@ func TestRelay(t *testing.T) {
 	stageBinaries(t, bin, dev1, relayCommit)
 	batchLine := regexp.MustCompile(`relay: batch 0 of (\d+) `)
 	var batches int
+	var cut string // the budget that cut the first piece
 	for _, budget := range []string{"0.5", "1", "2", "4", "8"} {
 		out0 := filepath.Join(dir, "out0")
 		if err := os.RemoveAll(out0); err != nil {
@@ -128,6 +129,7 @@ func TestRelay(t *testing.T) {
 		}
 		if m := batchLine.FindStringSubmatch(out); err == nil && m != nil {
 			batches, _ = strconv.Atoi(m[1])
+			cut = budget
 			break
 		}
 		if !strings.Contains(out, "no checkpoint") {
@@ -137,7 +139,33 @@ func TestRelay(t *testing.T) {
 	if batches < 3 {
 		t.Fatalf("session 1 packed %d batches; the test wants 3 or more (smaller PART_BYTES)", batches)
 	}
-	outs := []string{filepath.Join(dir, "out0")}
+	// A second piece on the same warm machine, nothing carried: it trains on from the work
+	// folder the first left (no unpack), packs it anew and sends the new pack's batch 0.
+	// Here, the first pack's batch 0, already collected, is dropped for the newer pack's
+	// parts (checked at the first collect of those below).
+	if out, err := relayScript(t, nil, "collect", filepath.Join(dir, "out0"), relay); err != nil || !strings.Contains(out, "still to come") {
+		t.Fatalf("collect of the first piece's batch 0: %v\n%s", err, out)
+	}
+	firstManifest, err := os.ReadFile(filepath.Join(dir, "out0", "MANIFEST"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := regexp.MustCompile(`train queries, steps [1-9][0-9]* to `)
+	out, err := relayScript(t, []string{"BUDGET=" + cut, "BATCH=2"}, "run", dev1, filepath.Join(dir, "out0b"))
+	if strings.Contains(out, "paper-run: wrote") {
+		t.Fatalf("the second piece finished all %s steps within %ss: the test wants it cut too\n%s", steps, cut, out)
+	}
+	m := batchLine.FindStringSubmatch(out)
+	if err != nil || m == nil || strings.Contains(out, "restored from") || !resumed.MatchString(out) {
+		t.Fatalf("a second piece on the warm machine (budget %ss): %v\n%s", cut, err, out)
+	}
+	if batches, _ = strconv.Atoi(m[1]); batches < 3 {
+		t.Fatalf("the second piece packed %d batches; the test wants 3 or more (smaller PART_BYTES)", batches)
+	}
+	if second, err := os.ReadFile(filepath.Join(dir, "out0b", "MANIFEST")); err != nil || bytes.Equal(second, firstManifest) {
+		t.Fatalf("the second piece's MANIFEST is the first's (or unreadable: %v): it packed nothing new", err)
+	}
+	outs := []string{filepath.Join(dir, "out0b")}
 	for i := 1; i < batches; i++ {
 		o := filepath.Join(dir, fmt.Sprintf("out%d", i))
 		if out, err := relayScript(t, []string{"BATCH=2"}, "send", filepath.Join(dev1, "out"), strconv.Itoa(i), o); err != nil || !strings.Contains(out, fmt.Sprintf("batch %d of %d", i, batches)) {
@@ -149,7 +177,8 @@ func TestRelay(t *testing.T) {
 		t.Errorf("send of batch %d of %d: %v\n%s", batches, batches, err, out)
 	}
 
-	// Here: a damaged part is refused, by name, and taken again whole.
+	// Here: a damaged part is refused, by name, and taken again whole. Its batch is the
+	// first of the newer pack to come, so the first pack's batch 0 is dropped first.
 	damaged := filepath.Join(dir, "damaged")
 	if err := os.CopyFS(damaged, os.DirFS(outs[1])); err != nil {
 		t.Fatal(err)
@@ -163,7 +192,8 @@ func TestRelay(t *testing.T) {
 	if err := os.WriteFile(parts[0], b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := relayScript(t, nil, "collect", damaged, relay); err == nil || !strings.Contains(out, filepath.Base(parts[0])+": its bytes or SHA-256") {
+	if out, err := relayScript(t, nil, "collect", damaged, relay); err == nil || !strings.Contains(out, filepath.Base(parts[0])+": its bytes or SHA-256") ||
+		!strings.Contains(out, "held parts of another pack") {
 		t.Errorf("collect of a damaged part: %v\n%s", err, out)
 	}
 	// A MANIFEST cut short, or one that is not a relay's, is refused before any part.
@@ -218,7 +248,7 @@ func TestRelay(t *testing.T) {
 	const limit, margin = 64 << 20, 1 << 20
 	room := binXZ.Size() + int64(len(manifest)) + 3*100000
 	tree := limit - margin - room
-	out, err := relayScript(t, []string{"TREE_BYTES=" + strconv.FormatInt(tree, 10)}, "plan", relay)
+	out, err = relayScript(t, []string{"TREE_BYTES=" + strconv.FormatInt(tree, 10)}, "plan", relay)
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, out)
 	}
@@ -327,8 +357,8 @@ func TestRelay(t *testing.T) {
 		t.Errorf("unpack over a checkpoint: %v\n%s", err, out)
 	}
 	run := readEntryRun(t, entry)
-	if run.Steps != 1500 || !strings.HasPrefix(run.Device, "CPU") || strings.Contains(run.Device, "+") || len(run.Commands) < 8 || run.WallTimeS <= 0 {
-		t.Errorf("run.json of the relayed run (two calls, sampling in each): %+v", run)
+	if strconv.Itoa(run.Steps) != steps || !strings.HasPrefix(run.Device, "CPU") || strings.Contains(run.Device, "+") || len(run.Commands) < 9 || run.WallTimeS <= 0 {
+		t.Errorf("run.json of the relayed run (three calls, sampling in two): %+v", run)
 	}
 
 	// The same run, never interrupted, writes the same checkpoint.
