@@ -295,6 +295,9 @@ plan)
 	printf '  relay.sh collect FILES_AT %s (the call'"'"'s files folder):\n' "$relay"
 	printf '        command: scripts/cuda/relay.sh send %s/out N %s\n' "$stage" "\$OUT"
 	printf 'or, where the run says the entry is in entry.tgz: tar -C DIR -xzf FILES_AT/entry.tgz (DIR: the folder it names)\n'
+	printf 'then, once every batch is here (relay.sh status: complete), device time left trains a second piece on the warm machine, carrying nothing:\n'
+	printf '        command: BUDGET=SECONDS scripts/cuda/relay.sh run %s %s\n' "$stage" "\$OUT"
+	printf '  and its batches come back as above (SECONDS: what is left, less the sends and a minute)\n'
 	;;
 
 receive)
