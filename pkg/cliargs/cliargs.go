@@ -190,7 +190,11 @@ func isSlice(f cli.Flag) bool {
 // "+ uncommitted changes" when the tree was dirty), its date and the Go version, read from
 // the build information Go records; a binary built outside a git checkout says so.
 func Version() string {
-	bi, ok := debug.ReadBuildInfo()
+	return version(debug.ReadBuildInfo())
+}
+
+// version is Version for the build information bi (ok: Go recorded some).
+func version(bi *debug.BuildInfo, ok bool) string {
 	if !ok {
 		return "unknown (no build information)"
 	}

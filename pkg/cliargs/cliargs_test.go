@@ -3,8 +3,10 @@ package cliargs
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -162,6 +164,66 @@ func TestVersion(t *testing.T) {
 	out.Reset()
 	if err := app.Run([]string{"stage", "-v"}); err != nil || strings.Contains(out.String(), v) {
 		t.Errorf("-v is the stage's own flag, not --version: %q, %v", out.String(), err)
+	}
+}
+
+// TestVersionOf: the commit, its date and the Go version from the build information; a
+// tree with uncommitted changes says so; a build without version control information or
+// without build information at all says which.
+func TestVersionOf(t *testing.T) {
+	vcs := func(kv ...string) []debug.BuildSetting {
+		var s []debug.BuildSetting
+		for i := 0; i < len(kv); i += 2 {
+			s = append(s, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		settings []debug.BuildSetting
+		noInfo   bool
+		want     string
+	}{
+		{vcs("vcs.revision", "5bfd869", "vcs.time", "2026-11-28T19:56:46Z", "vcs.modified", "false"), false,
+			"commit 5bfd869 (2026-11-28T19:56:46Z), go1.26.8"},
+		{vcs("-tags", "cuda", "vcs.modified", "true", "vcs.revision", "5bfd869", "vcs.time", "2026-11-28T19:56:46Z"), false,
+			"commit 5bfd869 + uncommitted changes (2026-11-28T19:56:46Z), go1.26.8"},
+		{vcs("-tags", "cuda"), false, "unknown commit (built without version control information), go1.26.8"},
+		{nil, true, "unknown (no build information)"},
+	} {
+		bi := &debug.BuildInfo{GoVersion: "go1.26.8", Settings: tc.settings}
+		if tc.noInfo {
+			bi = nil
+		}
+		if got := version(bi, !tc.noInfo); got != tc.want {
+			t.Errorf("version(%v) = %q, want %q", tc.settings, got, tc.want)
+		}
+	}
+}
+
+// TestPositive: an integer flag left out passes (its absent meaning), one given below 1 is
+// refused naming that meaning, one given 1 or more passes.
+func TestPositive(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" for no error
+	}{
+		{nil, ""},
+		{[]string{"--workers", "1"}, ""},
+		{[]string{"--workers", "16"}, ""},
+		{[]string{"--workers", "0"}, "--workers 0: want a number of at least 1 (leave --workers out for every core)"},
+		{[]string{"--workers=-2"}, "--workers -2: want a number of at least 1 (leave --workers out for every core)"},
+	} {
+		var err error
+		app := &cli.App{Name: "stage", Flags: []cli.Flag{&cli.IntFlag{Name: "workers"}}, Action: func(c *cli.Context) error {
+			err = Positive(c, "workers", "every core")
+			return nil
+		}}
+		if runErr := app.Run(append([]string{"stage"}, tc.args...)); runErr != nil {
+			t.Fatalf("%q: %v", tc.args, runErr)
+		}
+		if got := fmt.Sprint(err); (tc.want == "") != (err == nil) || (err != nil && got != tc.want) {
+			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package cliargs
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -35,7 +34,7 @@ func TestNotEmpty(t *testing.T) {
 		{[]string{"--log", ""}, ""}, // allowed: no log
 		{[]string{"--dim", "0"}, ""},
 		{[]string{"--device", ""}, `--device "": an empty value; give a value, or leave --device out (default: cpu)`},
-		{[]string{"--device="}, `--device "": an empty value`},
+		{[]string{"--device="}, `--device "": an empty value; give a value, or leave --device out (default: cpu)`},
 		{[]string{"--matmul", ""}, `--matmul "": an empty value; give a value, or leave --matmul out (default: fp32)`},
 		{[]string{"--profile", ""}, `--profile "": an empty value; give a FILE, or leave --profile out`},
 		{[]string{"--cones", ""}, `--cones "": an empty value; give a FILE, or leave --cones out (default: embed the queries here)`},
@@ -43,7 +42,7 @@ func TestNotEmpty(t *testing.T) {
 		{[]string{"--queries", ""}, `--queries "": an empty value; give a FILE (required unless --ask)`},
 		{[]string{"--data", ""}, `--data "": an empty value; give a DIR`},
 		{[]string{"-o", ""}, `-o "": an empty value; give a FILE, or leave -o out`},
-		{[]string{"--output", ""}, `-o "": an empty value`},
+		{[]string{"--output", ""}, `-o "": an empty value; give a FILE, or leave -o out`},
 		{[]string{"--shard", ""}, `--shard "": an empty value; give an i/n, or leave --shard out`},
 	} {
 		var err error
@@ -57,8 +56,8 @@ func TestNotEmpty(t *testing.T) {
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%q: %v", tc.args, err)
-		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
-			t.Errorf("%q: error %v, want one starting %q", tc.args, err, tc.want)
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
+			t.Errorf("%q: error %v, want %q", tc.args, err, tc.want)
 		}
 	}
 }

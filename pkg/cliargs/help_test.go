@@ -31,6 +31,8 @@ func TestFlagString(t *testing.T) {
 		{&cli.StringFlag{Name: "checkpoint", Usage: "model `FILE`", DefaultText: Required}, "--checkpoint FILE\tmodel FILE (required)"},
 		{&cli.StringFlag{Name: "queries", Usage: "queries `FILE`", DefaultText: RequiredWhen("unless --ask")}, "--queries FILE\tqueries FILE (required unless --ask)"},
 		{altsrc.NewStringFlag(&cli.StringFlag{Name: "train", Usage: "train `FILE`", DefaultText: Required}), "--train FILE\ttrain FILE (required)"},
+		// Marked both ways, the words of the condition are kept.
+		{&cli.StringFlag{Name: "cones", Required: true, Usage: "cones `FILE`", DefaultText: RequiredWhen("unless --ask")}, "--cones FILE\tcones FILE (required unless --ask)"},
 		{altsrc.NewIntFlag(&cli.IntFlag{Name: "dim", Value: 64, Usage: "dimension"}), "--dim value\tdimension (default: 64)"},
 		// A word that merely begins like "required" is a default.
 		{&cli.StringFlag{Name: "mode", Usage: "mode", DefaultText: "requiredness"}, "--mode value\tmode (default: requiredness)"},
