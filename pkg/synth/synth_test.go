@@ -2,6 +2,8 @@ package synth
 
 import (
 	"bytes"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/rocone/rocone/pkg/kg"
 	"github.com/rocone/rocone/pkg/outfile"
+	"github.com/rocone/rocone/pkg/sysmem"
 )
 
 func write(t *testing.T, o Options) string {
@@ -109,6 +112,35 @@ func TestSynthDeterministic(t *testing.T) {
 	}
 }
 
+// TestPowerLaw: popularity ranks are drawn within [0, n) with P(k) ∝ (k+1)^(−s), from
+// the most popular rank to the last, each within five standard deviations of its share.
+func TestPowerLaw(t *testing.T) {
+	const n, draws = 1000, 400000
+	for _, s := range []float64{0.3, 0.6, 0.9} {
+		p := newPowerLaw(n, s)
+		rng := rand.New(rand.NewPCG(7, 11))
+		count := make([]int, n)
+		for range draws {
+			k := p.draw(rng)
+			if k < 0 || k >= n {
+				t.Fatalf("s=%g: rank %d outside [0, %d)", s, k, n)
+			}
+			count[k]++
+		}
+		// The continuous inverse CDF puts rank k's mass on [k+1, k+2): its weight is
+		// ∫ x^(−s) over it, which (k+1)^(−s) approaches as k grows; rank 0 is compared with
+		// its integral, the others with their neighbours' at the same accuracy.
+		w := func(k int) float64 { return (math.Pow(float64(k+2), 1-s) - math.Pow(float64(k+1), 1-s)) / (1 - s) }
+		total := (math.Pow(n+1, 1-s) - 1) / (1 - s)
+		for _, k := range []int{0, 1, 3, 9, 99, n - 1} {
+			want := draws * w(k) / total
+			if got := float64(count[k]); math.Abs(got-want) > 5*math.Sqrt(want) {
+				t.Errorf("s=%g: rank %d drawn %.0f times, want %.0f ± %.0f", s, k, got, want, 5*math.Sqrt(want))
+			}
+		}
+	}
+}
+
 func TestSynthErrors(t *testing.T) {
 	for _, c := range []struct {
 		o    Options
@@ -122,9 +154,25 @@ func TestSynthErrors(t *testing.T) {
 		{Options{Entities: 10, Relations: 2, Edges: 20, ValidFrac: 0.6, TestFrac: 0.5}, "shares"},
 		{Options{Entities: 100, Relations: 1000000000, Edges: 1000}, "--relations 1000000000 is above --edges 1000"},
 		{Options{Entities: 2000000000, Relations: 1, Edges: 1 << 50}, "need about"}, // petabytes: refused before any allocation
+		// 10·9·1 = 90 distinct facts: a quarter is 22.5.
+		{Options{Entities: 10, Relations: 1, Edges: 23}, "hold 90 distinct facts"},
+		{Options{Entities: 1 << 21, Relations: 1 << 20, Edges: 1 << 21}, "do not fit the 62-bit fact keys"},
 	} {
 		if _, err := Generate(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: got %v, want an error containing %q", c.o, err, c.want)
+		}
+	}
+	// At the bounds: a quarter of the distinct facts exactly (9·8·1 / 4 = 18), keys just
+	// within 62 bits (2^20 · 2^20 · 2^21 = 2^61; refused for its memory, after the key check).
+	if _, err := Generate(Options{Entities: 9, Relations: 1, Edges: 18, Seed: 1}); err != nil {
+		t.Errorf("a quarter of the distinct facts: %v", err)
+	}
+	if have := sysmem.Physical(); have != sysmem.Unknown {
+		// Just above this machine's memory by the estimate (24 bytes a fact and then some):
+		// refused before any allocation.
+		o := Options{Entities: 1 << 20, Relations: 1 << 21, Edges: int(have/24) + 1}
+		if _, err := Generate(o); err == nil || !strings.Contains(err.Error(), "need about") {
+			t.Errorf("%+v, on a machine of %.0f bytes: got %v, want a refusal for memory", o, have, err)
 		}
 	}
 	g, err := Generate(Options{Entities: 20, Relations: 2, Edges: 40, Seed: 1})
