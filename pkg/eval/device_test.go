@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -190,5 +191,75 @@ func TestRankQueriesDeviceScoresCones(t *testing.T) {
 		if covered != len(qs) {
 			t.Fatalf("the cones of %d queries asked for, want %d", covered, len(qs))
 		}
+	}
+}
+
+// pipelinedRanker is a PipelinedRanker on the host: a hostRanker whose batches are ranked
+// at EnqueueRankBatch and handed over by wait. It logs "e<k>" at each enqueue and "w<k>"
+// at each wait (k counts from 1), and returns waitErr from the wait of batch waitFailAt.
+type pipelinedRanker struct {
+	hostRanker
+	log        []string
+	waitErr    error
+	waitFailAt int
+}
+
+func (p *pipelinedRanker) EnqueueRankBatch(b DeviceBatch) (func() ([][]int32, error), error) {
+	r, err := p.RankBatch(b)
+	if err != nil {
+		return nil, err
+	}
+	k := len(p.batches)
+	p.log = append(p.log, fmt.Sprint("e", k))
+	return func() ([][]int32, error) {
+		p.log = append(p.log, fmt.Sprint("w", k))
+		if p.waitErr != nil && k == p.waitFailAt {
+			return nil, p.waitErr
+		}
+		return r, nil
+	}, nil
+}
+
+// TestRankQueriesPipelined: through a PipelinedRanker each batch is enqueued before the
+// last one's ranks are read, the ranks equal the host's, progress is counted, and an
+// error in the enqueue or the wait of a batch is returned, naming that batch, with no
+// ranks.
+func TestRankQueriesPipelined(t *testing.T) {
+	m, qs := deviceTestQueries(t)
+	want, err := RankQueries(context.Background(), m, qs, RankOptions{Batch: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := &pipelinedRanker{hostRanker: hostRanker{m: m}}
+	done := 0
+	got, err := RankQueries(context.Background(), m, qs, RankOptions{Batch: 5, Device: dev, Progress: func(n int) { done += n }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log := strings.Join(dev.log, " "); log != "e1 e2 w1 e3 w2 e4 w3 e5 w4 w5" || done != len(qs) {
+		t.Errorf("calls %s, progress %d", log, done)
+	}
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("query %d: ranks %v pipelined, %v on the host", i, got[i], want[i])
+		}
+	}
+
+	lost := errors.New("fake device: lost")
+	for _, c := range []struct {
+		name string
+		dev  *pipelinedRanker
+		want string
+	}{
+		{"enqueue", &pipelinedRanker{hostRanker: hostRanker{m: m, fail: lost, failAt: 3}}, "queries 10 to 14"},
+		{"wait", &pipelinedRanker{hostRanker: hostRanker{m: m}, waitErr: lost, waitFailAt: 2}, "queries 5 to 9"},
+		{"wait of the last batch", &pipelinedRanker{hostRanker: hostRanker{m: m}, waitErr: lost, waitFailAt: 5}, "queries 20 to 22"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ranks, err := RankQueries(context.Background(), m, qs, RankOptions{Batch: 5, Device: c.dev})
+			if !errors.Is(err, lost) || !strings.Contains(err.Error(), c.want) || ranks != nil {
+				t.Errorf("ranks %v, error %v; want an error naming %s", ranks, err, c.want)
+			}
+		})
 	}
 }

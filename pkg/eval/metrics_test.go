@@ -91,14 +91,18 @@ func TestSummaryPerTypeAndGroups(t *testing.T) {
 	must(t, a.Add("my-custom", []int32{1, 100}))
 	must(t, a.Add("up-DM", []int32{1}))
 	must(t, a.Add("2u-DM", []int32{1}))
-	must(t, a.Add("a-custom", []int32{1}))
+	// Custom names sort alphabetically whatever the map's order: several of them, so that
+	// an order left to chance would not pass by luck.
+	for _, name := range []string{"a-custom", "z", "b-custom", "m"} {
+		must(t, a.Add(name, []int32{1}))
+	}
 	s := a.Summary()
 
 	var names []string
 	for _, tr := range s.Types {
 		names = append(names, tr.Type)
 	}
-	wantNames := append(append([]string{}, query.EvalTypes[:13]...), "2u-DM", "up-DM", "a-custom", "my-custom")
+	wantNames := append(append([]string{}, query.EvalTypes[:13]...), "2u-DM", "up-DM", "a-custom", "b-custom", "m", "my-custom", "z")
 	if !slices.Equal(names, wantNames) {
 		t.Errorf("types %v, want %v", names, wantNames)
 	}

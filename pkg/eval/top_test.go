@@ -78,3 +78,32 @@ func TestTopEntitiesNaN(t *testing.T) {
 		}
 	}
 }
+
+// TestTopEntitiesK: k is clamped to [0, len(scores)]; a negative k asks for nothing, and
+// fewer than k come back when skip leaves fewer.
+func TestTopEntitiesK(t *testing.T) {
+	scores := []float32{3, 1, 4, 1, 5}
+	odd := func(e int32) bool { return e%2 == 1 }
+	for _, c := range []struct {
+		k    int
+		skip func(int32) bool
+		want []int32
+	}{
+		{-1, nil, []int32{}},
+		{0, nil, []int32{}},
+		{1, nil, []int32{4}},
+		{3, nil, []int32{4, 2, 0}},
+		{5, nil, []int32{4, 2, 0, 1, 3}},
+		{9, nil, []int32{4, 2, 0, 1, 3}},
+		{9, odd, []int32{4, 2, 0}},
+		{-3, odd, []int32{}},
+	} {
+		got, vals, err := TopEntities(scores, c.k, c.skip)
+		if err != nil {
+			t.Fatalf("k %d: %v", c.k, err)
+		}
+		if !slices.Equal(got, c.want) || len(vals) != len(got) {
+			t.Errorf("k %d: %v %v, want %v", c.k, got, vals, c.want)
+		}
+	}
+}

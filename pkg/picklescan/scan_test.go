@@ -72,6 +72,8 @@ func TestScanRefuses(t *testing.T) {
 		{"SHORT_BINUNICODE past the end", proto + "\x8c\x05abc.", "SHORT_BINUNICODE (opcode 0x8c) at byte 2: declares 5 bytes, but only 4 follow"},
 		{"SHORT_BINBYTES past the end", proto + "C\x09.", "SHORT_BINBYTES (opcode 0x43) at byte 2: declares 9 bytes"},
 		{"LONG1 past the end", proto + "\x8a\x02\x01", "LONG1 (opcode 0x8a) at byte 2: declares 2 bytes, but only 1 follow"},
+		{"SHORT_BINUNICODE up to the end, no STOP", proto + "\x8c\x03abc", "truncated: the pickle ends after 7 bytes without its STOP"},
+		{"BINUNICODE up to the end, no STOP", proto + "X" + u32(2) + "ab", "truncated: the pickle ends after 9 bytes without its STOP"},
 		{"BINUNICODE of 4 GiB", proto + "X" + u32(0xffffffff) + "ab.", "declares 4294967295 bytes, but only 3 follow"},
 		{"BINBYTES of 2 GiB", proto + "B" + u32(1<<31) + ".", "declares 2147483648 bytes"},
 		{"BINSTRING of negative length", proto + "T" + u32(0xfffffffe) + ".", "BINSTRING (opcode 0x54) at byte 2: declares a negative length -2"},
@@ -116,6 +118,33 @@ func TestScanLongIntegers(t *testing.T) {
 		if err := Scan([]byte(p)); err != nil {
 			t.Errorf("%.20q...: %v", p, err)
 		}
+	}
+}
+
+// An argument of length zero is well formed: the empty string or bytes, and for LONG1 and
+// LONG4 the integer 0 (pickle writes 0 so).
+func TestScanEmptyArguments(t *testing.T) {
+	for _, c := range []struct {
+		name, pickle string
+	}{
+		{"SHORT_BINSTRING", "U\x00"},
+		{"SHORT_BINBYTES", "C\x00"},
+		{"SHORT_BINUNICODE", "\x8c\x00"},
+		{"LONG1", "\x8a\x00"},
+		{"BINSTRING", "T\x00\x00\x00\x00"},
+		{"BINBYTES", "B\x00\x00\x00\x00"},
+		{"BINUNICODE", "X\x00\x00\x00\x00"},
+		{"LONG4", "\x8b\x00\x00\x00\x00"},
+		{"BINUNICODE8", "\x8d" + strings.Repeat("\x00", 8)},
+		{"BINBYTES8", "\x8e" + strings.Repeat("\x00", 8)},
+		{"BYTEARRAY8", "\x96" + strings.Repeat("\x00", 8)},
+		{"FRAME", "\x95" + strings.Repeat("\x00", 8)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := Scan([]byte("\x80\x04" + c.pickle + ".")); err != nil {
+				t.Errorf("Scan(%q): %v", c.pickle, err)
+			}
+		})
 	}
 }
 

@@ -173,7 +173,7 @@ func TestAskResolve(t *testing.T) {
 		}
 		_, err = a.Resolve(testResolver)
 		var se *SyntaxError
-		if !errors.As(err, &se) || se.Offset != tc.offset || !strings.Contains(err.Error(), tc.msg) || se.Err == nil {
+		if !errors.As(err, &se) || se.Offset != tc.offset || !strings.Contains(err.Error(), tc.msg) || se.Err == nil || errors.Unwrap(err) != se.Err {
 			t.Errorf("%s: %v, want offset %d %q", tc.in, err, tc.offset, tc.msg)
 		}
 	}

@@ -292,3 +292,82 @@ func equal(a, b []int32) bool {
 	}
 	return true
 }
+
+// TestTypeOrder: the named types sort in the order of Types, anything else after them.
+func TestTypeOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want int
+	}{
+		{"1p", 0}, {"2p", 1}, {"pni", 13}, {"2u-DM", 14}, {"up-DM", 15},
+		{Custom, len(Types)}, {"4p", len(Types)}, {"", len(Types)},
+	} {
+		if got := TypeOrder(tc.name); got != tc.want {
+			t.Errorf("TypeOrder(%q) = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCacheParse: a Cache gives the structure Parse gives, the same one for the same
+// notation, and Parse's error for a malformed one (which it does not remember).
+func TestCacheParse(t *testing.T) {
+	var c Cache
+	for _, tc := range []struct {
+		notation, name string
+		bad            bool
+	}{
+		{"('e',('r','r'))", "2p", false},
+		{"(('e',('r',)),('e',('r','n')))", "2in", false},
+		{"(('e',('r',)),('e',('r','r')),('e',('r',)))", Custom, false},
+		{"('e',('r',)", "", true},
+		{"('e',('r','r'))", "2p", false}, // again, from the cache
+	} {
+		s, err := c.Parse(tc.notation)
+		if tc.bad {
+			if err == nil || s != nil {
+				t.Errorf("Parse(%s) = %v, %v, want an error", tc.notation, s, err)
+			}
+			if _, err := c.Parse(tc.notation); err == nil {
+				t.Errorf("Parse(%s) a second time: no error", tc.notation)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", tc.notation, err)
+		}
+		if s.String() != tc.notation || s.Name() != tc.name {
+			t.Errorf("Parse(%s) = %s named %s, want %s", tc.notation, s, s.Name(), tc.name)
+		}
+		if again, err := c.Parse(tc.notation); err != nil || again != s {
+			t.Errorf("Parse(%s) a second time gave another structure: %p, %v; first %p", tc.notation, again, err, s)
+		}
+	}
+}
+
+// TestGroundedKey: the key tells apart queries that differ in structure or in any id.
+func TestGroundedKey(t *testing.T) {
+	texts := []string{
+		"((17,(5,)),(903,(12,-2)))",
+		"((17,(5,)),(903,(12,)))",
+		"((17,(5,)),(903,(13,-2)))",
+		"((903,(5,)),(17,(12,-2)))",
+		"(17,(5,903,12))",
+		"(((17,(5,)),(903,(12,)),(-1,)),(1,))",
+	}
+	keys := map[string]string{}
+	for _, text := range texts {
+		g, err := ParseGrounded(text)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		k := g.Key()
+		if prev, ok := keys[k]; ok {
+			t.Errorf("%s and %s have the same key %q", prev, text, k)
+		}
+		keys[k] = text
+		g2, err := ParseGrounded(text)
+		if err != nil || g2.Key() != k {
+			t.Errorf("%s parsed twice: keys %q and %v, %v", text, k, g2, err)
+		}
+	}
+}
