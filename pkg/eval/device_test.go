@@ -263,3 +263,105 @@ func TestRankQueriesPipelined(t *testing.T) {
 		})
 	}
 }
+
+// TestRankQueriesHost: on the host, the ranks are each query's FilteredRanks of its full
+// scores whatever the batch and workers; opts.Scores sees each query's scores once with its
+// index, opts.Cones is asked for the queries' indices in qs, and Progress counts every
+// query once. A cancelled context, a failing Cones and a bad answer list each stop the
+// ranking with their error, the last naming the query.
+func TestRankQueriesHost(t *testing.T) {
+	m, qs := deviceTestQueries(t)
+	n := m.Config.NumEntities
+	all := make([]float32, len(qs)*n)
+	grounded := make([]query.Grounded, len(qs))
+	for i, q := range qs {
+		grounded[i] = q.Query
+	}
+	if err := m.NewScorer().Score(all, grounded); err != nil {
+		t.Fatal(err)
+	}
+	want := make([][]int32, len(qs))
+	for i, q := range qs {
+		r, err := FilteredRanks(all[i*n:(i+1)*n], q.Easy, q.Hard, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = r
+	}
+	cones := func(group []int) ([]model.Cones[float32], error) {
+		var anchors, relations []int32
+		for _, i := range group {
+			if qs[i].Query.Structure.String() != qs[group[0]].Query.Structure.String() {
+				return nil, fmt.Errorf("group %v mixes structures", group)
+			}
+			anchors, relations = append(anchors, qs[i].Query.Anchors...), append(relations, qs[i].Query.Relations...)
+		}
+		emb, err := m.Embed(qs[group[0]].Query.Structure, anchors, relations, len(group), nil)
+		if err != nil {
+			return nil, err
+		}
+		return emb.Branches, nil
+	}
+	for _, c := range []struct{ batch, workers int }{{1, 1}, {5, 1}, {5, 3}, {100, 2}, {0, 0}} {
+		for _, withCones := range []bool{false, true} {
+			name := fmt.Sprintf("batch %d workers %d cones %v", c.batch, c.workers, withCones)
+			var mu sync.Mutex
+			seen := make([]int, len(qs))
+			done := 0
+			opts := RankOptions{Batch: c.batch, Workers: c.workers,
+				Scores: func(i int, s []float32) {
+					mu.Lock()
+					defer mu.Unlock()
+					seen[i]++
+					if !slices.Equal(s, all[i*n:(i+1)*n]) {
+						t.Errorf("%s: query %d: the scores passed are not the query's", name, i)
+					}
+				},
+				Progress: func(k int) { done += k },
+			}
+			if withCones {
+				opts.Cones = cones
+			}
+			got, err := RankQueries(context.Background(), m, qs, opts)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if done != len(qs) {
+				t.Errorf("%s: progress counted %d queries, want %d", name, done, len(qs))
+			}
+			for i := range qs {
+				if seen[i] != 1 {
+					t.Errorf("%s: query %d's scores seen %d times", name, i, seen[i])
+				}
+				if !slices.Equal(got[i], want[i]) {
+					t.Errorf("%s: query %d: ranks %v, want %v", name, i, got[i], want[i])
+				}
+			}
+		}
+	}
+
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := RankQueries(ctx, m, qs, RankOptions{Batch: 5}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	})
+	t.Run("cones fail", func(t *testing.T) {
+		boom := errors.New("boom")
+		_, err := RankQueries(context.Background(), m, qs, RankOptions{Batch: 5, Workers: 2,
+			Cones: func([]int) ([]model.Cones[float32], error) { return nil, boom }})
+		if !errors.Is(err, boom) {
+			t.Fatalf("err = %v, want boom", err)
+		}
+	})
+	t.Run("bad answers", func(t *testing.T) {
+		bad := slices.Clone(qs)
+		bad[7].Hard = []int32{int32(n)}
+		_, err := RankQueries(context.Background(), m, bad, RankOptions{Batch: 5, Workers: 2})
+		want := fmt.Sprintf("query 7 (%s): eval: hard answer %d out of range [0,%d)", bad[7].Type, n, n)
+		if err == nil || err.Error() != want {
+			t.Fatalf("err = %v, want %q", err, want)
+		}
+	})
+}

@@ -241,3 +241,35 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestWriteTableComplete: with every EPFO type, the AVG-EPFO row holds their average; the
+// negation average, still incomplete, names what it misses.
+func TestWriteTableComplete(t *testing.T) {
+	var a Accumulator
+	for i, ty := range query.EPFOTypes {
+		// Rank 1 for the first type, rank 2 for the others: MRR (1 + 8·0.5)/9.
+		if err := a.Add(ty, []int32{int32(min(i, 1) + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Add("2in", []int32{4}); err != nil {
+		t.Fatal(err)
+	}
+	s := a.Summary()
+	var b strings.Builder
+	if err := s.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	tail := lines[len(lines)-2:]
+	want := []string{
+		"AVG-EPFO            55.56   11.11  100.00  100.00",
+		"AVG-neg  n/a (missing 3in inp pin pni)",
+	}
+	if !slices.Equal(tail, want) {
+		t.Fatalf("table ends\n%s\nwant\n%s", strings.Join(tail, "\n"), strings.Join(want, "\n"))
+	}
+	if len(lines) != 1+10+2 {
+		t.Fatalf("%d lines, want a header, 10 types and 2 averages:\n%s", len(lines), b.String())
+	}
+}

@@ -64,3 +64,48 @@ func TestQueriesFromArtifact(t *testing.T) {
 		})
 	}
 }
+
+func TestSummarize(t *testing.T) {
+	qs := []RankQuery{{Type: "1p"}, {Type: "2p"}, {Type: "1p"}, {Type: "2in"}}
+	t.Run("by type, empty rank lists left out", func(t *testing.T) {
+		ranks := [][]int32{{1, 4}, {2}, {10}, nil}
+		sum, err := Summarize(qs, ranks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range sum.Types {
+			names = append(names, r.Type)
+		}
+		if want := []string{"1p", "2p"}; !slices.Equal(names, want) {
+			t.Fatalf("types %v, want %v (2in has no ranks and must be left out)", names, want)
+		}
+		p1, _ := sum.Type("1p")
+		// Two queries: MRR (1+1/4)/2 = 0.625 and 1/10; Hits@1 1/2 and 0; Hits@10 1 and 1.
+		want := TypeResult{Type: "1p", Queries: 2, Answers: 3,
+			Metrics: Metrics{MRR: (0.625 + 0.1) / 2, H1: 0.25, H3: 0.25, H10: 1}}
+		if p1 != want {
+			t.Errorf("1p = %+v, want %+v", p1, want)
+		}
+		p2, _ := sum.Type("2p")
+		if p2.Queries != 1 || p2.Answers != 1 || p2.Metrics != (Metrics{MRR: 0.5, H1: 0, H3: 1, H10: 1}) {
+			t.Errorf("2p = %+v", p2)
+		}
+	})
+	for _, tc := range []struct {
+		name  string
+		ranks [][]int32
+		want  string
+	}{
+		{"fewer rank lists than queries", [][]int32{{1}, {1}, {1}}, "eval: 3 rank lists for 4 queries"},
+		{"more rank lists than queries", [][]int32{{1}, {1}, {1}, {1}, {1}}, "eval: 5 rank lists for 4 queries"},
+		{"rank below 1", [][]int32{{1}, {0, 3}, {1}, nil}, "eval: rank 0 is below 1 (type 2p)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Summarize(qs, tc.ranks)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
