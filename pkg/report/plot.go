@@ -190,20 +190,7 @@ func DrawMRR(path string, a *Aggregate, opt BarOptions) (io.WriterTo, error) {
 	// Ours.
 	ours := &bars{half: step * 0.45, color: plotutil.Color(0)}
 	var errs errorPoints
-	for i, c := range cats {
-		st, _ := a.stat(c.col, opt.Metric)
-		x := float64(i) + offset(0)
-		y := eval.Percent(st.Mean)
-		ours.xs = append(ours.xs, x)
-		ours.ys = append(ours.ys, y)
-		switch {
-		case a.Seeds > 1:
-			e := eval.Percent(st.Std)
-			errs.add(x, y, e, e)
-		case a.Resamples > 0:
-			errs.add(x, y, math.Max(0, y-eval.Percent(st.Lo)), math.Max(0, eval.Percent(st.Hi)-y))
-		}
-	}
+	ours.xs, ours.ys, errs = ourValues(a, cats, opt.Metric, offset(0))
 	label := cmp.Or(opt.Label, "ours")
 	if a.Seeds > 1 {
 		label += fmt.Sprintf(" (%d seeds, ± std)", a.Seeds)
@@ -314,6 +301,27 @@ func (b *bars) Thumbnail(c *draw.Canvas) {
 		{X: c.Max.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Min.Y},
 	}
 	c.FillPolygon(b.color, c.ClipPolygonXY(pts))
+}
+
+// ourValues returns the bars of our results (category i at x = i + dx, the mean ×100) and
+// their error bars: ± the standard deviation over seeds when there are several seeds,
+// otherwise the bootstrap interval when there is one, otherwise none.
+func ourValues(a *Aggregate, cats []category, metric Metric, dx float64) (xs, ys []float64, errs errorPoints) {
+	for i, c := range cats {
+		st, _ := a.stat(c.col, metric)
+		x := float64(i) + dx
+		y := eval.Percent(st.Mean)
+		xs = append(xs, x)
+		ys = append(ys, y)
+		switch {
+		case a.Seeds > 1:
+			e := eval.Percent(st.Std)
+			errs.add(x, y, e, e)
+		case a.Resamples > 0:
+			errs.add(x, y, math.Max(0, y-eval.Percent(st.Lo)), math.Max(0, eval.Percent(st.Hi)-y))
+		}
+	}
+	return xs, ys, errs
 }
 
 // errorPoints collects error bars: at (x, y), from y−low to y+high.

@@ -354,3 +354,60 @@ func TestPlotSize(t *testing.T) {
 		}
 	}
 }
+
+// TestOurValues: our bars' error bars are ± the std over seeds with several seeds, the
+// bootstrap interval with one seed and resamples, and absent otherwise.
+func TestOurValues(t *testing.T) {
+	three, one := seedSummaries(t)
+	noBoot, err := Summarize(synthetic(1, 6, 1), Options{Resamples: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		a      *Aggregate
+		metric Metric
+		bars   func(s Stat) (low, high float64) // nil: no error bars
+	}{
+		{"three seeds", three, MRR, func(s Stat) (float64, float64) { return 100 * s.Std, 100 * s.Std }},
+		{"one seed, bootstrap", one, Hits3, func(s Stat) (float64, float64) {
+			return math.Max(0, 100*(s.Mean-s.Lo)), math.Max(0, 100*(s.Hi-s.Mean))
+		}},
+		{"one seed, no bootstrap", noBoot, MRR, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cats := categories(tc.a)
+			xs, ys, errs := ourValues(tc.a, cats, tc.metric, -0.25)
+			if len(xs) != len(cats) || len(ys) != len(cats) {
+				t.Fatalf("%d xs, %d ys for %d categories", len(xs), len(ys), len(cats))
+			}
+			if tc.bars == nil {
+				if len(errs.XYs) != 0 {
+					t.Fatalf("%d error bars, want none", len(errs.XYs))
+				}
+			} else if len(errs.XYs) != len(cats) || len(errs.YErrors) != len(cats) {
+				t.Fatalf("%d error bars, want %d", len(errs.XYs), len(cats))
+			}
+			nonZero := false
+			for i, c := range cats {
+				st, _ := tc.a.stat(c.col, tc.metric)
+				if xs[i] != float64(i)-0.25 || ys[i] != 100*st.Mean {
+					t.Errorf("%s: bar at (%v, %v), want (%v, %v)", c.label, xs[i], ys[i], float64(i)-0.25, 100*st.Mean)
+				}
+				if tc.bars == nil {
+					continue
+				}
+				low, high := tc.bars(st)
+				got := errs.YErrors[i]
+				if errs.XYs[i].X != xs[i] || errs.XYs[i].Y != ys[i] ||
+					math.Abs(got.Low-low) > 1e-9 || math.Abs(got.High-high) > 1e-9 {
+					t.Errorf("%s: error bar %v %+v, want at (%v, %v) low %v high %v", c.label, errs.XYs[i], got, xs[i], ys[i], low, high)
+				}
+				nonZero = nonZero || got.Low > 0 || got.High > 0
+			}
+			if tc.bars != nil && !nonZero {
+				t.Error("every error bar is empty: the test cannot tell the kinds apart")
+			}
+		})
+	}
+}
