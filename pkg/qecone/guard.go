@@ -82,19 +82,19 @@ func checkTorchFile(file string) error {
 	u.PersistentLoad = func(id any) (any, error) {
 		t, ok := id.(*types.Tuple)
 		if !ok || t.Len() < 5 {
-			return nil, fmt.Errorf("data.pkl: a persistent id that is not a storage tuple")
+			return nil, errors.New("a persistent id that is not a storage tuple")
 		}
 		key, keyOK := t.Get(2).(string)
 		size, sizeOK := t.Get(4).(int)
 		if !keyOK || !sizeOK {
-			return nil, fmt.Errorf("data.pkl: a storage without a key and a size")
+			return nil, errors.New("a storage without a key and a size")
 		}
 		r := records[key]
 		if r == nil {
-			return nil, fmt.Errorf("data.pkl: storage %q has no zip record", key)
+			return nil, fmt.Errorf("storage %q has no zip record", key)
 		}
 		if size < 0 || uint64(size) > r.UncompressedSize64 {
-			return nil, fmt.Errorf("data.pkl: storage %q declares %d elements, but its record holds %d bytes", key, size, r.UncompressedSize64)
+			return nil, fmt.Errorf("storage %q declares %d elements, but its record holds %d bytes", key, size, r.UncompressedSize64)
 		}
 		return nil, nil
 	}
