@@ -2,6 +2,8 @@ package model
 
 import (
 	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rocone/rocone/pkg/query"
@@ -105,5 +107,37 @@ func TestFullLossGradMixed(t *testing.T) {
 			t.Parallel()
 			checkFullLoss(t, v, ss, uint64(1000+vi))
 		})
+	}
+}
+
+// TestParallelRowsAndJobs: parallelRows' ranges and parallelJobs' jobs cover [0, n) once
+// each, whether they run on one goroutine or several.
+func TestParallelRowsAndJobs(t *testing.T) {
+	for _, procs := range []int{1, 3} {
+		prev := runtime.GOMAXPROCS(procs)
+		for _, n := range []int{0, 1, parallelMinRows - 1, 2 * parallelMinRows, 3*parallelMinRows + 7, 20 * parallelMinRows} {
+			rows := make([]atomic.Int32, n)
+			var calls atomic.Int32
+			parallelRows(n, func(lo, hi int) {
+				calls.Add(1)
+				if lo > hi {
+					t.Errorf("n %d: range [%d, %d)", n, lo, hi)
+				}
+				for i := lo; i < hi; i++ {
+					rows[i].Add(1)
+				}
+			})
+			jobs := make([]atomic.Int32, n)
+			parallelJobs(n, func(j int) { jobs[j].Add(1) })
+			for i := range n {
+				if rows[i].Load() != 1 || jobs[i].Load() != 1 {
+					t.Fatalf("GOMAXPROCS %d, n %d: row %d covered %d times, job %d run %d times", procs, n, i, rows[i].Load(), i, jobs[i].Load())
+				}
+			}
+			if want := max(1, min(procs, n/parallelMinRows)); int(calls.Load()) != want {
+				t.Errorf("GOMAXPROCS %d, n %d: %d ranges, want %d", procs, n, calls.Load(), want)
+			}
+		}
+		runtime.GOMAXPROCS(prev)
 	}
 }
