@@ -197,3 +197,24 @@ func TestResumeLogGap(t *testing.T) {
 		t.Errorf("cutting the log back is not said:\n%s", said.String())
 	}
 }
+
+// TestTrajectoryGap: the steps of a checkpoint's trajectory ("STEPS:DIGEST") that the log
+// has no train row for; "" when it has them all, or when the trajectory is unreadable or
+// holds no step (there is nothing to compare).
+func TestTrajectoryGap(t *testing.T) {
+	rows := []artifact.TrainLogRow{{Step: 0, Kind: artifact.LogTrain}, {Step: 1, Kind: artifact.LogTrain}, {Step: 3, Kind: artifact.LogTrain}}
+	for _, tc := range []struct{ recorded, want string }{
+		{"2:abc", ""},
+		{"4:abc", "step 2"},
+		{"6:abc", "steps 2 and 4 to 5"},
+		{"6", "steps 2 and 4 to 5"},
+		{"0:abc", ""},
+		{"-3:abc", ""},
+		{"x:abc", ""},
+		{"", ""},
+	} {
+		if got := TrajectoryGap(rows, tc.recorded); got != tc.want {
+			t.Errorf("TrajectoryGap(%q) = %q, want %q", tc.recorded, got, tc.want)
+		}
+	}
+}
