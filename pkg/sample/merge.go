@@ -466,7 +466,7 @@ func sameRun(a string, ma artifact.QueriesMeta, b string, mb artifact.QueriesMet
 	case ma.Split != mb.Split:
 		return diff("split", ma.Split, mb.Split)
 	case ma.NumEntities != mb.NumEntities || ma.NumRelations != mb.NumRelations:
-		return diff("entities and relations", fmt.Sprint(ma.NumEntities, mb.NumRelations), fmt.Sprint(mb.NumEntities, mb.NumRelations))
+		return diff("entities and relations", fmt.Sprintf("%d and %d", ma.NumEntities, ma.NumRelations), fmt.Sprintf("%d and %d", mb.NumEntities, mb.NumRelations))
 	case ma.EntitiesDigest != mb.EntitiesDigest:
 		return diff("entity table digest", fmt.Sprintf("%.12s", ma.EntitiesDigest), fmt.Sprintf("%.12s", mb.EntitiesDigest))
 	case ma.KGDigest != mb.KGDigest:
