@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rocone/rocone/pkg/artifact"
+	"github.com/rocone/rocone/pkg/query"
 	"github.com/rocone/rocone/pkg/shard"
 )
 
@@ -153,5 +154,36 @@ shard 1/3 of a sampling run: a part of the split, not a queries file to train or
 	out.Reset()
 	if err := PrintStats(&out, []string{whole, part, whole}); err == nil || out.Len() != 0 {
 		t.Fatalf("a file given twice: err %v, printed %q", err, out.String())
+	}
+}
+
+// TestSameGrounding: two subtrees are the same grounding when their shapes and every id
+// agree, down through nested intersections; one id changed anywhere makes them differ.
+func TestSameGrounding(t *testing.T) {
+	// An intersection of two ip subtrees: each a chain over an intersection of two 1p.
+	s := query.MustParse("(((('e',('r',)),('e',('r',))),('r',)),((('e',('r',)),('e',('r',))),('r',)))")
+	a, b := s.Root.Branches[0], s.Root.Branches[1]
+	same := func() *query.Grounded {
+		return &query.Grounded{Structure: s, Anchors: []int32{1, 1, 1, 1}, Relations: []int32{2, 2, 2, 2, 2, 2}}
+	}
+	if !sameGrounding(same(), a, b) {
+		t.Fatal("the same ids in the same shapes: not the same grounding")
+	}
+	if sameGrounding(same(), a, a.Base) {
+		t.Fatal("a chain and an intersection: the same grounding")
+	}
+	for i := range s.NumAnchors {
+		q := same()
+		q.Anchors[i] = 3
+		if sameGrounding(q, a, b) {
+			t.Errorf("anchor %d changed: still the same grounding", i)
+		}
+	}
+	for i := range s.NumRelations {
+		q := same()
+		q.Relations[i] = 3
+		if sameGrounding(q, a, b) {
+			t.Errorf("relation %d changed: still the same grounding", i)
+		}
 	}
 }
