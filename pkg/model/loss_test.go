@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
@@ -139,5 +140,87 @@ func TestParallelRowsAndJobs(t *testing.T) {
 			}
 		}
 		runtime.GOMAXPROCS(prev)
+	}
+}
+
+// TestLossParallelRows: a batch with thousands of distinct candidates maps and
+// differentiates their angles on several goroutines (parallelRows); loss and gradients are
+// bit for bit those of one goroutine.
+func TestLossParallelRows(t *testing.T) {
+	cfg := Config{Variant: RoConE, NumEntities: 4000, NumRelations: 6, Dim: 8, Gamma: 2, CenterReg: 0.3, Seed: 3}
+	m, err := New[float32](cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(4, 5))
+	batch := RandomBatch(rng, cfg, []*query.Structure{query.MustParse("('e',('r',))"), query.MustParse("(('e',('r',)),('e',('r',)))")}, 10, 200)
+	run := func(procs int) (float64, *Grads[float32], int) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		lt, err := m.Loss(batch, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := m.NewGrads()
+		lt.Backward(g)
+		return lt.Loss, g, len(lt.entities)
+	}
+	l1, g1, n := run(1)
+	if n < 4*parallelMinRows {
+		t.Fatalf("%d distinct candidates: too few for several goroutines", n)
+	}
+	l4, g4, _ := run(4)
+	if math.Float64bits(l1) != math.Float64bits(l4) {
+		t.Fatalf("loss %v on one goroutine, %v on four", l1, l4)
+	}
+	for i, a := range g1.Tensors() {
+		b := g4.Tensors()[i]
+		for j := range a.Data {
+			if math.Float32bits(a.Data[j]) != math.Float32bits(b.Data[j]) {
+				t.Fatalf("%s[%d]: %v on one goroutine, %v on four", a.Name, j, a.Data[j], b.Data[j])
+			}
+		}
+	}
+}
+
+// TestLossRejectsBatch: a batch without negatives, with too few positives or weights, or
+// with a candidate outside the entity table is refused.
+func TestLossRejectsBatch(t *testing.T) {
+	cfg := testConfig(RoConE)
+	m, err := New[float64](cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := query.MustParse("('e',('r',))")
+	good := func() *Batch {
+		return RandomBatch(rand.New(rand.NewPCG(1, 2)), cfg, []*query.Structure{s}, 2, 3)
+	}
+	if _, err := m.Loss(good(), nil); err != nil {
+		t.Fatalf("a good batch: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Batch)
+		want string
+	}{
+		{"no negatives", func(b *Batch) { b.NumNegative, b.Negative = 0, nil }, "model: malformed batch: 2 queries, 2 positives, 0 negatives (k=0), 2 weights"},
+		{"no queries", func(b *Batch) { b.Queries, b.Positive, b.Weight, b.Negative = nil, nil, nil, nil }, "model: malformed batch: 0 queries, 0 positives, 0 negatives (k=3), 0 weights"},
+		{"a positive short", func(b *Batch) { b.Positive = b.Positive[:1] }, "model: malformed batch: 2 queries, 1 positives, 6 negatives (k=3), 2 weights"},
+		{"a weight short", func(b *Batch) { b.Weight = b.Weight[:1] }, "model: malformed batch: 2 queries, 2 positives, 6 negatives (k=3), 1 weights"},
+		{"a negative short", func(b *Batch) { b.Negative = b.Negative[:5] }, "model: malformed batch: 2 queries, 2 positives, 5 negatives (k=3), 2 weights"},
+		{"positive past the table", func(b *Batch) { b.Positive[1] = int32(cfg.NumEntities) }, "model: candidate entity 12 out of range [0,12)"},
+		{"negative past the table", func(b *Batch) { b.Negative[4] = int32(cfg.NumEntities) }, "model: candidate entity 12 out of range [0,12)"},
+		{"negative id", func(b *Batch) { b.Negative[0] = -1 }, "model: candidate entity -1 out of range [0,12)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := good()
+			c.edit(b)
+			if _, err := m.Loss(b, nil); err == nil || err.Error() != c.want {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+	// A refused batch leaves the candidates' table clean for the next.
+	if _, err := m.Loss(good(), nil); err != nil {
+		t.Fatalf("a good batch after refused ones: %v", err)
 	}
 }
