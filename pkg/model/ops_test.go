@@ -385,3 +385,19 @@ func TestLossValue(t *testing.T) {
 		t.Fatalf("loss = %g (%g, %g), want %g (%g, %g)", l, lp, ln, (wantPos+wantNeg)/2, wantPos, wantNeg)
 	}
 }
+
+// TestRotateShiftClip: the S.E. projection clips a half-aperture to [ε, 1−ε]·π before its
+// logit, so that a closed or full cone stays finite and shifts off its bound.
+func TestRotateShiftClip(t *testing.T) {
+	for _, c := range []struct{ half, shift float64 }{{pi, -5}, {0, 5}, {pi, 0}, {0, 0}} {
+		in := NewCones[float64](1, 1)
+		out := NewCones[float64](1, 1)
+		in.Half[0] = c.half
+		RotateForward(ProjectShift, out, in, []float64{0}, []float64{0}, []float64{c.shift})
+		p := min(max(c.half/pi, seClip), 1-seClip)
+		want := pi / (1 + math.Exp(-(math.Log(p/(1-p)) + c.shift)))
+		if math.Abs(out.Half[0]-want) > 1e-12 || out.Half[0] <= 0 || out.Half[0] >= pi {
+			t.Errorf("half %v shift %v: %v, want %v, inside (0, π)", c.half, c.shift, out.Half[0], want)
+		}
+	}
+}
