@@ -560,6 +560,10 @@ func helper(mode, out string) {
 		os.Exit(0)
 	}
 	run := func(ctx context.Context) error {
+		if mode == "idle" { // nothing in flight; waits for the signal to end the process
+			fmt.Println("ready")
+			select {}
+		}
 		if mode == "dir" { // an output folder in flight (dir_test.go)
 			d, err := CreateDir(out, false)
 			if err != nil {
@@ -589,7 +593,7 @@ func helper(mode, out string) {
 		}
 		return errors.New("stopped cleanly")
 	}
-	if mode == "main" || mode == "panic" || mode == "dir" {
+	if mode == "main" || mode == "panic" || mode == "dir" || mode == "idle" {
 		Main("helper", run)
 	} else {
 		MainGraceful("helper", run)
@@ -613,6 +617,7 @@ func TestSignals(t *testing.T) {
 		{"graceful", []syscall.Signal{syscall.SIGTERM}, 1, []string{"helper: SIGTERM: stopping at the next step", "helper: stopped cleanly"}},
 		{"stubborn", []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}, 143, []string{"helper: SIGINT: stopping", "helper: stopped by SIGTERM; not written: OUT"}},
 		{"panic", nil, 2, []string{"panic: a bug in the stage", "outfile_test.go"}},
+		{"idle", []syscall.Signal{syscall.SIGTERM}, 143, []string{"helper: stopped by SIGTERM\n"}}, // no "not written"
 	} {
 		t.Run(fmt.Sprint(c.mode, c.signals), func(t *testing.T) {
 			dir := t.TempDir()
@@ -634,7 +639,7 @@ func TestSignals(t *testing.T) {
 				cmd.Wait()
 				t.Fatalf("helper said %q, %v\n%s", line, err, stderr.String())
 			}
-			if tmps, _ := filepath.Glob(filepath.Join(dir, ".out.arrow.tmp-*")); len(tmps) != 1 && c.mode != "panic" {
+			if tmps, _ := filepath.Glob(filepath.Join(dir, ".out.arrow.tmp-*")); len(tmps) != 1 && c.mode != "panic" && c.mode != "idle" {
 				t.Fatalf("temporary files in flight: %v, want one", tmps)
 			}
 			for i, s := range c.signals {
@@ -857,6 +862,55 @@ func TestClosedStdout(t *testing.T) {
 			}
 			if es, _ := os.ReadDir(dir); len(es) > 1 || len(es) == 1 && es[0].Name() != "stdout.txt" {
 				t.Errorf("left %v", es)
+			}
+		})
+	}
+}
+
+// TestLinkChain: a chain of symbolic links is followed to its end for as many links as the
+// kernel follows (maxLinks); one link more, or a cycle, is an error naming the path.
+func TestLinkChain(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		links int  // the chain's length: link0 -> link1 -> ... -> target
+		cycle bool // the last link points back to link0
+		want  string
+	}{
+		{"one", 1, false, ""},
+		{"the most", maxLinks, false, ""},
+		{"one too many", maxLinks + 1, false, "too many levels of symbolic links"},
+		{"cycle", 2, true, "too many levels of symbolic links"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for i := range c.links {
+				next := fmt.Sprintf("link%d", i+1)
+				if i == c.links-1 {
+					next = "target"
+					if c.cycle {
+						next = "link0"
+					}
+				}
+				must(t, os.Symlink(next, filepath.Join(dir, fmt.Sprintf("link%d", i))))
+			}
+			path := filepath.Join(dir, "link0")
+			f, err := Create(path)
+			if c.want != "" {
+				if err == nil {
+					f.Abort()
+					t.Fatalf("Create: no error, want %q", c.want)
+				}
+				if want := path + ": " + c.want; err.Error() != want {
+					t.Fatalf("Create: %v, want %q", err, want)
+				}
+				return
+			}
+			must(t, err)
+			io.WriteString(f, "x")
+			must(t, f.Commit())
+			assertFile(t, filepath.Join(dir, "target"), "x", 0o644)
+			if fi, err := os.Lstat(path); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+				t.Errorf("%s is no longer a link: %v", path, err)
 			}
 		})
 	}
