@@ -658,3 +658,97 @@ func parquetKeyValues(t *testing.T, path string) map[string]string {
 	}
 	return out
 }
+
+// TestModelRelationColumns: the relations table has, per variant, the columns its
+// projection stores, and says what they mean under that projection: a rotation and an
+// aperture offset (rocone, rocone-trunc), a rotation and a shift (rocone-se), or the
+// angles ConE's MLP takes in (cone).
+func TestModelRelationColumns(t *testing.T) {
+	const (
+		rotation = "axis rotation θax = π·tanh(raw/R): projecting a cone by the relation"
+		offset   = "aperture offset φ = π·tanh(raw/R): the half aperture h becomes "
+		shift    = "aperture shift s (stored and used as is, no angle map): the half aperture h becomes "
+		mlpAxis  = "axis angle θax = π·tanh(raw/R): ConE's projection MLP"
+		mlpAper  = "aperture angle θap = π·tanh(raw/R): ConE's projection MLP"
+	)
+	for _, c := range []struct {
+		v     model.Variant
+		names []string
+		about map[string]string // column -> the start of its About
+	}{
+		{model.RoConE, []string{"id", "name", "axis", "axis_raw", "aperture", "aperture_raw"}, map[string]string{"axis": rotation, "aperture": offset}},
+		{model.RoConETrunc, []string{"id", "name", "axis", "axis_raw", "aperture", "aperture_raw"}, map[string]string{"axis": rotation, "aperture": offset}},
+		{model.RoConESE, []string{"id", "name", "axis", "axis_raw", "shift"}, map[string]string{"axis": rotation, "shift": shift}},
+		{model.ConE, []string{"id", "name", "axis", "axis_raw", "aperture", "aperture_raw"}, map[string]string{"axis": mlpAxis, "aperture": mlpAper}},
+	} {
+		t.Run(string(c.v), func(t *testing.T) {
+			tables, _, err := Model(testModel(t, c.v), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := tables[1]
+			var names []string
+			for _, col := range rel.Columns {
+				names = append(names, col.Name)
+				if want, ok := c.about[col.Name]; ok && !strings.HasPrefix(col.About, want) {
+					t.Errorf("relations column %s: about %q, want it to begin %q", col.Name, col.About, want)
+				}
+			}
+			if rel.Name != "relations" || !slices.Equal(names, c.names) {
+				t.Errorf("table %s, columns %v; want relations, %v", rel.Name, names, c.names)
+			}
+		})
+	}
+}
+
+// TestTableCheck: Write refuses, before it writes anything, a table whose columns do not
+// hold its row count of values (Width of them a row for a vector) or hold none at all;
+// a string column with no values (unknown names) is allowed.
+func TestTableCheck(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		col  Column
+		want string // "" accepts
+	}{
+		{"vector", Column{Name: "v", Width: 3, F32: make([]float32, 6)}, ""},
+		{"int64", Column{Name: "i", I64: []int64{1, 2}}, ""},
+		{"int32", Column{Name: "i", I32: []int32{1, 2}}, ""},
+		{"int8", Column{Name: "i", I8: []int8{1, 2}}, ""},
+		{"strings", Column{Name: "s", IsStr: true, Str: []string{"a", "b"}}, ""},
+		{"unknown strings", Column{Name: "s", IsStr: true}, ""},
+		{"short vector", Column{Name: "v", Width: 3, F32: make([]float32, 5)}, "t column v: 5 values for 2 rows of 3"},
+		{"vector of rows", Column{Name: "v", Width: 3, F32: make([]float32, 2)}, "t column v: 2 values for 2 rows of 3"},
+		{"long int64", Column{Name: "i", I64: []int64{1, 2, 3}}, "t column i: 3 values for 2 rows"},
+		{"short int32", Column{Name: "i", I32: []int32{1}}, "t column i: 1 values for 2 rows"},
+		{"short int8", Column{Name: "i", I8: []int8{1}}, "t column i: 1 values for 2 rows"},
+		{"empty int8", Column{Name: "i", I8: []int8{}}, "t column i: 0 values for 2 rows"},
+		{"short strings", Column{Name: "s", IsStr: true, Str: []string{"a"}}, "t column s: 1 values for 2 rows"},
+		{"no values", Column{Name: "x"}, "t column x: no values"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tab := Table{Name: "t", Rows: 2, Columns: []Column{c.col}}
+			err := tab.check()
+			if c.want == "" {
+				if err != nil {
+					t.Errorf("refused: %v", err)
+				}
+			} else if err == nil || err.Error() != c.want {
+				t.Errorf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestParamAbout: the manifest says what each parameter tensor is, by its name.
+func TestParamAbout(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"modulus", "the modulus m in the logit γ − m·distance, as stored"},
+		{"intersection.w1", "intersection layer w1 (W [out, in] or bias [1, out]): "},
+		{"projection.b2", "ConE's projection MLP layer b2 (W [out, in] or bias [1, out]): "},
+		{"other", "parameter other"},
+	} {
+		if got := paramAbout(c.name); !strings.HasPrefix(got, c.want) {
+			t.Errorf("paramAbout(%q) = %q, want it to begin %q", c.name, got, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"os"
 	"path/filepath"
@@ -85,5 +86,38 @@ func TestNPYErrors(t *testing.T) {
 		if b.Len() != 0 {
 			t.Errorf("WriteNPY(%v, %T) wrote %d bytes before refusing", c.shape, c.data, b.Len())
 		}
+	}
+}
+
+// TestNPYHeaderPadding: for headers of every length modulo 64 (shapes of 1 to 40
+// dimensions, the first of 1 to 4 digits), the header is the dict padded with spaces and
+// ended by \n to the smallest multiple of 64 that holds it, as numpy.save pads, and its
+// length field says so.
+func TestNPYHeaderPadding(t *testing.T) {
+	residues := map[int]bool{}
+	for dims := 1; dims <= 40; dims++ {
+		for _, first := range []int{7, 42, 365, 1000} {
+			shape := []int{first}
+			for range dims - 1 {
+				shape = append(shape, 1)
+			}
+			h := npyHeader("<f4", shape)
+			end := bytes.IndexByte(h, '}') + 1
+			if end == 0 || !bytes.HasPrefix(h, []byte("\x93NUMPY\x01\x00")) {
+				t.Fatalf("shape %v: header %q", shape, h)
+			}
+			need := end + 1 // the dict, then at least the \n
+			residues[need%64] = true
+			want := (need + 63) / 64 * 64
+			if len(h) != want || h[len(h)-1] != '\n' || strings.Trim(string(h[end:len(h)-1]), " ") != "" {
+				t.Errorf("shape %v: header of %d bytes %q, want %d: the dict padded with spaces and \\n", shape, len(h), h, want)
+			}
+			if hlen := int(binary.LittleEndian.Uint16(h[8:10])); hlen != len(h)-10 {
+				t.Errorf("shape %v: header length field %d, want %d", shape, hlen, len(h)-10)
+			}
+		}
+	}
+	if len(residues) != 64 {
+		t.Errorf("the shapes give %d of the 64 header lengths modulo 64", len(residues))
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestClaim: a claimed output cannot be claimed again until released (flock is per open
@@ -114,4 +116,44 @@ func TestClaimDir(t *testing.T) {
 		t.Fatalf("claim again after release, through the link: %v", err)
 	}
 	release()
+}
+
+// TestClaimHolder: a refused claim names the holder by the pid in its lock file, and says
+// "another process" when the file holds no pid (empty, garbage, or 0, which is no
+// process's). The lock is held here through a second open file: flock is per open file.
+func TestClaimHolder(t *testing.T) {
+	for _, c := range []struct {
+		name, content, who string
+	}{
+		{"pid", "4242\n", "process 4242"},
+		{"empty", "", "another process"},
+		{"garbage", "abc\n", "another process"},
+		{"zero", "0\n", "another process"},
+		{"negative", "-7\n", "another process"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "a.arrow")
+			lock := filepath.Join(dir, ".a.arrow.lock")
+			if err := os.WriteFile(lock, []byte(c.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			lf, err := os.Open(lock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lf.Close()
+			if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+				t.Fatal(err)
+			}
+			_, err = Claim(nil, []Path{{Flag: "-o", Path: out}})
+			want := "-o " + out + ": another run is writing it (" + c.who + " holds " + lock + "): wait for it to end, or write elsewhere"
+			if !errors.Is(err, errClaimed) || err.Error() != want {
+				t.Errorf("claim: %v\nwant %s", err, want)
+			}
+			if b, err := os.ReadFile(lock); err != nil || string(b) != c.content {
+				t.Errorf("the holder's lock file became %q, %v; was %q", b, err, c.content)
+			}
+		})
+	}
 }

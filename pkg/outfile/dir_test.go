@@ -323,6 +323,20 @@ func TestStaleDirs(t *testing.T) {
 	if !isTemp(filepath.Base(d.tmp), "out") || filepath.Dir(d.tmp) != dir {
 		t.Errorf("temporary folder %s is not recognised as one of out", d.tmp)
 	}
+	// It is locked while this process writes it: a sweep spares it even when it looks as
+	// old as a killed run's.
+	if err := d.WriteFile("a.npy", writeString("in flight")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(d.tmp, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDir(Path{Flag: "-o", Path: filepath.Join(dir, "out")}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(d.tmp, "a.npy")); err != nil || string(b) != "in flight" {
+		t.Errorf("a sweep removed the live temporary folder %s: %q, %v", d.tmp, b, err)
+	}
 }
 
 // TestDirSignal: SIGTERM while an output folder is in flight removes the temporary folder

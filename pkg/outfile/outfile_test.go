@@ -542,7 +542,28 @@ func TestMain(m *testing.M) {
 }
 
 func helper(mode, out string) {
+	if mode == "stdout" { // what a stage sees of its standard output (TestClosedStdout)
+		Main("helper", func(context.Context) error {
+			for _, p := range []string{"-", "/dev/stdout", "/dev/fd/1", "/dev/fd/2", out} {
+				f, err := Create(p)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "create %s: %v\n", p, err)
+					continue
+				}
+				f.Abort()
+				fmt.Fprintf(os.Stderr, "create %s: ok\n", p)
+			}
+			_, err := io.WriteString(Stdout, "table\n")
+			fmt.Fprintf(os.Stderr, "write: %v\n", err)
+			return nil
+		})
+		os.Exit(0)
+	}
 	run := func(ctx context.Context) error {
+		if mode == "idle" { // nothing in flight; waits for the signal to end the process
+			fmt.Println("ready")
+			select {}
+		}
 		if mode == "dir" { // an output folder in flight (dir_test.go)
 			d, err := CreateDir(out, false)
 			if err != nil {
@@ -572,7 +593,7 @@ func helper(mode, out string) {
 		}
 		return errors.New("stopped cleanly")
 	}
-	if mode == "main" || mode == "panic" || mode == "dir" {
+	if mode == "main" || mode == "panic" || mode == "dir" || mode == "idle" {
 		Main("helper", run)
 	} else {
 		MainGraceful("helper", run)
@@ -596,6 +617,7 @@ func TestSignals(t *testing.T) {
 		{"graceful", []syscall.Signal{syscall.SIGTERM}, 1, []string{"helper: SIGTERM: stopping at the next step", "helper: stopped cleanly"}},
 		{"stubborn", []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}, 143, []string{"helper: SIGINT: stopping", "helper: stopped by SIGTERM; not written: OUT"}},
 		{"panic", nil, 2, []string{"panic: a bug in the stage", "outfile_test.go"}},
+		{"idle", []syscall.Signal{syscall.SIGTERM}, 143, []string{"helper: stopped by SIGTERM\n"}}, // no "not written"
 	} {
 		t.Run(fmt.Sprint(c.mode, c.signals), func(t *testing.T) {
 			dir := t.TempDir()
@@ -617,7 +639,7 @@ func TestSignals(t *testing.T) {
 				cmd.Wait()
 				t.Fatalf("helper said %q, %v\n%s", line, err, stderr.String())
 			}
-			if tmps, _ := filepath.Glob(filepath.Join(dir, ".out.arrow.tmp-*")); len(tmps) != 1 && c.mode != "panic" {
+			if tmps, _ := filepath.Glob(filepath.Join(dir, ".out.arrow.tmp-*")); len(tmps) != 1 && c.mode != "panic" && c.mode != "idle" {
 				t.Fatalf("temporary files in flight: %v, want one", tmps)
 			}
 			for i, s := range c.signals {
@@ -776,6 +798,119 @@ func TestDistinct(t *testing.T) {
 				t.Errorf("refused: %v", err)
 			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 				t.Errorf("got %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestClosedStdout: a stage started with standard output closed (which the Go runtime
+// turns into /dev/null open read-write) cannot create "-", /dev/stdout or /dev/fd/1, and
+// its writes to Stdout fail, so that Main exits 1 naming the cause; the other
+// descriptors and files are unaffected. Standard output open on anything else, /dev/null
+// write-only (>/dev/null) included, is no closed one; a write to it that fails (/dev/full)
+// fails the stage too.
+func TestClosedStdout(t *testing.T) {
+	const closed = "standard output is closed (>&-): nowhere to write"
+	for _, c := range []struct {
+		name   string
+		open   func(dir string) (*os.File, error)
+		code   int
+		create string // the error of creating "-", /dev/stdout and /dev/fd/1; "": none
+		write  string // the error of a write to Stdout; "": none
+	}{
+		{"closed", func(string) (*os.File, error) { return os.OpenFile(os.DevNull, os.O_RDWR, 0) }, 1, closed, closed},
+		{">/dev/null", func(string) (*os.File, error) { return os.OpenFile(os.DevNull, os.O_WRONLY, 0) }, 0, "", ""},
+		{"1<>/dev/zero", func(string) (*os.File, error) { return os.OpenFile("/dev/zero", os.O_RDWR, 0) }, 0, "", ""},
+		{"1<>file", func(dir string) (*os.File, error) {
+			return os.OpenFile(filepath.Join(dir, "stdout.txt"), os.O_RDWR|os.O_CREATE, 0o644)
+		}, 0, "", ""},
+		{">/dev/full", func(string) (*os.File, error) { return os.OpenFile("/dev/full", os.O_WRONLY, 0) }, 1, "", "write /dev/stdout: no space left on device"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			stdout, err := c.open(dir)
+			if err != nil {
+				t.Skipf("cannot open the standard output under test: %v", err)
+			}
+			defer stdout.Close()
+			out := filepath.Join(dir, "out.arrow")
+			cmd := exec.Command(os.Args[0], "-test.run=^$", out)
+			cmd.Env = append(os.Environ(), helperEnv+"=stdout")
+			cmd.Stdout = stdout
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err = cmd.Run()
+			if code := cmd.ProcessState.ExitCode(); code != c.code {
+				t.Errorf("exit status %d (%v), want %d", code, err, c.code)
+			}
+			var want []string
+			for _, p := range []string{"-", "/dev/stdout", "/dev/fd/1"} {
+				if c.create == "" {
+					want = append(want, "create "+p+": ok")
+				} else {
+					want = append(want, "create "+p+": "+p+": "+c.create)
+				}
+			}
+			want = append(want, "create /dev/fd/2: ok", "create "+out+": ok")
+			if c.write == "" {
+				want = append(want, "write: <nil>")
+			} else {
+				want = append(want, "write: "+c.write, "helper: writing standard output: "+c.write)
+			}
+			if got := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); !slices.Equal(got, want) {
+				t.Errorf("the helper said:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if es, _ := os.ReadDir(dir); len(es) > 1 || len(es) == 1 && es[0].Name() != "stdout.txt" {
+				t.Errorf("left %v", es)
+			}
+		})
+	}
+}
+
+// TestLinkChain: a chain of symbolic links is followed to its end for as many links as the
+// kernel follows (maxLinks); one link more, or a cycle, is an error naming the path.
+func TestLinkChain(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		links int  // the chain's length: link0 -> link1 -> ... -> target
+		cycle bool // the last link points back to link0
+		want  string
+	}{
+		{"one", 1, false, ""},
+		{"the most", maxLinks, false, ""},
+		{"one too many", maxLinks + 1, false, "too many levels of symbolic links"},
+		{"cycle", 2, true, "too many levels of symbolic links"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for i := range c.links {
+				next := fmt.Sprintf("link%d", i+1)
+				if i == c.links-1 {
+					next = "target"
+					if c.cycle {
+						next = "link0"
+					}
+				}
+				must(t, os.Symlink(next, filepath.Join(dir, fmt.Sprintf("link%d", i))))
+			}
+			path := filepath.Join(dir, "link0")
+			f, err := Create(path)
+			if c.want != "" {
+				if err == nil {
+					f.Abort()
+					t.Fatalf("Create: no error, want %q", c.want)
+				}
+				if want := path + ": " + c.want; err.Error() != want {
+					t.Fatalf("Create: %v, want %q", err, want)
+				}
+				return
+			}
+			must(t, err)
+			io.WriteString(f, "x")
+			must(t, f.Commit())
+			assertFile(t, filepath.Join(dir, "target"), "x", 0o644)
+			if fi, err := os.Lstat(path); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+				t.Errorf("%s is no longer a link: %v", path, err)
 			}
 		})
 	}
