@@ -252,3 +252,29 @@ func TestPipeBodyLengthBounded(t *testing.T) {
 		t.Errorf("err = %v\nwant %s", err, want)
 	}
 }
+
+// TestPipeMetadataLength: from a pipe, a message's metadata is read ahead up to
+// maxMessageMetadata bytes, as far as the input goes; a longer or negative length is
+// refused before any read.
+func TestPipeMetadataLength(t *testing.T) {
+	data := testStream(t, 5)
+	batch := streamMessages(t, data)[1]
+	for _, tc := range []struct {
+		name    string
+		metaLen uint32
+		want    string
+	}{
+		{"largest", maxMessageMetadata, "stdin: truncated Arrow stream: record batch 0: "},
+		{"one more", maxMessageMetadata + 1, "stdin: corrupt Arrow stream: record batch 0: message 1 declares 67108865 bytes of metadata"},
+		{"negative", 1 << 31, "stdin: corrupt Arrow stream: record batch 0: message 1 declares -2147483648 bytes of metadata"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			corrupt := bytes.Clone(data)
+			binary.LittleEndian.PutUint32(corrupt[batch.start+4:], tc.metaLen)
+			_, _, err := viaPipe(t, func() error { _, err := os.Stdout.Write(corrupt); return err })
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant it to begin %s", err, tc.want)
+			}
+		})
+	}
+}
