@@ -208,6 +208,7 @@ func TestStreamLengthsChecked(t *testing.T) {
 		cut  int
 		want string
 	}{
+		{"after the prefix", batch.meta, fmt.Sprintf("record batch 0: message 1 declares %d bytes of metadata, but only 0 bytes follow", batch.body-batch.meta)},
 		{"inside the metadata", batch.meta + 3, fmt.Sprintf("record batch 0: message 1 declares %d bytes of metadata, but only 3 bytes follow", batch.body-batch.meta)},
 		{"inside the body", batch.body + 5, fmt.Sprintf("record batch 0: message 1 declares a body of %d bytes, but only 5 bytes follow", batch.bodyLen)},
 		{"before the body", batch.body, fmt.Sprintf("record batch 0: message 1 declares a body of %d bytes, but only 0 bytes follow", batch.bodyLen)},

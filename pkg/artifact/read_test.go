@@ -1,6 +1,8 @@
 package artifact
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,12 +75,48 @@ func TestTinyFiles(t *testing.T) {
 		{"magic, padding and closing magic", "ARROW1\x00\x00" + "\x00\x00\x00\x00" + "ARROW1", "file too small (18 bytes)"},
 		{"a footer of 4 bytes", "ARROW1\x00\x00" + "abcd" + "\x04\x00\x00\x00" + "ARROW1", "file too small (22 bytes)"},
 		{"one byte short", "ARROW1\x00\x00" + "abcdefg" + "\x07\x00\x00\x00" + "ARROW1", "file too small (25 bytes)"},
+		{"footer right after the padding", "ARROW1\x00\x00" + "abcdefgh" + "\x08\x00\x00\x00" + "ARROW1", "footer: corrupt flatbuffer metadata"},
+		{"footer over the padding", "ARROW1\x00\x00" + "abcdefgh" + "\x09\x00\x00\x00" + "ARROW1", "footer of 9 bytes does not fit in a file of 26 bytes"},
 		{"smallest", "ARROW1\x00\x00" + "abcdefgh" + "\x00\x00\x00\x00" + "ARROW1", "footer of 0 bytes does not fit in a file of 26 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeTemp(t, []byte(tc.data))
 			_, _, err := ReadQueries(path)
 			if want := path + ": truncated or corrupt Arrow file: " + tc.want; err == nil || err.Error() != want {
+				t.Errorf("err = %v\nwant %s", err, want)
+			}
+		})
+	}
+}
+
+// TestLeadingSchemaBounds: the schema message an IPC file begins with is read within the
+// bytes before the first record batch; one whose metadata length reaches past them is
+// refused, with the count of bytes there are.
+func TestLeadingSchemaBounds(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "q.arrow")
+	if err := WriteQueries(file, testMeta, testQueries(5)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := readFooter(bytes.NewReader(data), int64(len(data)))
+	if err != nil || len(blocks) == 0 {
+		t.Fatalf("footer: %d blocks, %v", len(blocks), err)
+	}
+	room := int(blocks[0].offset) - 16 // after the magic, its padding and the message's prefix
+	if got := int(binary.LittleEndian.Uint32(data[12:])); got != room {
+		t.Fatalf("the leading schema message has %d bytes of metadata, want the %d before the first batch", got, room)
+	}
+	for _, extra := range []int{1, 8, 64} {
+		t.Run(fmt.Sprint(extra), func(t *testing.T) {
+			corrupt := bytes.Clone(data)
+			binary.LittleEndian.PutUint32(corrupt[12:], uint32(room+extra))
+			path := writeTemp(t, corrupt)
+			_, _, err := ReadQueries(path)
+			want := fmt.Sprintf("%s: corrupt Arrow file: leading schema message: message 0 declares %d bytes of metadata, but only %d bytes follow", path, room+extra, room)
+			if err == nil || err.Error() != want {
 				t.Errorf("err = %v\nwant %s", err, want)
 			}
 		})
