@@ -107,6 +107,9 @@ func TestFrameReaderEnds(t *testing.T) {
 	data := testStream(t, 5)
 	msgs := streamMessages(t, data)
 	batch := msgs[1]
+	if batch.bodyLen == 0 {
+		t.Fatal("the record batch has no body")
+	}
 	noMarker := data[:len(data)-8]
 	for _, tc := range []struct {
 		name  string
@@ -117,6 +120,7 @@ func TestFrameReaderEnds(t *testing.T) {
 		wrap  func(io.Reader) io.Reader
 		chunk int
 	}{
+		{"cut after the batch's body", data[:msgs[2].start], int64(msgs[2].start), msgs[2].start, io.EOF, iotest.DataErrReader, 1 << 16},
 		{"no marker", noMarker, int64(len(noMarker)), len(noMarker), io.EOF, iotest.DataErrReader, 1 << 16},
 		{"no marker, one byte at a time", noMarker, int64(len(noMarker)), len(noMarker), io.EOF, iotest.DataErrReader, 1},
 		{"no marker, from a pipe", noMarker, -1, len(noMarker), io.EOF, iotest.DataErrReader, 1 << 16},
