@@ -301,3 +301,112 @@ func TestTrainLogErrors(t *testing.T) {
 		t.Errorf("reading a checkpoint as a log: %v", err)
 	}
 }
+
+// TestCheckpointMetaBounds checks each bound of the checkpoint metadata on both sides: the
+// smallest value accepted and the nearest one refused, with the error naming the file and
+// the field. The readers check the same metadata (checkpointMeta), so what a writer
+// refuses is never read either.
+func TestCheckpointMetaBounds(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	for _, tc := range []struct {
+		name string
+		edit func(m *CheckpointMeta)
+		want string // "" when the metadata is accepted
+		read string // the readers' error, when not want
+	}{
+		{"dim 1", func(m *CheckpointMeta) { m.Dim = 1 }, "", ""},
+		{"dim 0", func(m *CheckpointMeta) { m.Dim = 0 }, "checkpoint metadata: dim 0 is not positive", ""},
+		{"empty dataset", func(m *CheckpointMeta) { m.Dataset = "" }, "checkpoint metadata: empty dataset", ""},
+		{"one entity, one relation", func(m *CheckpointMeta) { m.NumEntities, m.NumRelations = 1, 1 }, "", ""},
+		{"no relations", func(m *CheckpointMeta) { m.NumRelations = 0 }, "checkpoint metadata: num_entities 4 and num_relations 0 must be positive", ""},
+		{"no entities", func(m *CheckpointMeta) { m.NumEntities = 0 }, "checkpoint metadata: num_entities 0 and num_relations 2 must be positive", ""},
+		{"steps 0", func(m *CheckpointMeta) { m.Step, m.AdamStep = 0, 0 }, "", ""},
+		{"negative step", func(m *CheckpointMeta) { m.Step = -1 }, "checkpoint metadata: negative step or adam_step", `schema metadata step="-1" is not a count`},
+		{"negative adam_step", func(m *CheckpointMeta) { m.AdamStep = -1 }, "checkpoint metadata: negative step or adam_step", `schema metadata adam_step="-1" is not a count`},
+		{"lr 0", func(m *CheckpointMeta) { m.LR = 0 }, "", ""},
+		{"negative lr", func(m *CheckpointMeta) { m.LR = -1e-9 }, "checkpoint metadata: lr -1e-09 is not a non-negative number", ""},
+		{"infinite lr", func(m *CheckpointMeta) { m.LR = inf }, "checkpoint metadata: lr +Inf is not a non-negative number", ""},
+		{"negative warm_up_steps", func(m *CheckpointMeta) { m.WarmUpSteps = -3 }, "", ""},
+		{"NaN warm_up_steps", func(m *CheckpointMeta) { m.WarmUpSteps = nan }, "checkpoint metadata: warm_up_steps NaN is not a number", ""},
+		{"infinite warm_up_steps", func(m *CheckpointMeta) { m.WarmUpSteps = -inf }, "checkpoint metadata: warm_up_steps -Inf is not a number", ""},
+		{"config", func(m *CheckpointMeta) { m.Config = "{" }, "checkpoint metadata: config is not valid JSON", ""},
+		{"model_config", func(m *CheckpointMeta) { m.ModelConfig = "" }, "checkpoint metadata: model_config is not valid JSON", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ck.arrow")
+			c := ckptTestCheckpoint()
+			tc.edit(&c.Meta)
+			err := WriteCheckpoint(path, c)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("WriteCheckpoint: %v", err)
+				}
+				got, err := ReadCheckpointMeta(path)
+				if err != nil {
+					t.Fatalf("ReadCheckpointMeta: %v", err)
+				}
+				if got != c.Meta {
+					t.Errorf("read metadata\n%+v, want\n%+v", got, c.Meta)
+				}
+				return
+			}
+			if want := path + ": " + tc.want; err == nil || err.Error() != want {
+				t.Errorf("WriteCheckpoint: err = %v\nwant %s", err, want)
+			}
+			ckptWriteRaw(t, path, c)
+			want := path + ": " + tc.want
+			if tc.read != "" {
+				want = path + ": " + tc.read
+			}
+			if _, err := ReadCheckpointMeta(path); err == nil || err.Error() != want {
+				t.Errorf("ReadCheckpointMeta: err = %v\nwant %s", err, want)
+			}
+		})
+	}
+}
+
+// TestCheckpointShapeBounds checks the shape of a tensor against its values where the
+// product of the dimensions nears or passes the int64 range: a product that fits is
+// compared with the count of values, one that does not is refused as too large rather
+// than wrapping around to a count that might match.
+func TestCheckpointShapeBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		shape []int64
+		want  string
+	}{
+		{"largest dimension", []int64{math.MaxInt64}, "tensor modulus (param): shape [9223372036854775807] holds 9223372036854775807 values, got 1"},
+		{"largest product", []int64{1, math.MaxInt64}, "tensor modulus (param): shape [1 9223372036854775807] holds 9223372036854775807 values, got 1"},
+		{"overflow", []int64{2, 1 << 62}, "tensor modulus (param): shape [2 4611686018427387904] too large"},
+		{"overflow wrapping to 0", []int64{1 << 32, 1 << 32}, "tensor modulus (param): shape [4294967296 4294967296] too large"},
+		{"zero after overflow", []int64{1 << 62, 4, 0}, "tensor modulus (param): shape [4611686018427387904 4 0] too large"},
+		{"negative", []int64{1, -1}, "tensor modulus (param): negative dimension in shape [1 -1]"},
+		{"scalar", []int64{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ck.arrow")
+			c := ckptTestCheckpoint()
+			c.Tensors = slices.DeleteFunc(c.Tensors, func(t Tensor) bool { return t.Name == "modulus" && t.Role != RoleParam })
+			c.Tensors[1].Shape = tc.shape
+			err := WriteCheckpoint(path, c)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("WriteCheckpoint: %v", err)
+				}
+				got, err := ReadCheckpoint(path)
+				if err != nil {
+					t.Fatalf("ReadCheckpoint: %v", err)
+				}
+				ckptSame(t, got, c)
+				return
+			}
+			if want := path + ": " + tc.want; err == nil || err.Error() != want {
+				t.Errorf("WriteCheckpoint: err = %v\nwant %s", err, want)
+			}
+			ckptWriteRaw(t, path, c)
+			if _, err := ReadCheckpoint(path); err == nil || err.Error() != path+": "+tc.want {
+				t.Errorf("ReadCheckpoint: err = %v\nwant %s", err, path+": "+tc.want)
+			}
+		})
+	}
+}

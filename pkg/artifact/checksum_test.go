@@ -212,6 +212,7 @@ func TestChecksumRefused(t *testing.T) {
 		{"a wrong trailer", withTrailers(rec, strings.Repeat("0", 64)), "content checksum mismatch"},
 		{"a trailer of a changed rank", withTrailers(edited, sum), "content checksum mismatch"},
 		{"a batch after the trailer", withTrailers(rec, sum, rec), "follows the checksum trailer"},
+		{"a trailer that is no digest", withTrailers(rec, sum[:63]+"g"), `the checksum trailer's content_sha256="` + sum[:63] + `g" is not a SHA-256`},
 		{"trailer in a file", func() []byte {
 			var out bytes.Buffer
 			fw, err := ipc.NewFileWriter(&posWriter{w: &out}, ipc.WithSchema(withMeta(schema, MetaChecksum, checksumTrailer)))

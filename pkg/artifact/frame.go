@@ -35,14 +35,16 @@ type frameReader struct {
 }
 
 func (f *frameReader) Read(p []byte) (int, error) {
+	if f.err != nil {
+		// Whatever the failed read left behind (the framing of a message whose body from a
+		// pipe was cut short, the rest of a body) is not known to be whole.
+		return 0, f.err
+	}
 	for len(f.pending) > 0 && len(f.pending[0]) == 0 {
 		f.pending = f.pending[1:]
 	}
 	if len(f.pending) == 0 && f.body == 0 {
-		switch {
-		case f.err != nil:
-			return 0, f.err
-		case f.ended:
+		if f.ended {
 			return 0, io.EOF
 		}
 		if err := f.next(); err != nil {
