@@ -371,6 +371,57 @@ func TestDistanceTies(t *testing.T) {
 	}
 }
 
+// TestDistanceBoundaryTies: θ exactly on a boundary of an open cone, θ = a + h or
+// θ = a − h (exact in float32: multiples of 1/64), is the tie t = β. The reference then
+// splits the inside term's gradient between θ and h (½ each), and the outside term's
+// gradient is 0 (sign(0) at the boundary). The fast path sees the tie as a boundary sine
+// of exactly 0 (the same table entries), and must split the same way.
+func TestDistanceBoundaryTies(t *testing.T) {
+	ref := compute.Reference[float32]{}
+	rng := rand.New(rand.NewPCG(9, 10))
+	const q, k, d, lambda = 3, 4, 37, 0.5
+	axis, half, ent := make([]float32, q*d), make([]float32, q*d), randF32(rng, q*k*d, -math.Pi, math.Pi)
+	cand := make([]int32, q*k)
+	for i := range cand {
+		cand[i] = int32(i) // distinct rows: each query sets its own candidates' angles
+	}
+	for i := range axis {
+		axis[i] = float32(rng.IntN(256)-128) / 64 // [−2, 2)
+		half[i] = float32(1+rng.IntN(128)) / 64   // (0, 2]
+	}
+	ties := 0
+	for i := 0; i < q; i++ {
+		for c := 0; c < k; c++ {
+			for j := c % 2; j < d; j += 2 {
+				a, h := axis[i*d+j], half[i*d+j]
+				if (j/2+c)%2 == 0 {
+					ent[(i*k+c)*d+j] = a + h
+				} else {
+					ent[(i*k+c)*d+j] = a - h
+				}
+				ties++
+			}
+		}
+	}
+	g := randF32(rng, q*k, 0.5, 1)
+	for name, be := range backends() {
+		a1, h1, e1 := make([]float32, q*d), make([]float32, q*d), make([]float32, len(ent))
+		a2, h2, e2 := make([]float32, q*d), make([]float32, q*d), make([]float32, len(ent))
+		ref.DistanceBackward(a1, h1, e1, g, axis, half, ent, cand, q, k, d, lambda)
+		be.DistanceBackward(a2, h2, e2, g, axis, half, ent, cand, q, k, d, lambda)
+		compareRel(t, name+" dAxis", a1, a2, 2e-5)
+		compareRel(t, name+" dHalf", h1, h2, 2e-5)
+		compareRel(t, name+" dEnt", e1, e2, 2e-5)
+		d1, d2 := make([]float32, q*k), make([]float32, q*k)
+		ref.DistanceForward(d1, axis, half, ent, cand, q, k, d, lambda)
+		be.DistanceForward(d2, axis, half, ent, cand, q, k, d, lambda)
+		compareRel(t, name+" dist", d1, d2, 2e-6)
+	}
+	if ties == 0 {
+		t.Fatal("no θ on a boundary")
+	}
+}
+
 // TestDeterminism: bit-identical results for any number of workers.
 func TestDeterminism(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
