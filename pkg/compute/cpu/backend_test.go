@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/rocone/rocone/internal/computetest"
 	"github.com/rocone/rocone/pkg/compute"
@@ -523,6 +525,77 @@ func TestSincos(t *testing.T) {
 				t.Fatalf("%s: sincos error %g", name, worst)
 			}
 			t.Logf("%s (%s): worst sincos error %.3g over %d values", name, be.dk.name, worst, len(xs))
+		}
+	}
+}
+
+// TestNWorkers: Options.Workers caps the goroutines of a call, 0 (or less) meaning
+// GOMAXPROCS, and a call never has more goroutines than jobs, nor fewer than one.
+func TestNWorkers(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	for _, c := range []struct{ workers, jobs, want int }{
+		{0, 1 << 30, procs}, {-3, 1 << 30, procs}, {0, 1, 1}, {1, 100, 1}, {5, 100, 5},
+		{5, 3, 3}, {5, 5, 5}, {5, 0, 1}, {7, 1, 1},
+	} {
+		if got := New(Options{Workers: c.workers}).nworkers(c.jobs); got != c.want {
+			t.Errorf("Workers %d, %d jobs: %d goroutines, want %d", c.workers, c.jobs, got, c.want)
+		}
+	}
+}
+
+// TestParallel: every job runs exactly once, on a goroutine index in [0, workers).
+func TestParallel(t *testing.T) {
+	for _, c := range []struct{ workers, jobs int }{{1, 5}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 37}, {16, 5}} {
+		be := New(Options{Workers: c.workers})
+		runs := make([]int32, c.jobs)
+		bad := make(chan int, c.jobs)
+		be.parallel(c.jobs, func(worker, job int) {
+			if worker < 0 || worker >= be.nworkers(c.jobs) {
+				bad <- worker
+			}
+			atomic.AddInt32(&runs[job], 1)
+		})
+		close(bad)
+		for w := range bad {
+			t.Errorf("workers %d, jobs %d: goroutine index %d", c.workers, c.jobs, w)
+		}
+		for j, n := range runs {
+			if n != 1 {
+				t.Errorf("workers %d, jobs %d: job %d ran %d times", c.workers, c.jobs, j, n)
+			}
+		}
+	}
+}
+
+// TestGetBuf: a pooled buffer has the length asked for, starts on a 64-byte boundary,
+// and comes back from the pool with the same guarantees, whatever size was put back
+// before.
+func TestGetBuf(t *testing.T) {
+	sizes := []int{0, 1, 15, 16, 17, 31, 48, 49, 63, 64, 65, 1000, 1 << 12, 1<<12 + 1}
+	for round := 0; round < 3; round++ {
+		var bufs []*buffer
+		for _, n := range sizes {
+			b := getBuf(n)
+			if len(b.s) != n {
+				t.Fatalf("getBuf(%d): len %d", n, len(b.s))
+			}
+			if n > 0 {
+				if p := uintptr(unsafe.Pointer(&b.s[0])); p%64 != 0 {
+					t.Fatalf("getBuf(%d): starts at %#x, not on 64 bytes", n, p)
+				}
+				b.s[n-1] = 1 // writable to the end
+			}
+			bufs = append(bufs, b)
+		}
+		for _, b := range bufs {
+			putBuf(b)
+		}
+	}
+	base := align64(make([]float32, 128))
+	for off := 0; off < 16; off++ {
+		got := align64(base[off:])
+		if want := (16 - off) % 16; len(base[off:])-len(got) != want {
+			t.Errorf("align64 at offset %d floats: skipped %d, want %d", off, len(base[off:])-len(got), want)
 		}
 	}
 }
