@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/rocone/rocone/internal/computetest"
 	"github.com/rocone/rocone/pkg/compute"
@@ -371,6 +373,57 @@ func TestDistanceTies(t *testing.T) {
 	}
 }
 
+// TestDistanceBoundaryTies: θ exactly on a boundary of an open cone, θ = a + h or
+// θ = a − h (exact in float32: multiples of 1/64), is the tie t = β. The reference then
+// splits the inside term's gradient between θ and h (½ each), and the outside term's
+// gradient is 0 (sign(0) at the boundary). The fast path sees the tie as a boundary sine
+// of exactly 0 (the same table entries), and must split the same way.
+func TestDistanceBoundaryTies(t *testing.T) {
+	ref := compute.Reference[float32]{}
+	rng := rand.New(rand.NewPCG(9, 10))
+	const q, k, d, lambda = 3, 4, 37, 0.5
+	axis, half, ent := make([]float32, q*d), make([]float32, q*d), randF32(rng, q*k*d, -math.Pi, math.Pi)
+	cand := make([]int32, q*k)
+	for i := range cand {
+		cand[i] = int32(i) // distinct rows: each query sets its own candidates' angles
+	}
+	for i := range axis {
+		axis[i] = float32(rng.IntN(256)-128) / 64 // [−2, 2)
+		half[i] = float32(1+rng.IntN(128)) / 64   // (0, 2]
+	}
+	ties := 0
+	for i := 0; i < q; i++ {
+		for c := 0; c < k; c++ {
+			for j := c % 2; j < d; j += 2 {
+				a, h := axis[i*d+j], half[i*d+j]
+				if (j/2+c)%2 == 0 {
+					ent[(i*k+c)*d+j] = a + h
+				} else {
+					ent[(i*k+c)*d+j] = a - h
+				}
+				ties++
+			}
+		}
+	}
+	g := randF32(rng, q*k, 0.5, 1)
+	for name, be := range backends() {
+		a1, h1, e1 := make([]float32, q*d), make([]float32, q*d), make([]float32, len(ent))
+		a2, h2, e2 := make([]float32, q*d), make([]float32, q*d), make([]float32, len(ent))
+		ref.DistanceBackward(a1, h1, e1, g, axis, half, ent, cand, q, k, d, lambda)
+		be.DistanceBackward(a2, h2, e2, g, axis, half, ent, cand, q, k, d, lambda)
+		compareRel(t, name+" dAxis", a1, a2, 2e-5)
+		compareRel(t, name+" dHalf", h1, h2, 2e-5)
+		compareRel(t, name+" dEnt", e1, e2, 2e-5)
+		d1, d2 := make([]float32, q*k), make([]float32, q*k)
+		ref.DistanceForward(d1, axis, half, ent, cand, q, k, d, lambda)
+		be.DistanceForward(d2, axis, half, ent, cand, q, k, d, lambda)
+		compareRel(t, name+" dist", d1, d2, 2e-6)
+	}
+	if ties == 0 {
+		t.Fatal("no θ on a boundary")
+	}
+}
+
 // TestDeterminism: bit-identical results for any number of workers.
 func TestDeterminism(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -472,6 +525,77 @@ func TestSincos(t *testing.T) {
 				t.Fatalf("%s: sincos error %g", name, worst)
 			}
 			t.Logf("%s (%s): worst sincos error %.3g over %d values", name, be.dk.name, worst, len(xs))
+		}
+	}
+}
+
+// TestNWorkers: Options.Workers caps the goroutines of a call, 0 (or less) meaning
+// GOMAXPROCS, and a call never has more goroutines than jobs, nor fewer than one.
+func TestNWorkers(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	for _, c := range []struct{ workers, jobs, want int }{
+		{0, 1 << 30, procs}, {-3, 1 << 30, procs}, {0, 1, 1}, {1, 100, 1}, {5, 100, 5},
+		{5, 3, 3}, {5, 5, 5}, {5, 0, 1}, {7, 1, 1},
+	} {
+		if got := New(Options{Workers: c.workers}).nworkers(c.jobs); got != c.want {
+			t.Errorf("Workers %d, %d jobs: %d goroutines, want %d", c.workers, c.jobs, got, c.want)
+		}
+	}
+}
+
+// TestParallel: every job runs exactly once, on a goroutine index in [0, workers).
+func TestParallel(t *testing.T) {
+	for _, c := range []struct{ workers, jobs int }{{1, 5}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 37}, {16, 5}} {
+		be := New(Options{Workers: c.workers})
+		runs := make([]int32, c.jobs)
+		bad := make(chan int, c.jobs)
+		be.parallel(c.jobs, func(worker, job int) {
+			if worker < 0 || worker >= be.nworkers(c.jobs) {
+				bad <- worker
+			}
+			atomic.AddInt32(&runs[job], 1)
+		})
+		close(bad)
+		for w := range bad {
+			t.Errorf("workers %d, jobs %d: goroutine index %d", c.workers, c.jobs, w)
+		}
+		for j, n := range runs {
+			if n != 1 {
+				t.Errorf("workers %d, jobs %d: job %d ran %d times", c.workers, c.jobs, j, n)
+			}
+		}
+	}
+}
+
+// TestGetBuf: a pooled buffer has the length asked for, starts on a 64-byte boundary,
+// and comes back from the pool with the same guarantees, whatever size was put back
+// before.
+func TestGetBuf(t *testing.T) {
+	sizes := []int{0, 1, 15, 16, 17, 31, 48, 49, 63, 64, 65, 1000, 1 << 12, 1<<12 + 1}
+	for round := 0; round < 3; round++ {
+		var bufs []*buffer
+		for _, n := range sizes {
+			b := getBuf(n)
+			if len(b.s) != n {
+				t.Fatalf("getBuf(%d): len %d", n, len(b.s))
+			}
+			if n > 0 {
+				if p := uintptr(unsafe.Pointer(&b.s[0])); p%64 != 0 {
+					t.Fatalf("getBuf(%d): starts at %#x, not on 64 bytes", n, p)
+				}
+				b.s[n-1] = 1 // writable to the end
+			}
+			bufs = append(bufs, b)
+		}
+		for _, b := range bufs {
+			putBuf(b)
+		}
+	}
+	base := align64(make([]float32, 128))
+	for off := 0; off < 16; off++ {
+		got := align64(base[off:])
+		if want := (16 - off) % 16; len(base[off:])-len(got) != want {
+			t.Errorf("align64 at offset %d floats: skipped %d, want %d", off, len(base[off:])-len(got), want)
 		}
 	}
 }
