@@ -37,3 +37,24 @@ func TestRanksBounds(t *testing.T) {
 		t.Errorf("read back %+v %+v\nwant %+v %+v", gotMeta, got, meta, rows)
 	}
 }
+
+// TestRanksAnswerTwice: a query's answers come once each; the same answer twice in a row
+// is refused, naming the file and the query (the writer and the readers check the order
+// alike, by rankOrder).
+func TestRanksAnswerTwice(t *testing.T) {
+	meta := RanksMeta{Model: "rocone", Dataset: "tiny", Split: "test", NumEntities: 9, NumQueries: 1, Queries: "q",
+		QueriesHash: "x", Checkpoint: "c", CheckpointHash: "y", Seed: "3"}
+	path := filepath.Join(t.TempDir(), "r.arrow")
+	w, err := CreateRanks(path, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if err := w.Write(&Rank{ID: 0, Type: "1p", Answer: 5, Rank: 2}); err != nil {
+		t.Fatal(err)
+	}
+	err = w.Write(&Rank{ID: 0, Type: "1p", Answer: 5, Rank: 3})
+	if want := path + ": query 0: answer 5 after 5: a query's answers come in ascending order, once each"; err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+}
