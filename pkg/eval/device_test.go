@@ -77,6 +77,20 @@ func deviceTestQueries(t *testing.T) (*model.Model[float32], []RankQuery) {
 	return m, qs
 }
 
+// scoreAll is every query's scores on the host, [len(qs)][entities].
+func scoreAll(t *testing.T, m *model.Model[float32], qs []RankQuery) []float32 {
+	t.Helper()
+	all := make([]float32, len(qs)*m.Config.NumEntities)
+	grounded := make([]query.Grounded, len(qs))
+	for i, q := range qs {
+		grounded[i] = q.Query
+	}
+	if err := m.NewScorer().Score(all, grounded); err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
 // RankQueries through a Device: the batches in order, the ranks in the queries' order,
 // progress counted, bad answer lists rejected before the device sees them, and a device
 // error returned (wrapped, naming the batch) with no ranks.
@@ -129,14 +143,7 @@ func TestRankQueriesDevice(t *testing.T) {
 func TestRankQueriesDeviceScoresCones(t *testing.T) {
 	m, qs := deviceTestQueries(t)
 	n := m.Config.NumEntities
-	all := make([]float32, len(qs)*n)
-	grounded := make([]query.Grounded, len(qs))
-	for i, q := range qs {
-		grounded[i] = q.Query
-	}
-	if err := m.NewScorer().Score(all, grounded); err != nil {
-		t.Fatal(err)
-	}
+	all := scoreAll(t, m, qs)
 	want, err := RankQueries(context.Background(), m, qs, RankOptions{Batch: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -272,14 +279,7 @@ func TestRankQueriesPipelined(t *testing.T) {
 func TestRankQueriesHost(t *testing.T) {
 	m, qs := deviceTestQueries(t)
 	n := m.Config.NumEntities
-	all := make([]float32, len(qs)*n)
-	grounded := make([]query.Grounded, len(qs))
-	for i, q := range qs {
-		grounded[i] = q.Query
-	}
-	if err := m.NewScorer().Score(all, grounded); err != nil {
-		t.Fatal(err)
-	}
+	all := scoreAll(t, m, qs)
 	want := make([][]int32, len(qs))
 	for i, q := range qs {
 		r, err := FilteredRanks(all[i*n:(i+1)*n], q.Easy, q.Hard, nil)

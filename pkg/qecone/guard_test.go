@@ -183,14 +183,8 @@ func TestImportDataset(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := Import(ImportOptions{Checkpoint: ck, Config: config(t, c.dataPath), Lambda: &lambda, Dataset: c.dataset, KG: c.kg})
-			if c.err != "" {
-				if err == nil || err.Error() != c.err {
-					t.Fatalf("err = %v, want %q", err, c.err)
-				}
+			if expectErr(t, err, c.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got.Meta.Dataset != c.want {
 				t.Errorf("dataset %q, want %q", got.Meta.Dataset, c.want)
@@ -224,14 +218,8 @@ func TestArrayUnmarshal(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var a Array
 			err := json.Unmarshal([]byte(c.json), &a)
-			if c.err != "" {
-				if err == nil || err.Error() != c.err {
-					t.Fatalf("err = %v, want %q", err, c.err)
-				}
+			if expectErr(t, err, c.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if fmt.Sprint(a.Shape) != fmt.Sprint(c.want.Shape) || len(a.Values) != len(c.want.Values) {
 				t.Fatalf("= %v %v, want %v %v", a.Shape, a.Values, c.want.Shape, c.want.Values)
@@ -384,4 +372,20 @@ func TestAdamState(t *testing.T) {
 			}
 		})
 	}
+}
+
+// expectErr fails the test unless err is the error want names ("" for none), and reports
+// whether an error was wanted (the case's checks end there).
+func expectErr(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	return true
 }
