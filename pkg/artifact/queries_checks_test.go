@@ -107,43 +107,6 @@ func TestQueriesReadChecks(t *testing.T) {
 	}
 }
 
-// TestShardAttemptZero: the first sampling attempt is numbered 0, and a shard file's row
-// found by it is written and read back with it.
-func TestShardAttemptZero(t *testing.T) {
-	meta := testMeta
-	meta.Shard = shard.Spec{Index: 0, Count: 2}
-	path := filepath.Join(t.TempDir(), "q.arrow")
-	w, err := CreateQueries(path, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Abort()
-	qs := testQueries(2)
-	for i := range qs {
-		if err := w.WriteShard(&qs[i], int64(i)); err != nil {
-			t.Fatalf("WriteShard(attempt %d): %v", i, err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := OpenQueries(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var attempts []int64
-	for r.Next() {
-		attempts = append(attempts, r.Attempt())
-	}
-	if err := r.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(attempts) != 2 || attempts[0] != 0 || attempts[1] != 1 {
-		t.Errorf("attempts %v, want [0 1]", attempts)
-	}
-}
-
 // writeRefused checks a write's error: none when want is "", else "PATH: want". It reports
 // whether the write was to be refused (the case's checks end there).
 func writeRefused(t *testing.T, path string, err error, want string) bool {

@@ -142,25 +142,13 @@ func TestImportDataset(t *testing.T) {
 	lambda := 0.5
 	good := &kg.Dataset{Name: "from-kg", Dir: "data/from-kg", NumEntities: 300, NumRelations: 20}
 	config := func(t *testing.T, dataPath any) string {
-		b, err := os.ReadFile(filepath.Join(checkpointDir, "config.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		if dataPath == nil {
-			delete(m, "data_path")
-		} else {
-			m["data_path"] = dataPath
-		}
-		cj, _ := json.Marshal(m)
-		path := filepath.Join(t.TempDir(), "config.json")
-		if err := os.WriteFile(path, cj, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		return fixtureConfig(t, func(m map[string]any) {
+			if dataPath == nil {
+				delete(m, "data_path")
+			} else {
+				m["data_path"] = dataPath
+			}
+		})
 	}
 	for _, c := range []struct {
 		name     string
@@ -270,20 +258,7 @@ func TestTensorValues(t *testing.T) {
 // TestImportSteps: the artifact's step counts the steps QE-ConE finished (its saved step
 // index + 1), and a config.json without max_steps records that as the run's length.
 func TestImportSteps(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(checkpointDir, "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	delete(m, "max_steps")
-	cj, _ := json.Marshal(m)
-	cfg := filepath.Join(t.TempDir(), "config.json")
-	if err := os.WriteFile(cfg, cj, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := fixtureConfig(t, func(m map[string]any) { delete(m, "max_steps") })
 	ck, err := Import(ImportOptions{Checkpoint: checkpointDir, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -388,4 +363,28 @@ func expectErr(t *testing.T, err error, want string) bool {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 	return true
+}
+
+// fixtureConfig writes the fixture checkpoint's config.json, changed by edit, to a
+// temporary file and returns its path.
+func fixtureConfig(t *testing.T, edit func(map[string]any)) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(checkpointDir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	cj, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, cj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

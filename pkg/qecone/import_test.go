@@ -174,10 +174,6 @@ func TestImportDamagedRecord(t *testing.T) {
 // nrelation disagrees with the checkpoint's tensors (another run's) is refused, naming
 // the key, both values and both files.
 func TestImportConfigCrossCheck(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(checkpointDir, "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ck := filepath.Join(checkpointDir, "checkpoint")
 	for key, c := range map[string]struct {
 		val  any
@@ -189,16 +185,7 @@ func TestImportConfigCrossCheck(t *testing.T) {
 		"nrelation":  {474, "nrelation 474 disagrees with the checkpoint " + ck + ", whose relation count is 20"},
 		"seed":       {7, ""}, // not implied by the tensors
 	} {
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		m[key] = c.val
-		cj, _ := json.Marshal(m)
-		cfg := filepath.Join(t.TempDir(), "config.json")
-		if err := os.WriteFile(cfg, cj, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		cfg := fixtureConfig(t, func(m map[string]any) { m[key] = c.val })
 		_, err := Import(ImportOptions{Checkpoint: ck, Config: cfg})
 		if c.want == "" {
 			if err != nil {
