@@ -91,6 +91,25 @@ func scoreAll(t *testing.T, m *model.Model[float32], qs []RankQuery) []float32 {
 	return all
 }
 
+// embedGroups is an opts.Cones that embeds each group of qs (indices into qs, one
+// structure) with the host model; a group that mixes structures is an error.
+func embedGroups(m *model.Model[float32], qs []RankQuery) func([]int) ([]model.Cones[float32], error) {
+	return func(group []int) ([]model.Cones[float32], error) {
+		var anchors, relations []int32
+		for _, i := range group {
+			if qs[i].Query.Structure.String() != qs[group[0]].Query.Structure.String() {
+				return nil, fmt.Errorf("group %v mixes structures", group)
+			}
+			anchors, relations = append(anchors, qs[i].Query.Anchors...), append(relations, qs[i].Query.Relations...)
+		}
+		emb, err := m.Embed(qs[group[0]].Query.Structure, anchors, relations, len(group), nil)
+		if err != nil {
+			return nil, err
+		}
+		return emb.Branches, nil
+	}
+}
+
 // RankQueries through a Device: the batches in order, the ranks in the queries' order,
 // progress counted, bad answer lists rejected before the device sees them, and a device
 // error returned (wrapped, naming the batch) with no ranks.
@@ -160,24 +179,10 @@ func TestRankQueriesDeviceScoresCones(t *testing.T) {
 			}
 		}
 		var asked [][]int
+		embed := embedGroups(m, qs)
 		cones := func(group []int) ([]model.Cones[float32], error) {
 			asked = append(asked, group)
-			sub := make([]query.Grounded, len(group))
-			for k, i := range group {
-				sub[k] = qs[i].Query
-				if qs[i].Query.Structure.String() != qs[group[0]].Query.Structure.String() {
-					t.Errorf("group %v mixes structures", group)
-				}
-			}
-			var anchors, relations []int32
-			for _, g := range sub {
-				anchors, relations = append(anchors, g.Anchors...), append(relations, g.Relations...)
-			}
-			emb, err := m.Embed(sub[0].Structure, anchors, relations, len(sub), nil)
-			if err != nil {
-				return nil, err
-			}
-			return emb.Branches, nil
+			return embed(group)
 		}
 		got, err := RankQueries(context.Background(), m, qs, RankOptions{Batch: 5, Workers: workers, Device: &hostRanker{m: m}, Scores: scores, Cones: cones})
 		if err != nil {
@@ -288,20 +293,7 @@ func TestRankQueriesHost(t *testing.T) {
 		}
 		want[i] = r
 	}
-	cones := func(group []int) ([]model.Cones[float32], error) {
-		var anchors, relations []int32
-		for _, i := range group {
-			if qs[i].Query.Structure.String() != qs[group[0]].Query.Structure.String() {
-				return nil, fmt.Errorf("group %v mixes structures", group)
-			}
-			anchors, relations = append(anchors, qs[i].Query.Anchors...), append(relations, qs[i].Query.Relations...)
-		}
-		emb, err := m.Embed(qs[group[0]].Query.Structure, anchors, relations, len(group), nil)
-		if err != nil {
-			return nil, err
-		}
-		return emb.Branches, nil
-	}
+	cones := embedGroups(m, qs)
 	for _, c := range []struct{ batch, workers int }{{1, 1}, {5, 1}, {5, 3}, {100, 2}, {0, 0}} {
 		for _, withCones := range []bool{false, true} {
 			name := fmt.Sprintf("batch %d workers %d cones %v", c.batch, c.workers, withCones)
