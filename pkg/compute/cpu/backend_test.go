@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/rocone/rocone/internal/computetest"
@@ -545,7 +546,7 @@ func TestNWorkers(t *testing.T) {
 
 // TestParallel: every job runs exactly once, on a goroutine index in [0, workers).
 func TestParallel(t *testing.T) {
-	for _, c := range []struct{ workers, jobs int }{{1, 5}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 37}, {16, 5}} {
+	for _, c := range []struct{ workers, jobs int }{{1, 5}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 37}, {16, 5}, {2, 2000}} {
 		be := New(Options{Workers: c.workers})
 		runs := make([]int32, c.jobs)
 		bad := make(chan int, c.jobs)
@@ -597,5 +598,28 @@ func TestGetBuf(t *testing.T) {
 		if want := (16 - off) % 16; len(base[off:])-len(got) != want {
 			t.Errorf("align64 at offset %d floats: skipped %d, want %d", off, len(base[off:])-len(got), want)
 		}
+	}
+}
+
+// TestParallelConcurrent: with two workers, two jobs run at the same time (each waits
+// for the other to start), whatever GOMAXPROCS.
+func TestParallelConcurrent(t *testing.T) {
+	be := New(Options{Workers: 2})
+	started := make(chan struct{}, 2)
+	var timedOut atomic.Bool
+	be.parallel(2, func(_, _ int) {
+		started <- struct{}{}
+		deadline := time.After(10 * time.Second)
+		for len(started) < 2 {
+			select {
+			case <-deadline:
+				timedOut.Store(true)
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	})
+	if timedOut.Load() {
+		t.Fatal("two jobs on two workers did not run concurrently")
 	}
 }
