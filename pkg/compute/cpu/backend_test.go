@@ -623,3 +623,37 @@ func TestParallelConcurrent(t *testing.T) {
 		t.Fatal("two jobs on two workers did not run concurrently")
 	}
 }
+
+// TestDistanceBackwardNilOutputs: any of dAxis, dHalf, dEnt may be nil; the others get
+// the same bits as with all three, on every backend, with and without candidates.
+func TestDistanceBackwardNilOutputs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	sh := distShape{3, 5, 37, 8}
+	axis, half, ent, cand := distInputs(rng, sh)
+	g := randF32(rng, sh.queries*sh.rows, -1, 1)
+	for name, be := range backends() {
+		for _, c := range []struct {
+			name  string
+			cand  []int32
+			cands int
+		}{{"cand", cand, sh.cands}, {"all", nil, sh.rows}} {
+			gc := g[:sh.queries*c.cands]
+			full := [3][]float32{make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))}
+			be.DistanceBackward(full[0], full[1], full[2], gc, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+			for mask := 0; mask < 8; mask++ {
+				var outs [3][]float32
+				for i := range outs {
+					if mask&(1<<i) != 0 {
+						outs[i] = make([]float32, len(full[i]))
+					}
+				}
+				be.DistanceBackward(outs[0], outs[1], outs[2], gc, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+				for i, o := range outs {
+					if o != nil && !slices.Equal(math32bits(o), math32bits(full[i])) {
+						t.Errorf("%s %s: outputs %03b: output %d differs from the call with all three", name, c.name, mask, i)
+					}
+				}
+			}
+		}
+	}
+}
