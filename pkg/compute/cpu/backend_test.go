@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/rocone/rocone/internal/computetest"
@@ -545,7 +546,7 @@ func TestNWorkers(t *testing.T) {
 
 // TestParallel: every job runs exactly once, on a goroutine index in [0, workers).
 func TestParallel(t *testing.T) {
-	for _, c := range []struct{ workers, jobs int }{{1, 5}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 37}, {16, 5}} {
+	for _, c := range []struct{ workers, jobs int }{{1, 5}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 37}, {16, 5}, {2, 2000}} {
 		be := New(Options{Workers: c.workers})
 		runs := make([]int32, c.jobs)
 		bad := make(chan int, c.jobs)
@@ -596,6 +597,63 @@ func TestGetBuf(t *testing.T) {
 		got := align64(base[off:])
 		if want := (16 - off) % 16; len(base[off:])-len(got) != want {
 			t.Errorf("align64 at offset %d floats: skipped %d, want %d", off, len(base[off:])-len(got), want)
+		}
+	}
+}
+
+// TestParallelConcurrent: with two workers, two jobs run at the same time (each waits
+// for the other to start), whatever GOMAXPROCS.
+func TestParallelConcurrent(t *testing.T) {
+	be := New(Options{Workers: 2})
+	started := make(chan struct{}, 2)
+	var timedOut atomic.Bool
+	be.parallel(2, func(_, _ int) {
+		started <- struct{}{}
+		deadline := time.After(10 * time.Second)
+		for len(started) < 2 {
+			select {
+			case <-deadline:
+				timedOut.Store(true)
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	})
+	if timedOut.Load() {
+		t.Fatal("two jobs on two workers did not run concurrently")
+	}
+}
+
+// TestDistanceBackwardNilOutputs: any of dAxis, dHalf, dEnt may be nil; the others get
+// the same bits as with all three, on every backend, with and without candidates.
+func TestDistanceBackwardNilOutputs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	sh := distShape{3, 5, 37, 8}
+	axis, half, ent, cand := distInputs(rng, sh)
+	g := randF32(rng, sh.queries*sh.rows, -1, 1)
+	for name, be := range backends() {
+		for _, c := range []struct {
+			name  string
+			cand  []int32
+			cands int
+		}{{"cand", cand, sh.cands}, {"all", nil, sh.rows}} {
+			gc := g[:sh.queries*c.cands]
+			full := [3][]float32{make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))}
+			be.DistanceBackward(full[0], full[1], full[2], gc, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+			for mask := 0; mask < 8; mask++ {
+				var outs [3][]float32
+				for i := range outs {
+					if mask&(1<<i) != 0 {
+						outs[i] = make([]float32, len(full[i]))
+					}
+				}
+				be.DistanceBackward(outs[0], outs[1], outs[2], gc, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+				for i, o := range outs {
+					if o != nil && !slices.Equal(math32bits(o), math32bits(full[i])) {
+						t.Errorf("%s %s: outputs %03b: output %d differs from the call with all three", name, c.name, mask, i)
+					}
+				}
+			}
 		}
 	}
 }
