@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/rocone/rocone/pkg/compute"
@@ -117,10 +118,7 @@ func TestIntersectGrad(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			gradTest(t, 5, func(rng *rand.Rand) (func() float64, []fdParam) {
 				const n, d = 3, 4
-				cfg := Config{Variant: RoConE, NumEntities: 1, NumRelations: 1, Dim: d}
-				p := NewParams[float64](cfg)
-				p.Init(cfg, rng.Uint64())
-				w := &p.Intersection
+				w, gw := intersectionWeights(d, rng.Uint64())
 				in := make([]Cones[float64], tc.branches)
 				for j := range in {
 					in[j] = randCones(rng, n, d)
@@ -143,7 +141,6 @@ func TestIntersectGrad(t *testing.T) {
 					return dot(ca, out.Axis) + dot(ch, out.Half)
 				}
 				f()
-				gw := &NewParams[float64](cfg).Intersection
 				dIn := make([]Cones[float64], len(in))
 				for j := range dIn {
 					dIn[j] = NewCones[float64](n, d)
@@ -159,6 +156,90 @@ func TestIntersectGrad(t *testing.T) {
 				return f, ps
 			})
 		})
+	}
+}
+
+// intersectionWeights returns the intersection's weights initialised from seed, and a
+// zero set of the same shapes for their gradients.
+func intersectionWeights(d int, seed uint64) (w, zero *IntersectionWeights[float64]) {
+	cfg := Config{Variant: RoConE, NumEntities: 1, NumRelations: 1, Dim: d}
+	p := NewParams[float64](cfg)
+	p.Init(cfg, seed)
+	return &p.Intersection, &NewParams[float64](cfg).Intersection
+}
+
+// TestIntersectAttentionExtremeLogits: the attention's softmax over branches neither
+// overflows nor underflows, whatever the size of its logits. A bias common to all
+// branches leaves the axis unchanged (softmax is shift-invariant) even at ±1000, where
+// exp alone is 0 or ∞; logits scaled by 1e4 (branches thousands apart, a hard attention)
+// still give an axis in [−π, π]. The attention never touches the apertures.
+func TestIntersectAttentionExtremeLogits(t *testing.T) {
+	const n, d, nb = 3, 4, 3
+	rng := rand.New(rand.NewPCG(10, 0))
+	w, _ := intersectionWeights(d, rng.Uint64())
+	in := make([]Cones[float64], nb)
+	for j := range in {
+		in[j] = randCones(rng, n, d)
+	}
+	run := func(w *IntersectionWeights[float64]) Cones[float64] {
+		out := NewCones[float64](n, d)
+		IntersectForward(ref, w, out, in, nil)
+		return out
+	}
+	base := run(w)
+	for _, tc := range []struct {
+		name     string
+		edit     func(w *IntersectionWeights[float64])
+		sameAxis bool
+	}{
+		{"bias +1000", func(w *IntersectionWeights[float64]) { addConst(w.B2, 1000) }, true},
+		{"bias −1000", func(w *IntersectionWeights[float64]) { addConst(w.B2, -1000) }, true},
+		{"scaled 1e4", func(w *IntersectionWeights[float64]) {
+			for _, t := range [][]float64{w.W2, w.B2} {
+				for i := range t {
+					t[i] *= 1e4
+				}
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			we := *w
+			we.W2, we.B2 = slices.Clone(w.W2), slices.Clone(w.B2)
+			tc.edit(&we)
+			out := run(&we)
+			for i, a := range out.Axis {
+				if !(math.Abs(a) <= math.Pi) || tc.sameAxis && angleDiff(a, base.Axis[i]) > 1e-9 || out.Half[i] != base.Half[i] {
+					t.Errorf("element %d: axis %v half %v, want axis in [−π, π] (%v unless scaled), half %v",
+						i, a, out.Half[i], base.Axis[i], base.Half[i])
+				}
+			}
+		})
+	}
+}
+
+func addConst(x []float64, c float64) {
+	for i := range x {
+		x[i] += c
+	}
+}
+
+// TestConeAxisCut: the intersection's arctangent with ConE's quadrant fix agrees with
+// atan2 in every quadrant and on the cut's lower side, and puts the cut itself (x < 0,
+// y = ±0) at +π, −0 included, where atan2 gives −π for y = −0.
+func TestConeAxisCut(t *testing.T) {
+	for _, c := range []struct{ x, y, want float64 }{
+		{1, 1, math.Pi / 4},
+		{-1, 1, 3 * math.Pi / 4},
+		{-1, -1, -3 * math.Pi / 4},
+		{1, -1, -math.Pi / 4},
+		{-1, 0, math.Pi},
+		{-1, math.Copysign(0, -1), math.Pi},
+		{-1, -1e-9, -math.Pi + 1e-9},
+		{-1, 1e-9, math.Pi - 1e-9},
+	} {
+		if got := coneAxis(c.x, c.y); math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("coneAxis(%v, %v) = %v, want %v", c.x, c.y, got, c.want)
+		}
 	}
 }
 
