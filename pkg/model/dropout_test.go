@@ -46,3 +46,17 @@ func TestDropoutMask(t *testing.T) {
 		t.Error("a mask with dropout off")
 	}
 }
+
+// TestDropoutKeepSplitMix64: element i's bits are output i+1 of SplitMix64 from state
+// seed, the generator the CUDA kernel dropout_mask reproduces; the words are SplitMix64's
+// published first outputs for seed 0. Element i is kept exactly when the word's high 32
+// bits reach the threshold.
+func TestDropoutKeepSplitMix64(t *testing.T) {
+	for i, word := range []uint64{0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f} {
+		hi := uint32(word >> 32)
+		if !DropoutKeep(0, uint64(i), hi) || DropoutKeep(0, uint64(i), hi+1) {
+			t.Errorf("element %d: kept at threshold %#x: %v, at %#x: %v; want true, false",
+				i, hi, DropoutKeep(0, uint64(i), hi), hi+1, DropoutKeep(0, uint64(i), hi+1))
+		}
+	}
+}
