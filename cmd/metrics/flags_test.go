@@ -58,6 +58,8 @@ func TestFlagValuesEndToEnd(t *testing.T) {
 		{"one resample", []string{"-o", out, "--resamples", "1", r1}, []string{"--resamples 1: too few for a 95% percentile interval", "at least 40, or 0"}},
 		{"39 resamples", []string{"-o", out, "--resamples", "39", r1}, []string{"--resamples 39: too few"}},
 		{"resamples 1e18", []string{"-o", out, "--resamples", "1e18", r1}, []string{`invalid value "1e18" for flag -resamples`}},
+		{"--log without --curves", []string{"-o", out, "--log", r1, r1}, []string{"metrics: --log needs --curves FILE (or --plot, to put the curves beside it)"}},
+		{"--curves without --log", []string{"-o", out, "--curves", filepath.Join(dir, "curves.svg"), r1}, []string{"metrics: a training log (--log) and a curve plot (--curves) go together"}},
 		{"models with -o", []string{"--models", "-o", out, r1, c1}, []string{"--models prints the side-by-side table only"}},
 		{"patterns --top -3", []string{"patterns", "--checkpoint", cks["rocone-1"], "--top", "-3"}, []string{"--top -3"}},
 		// An empty value would pass for leaving the flag out, or fail as an unnamed path.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,13 +43,22 @@ func TestLineage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The same run as Model1's with another margin, and as a cone model: another
+	// configuration, another model.
 	short, longer := filepath.Join(dir, "m1-8-steps.arrow"), filepath.Join(dir, "m1-20-steps.arrow")
+	otherGamma, cone := filepath.Join(dir, "m1-gamma.arrow"), filepath.Join(dir, "m1-cone.arrow")
 	for _, c := range []struct {
-		path  string
-		steps int
-	}{{short, 8}, {longer, 20}} {
-		cfg.Steps = c.steps
-		if _, err := train.Run(context.Background(), cfg, train.Options{Train: l.Train, Checkpoint: c.path, Log: l.Log(c.path)}); err != nil {
+		path string
+		edit func(*train.Config)
+	}{
+		{short, func(c *train.Config) { c.Steps = 8 }},
+		{longer, func(c *train.Config) { c.Steps = 20 }},
+		{otherGamma, func(c *train.Config) { c.Steps, c.Gamma = 8, c.Gamma+1 }},
+		{cone, func(c *train.Config) { c.Steps, c.Model, c.ConeHidden = 8, "cone", 16 }},
+	} {
+		edited := cfg
+		c.edit(&edited)
+		if _, err := train.Run(context.Background(), edited, train.Options{Train: l.Train, Checkpoint: c.path, Log: l.Log(c.path)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -72,6 +82,10 @@ func TestLineage(t *testing.T) {
 			[]string{"metrics: --log " + l.Log(l.ModelOnOther) + " is not the log of a run ranked: it is the log of a run on KG ", r2 + " ranks a model of KG "}},
 		{"the log of a run of another --steps", withLog(l.Log(longer), rShort),
 			[]string{"metrics: --log " + l.Log(longer) + " is not the log of a run ranked: it is the log of another run than the one " + rShort + " ranks: its first 8 steps are not the checkpoint's"}},
+		{"the log of another configuration", withLog(l.Log(otherGamma), rShort),
+			[]string{fmt.Sprintf("metrics: --log %s is not the log of a run ranked: it is the log of another configuration than %s's (gamma %v vs %v)", l.Log(otherGamma), rShort, cfg.Gamma+1, cfg.Gamma)}},
+		{"the log of another model", withLog(l.Log(cone), rShort),
+			[]string{"metrics: --log " + l.Log(cone) + " is not the log of a run ranked: it is the log of a cone model on tiny, " + rShort + " ranks a rocone model on tiny"}},
 		{"--models with --log", append([]string{"--models"}, withLog(l.Log(l.Model1), r1)[4:]...),
 			[]string{"metrics: --models prints the side-by-side table only; -o, --plot, --label and --log describe one model"}},
 	} {

@@ -121,7 +121,8 @@ func (w *ConesWriter) Close() error { return w.t.close() }
 // Abort abandons it; a no-op after Close.
 func (w *ConesWriter) Abort() { w.t.abort() }
 
-// ReadCones reads a whole cones artifact ("-" for stdin).
+// ReadCones reads a whole cones artifact ("-" for stdin). It refuses a file in which a
+// query's cones do not come together, branches 0, 1, … in order (coneOrder).
 func ReadCones(path string) (ConesMeta, []Cone, error) {
 	var m ConesMeta
 	var cones []Cone

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"cmp"
 	"io"
 	"math"
 	"os"
@@ -195,12 +196,13 @@ func TestRankFlags(t *testing.T) {
 		{"data without top", RankConfig{Data: "../../testdata/tiny"}, "--data ../../testdata/tiny names the entities of the top-K lists; it needs --top K"},
 		{"negative batch", RankConfig{Batch: -3}, "--batch -3"},
 		{"negative workers", RankConfig{Workers: -1}, "--workers -1"},
+		{"queries and cones on stdin", RankConfig{Queries: "-", Cones: "-"}, "--queries and --cones cannot both read stdin"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := snapshot(t, dir)
 			cfg := tc.cfg
-			cfg.Checkpoint, cfg.Queries, cfg.Output, cfg.Kernels = ck, queries, out, ref
+			cfg.Checkpoint, cfg.Queries, cfg.Output, cfg.Kernels = ck, cmp.Or(cfg.Queries, queries), out, ref
 			err := Rank(cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)

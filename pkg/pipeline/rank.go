@@ -377,27 +377,13 @@ func checkCones(path string, meta artifact.ConesMeta, cones []artifact.Cone, l *
 		return nil, fmt.Errorf("%s: cones of a model of another KG or train file (KG %.12s, train file %s) than %s (%.12s, %s)",
 			name, meta.KGDigest, meta.TrainFingerprint, l.path, l.meta.KGDigest, l.meta.TrainFingerprint)
 	}
+	// The reader has checked that a query's cones come together, branches 0, 1, … in
+	// order, so they are appended in branch order.
 	byID := map[int64][]artifact.Cone{}
 	for _, c := range cones {
 		byID[c.ID] = append(byID[c.ID], c)
 	}
-	for id, cs := range byID {
-		slices.SortFunc(cs, func(a, b artifact.Cone) int { return cmp.Compare(a.Branch, b.Branch) })
-		for b, c := range cs {
-			if int(c.Branch) != b {
-				return nil, fmt.Errorf("%s: query %d: branches %v, want 0..%d", name, id, branchesOf(cs), len(cs)-1)
-			}
-		}
-	}
 	return byID, nil
-}
-
-func branchesOf(cs []artifact.Cone) []int8 {
-	out := make([]int8, len(cs))
-	for i, c := range cs {
-		out[i] = c.Branch
-	}
-	return out
 }
 
 // conesOf gathers the stored cones of a group of queries (indices into rows) into one

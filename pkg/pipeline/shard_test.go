@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocone/rocone/internal/artifacttest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/compute"
 	"github.com/rocone/rocone/pkg/compute/cpu"
@@ -234,11 +235,25 @@ func TestMetricsShards(t *testing.T) {
 	if _, _, err := metrics([]string{halves["0-default"], halves["1-default"]}); err != nil {
 		t.Errorf("two halves cut alike: %v", err)
 	}
+	// Shard 1/3 of seed 1 with its first query's rows made shard 0's first query's: the
+	// spans tile the file, the rows do not.
+	_, first := artifacttest.Read(t, s1[0])
+	stolen := filepath.Join(t.TempDir(), "ranks1-1-of-3.arrow")
+	artifacttest.Edit(t, s1[1], stolen, func(_ map[string]string, rows []artifacttest.Row) []artifacttest.Row {
+		id := rows[0]["id"]
+		for _, r := range rows {
+			if r["id"] == id {
+				r["id"], r["type"] = first[0]["id"], first[0]["type"]
+			}
+		}
+		return rows
+	})
 	for _, tc := range []struct {
 		name  string
 		ranks []string
 		err   string
 	}{
+		{"a query in two shards", []string{s1[0], stolen, s1[2]}, fmt.Sprintf("%s and %s both rank query %d: shards of one run rank disjoint queries", s1[0], stolen, first[0]["id"])},
 		{"gap between shards of other batches", []string{halves["0-batch40"], halves["1-default"]}, "items 80-112 are in no shard (" + halves["0-batch40"] + " ends at 80, " + halves["1-default"] + " begins at 112)"},
 		{"overlap of shards of other batches", []string{halves["0-default"], halves["1-batch40"]}, "items 80-112 are in two shards"},
 		{"missing", []string{s1[0], s1[2], s2[0], s2[1], s2[2]}, "shard 1/3 missing (given 2 of 3: " + s1[0] + " " + s1[2] + ")"},
