@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -107,6 +108,30 @@ func TestCurves(t *testing.T) {
 			}
 			if got, err := strconv.ParseFloat(rec[col], 64); err != nil || got != v {
 				t.Errorf("row %d col %d: %q, want %v", i, col, rec[col], v)
+			}
+		}
+	}
+	// --plot draws the one log's curves in the format its name asks for, and prints the
+	// same tables.
+	for _, name := range []string{"curves.svg", "curves.png"} {
+		plot := filepath.Join(dir, name)
+		var again bytes.Buffer
+		if err := Curves(CurvesConfig{Logs: []string{log}, Points: 3, Plot: plot}, &again); err != nil {
+			t.Fatal(err)
+		}
+		if again.String() != text {
+			t.Errorf("--plot %s: the tables differ:\n%s\nwant\n%s", name, again.String(), text)
+		}
+		b, err := os.ReadFile(plot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(name, ".svg") && !bytes.Contains(b, []byte("<svg")) {
+			t.Errorf("%s is not an SVG image: %.60q", name, b)
+		}
+		if strings.HasSuffix(name, ".png") {
+			if img, err := png.Decode(bytes.NewReader(b)); err != nil || img.Bounds().Dx() < 100 {
+				t.Errorf("%s is not a PNG image of a plot: %v", name, err)
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 
+	"github.com/rocone/rocone/internal/artifacttest"
 	"github.com/rocone/rocone/pkg/artifact"
 	"github.com/rocone/rocone/pkg/checkpoint"
 	"github.com/rocone/rocone/pkg/compute"
@@ -277,6 +278,14 @@ func TestBadInputs(t *testing.T) {
 		{"queries of another KG", func() error {
 			return Embed(EmbedConfig{Checkpoint: ck8, Queries: wrongKG(t, dir), Output: out, Kernels: compute.Reference[float32]{}})
 		}, []string{"wrongkg.arrow", "was trained on 82"}},
+		{"queries of another dataset", func() error {
+			renamed := filepath.Join(dir, "renamed.arrow")
+			artifacttest.Edit(t, queries, renamed, func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row {
+				meta["dataset"] = "tinx"
+				return rows
+			})
+			return Rank(RankConfig{Checkpoint: ck8, Queries: renamed, Output: out, Kernels: compute.Reference[float32]{}})
+		}, []string{`renamed.arrow: queries of dataset "tinx", but ` + ck8 + ` was trained on "tiny"`}},
 		{"ranks as queries", func() error {
 			return Embed(EmbedConfig{Checkpoint: ck8, Queries: r1, Output: out, Kernels: compute.Reference[float32]{}})
 		}, []string{"r1.arrow", `artifact is "ranks", want "queries"`}},

@@ -148,6 +148,16 @@ func TestResultsRefuses(t *testing.T) {
 	good := RunRecord{Dataset: "tiny", Model: "rocone", Seed: 1, Steps: 5, Commit: "0123456789abcdef", Device: "test CPU",
 		Date: "2026-11-26", WallTimeS: 1.5, Commands: []string{"train …"}}
 	entry := entries[0]
+	// editMetrics writes the entry's run.json as made and its metrics of one run with
+	// edit applied (under a valid checksum).
+	editMetrics := func(t *testing.T, edit func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row) {
+		writeRecord(t, entry, good)
+		made := filepath.Join(t.TempDir(), ResultMetricsFile)
+		if err := Metrics(MetricsConfig{Ranks: ranks[:1], Output: made, Resamples: 0}, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		artifacttest.Edit(t, made, filepath.Join(entry, ResultMetricsFile), edit)
+	}
 	for _, c := range []struct {
 		name string
 		edit func(t *testing.T)
@@ -172,6 +182,29 @@ func TestResultsRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "not the metrics of one run"},
+		{"no steps", func(t *testing.T) { r := good; r.Steps = 0; writeRecord(t, entry, r) }, "steps 0: want the number of steps trained"},
+		{"the valid split", func(t *testing.T) {
+			editMetrics(t, func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row {
+				meta["split"] = "valid"
+				return rows
+			})
+		}, "ranks the valid split; a results entry reports the test split"},
+		{"a row of two seeds", func(t *testing.T) {
+			editMetrics(t, func(_ map[string]string, rows []artifacttest.Row) []artifacttest.Row {
+				rows[len(rows)-1]["seeds"] = int32(2)
+				return rows
+			})
+		}, "has 2 seeds; an entry is one run"},
+		{"log of another configuration", func(t *testing.T) {
+			editMetrics(t, func(_ map[string]string, rows []artifacttest.Row) []artifacttest.Row { return rows })
+			log, other := filepath.Join(entry, ResultLogFile), filepath.Join(t.TempDir(), ResultLogFile)
+			artifacttest.Edit(t, log, other, func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row {
+				meta["config"] = strings.Replace(meta["config"], `"lr":0.01`, `"lr":0.02`, 1)
+				return rows
+			})
+			b, _ := os.ReadFile(other)
+			os.WriteFile(log, b, 0o644)
+		}, "have other training configurations: not one run"},
 		{"log of another run", func(t *testing.T) {
 			writeRecord(t, entry, good)
 			if err := Metrics(MetricsConfig{Ranks: ranks[:1], Output: filepath.Join(entry, ResultMetricsFile), Resamples: 0}, &bytes.Buffer{}); err != nil {
