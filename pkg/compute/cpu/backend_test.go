@@ -124,6 +124,41 @@ func TestLinearNoOverrun(t *testing.T) {
 	}
 }
 
+// TestLinearShortOperand: LinearForward and LinearBackward check every operand's length
+// before they touch any, and name the one that is short (a short operand read by a
+// parallel job would crash the process instead of panicking in the caller).
+func TestLinearShortOperand(t *testing.T) {
+	const rows, in, out = 3, 5, 7
+	be := New(Options{})
+	names := map[string][]string{"forward": {"y", "x", "w", "b"}, "backward": {"dx", "dw", "db", "dy", "x", "w"}}
+	lens := map[string]int{"y": rows * out, "x": rows * in, "w": out * in, "b": out, "dx": rows * in, "dw": out * in, "db": out, "dy": rows * out}
+	rng := rand.New(rand.NewPCG(8, 8))
+	for pass, ops := range names {
+		for _, short := range ops {
+			s := map[string][]float32{}
+			for _, name := range ops {
+				n := lens[name]
+				if name == short {
+					n--
+				}
+				s[name] = randF32(rng, n, -1, 1)
+			}
+			var got any
+			func() {
+				defer func() { got = recover() }()
+				if pass == "forward" {
+					be.LinearForward(s["y"], s["x"], s["w"], s["b"], rows, in, out)
+				} else {
+					be.LinearBackward(s["dx"], s["dw"], s["db"], s["dy"], s["x"], s["w"], rows, in, out)
+				}
+			}()
+			if want := "cpu: linear " + short + ": slice too short"; got != want {
+				t.Errorf("%s with %s one short: panic %v, want %q", pass, short, got, want)
+			}
+		}
+	}
+}
+
 type distShape struct{ queries, cands, dim, rows int }
 
 var distShapes = []distShape{
