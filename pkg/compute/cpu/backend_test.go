@@ -143,20 +143,25 @@ func TestLinearShortOperand(t *testing.T) {
 				}
 				s[name] = randF32(rng, n, -1, 1)
 			}
-			var got any
-			func() {
-				defer func() { got = recover() }()
+			got := panicValue(func() {
 				if pass == "forward" {
 					be.LinearForward(s["y"], s["x"], s["w"], s["b"], rows, in, out)
 				} else {
 					be.LinearBackward(s["dx"], s["dw"], s["db"], s["dy"], s["x"], s["w"], rows, in, out)
 				}
-			}()
+			})
 			if want := "cpu: linear " + short + ": slice too short"; got != want {
 				t.Errorf("%s with %s one short: panic %v, want %q", pass, short, got, want)
 			}
 		}
 	}
+}
+
+// panicValue returns what f panics with (nil when it returns).
+func panicValue(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
 }
 
 type distShape struct{ queries, cands, dim, rows int }
@@ -688,6 +693,41 @@ func TestDistanceBackwardNilOutputs(t *testing.T) {
 						t.Errorf("%s %s: outputs %03b: output %d differs from the call with all three", name, c.name, mask, i)
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestDistanceBadOperands: DistanceForward refuses, with its own message and before
+// scoring, an entity table one element short (cand nil) and a candidate past the last
+// row of ent (len(ent)/dim rows), also in the last query's last slot.
+func TestDistanceBadOperands(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 13))
+	sh := distShape{3, 5, 37, 8}
+	axis, half, ent, cand := distInputs(rng, sh)
+	last := slices.Clone(cand)
+	last[len(last)-1] = int32(sh.rows)
+	first := slices.Clone(cand)
+	first[0] = int32(sh.rows)
+	const outOfRange = "cpu: distance: candidate row out of range"
+	for _, c := range []struct {
+		name  string
+		ent   []float32
+		cand  []int32
+		cands int
+		want  string
+	}{
+		{"ent short", ent[:len(ent)-1], nil, sh.rows, "cpu: distance ent: slice too short"},
+		{"first candidate past the rows", ent, first, sh.cands, outOfRange},
+		{"last candidate past the rows", ent, last, sh.cands, outOfRange},
+	} {
+		for name, be := range backends() {
+			dist := make([]float32, sh.queries*c.cands)
+			got := panicValue(func() {
+				be.DistanceForward(dist, axis, half, c.ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+			})
+			if got != c.want {
+				t.Errorf("%s %s: panic %v, want %q", name, c.name, got, c.want)
 			}
 		}
 	}
