@@ -732,3 +732,41 @@ func TestDistanceBadOperands(t *testing.T) {
 		}
 	}
 }
+
+// TestDistanceBackwardBadOperands: DistanceBackward refuses, with its own message and
+// before accumulating, an output one element short (dEnt covering the rows up to the
+// largest candidate, or the first cands rows without candidates) and a candidate past the
+// last row of ent (len(ent)/dim rows).
+func TestDistanceBackwardBadOperands(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 14))
+	sh := distShape{3, 5, 37, 8}
+	axis, half, ent, cand := distInputs(rng, sh)
+	top := int(slices.Max(cand)) + 1 // the rows dEnt must hold with cand
+	past := slices.Clone(cand)
+	past[len(past)-1] = int32(sh.rows)
+	qd := sh.queries * sh.dim
+	for _, c := range []struct {
+		name               string
+		nAxis, nHalf, nEnt int
+		cand               []int32
+		cands              int
+		want               string
+	}{
+		{"dAxis short", qd - 1, qd, top * sh.dim, cand, sh.cands, "cpu: distance dAxis: slice too short"},
+		{"dHalf short", qd, qd - 1, top * sh.dim, cand, sh.cands, "cpu: distance dHalf: slice too short"},
+		{"dEnt short of the largest candidate", qd, qd, top*sh.dim - 1, cand, sh.cands, "cpu: distance dEnt: slice too short"},
+		{"dEnt short without candidates", qd, qd, sh.rows*sh.dim - 1, nil, sh.rows, "cpu: distance dEnt: slice too short"},
+		{"candidate past the rows", qd, qd, len(ent), past, sh.cands, "cpu: distance: candidate row out of range"},
+	} {
+		g := randF32(rng, sh.queries*c.cands, -1, 1)
+		for name, be := range backends() {
+			dAxis, dHalf, dEnt := make([]float32, c.nAxis), make([]float32, c.nHalf), make([]float32, c.nEnt)
+			got := panicValue(func() {
+				be.DistanceBackward(dAxis, dHalf, dEnt, g, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+			})
+			if got != c.want {
+				t.Errorf("%s %s: panic %v, want %q", name, c.name, got, c.want)
+			}
+		}
+	}
+}
