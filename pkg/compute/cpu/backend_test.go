@@ -770,3 +770,62 @@ func TestDistanceBackwardBadOperands(t *testing.T) {
 		}
 	}
 }
+
+// TestDistanceEmpty: with no queries, no candidates or dimension 0, DistanceForward (of
+// the Backend and of a prepared table) leaves dist as the reference does (every
+// distance 0 when only dim is 0, dist untouched otherwise) and DistanceBackward leaves
+// the gradients as the reference does; dist is longer than the call's distances, whose
+// tail no call may touch.
+func TestDistanceEmpty(t *testing.T) {
+	ref := compute.Reference[float32]{}
+	rng := rand.New(rand.NewPCG(15, 15))
+	for _, sh := range []distShape{{3, 5, 0, 7}, {0, 5, 4, 7}, {3, 0, 4, 7}, {1, 7, 0, 7}} {
+		axis, half, ent, cand := distInputs(rng, sh)
+		for _, c := range []struct {
+			name  string
+			cand  []int32
+			cands int
+		}{{"cand", cand, sh.cands}, {"all", nil, sh.cands}} {
+			n := sh.queries*c.cands + 3
+			d0 := randF32(rng, n, 1, 2)
+			want := slices.Clone(d0)
+			ref.DistanceForward(want, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+			g := randF32(rng, n, -1, 1)
+			g0 := [3][]float32{randF32(rng, len(axis), -1, 1), randF32(rng, len(half), -1, 1), randF32(rng, len(ent), -1, 1)}
+			wantG := [3][]float32{slices.Clone(g0[0]), slices.Clone(g0[1]), slices.Clone(g0[2])}
+			ref.DistanceBackward(wantG[0], wantG[1], wantG[2], g, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+			for name, be := range backends() {
+				tab := be.PrepareEntities(ent, sh.rows, sh.dim)
+				for _, call := range []struct {
+					name string
+					fwd  func(dist []float32)
+					bwd  func(dAxis, dHalf, dEnt []float32)
+				}{
+					{"backend", func(dist []float32) {
+						be.DistanceForward(dist, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+					}, func(dAxis, dHalf, dEnt []float32) {
+						be.DistanceBackward(dAxis, dHalf, dEnt, g, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+					}},
+					{"prepared", func(dist []float32) {
+						tab.DistanceForward(dist, axis, half, c.cand, sh.queries, c.cands, 0.02)
+					}, func(dAxis, dHalf, dEnt []float32) {
+						tab.DistanceBackward(dAxis, dHalf, dEnt, g, axis, half, c.cand, sh.queries, c.cands, 0.02)
+					}},
+				} {
+					got := slices.Clone(d0)
+					call.fwd(got)
+					if !slices.Equal(got, want) {
+						t.Errorf("%s %s %v %s: dist %v, reference %v", name, call.name, sh, c.name, got, want)
+					}
+					gotG := [3][]float32{slices.Clone(g0[0]), slices.Clone(g0[1]), slices.Clone(g0[2])}
+					call.bwd(gotG[0], gotG[1], gotG[2])
+					for i := range gotG {
+						if !slices.Equal(gotG[i], wantG[i]) {
+							t.Errorf("%s %s %v %s: gradient %d differs from the reference's", name, call.name, sh, c.name, i)
+						}
+					}
+				}
+			}
+		}
+	}
+}
