@@ -829,3 +829,47 @@ func TestDistanceEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestPreparedBadOperands: PrepareEntities refuses an entity table one element short,
+// and a prepared table's DistanceForward and DistanceBackward refuse, with their own
+// messages, a candidate past the table's last row (also in the last query's last slot)
+// and, without candidates, more candidates than rows.
+func TestPreparedBadOperands(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 16))
+	sh := distShape{3, 5, 37, 8}
+	axis, half, ent, cand := distInputs(rng, sh)
+	last := slices.Clone(cand)
+	last[len(last)-1] = int32(sh.rows)
+	const outOfRange = "cpu: distance: candidate row out of range"
+	const tooMany = "cpu: prepared distance: cands exceeds the table's rows"
+	for name, be := range backends() {
+		tab := be.PrepareEntities(ent, sh.rows, sh.dim)
+		fwd := func(cand []int32, cands int) func() {
+			return func() {
+				tab.DistanceForward(make([]float32, sh.queries*cands), axis, half, cand, sh.queries, cands, 0.02)
+			}
+		}
+		bwd := func(cand []int32, cands int) func() {
+			return func() {
+				g := randF32(rng, sh.queries*cands, -1, 1)
+				dAxis, dHalf, dEnt := make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))
+				tab.DistanceBackward(dAxis, dHalf, dEnt, g, axis, half, cand, sh.queries, cands, 0.02)
+			}
+		}
+		for _, c := range []struct {
+			name string
+			call func()
+			want string
+		}{
+			{"prepare ent short", func() { be.PrepareEntities(ent[:len(ent)-1], sh.rows, sh.dim) }, "cpu: prepare ent: slice too short"},
+			{"forward: last candidate past the rows", fwd(last, sh.cands), outOfRange},
+			{"backward: last candidate past the rows", bwd(last, sh.cands), outOfRange},
+			{"forward: more candidates than rows", fwd(nil, sh.rows+1), tooMany},
+			{"backward: more candidates than rows", bwd(nil, sh.rows+1), tooMany},
+		} {
+			if got := panicValue(c.call); got != c.want {
+				t.Errorf("%s %s: panic %v, want %q", name, c.name, got, c.want)
+			}
+		}
+	}
+}
