@@ -873,3 +873,46 @@ func TestPreparedBadOperands(t *testing.T) {
 		}
 	}
 }
+
+// TestDistanceShortInputs: the distance calls of the Backend and of a prepared table
+// refuse an axis, half or cand one element short, naming it, before any work.
+func TestDistanceShortInputs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 17))
+	sh := distShape{3, 5, 37, 8}
+	axis, half, ent, cand := distInputs(rng, sh)
+	n := sh.queries * sh.cands
+	for _, c := range []struct {
+		name       string
+		axis, half []float32
+		cand       []int32
+	}{
+		{"axis", axis[:len(axis)-1], half, cand},
+		{"half", axis, half[:len(half)-1], cand},
+		{"cand", axis, half, cand[:len(cand)-1]},
+	} {
+		want := "cpu: distance " + c.name + ": slice too short"
+		for name, be := range backends() {
+			tab := be.PrepareEntities(ent, sh.rows, sh.dim)
+			g := randF32(rng, n, -1, 1)
+			dAxis, dHalf, dEnt := make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))
+			for call, f := range map[string]func(){
+				"forward": func() {
+					be.DistanceForward(make([]float32, n), c.axis, c.half, ent, c.cand, sh.queries, sh.cands, sh.dim, 0.02)
+				},
+				"backward": func() {
+					be.DistanceBackward(dAxis, dHalf, dEnt, g, c.axis, c.half, ent, c.cand, sh.queries, sh.cands, sh.dim, 0.02)
+				},
+				"prepared forward": func() {
+					tab.DistanceForward(make([]float32, n), c.axis, c.half, c.cand, sh.queries, sh.cands, 0.02)
+				},
+				"prepared backward": func() {
+					tab.DistanceBackward(dAxis, dHalf, dEnt, g, c.axis, c.half, c.cand, sh.queries, sh.cands, 0.02)
+				},
+			} {
+				if got := panicValue(f); got != want {
+					t.Errorf("%s %s, %s short: panic %v, want %q", name, call, c.name, got, want)
+				}
+			}
+		}
+	}
+}
