@@ -664,8 +664,9 @@ func TestParallelConcurrent(t *testing.T) {
 	}
 }
 
-// TestDistanceBackwardNilOutputs: any of dAxis, dHalf, dEnt may be nil; the others get
-// the same bits as with all three, on every backend, with and without candidates.
+// TestDistanceBackwardNilOutputs: any of dAxis, dHalf, dEnt may be nil, in the Backend's
+// DistanceBackward and in a prepared table's; the others get the same bits as with all
+// three, on every backend, with and without candidates.
 func TestDistanceBackwardNilOutputs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 12))
 	sh := distShape{3, 5, 37, 8}
@@ -680,17 +681,27 @@ func TestDistanceBackwardNilOutputs(t *testing.T) {
 			gc := g[:sh.queries*c.cands]
 			full := [3][]float32{make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))}
 			be.DistanceBackward(full[0], full[1], full[2], gc, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+			tab := be.PrepareEntities(ent, sh.rows, sh.dim)
 			for mask := 0; mask < 8; mask++ {
-				var outs [3][]float32
-				for i := range outs {
-					if mask&(1<<i) != 0 {
-						outs[i] = make([]float32, len(full[i]))
+				for call, bwd := range map[string]func(dAxis, dHalf, dEnt []float32){
+					"backend": func(dAxis, dHalf, dEnt []float32) {
+						be.DistanceBackward(dAxis, dHalf, dEnt, gc, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+					},
+					"prepared": func(dAxis, dHalf, dEnt []float32) {
+						tab.DistanceBackward(dAxis, dHalf, dEnt, gc, axis, half, c.cand, sh.queries, c.cands, 0.02)
+					},
+				} {
+					var outs [3][]float32
+					for i := range outs {
+						if mask&(1<<i) != 0 {
+							outs[i] = make([]float32, len(full[i]))
+						}
 					}
-				}
-				be.DistanceBackward(outs[0], outs[1], outs[2], gc, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
-				for i, o := range outs {
-					if o != nil && !slices.Equal(math32bits(o), math32bits(full[i])) {
-						t.Errorf("%s %s: outputs %03b: output %d differs from the call with all three", name, c.name, mask, i)
+					bwd(outs[0], outs[1], outs[2])
+					for i, o := range outs {
+						if o != nil && !slices.Equal(math32bits(o), math32bits(full[i])) {
+							t.Errorf("%s %s %s: outputs %03b: output %d differs from the call with all three", name, call, c.name, mask, i)
+						}
 					}
 				}
 			}
