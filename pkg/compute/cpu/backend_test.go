@@ -124,6 +124,46 @@ func TestLinearNoOverrun(t *testing.T) {
 	}
 }
 
+// TestLinearShortOperand: LinearForward and LinearBackward check every operand's length
+// before they touch any, and name the one that is short (a short operand read by a
+// parallel job would crash the process instead of panicking in the caller).
+func TestLinearShortOperand(t *testing.T) {
+	const rows, in, out = 3, 5, 7
+	be := New(Options{})
+	names := map[string][]string{"forward": {"y", "x", "w", "b"}, "backward": {"dx", "dw", "db", "dy", "x", "w"}}
+	lens := map[string]int{"y": rows * out, "x": rows * in, "w": out * in, "b": out, "dx": rows * in, "dw": out * in, "db": out, "dy": rows * out}
+	rng := rand.New(rand.NewPCG(8, 8))
+	for pass, ops := range names {
+		for _, short := range ops {
+			s := map[string][]float32{}
+			for _, name := range ops {
+				n := lens[name]
+				if name == short {
+					n--
+				}
+				s[name] = randF32(rng, n, -1, 1)
+			}
+			got := panicValue(func() {
+				if pass == "forward" {
+					be.LinearForward(s["y"], s["x"], s["w"], s["b"], rows, in, out)
+				} else {
+					be.LinearBackward(s["dx"], s["dw"], s["db"], s["dy"], s["x"], s["w"], rows, in, out)
+				}
+			})
+			if want := "cpu: linear " + short + ": slice too short"; got != want {
+				t.Errorf("%s with %s one short: panic %v, want %q", pass, short, got, want)
+			}
+		}
+	}
+}
+
+// panicValue returns what f panics with (nil when it returns).
+func panicValue(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
+}
+
 type distShape struct{ queries, cands, dim, rows int }
 
 var distShapes = []distShape{
@@ -624,8 +664,9 @@ func TestParallelConcurrent(t *testing.T) {
 	}
 }
 
-// TestDistanceBackwardNilOutputs: any of dAxis, dHalf, dEnt may be nil; the others get
-// the same bits as with all three, on every backend, with and without candidates.
+// TestDistanceBackwardNilOutputs: any of dAxis, dHalf, dEnt may be nil, in the Backend's
+// DistanceBackward and in a prepared table's; the others get the same bits as with all
+// three, on every backend, with and without candidates.
 func TestDistanceBackwardNilOutputs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 12))
 	sh := distShape{3, 5, 37, 8}
@@ -640,18 +681,247 @@ func TestDistanceBackwardNilOutputs(t *testing.T) {
 			gc := g[:sh.queries*c.cands]
 			full := [3][]float32{make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))}
 			be.DistanceBackward(full[0], full[1], full[2], gc, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+			tab := be.PrepareEntities(ent, sh.rows, sh.dim)
 			for mask := 0; mask < 8; mask++ {
-				var outs [3][]float32
-				for i := range outs {
-					if mask&(1<<i) != 0 {
-						outs[i] = make([]float32, len(full[i]))
+				for call, bwd := range map[string]func(dAxis, dHalf, dEnt []float32){
+					"backend": func(dAxis, dHalf, dEnt []float32) {
+						be.DistanceBackward(dAxis, dHalf, dEnt, gc, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+					},
+					"prepared": func(dAxis, dHalf, dEnt []float32) {
+						tab.DistanceBackward(dAxis, dHalf, dEnt, gc, axis, half, c.cand, sh.queries, c.cands, 0.02)
+					},
+				} {
+					var outs [3][]float32
+					for i := range outs {
+						if mask&(1<<i) != 0 {
+							outs[i] = make([]float32, len(full[i]))
+						}
+					}
+					bwd(outs[0], outs[1], outs[2])
+					for i, o := range outs {
+						if o != nil && !slices.Equal(math32bits(o), math32bits(full[i])) {
+							t.Errorf("%s %s %s: outputs %03b: output %d differs from the call with all three", name, call, c.name, mask, i)
+						}
 					}
 				}
-				be.DistanceBackward(outs[0], outs[1], outs[2], gc, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
-				for i, o := range outs {
-					if o != nil && !slices.Equal(math32bits(o), math32bits(full[i])) {
-						t.Errorf("%s %s: outputs %03b: output %d differs from the call with all three", name, c.name, mask, i)
+			}
+		}
+	}
+}
+
+// TestDistanceBadOperands: DistanceForward refuses, with its own message and before
+// scoring, an entity table one element short (cand nil) and a candidate past the last
+// row of ent (len(ent)/dim rows), also in the last query's last slot.
+func TestDistanceBadOperands(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 13))
+	sh := distShape{3, 5, 37, 8}
+	axis, half, ent, cand := distInputs(rng, sh)
+	last := slices.Clone(cand)
+	last[len(last)-1] = int32(sh.rows)
+	first := slices.Clone(cand)
+	first[0] = int32(sh.rows)
+	const outOfRange = "cpu: distance: candidate row out of range"
+	for _, c := range []struct {
+		name  string
+		ent   []float32
+		cand  []int32
+		cands int
+		want  string
+	}{
+		{"ent short", ent[:len(ent)-1], nil, sh.rows, "cpu: distance ent: slice too short"},
+		{"first candidate past the rows", ent, first, sh.cands, outOfRange},
+		{"last candidate past the rows", ent, last, sh.cands, outOfRange},
+	} {
+		for name, be := range backends() {
+			dist := make([]float32, sh.queries*c.cands)
+			got := panicValue(func() {
+				be.DistanceForward(dist, axis, half, c.ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+			})
+			if got != c.want {
+				t.Errorf("%s %s: panic %v, want %q", name, c.name, got, c.want)
+			}
+		}
+	}
+}
+
+// TestDistanceBackwardBadOperands: DistanceBackward refuses, with its own message and
+// before accumulating, an output one element short (dEnt covering the rows up to the
+// largest candidate, or the first cands rows without candidates) and a candidate past the
+// last row of ent (len(ent)/dim rows).
+func TestDistanceBackwardBadOperands(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 14))
+	sh := distShape{3, 5, 37, 8}
+	axis, half, ent, cand := distInputs(rng, sh)
+	top := int(slices.Max(cand)) + 1 // the rows dEnt must hold with cand
+	past := slices.Clone(cand)
+	past[len(past)-1] = int32(sh.rows)
+	qd := sh.queries * sh.dim
+	for _, c := range []struct {
+		name               string
+		nAxis, nHalf, nEnt int
+		cand               []int32
+		cands              int
+		want               string
+	}{
+		{"dAxis short", qd - 1, qd, top * sh.dim, cand, sh.cands, "cpu: distance dAxis: slice too short"},
+		{"dHalf short", qd, qd - 1, top * sh.dim, cand, sh.cands, "cpu: distance dHalf: slice too short"},
+		{"dEnt short of the largest candidate", qd, qd, top*sh.dim - 1, cand, sh.cands, "cpu: distance dEnt: slice too short"},
+		{"dEnt short without candidates", qd, qd, sh.rows*sh.dim - 1, nil, sh.rows, "cpu: distance dEnt: slice too short"},
+		{"candidate past the rows", qd, qd, len(ent), past, sh.cands, "cpu: distance: candidate row out of range"},
+	} {
+		g := randF32(rng, sh.queries*c.cands, -1, 1)
+		for name, be := range backends() {
+			dAxis, dHalf, dEnt := make([]float32, c.nAxis), make([]float32, c.nHalf), make([]float32, c.nEnt)
+			got := panicValue(func() {
+				be.DistanceBackward(dAxis, dHalf, dEnt, g, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+			})
+			if got != c.want {
+				t.Errorf("%s %s: panic %v, want %q", name, c.name, got, c.want)
+			}
+		}
+	}
+}
+
+// TestDistanceEmpty: with no queries, no candidates or dimension 0, DistanceForward (of
+// the Backend and of a prepared table) leaves dist as the reference does (every
+// distance 0 when only dim is 0, dist untouched otherwise) and DistanceBackward leaves
+// the gradients as the reference does; dist is longer than the call's distances, whose
+// tail no call may touch.
+func TestDistanceEmpty(t *testing.T) {
+	ref := compute.Reference[float32]{}
+	rng := rand.New(rand.NewPCG(15, 15))
+	for _, sh := range []distShape{{3, 5, 0, 7}, {0, 5, 4, 7}, {3, 0, 4, 7}, {1, 7, 0, 7}} {
+		axis, half, ent, cand := distInputs(rng, sh)
+		for _, c := range []struct {
+			name  string
+			cand  []int32
+			cands int
+		}{{"cand", cand, sh.cands}, {"all", nil, sh.cands}} {
+			n := sh.queries*c.cands + 3
+			d0 := randF32(rng, n, 1, 2)
+			want := slices.Clone(d0)
+			ref.DistanceForward(want, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+			g := randF32(rng, n, -1, 1)
+			g0 := [3][]float32{randF32(rng, len(axis), -1, 1), randF32(rng, len(half), -1, 1), randF32(rng, len(ent), -1, 1)}
+			wantG := [3][]float32{slices.Clone(g0[0]), slices.Clone(g0[1]), slices.Clone(g0[2])}
+			ref.DistanceBackward(wantG[0], wantG[1], wantG[2], g, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+			for name, be := range backends() {
+				tab := be.PrepareEntities(ent, sh.rows, sh.dim)
+				for _, call := range []struct {
+					name string
+					fwd  func(dist []float32)
+					bwd  func(dAxis, dHalf, dEnt []float32)
+				}{
+					{"backend", func(dist []float32) {
+						be.DistanceForward(dist, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+					}, func(dAxis, dHalf, dEnt []float32) {
+						be.DistanceBackward(dAxis, dHalf, dEnt, g, axis, half, ent, c.cand, sh.queries, c.cands, sh.dim, 0.02)
+					}},
+					{"prepared", func(dist []float32) {
+						tab.DistanceForward(dist, axis, half, c.cand, sh.queries, c.cands, 0.02)
+					}, func(dAxis, dHalf, dEnt []float32) {
+						tab.DistanceBackward(dAxis, dHalf, dEnt, g, axis, half, c.cand, sh.queries, c.cands, 0.02)
+					}},
+				} {
+					got := slices.Clone(d0)
+					call.fwd(got)
+					if !slices.Equal(got, want) {
+						t.Errorf("%s %s %v %s: dist %v, reference %v", name, call.name, sh, c.name, got, want)
 					}
+					gotG := [3][]float32{slices.Clone(g0[0]), slices.Clone(g0[1]), slices.Clone(g0[2])}
+					call.bwd(gotG[0], gotG[1], gotG[2])
+					for i := range gotG {
+						if !slices.Equal(gotG[i], wantG[i]) {
+							t.Errorf("%s %s %v %s: gradient %d differs from the reference's", name, call.name, sh, c.name, i)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPreparedBadOperands: PrepareEntities refuses an entity table one element short,
+// and a prepared table's DistanceForward and DistanceBackward refuse, with their own
+// messages, a candidate past the table's last row (also in the last query's last slot)
+// and, without candidates, more candidates than rows.
+func TestPreparedBadOperands(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 16))
+	sh := distShape{3, 5, 37, 8}
+	axis, half, ent, cand := distInputs(rng, sh)
+	last := slices.Clone(cand)
+	last[len(last)-1] = int32(sh.rows)
+	const outOfRange = "cpu: distance: candidate row out of range"
+	const tooMany = "cpu: prepared distance: cands exceeds the table's rows"
+	for name, be := range backends() {
+		tab := be.PrepareEntities(ent, sh.rows, sh.dim)
+		fwd := func(cand []int32, cands int) func() {
+			return func() {
+				tab.DistanceForward(make([]float32, sh.queries*cands), axis, half, cand, sh.queries, cands, 0.02)
+			}
+		}
+		bwd := func(cand []int32, cands int) func() {
+			return func() {
+				g := randF32(rng, sh.queries*cands, -1, 1)
+				dAxis, dHalf, dEnt := make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))
+				tab.DistanceBackward(dAxis, dHalf, dEnt, g, axis, half, cand, sh.queries, cands, 0.02)
+			}
+		}
+		for _, c := range []struct {
+			name string
+			call func()
+			want string
+		}{
+			{"prepare ent short", func() { be.PrepareEntities(ent[:len(ent)-1], sh.rows, sh.dim) }, "cpu: prepare ent: slice too short"},
+			{"forward: last candidate past the rows", fwd(last, sh.cands), outOfRange},
+			{"backward: last candidate past the rows", bwd(last, sh.cands), outOfRange},
+			{"forward: more candidates than rows", fwd(nil, sh.rows+1), tooMany},
+			{"backward: more candidates than rows", bwd(nil, sh.rows+1), tooMany},
+		} {
+			if got := panicValue(c.call); got != c.want {
+				t.Errorf("%s %s: panic %v, want %q", name, c.name, got, c.want)
+			}
+		}
+	}
+}
+
+// TestDistanceShortInputs: the distance calls of the Backend and of a prepared table
+// refuse an axis, half or cand one element short, naming it, before any work.
+func TestDistanceShortInputs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 17))
+	sh := distShape{3, 5, 37, 8}
+	axis, half, ent, cand := distInputs(rng, sh)
+	n := sh.queries * sh.cands
+	for _, c := range []struct {
+		name       string
+		axis, half []float32
+		cand       []int32
+	}{
+		{"axis", axis[:len(axis)-1], half, cand},
+		{"half", axis, half[:len(half)-1], cand},
+		{"cand", axis, half, cand[:len(cand)-1]},
+	} {
+		want := "cpu: distance " + c.name + ": slice too short"
+		for name, be := range backends() {
+			tab := be.PrepareEntities(ent, sh.rows, sh.dim)
+			g := randF32(rng, n, -1, 1)
+			dAxis, dHalf, dEnt := make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))
+			for call, f := range map[string]func(){
+				"forward": func() {
+					be.DistanceForward(make([]float32, n), c.axis, c.half, ent, c.cand, sh.queries, sh.cands, sh.dim, 0.02)
+				},
+				"backward": func() {
+					be.DistanceBackward(dAxis, dHalf, dEnt, g, c.axis, c.half, ent, c.cand, sh.queries, sh.cands, sh.dim, 0.02)
+				},
+				"prepared forward": func() {
+					tab.DistanceForward(make([]float32, n), c.axis, c.half, c.cand, sh.queries, sh.cands, 0.02)
+				},
+				"prepared backward": func() {
+					tab.DistanceBackward(dAxis, dHalf, dEnt, g, c.axis, c.half, c.cand, sh.queries, sh.cands, 0.02)
+				},
+			} {
+				if got := panicValue(f); got != want {
+					t.Errorf("%s %s, %s short: panic %v, want %q", name, call, c.name, got, want)
 				}
 			}
 		}
