@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -34,6 +35,13 @@ func TestConesRoundTrip(t *testing.T) {
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+	for _, dim := range []int{0, -1} {
+		bad := meta
+		bad.Dim = dim
+		if _, err := CreateCones(filepath.Join(dir, "bad.arrow"), bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("positive dimension, got %d", dim)) {
+			t.Errorf("dimension %d: %v", dim, err)
+		}
 	}
 	gotMeta, got, err := ReadCones(path)
 	if err != nil {
