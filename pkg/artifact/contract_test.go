@@ -1,6 +1,7 @@
 package artifact_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,6 +72,8 @@ func TestContract(t *testing.T) {
 			"row 3: query 0 again"},
 		{"cones", "an aperture above π", func(_ map[string]string, r []row) []row { r[2]["aperture"] = []float32{0.5, 10}; return r },
 			"row 2 (query 1 branch 0): half aperture[1] = 10 is outside [0, π]"},
+		{"cones", "an infinite axis", func(_ map[string]string, r []row) []row { r[1]["axis"] = []float32{float32(math.Inf(1)), 0}; return r },
+			"row 1 (query 0 branch 1): axis[0] = +Inf is not finite"},
 		{"metrics", "an MRR above 1", func(_ map[string]string, r []row) []row { r[0]["mrr_mean"] = 1.5; return r },
 			"row 0 (type 1p): mrr_mean = 1.5 is not a fraction"},
 		{"metrics", "an unknown kind", func(_ map[string]string, r []row) []row { r[0]["kind"] = "total"; return r },
