@@ -98,18 +98,24 @@ func TestRanksRoundTrip(t *testing.T) {
 
 func TestMetricsRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.arrow")
-	meta := MetricsMeta{Dataset: "fb15k-237", Model: "rocone", Split: "test", Runs: []string{"a.arrow", "b.arrow"}, Resamples: 1000, Level: 0.95}
+	seeds := MetricsMeta{Dataset: "fb15k-237", Model: "rocone", Split: "test", Runs: []string{"a.arrow", "b.arrow"}, Resamples: 1000, Level: 0.95}
+	one := MetricsMeta{Dataset: "fb15k-237", Model: "rocone", Split: "test", Runs: []string{"a.arrow"}, Resamples: 0, Level: 0.9,
+		Queries: "qd", TrainConfig: `{"dim":4}`, Seed: "7", CheckpointHash: "ab", KGDigest: "kg", TrainFingerprint: "tf"}
+	// The last row is at the bounds a row may reach: no queries, and fractions of 1.
 	rows := []MetricsRow{{Kind: "type", Name: "1p", Queries: 10, Seeds: 2, MRR: MetricStat{0.4, 0.01, 0.38, 0.42}},
-		{Kind: "average", Name: "EPFO", Queries: 90, Seeds: 2, H10: MetricStat{0.5, 0, math.NaN(), math.NaN()}}}
-	if err := WriteMetrics(path, meta, rows); err != nil {
-		t.Fatal(err)
-	}
-	gotMeta, got, err := ReadMetrics(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(gotMeta, meta) || len(got) != 2 || got[0].MRR != rows[0].MRR || !math.IsNaN(got[1].H10.Lo) {
-		t.Fatalf("read back %+v %+v", gotMeta, got)
+		{Kind: "average", Name: "EPFO", Queries: 90, Seeds: 2, H10: MetricStat{0.5, 0, math.NaN(), math.NaN()}},
+		{Kind: "type", Name: "3in", Queries: 0, Seeds: 1, H1: MetricStat{1, 1, 1, 1}}}
+	for _, meta := range []MetricsMeta{seeds, one} {
+		if err := WriteMetrics(path, meta, rows); err != nil {
+			t.Fatal(err)
+		}
+		gotMeta, got, err := ReadMetrics(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(gotMeta, meta) || len(got) != 3 || got[0].MRR != rows[0].MRR || !math.IsNaN(got[1].H10.Lo) || got[2] != rows[2] {
+			t.Fatalf("read back %+v %+v", gotMeta, got)
+		}
 	}
 }
 
