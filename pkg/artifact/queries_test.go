@@ -415,6 +415,17 @@ func TestAbortedStream(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), path+": truncated Arrow stream") {
 		t.Errorf("reading an aborted stream: err = %v, want a truncated stream", err)
 	}
+	// The whole stream cut before its end-of-stream marker, right after its checksum
+	// trailer, which is not counted as a record batch.
+	data, err := os.ReadFile(streamFile(t, qs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := writeTemp(t, data[:len(data)-8])
+	_, _, err = ReadQueries(cut)
+	if want := cut + ": truncated Arrow stream: input ended after 2 record batches without the end-of-stream marker"; err == nil || err.Error() != want {
+		t.Errorf("a stream without its end-of-stream marker: err = %v\nwant %s", err, want)
+	}
 }
 
 func TestTruncated(t *testing.T) {
