@@ -653,6 +653,12 @@ func TestContractErrors(t *testing.T) {
 			b.Field(colEasy).(*array.ListBuilder).AppendNull()
 			b.Field(colHard).(*array.ListBuilder).Append(true)
 		}, "row 1: easy is null"},
+		{"null in a list", func(b *array.RecordBuilder) {
+			appendRaw(b, 1, "1p", []int32{5})
+			appendRaw(b, 2, "1p", []int32{6})
+			appendRaw(b, 3, "1p")
+			b.Field(colAnchors).(*array.ListBuilder).ValueBuilder().AppendNull()
+		}, "rows 0 to 2: anchors holds a null"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "q.arrow")
