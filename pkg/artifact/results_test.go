@@ -7,9 +7,29 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
+
+// batchRows reads the artifact at path and returns the number of rows of each of its
+// record batches.
+func batchRows(t *testing.T, path string) []int64 {
+	t.Helper()
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var rows []int64
+	for r.Next() {
+		rows = append(rows, r.Record().NumRows())
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
 
 func TestConesRoundTrip(t *testing.T) {
 	dir := t.TempDir()
@@ -49,6 +69,10 @@ func TestConesRoundTrip(t *testing.T) {
 	}
 	if gotMeta != meta || !reflect.DeepEqual(got, cones) {
 		t.Fatalf("read back %+v and %d cones", gotMeta, len(got))
+	}
+	// The writer flushes a batch every maxBatchRows rows, and the rest at close.
+	if got, want := batchRows(t, path), []int64{maxBatchRows, maxBatchRows, 5}; !slices.Equal(got, want) {
+		t.Errorf("%d batches, the first of %v rows, want %v", len(got), got[:min(len(got), 3)], want)
 	}
 	// A cones file is not a ranks file.
 	if _, _, err := ReadRanks(path); err == nil || !strings.Contains(err.Error(), `artifact is "cones", want "ranks"`) {
