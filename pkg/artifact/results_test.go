@@ -175,6 +175,45 @@ func TestQueriesDigest(t *testing.T) {
 	}
 }
 
+// TestFileDigest: the SHA-256 of a file's bytes (the standard test vectors), and errors
+// that name the path for a file missing or unreadable.
+func TestFileDigest(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		data []byte // nil: no file; and for "dir", a directory
+		want string // the digest, or the error, with %[1]s for the path
+	}{
+		{"empty", []byte{}, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{"abc", []byte("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+		{"missing", nil, "open %[1]s: "},
+		{"dir", nil, "%[1]s: read %[1]s: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name)
+			if tc.data != nil {
+				if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else if tc.name == "dir" {
+				if err := os.Mkdir(path, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := FileDigest(path)
+			if tc.data != nil {
+				if err != nil || got != tc.want {
+					t.Errorf("digest %q, %v; want %s", got, err, tc.want)
+				}
+				return
+			}
+			if want := fmt.Sprintf(tc.want, path); err == nil || got != "" || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("digest %q, err %v; want an error beginning %q", got, err, want)
+			}
+		})
+	}
+}
+
 // TestReadersCheckPromises: a reader checks what the format promises, beyond its bytes
 // being readable: a ranks file holds rows of exactly num_queries queries (a dropped query
 // is named, not averaged away), a cone's half apertures lie in [0, π]; the cones writer
