@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -308,6 +309,34 @@ func TestWriterAnySchema(t *testing.T) {
 	h2.add(rec2)
 	if h2.sum() == before {
 		t.Error("a flipped boolean leaves the digest unchanged")
+	}
+}
+
+// TestWithMeta: withMeta replaces the key where it is, first or last, and appends it
+// when absent, so that a schema never carries the key twice.
+func TestWithMeta(t *testing.T) {
+	fields := []arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}
+	for _, tc := range []struct {
+		name                 string
+		keys, values         []string
+		wantKeys, wantValues []string
+	}{
+		{"absent", []string{"a"}, []string{"1"}, []string{"a", MetaChecksum}, []string{"1", "new"}},
+		{"none", nil, nil, []string{MetaChecksum}, []string{"new"}},
+		{"first", []string{MetaChecksum, "a"}, []string{"old", "1"}, []string{MetaChecksum, "a"}, []string{"new", "1"}},
+		{"last", []string{"a", MetaChecksum}, []string{"1", "old"}, []string{"a", MetaChecksum}, []string{"1", "new"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			md := arrow.NewMetadata(tc.keys, tc.values)
+			orig := arrow.NewSchema(fields, &md)
+			got := withMeta(orig, MetaChecksum, "new").Metadata()
+			if !slices.Equal(got.Keys(), tc.wantKeys) || !slices.Equal(got.Values(), tc.wantValues) {
+				t.Errorf("metadata %v = %v, want %v = %v", got.Keys(), got.Values(), tc.wantKeys, tc.wantValues)
+			}
+			if !slices.Equal(orig.Metadata().Values(), tc.values) {
+				t.Errorf("the schema given was changed: %v", orig.Metadata().Values())
+			}
+		})
 	}
 }
 
