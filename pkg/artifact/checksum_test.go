@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/rocone/rocone/pkg/outfile"
 )
 
 // schemaChecksum returns an artifact's schema content_sha256.
@@ -537,6 +539,45 @@ func TestNodeHashShortBuffers(t *testing.T) {
 				t.Errorf("refused: %v", err)
 			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 				t.Errorf("got %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestPatchChecksumBounds: patchChecksum reads only within the size given: a schema
+// message or footer declared past it is refused, naming the bytes, and one that ends
+// exactly at the last byte, or starts at the first, is read (then refused for holding no
+// placeholder).
+func TestPatchChecksumBounds(t *testing.T) {
+	const size = 64
+	for _, tc := range []struct {
+		name              string
+		msgLen, footerLen uint32
+		want              string // the error; "" for one that is not about the bounds
+	}{
+		{"message past the end", size - 15, 0, "checksum: 49 bytes at 16 do not fit in the 64 written"},
+		{"message to the end, footer before the start", size - 16, 100, "checksum: 100 bytes at -46 do not fit in the 64 written"},
+		{"no message, footer from the start", 0, size - 10, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := make([]byte, size)
+			binary.LittleEndian.PutUint32(data[8:], 0xffffffff)
+			binary.LittleEndian.PutUint32(data[12:], tc.msgLen)
+			binary.LittleEndian.PutUint32(data[size-10:], tc.footerLen)
+			out, err := outfile.Create(filepath.Join(t.TempDir(), "x.arrow"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Abort()
+			if _, err := out.Write(data); err != nil {
+				t.Fatal(err)
+			}
+			err = patchChecksum(out, size, strings.Repeat("0", 64))
+			if tc.want != "" && (err == nil || err.Error() != tc.want) {
+				t.Errorf("err = %v, want %s", err, tc.want)
+			}
+			if tc.want == "" && (err == nil || !strings.HasPrefix(err.Error(), "checksum: ") || strings.Contains(err.Error(), "do not fit")) {
+				t.Errorf("err = %v, want one past the bounds check", err)
 			}
 		})
 	}
