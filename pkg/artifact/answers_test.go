@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"math"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -52,14 +53,22 @@ func TestAnswersRefused(t *testing.T) {
 		{testAnswersMeta, Answer{Position: 1, Entity: 9}, "entity 9 out of range [0,9)"},
 		{testAnswersMeta, Answer{Position: 1, KnownAnswers: -1}, "-1 known answers"},
 		{excl, Answer{Position: 1, Known: true}, "known answers are excluded"},
+		{testAnswersMeta, Answer{Question: -1, Position: 1}, "question -1 out of range [0,2)"},
+		{testAnswersMeta, Answer{Position: 0}, "position 0 out of range [1,2]"},
+		{testAnswersMeta, Answer{Position: 1, Entity: -1}, "entity -1 out of range [0,9)"},
+		{testAnswersMeta, Answer{Position: 1, KnownAnswers: 10}, "10 known answers for 9 entities"},
+		{testAnswersMeta, Answer{Position: 1, Score: float32(math.NaN())}, "entity 0 has a NaN score"},
+		// Accepted: every bound at its lowest, then at its highest.
+		{excl, Answer{Position: 1}, ""},
+		{testAnswersMeta, Answer{Question: 1, Position: 2, Entity: 8, KnownAnswers: 9, Known: true}, ""},
 	} {
 		path := filepath.Join(t.TempDir(), "a.arrow")
 		w, err := CreateAnswers(path, tc.meta)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Write(&tc.row); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%+v: %v, want %s", tc.row, err, tc.want)
+		if err := w.Write(&tc.row); tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v: %v, want %q", tc.row, err, tc.want)
 		}
 		w.Abort()
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/rocone/rocone/pkg/outfile"
 )
 
 // schemaChecksum returns an artifact's schema content_sha256.
@@ -311,6 +314,34 @@ func TestWriterAnySchema(t *testing.T) {
 	}
 }
 
+// TestWithMeta: withMeta replaces the key where it is, first or last, and appends it
+// when absent, so that a schema never carries the key twice.
+func TestWithMeta(t *testing.T) {
+	fields := []arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}
+	for _, tc := range []struct {
+		name                 string
+		keys, values         []string
+		wantKeys, wantValues []string
+	}{
+		{"absent", []string{"a"}, []string{"1"}, []string{"a", MetaChecksum}, []string{"1", "new"}},
+		{"none", nil, nil, []string{MetaChecksum}, []string{"new"}},
+		{"first", []string{MetaChecksum, "a"}, []string{"old", "1"}, []string{MetaChecksum, "a"}, []string{"new", "1"}},
+		{"last", []string{"a", MetaChecksum}, []string{"1", "old"}, []string{"a", MetaChecksum}, []string{"1", "new"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			md := arrow.NewMetadata(tc.keys, tc.values)
+			orig := arrow.NewSchema(fields, &md)
+			got := withMeta(orig, MetaChecksum, "new").Metadata()
+			if !slices.Equal(got.Keys(), tc.wantKeys) || !slices.Equal(got.Values(), tc.wantValues) {
+				t.Errorf("metadata %v = %v, want %v = %v", got.Keys(), got.Values(), tc.wantKeys, tc.wantValues)
+			}
+			if !slices.Equal(orig.Metadata().Values(), tc.values) {
+				t.Errorf("the schema given was changed: %v", orig.Metadata().Values())
+			}
+		})
+	}
+}
+
 // TestChecksumSlicesEveryKind: for every kind of artifact, the digest of its sample is
 // the same however each record batch is cut in two, the cut at every row, so that the
 // values of each column type (fixed-width, boolean, string, list, fixed-size list)
@@ -508,6 +539,45 @@ func TestNodeHashShortBuffers(t *testing.T) {
 				t.Errorf("refused: %v", err)
 			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 				t.Errorf("got %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestPatchChecksumBounds: patchChecksum reads only within the size given: a schema
+// message or footer declared past it is refused, naming the bytes, and one that ends
+// exactly at the last byte, or starts at the first, is read (then refused for holding no
+// placeholder).
+func TestPatchChecksumBounds(t *testing.T) {
+	const size = 64
+	for _, tc := range []struct {
+		name              string
+		msgLen, footerLen uint32
+		want              string // the error; "" for one that is not about the bounds
+	}{
+		{"message past the end", size - 15, 0, "checksum: 49 bytes at 16 do not fit in the 64 written"},
+		{"message to the end, footer before the start", size - 16, 100, "checksum: 100 bytes at -46 do not fit in the 64 written"},
+		{"no message, footer from the start", 0, size - 10, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := make([]byte, size)
+			binary.LittleEndian.PutUint32(data[8:], 0xffffffff)
+			binary.LittleEndian.PutUint32(data[12:], tc.msgLen)
+			binary.LittleEndian.PutUint32(data[size-10:], tc.footerLen)
+			out, err := outfile.Create(filepath.Join(t.TempDir(), "x.arrow"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Abort()
+			if _, err := out.Write(data); err != nil {
+				t.Fatal(err)
+			}
+			err = patchChecksum(out, size, strings.Repeat("0", 64))
+			if tc.want != "" && (err == nil || err.Error() != tc.want) {
+				t.Errorf("err = %v, want %s", err, tc.want)
+			}
+			if tc.want == "" && (err == nil || !strings.HasPrefix(err.Error(), "checksum: ") || strings.Contains(err.Error(), "do not fit")) {
+				t.Errorf("err = %v, want one past the bounds check", err)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package artifact_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,12 +76,18 @@ func TestContract(t *testing.T) {
 			"row 3: query 0 again"},
 		{"cones", "an aperture above π", func(_ map[string]string, r []row) []row { r[2]["aperture"] = []float32{0.5, 10}; return r },
 			"row 2 (query 1 branch 0): half aperture[1] = 10 is outside [0, π]"},
+		{"cones", "an infinite axis", func(_ map[string]string, r []row) []row { r[1]["axis"] = []float32{float32(math.Inf(1)), 0}; return r },
+			"row 1 (query 0 branch 1): axis[0] = +Inf is not finite"},
 		{"metrics", "an MRR above 1", func(_ map[string]string, r []row) []row { r[0]["mrr_mean"] = 1.5; return r },
 			"row 0 (type 1p): mrr_mean = 1.5 is not a fraction"},
 		{"metrics", "an unknown kind", func(_ map[string]string, r []row) []row { r[0]["kind"] = "total"; return r },
 			`kind "total", want type or average`},
+		{"metrics", "a second row without a name", func(_ map[string]string, r []row) []row { return append(r, cloneRow(r[0], "name", "")) },
+			"row 1 (type ): no name"},
 		{"answers", "an entity out of range", func(_ map[string]string, r []row) []row { r[0]["entity"] = int32(9); return r },
 			"row 0: question 0: entity 9 out of range [0,9)"},
+		{"answers", "more known answers than entities", func(_ map[string]string, r []row) []row { r[2]["known_answers"] = int32(10); return r },
+			"row 2: question 1: 10 known answers for 9 entities"},
 	} {
 		t.Run(tc.kind+"/"+tc.name, func(t *testing.T) {
 			src := filepath.Join("testdata", tc.kind+".arrow")

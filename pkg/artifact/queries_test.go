@@ -415,6 +415,17 @@ func TestAbortedStream(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), path+": truncated Arrow stream") {
 		t.Errorf("reading an aborted stream: err = %v, want a truncated stream", err)
 	}
+	// The whole stream cut before its end-of-stream marker, right after its checksum
+	// trailer, which is not counted as a record batch.
+	data, err := os.ReadFile(streamFile(t, qs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := writeTemp(t, data[:len(data)-8])
+	_, _, err = ReadQueries(cut)
+	if want := cut + ": truncated Arrow stream: input ended after 2 record batches without the end-of-stream marker"; err == nil || err.Error() != want {
+		t.Errorf("a stream without its end-of-stream marker: err = %v\nwant %s", err, want)
+	}
 }
 
 func TestTruncated(t *testing.T) {
@@ -642,6 +653,12 @@ func TestContractErrors(t *testing.T) {
 			b.Field(colEasy).(*array.ListBuilder).AppendNull()
 			b.Field(colHard).(*array.ListBuilder).Append(true)
 		}, "row 1: easy is null"},
+		{"null in a list", func(b *array.RecordBuilder) {
+			appendRaw(b, 1, "1p", []int32{5})
+			appendRaw(b, 2, "1p", []int32{6})
+			appendRaw(b, 3, "1p")
+			b.Field(colAnchors).(*array.ListBuilder).ValueBuilder().AppendNull()
+		}, "rows 0 to 2: anchors holds a null"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "q.arrow")

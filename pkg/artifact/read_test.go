@@ -91,7 +91,8 @@ func TestTinyFiles(t *testing.T) {
 
 // TestLeadingSchemaBounds: the schema message an IPC file begins with is read within the
 // bytes before the first record batch; one whose metadata length reaches past them is
-// refused, with the count of bytes there are.
+// refused, with the count of bytes there are, and a footer whose first record batch
+// begins right after the magic and its padding leaves no room for it at all.
 func TestLeadingSchemaBounds(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "q.arrow")
 	if err := WriteQueries(file, testMeta, testQueries(5)); err != nil {
@@ -109,14 +110,32 @@ func TestLeadingSchemaBounds(t *testing.T) {
 	if got := int(binary.LittleEndian.Uint32(data[12:])); got != room {
 		t.Fatalf("the leading schema message has %d bytes of metadata, want the %d before the first batch", got, room)
 	}
+	// The footer's first block, as the footer holds it: offset, then metadata length.
+	footerAt := len(data) - 10 - int(binary.LittleEndian.Uint32(data[len(data)-10:]))
+	block := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(nil, uint64(blocks[0].offset)), uint32(blocks[0].metaLen))
+	if n := bytes.Count(data[footerAt:], block); n != 1 {
+		t.Fatalf("the first block found %d times in the footer", n)
+	}
+	at := footerAt + bytes.Index(data[footerAt:], block)
+	type edit struct {
+		name string
+		edit func(b []byte)
+		want string // after "PATH: corrupt Arrow file: "
+	}
+	var cases []edit
 	for _, extra := range []int{1, 8, 64} {
-		t.Run(fmt.Sprint(extra), func(t *testing.T) {
+		cases = append(cases, edit{fmt.Sprint(extra), func(b []byte) { binary.LittleEndian.PutUint32(b[12:], uint32(room+extra)) },
+			fmt.Sprintf("leading schema message: message 0 declares %d bytes of metadata, but only %d bytes follow", room+extra, room)})
+	}
+	cases = append(cases, edit{"first batch at offset 8", func(b []byte) { binary.LittleEndian.PutUint64(b[at:], 8) },
+		"no room for the leading schema message before offset 8"})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
 			corrupt := bytes.Clone(data)
-			binary.LittleEndian.PutUint32(corrupt[12:], uint32(room+extra))
+			tc.edit(corrupt)
 			path := writeTemp(t, corrupt)
 			_, _, err := ReadQueries(path)
-			want := fmt.Sprintf("%s: corrupt Arrow file: leading schema message: message 0 declares %d bytes of metadata, but only %d bytes follow", path, room+extra, room)
-			if err == nil || err.Error() != want {
+			if want := path + ": corrupt Arrow file: " + tc.want; err == nil || err.Error() != want {
 				t.Errorf("err = %v\nwant %s", err, want)
 			}
 		})

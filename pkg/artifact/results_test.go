@@ -2,13 +2,34 @@ package artifact
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
+
+// batchRows reads the artifact at path and returns the number of rows of each of its
+// record batches.
+func batchRows(t *testing.T, path string) []int64 {
+	t.Helper()
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var rows []int64
+	for r.Next() {
+		rows = append(rows, r.Record().NumRows())
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
 
 func TestConesRoundTrip(t *testing.T) {
 	dir := t.TempDir()
@@ -35,12 +56,23 @@ func TestConesRoundTrip(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	for _, dim := range []int{0, -1} {
+		bad := meta
+		bad.Dim = dim
+		if _, err := CreateCones(filepath.Join(dir, "bad.arrow"), bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("positive dimension, got %d", dim)) {
+			t.Errorf("dimension %d: %v", dim, err)
+		}
+	}
 	gotMeta, got, err := ReadCones(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if gotMeta != meta || !reflect.DeepEqual(got, cones) {
 		t.Fatalf("read back %+v and %d cones", gotMeta, len(got))
+	}
+	// The writer flushes a batch every maxBatchRows rows, and the rest at close.
+	if got, want := batchRows(t, path), []int64{maxBatchRows, maxBatchRows, 5}; !slices.Equal(got, want) {
+		t.Errorf("%d batches, the first of %v rows, want %v", len(got), got[:min(len(got), 3)], want)
 	}
 	// A cones file is not a ranks file.
 	if _, _, err := ReadRanks(path); err == nil || !strings.Contains(err.Error(), `artifact is "cones", want "ranks"`) {
@@ -90,18 +122,24 @@ func TestRanksRoundTrip(t *testing.T) {
 
 func TestMetricsRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.arrow")
-	meta := MetricsMeta{Dataset: "fb15k-237", Model: "rocone", Split: "test", Runs: []string{"a.arrow", "b.arrow"}, Resamples: 1000, Level: 0.95}
+	seeds := MetricsMeta{Dataset: "fb15k-237", Model: "rocone", Split: "test", Runs: []string{"a.arrow", "b.arrow"}, Resamples: 1000, Level: 0.95}
+	one := MetricsMeta{Dataset: "fb15k-237", Model: "rocone", Split: "test", Runs: []string{"a.arrow"}, Resamples: 0, Level: 0.9,
+		Queries: "qd", TrainConfig: `{"dim":4}`, Seed: "7", CheckpointHash: "ab", KGDigest: "kg", TrainFingerprint: "tf"}
+	// The last row is at the bounds a row may reach: no queries, and fractions of 1.
 	rows := []MetricsRow{{Kind: "type", Name: "1p", Queries: 10, Seeds: 2, MRR: MetricStat{0.4, 0.01, 0.38, 0.42}},
-		{Kind: "average", Name: "EPFO", Queries: 90, Seeds: 2, H10: MetricStat{0.5, 0, math.NaN(), math.NaN()}}}
-	if err := WriteMetrics(path, meta, rows); err != nil {
-		t.Fatal(err)
-	}
-	gotMeta, got, err := ReadMetrics(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(gotMeta, meta) || len(got) != 2 || got[0].MRR != rows[0].MRR || !math.IsNaN(got[1].H10.Lo) {
-		t.Fatalf("read back %+v %+v", gotMeta, got)
+		{Kind: "average", Name: "EPFO", Queries: 90, Seeds: 2, H10: MetricStat{0.5, 0, math.NaN(), math.NaN()}},
+		{Kind: "type", Name: "3in", Queries: 0, Seeds: 1, H1: MetricStat{1, 1, 1, 1}}}
+	for _, meta := range []MetricsMeta{seeds, one} {
+		if err := WriteMetrics(path, meta, rows); err != nil {
+			t.Fatal(err)
+		}
+		gotMeta, got, err := ReadMetrics(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(gotMeta, meta) || len(got) != 3 || got[0].MRR != rows[0].MRR || !math.IsNaN(got[1].H10.Lo) || got[2] != rows[2] {
+			t.Fatalf("read back %+v %+v", gotMeta, got)
+		}
 	}
 }
 
@@ -134,6 +172,45 @@ func TestQueriesDigest(t *testing.T) {
 	b := []Query{{ID: 1, Type: "1p", Structure: "('e',('r',))", Anchors: []int32{1}, Relations: []int32{2}, Easy: []int32{3}, Hard: []int32{}}}
 	if QueriesDigest(a) == QueriesDigest(b) || QueriesDigest(a) != QueriesDigest(append([]Query(nil), a...)) {
 		t.Fatal("digest does not tell easy from hard, or is not stable")
+	}
+}
+
+// TestFileDigest: the SHA-256 of a file's bytes (the standard test vectors), and errors
+// that name the path for a file missing or unreadable.
+func TestFileDigest(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		data []byte // nil: no file; and for "dir", a directory
+		want string // the digest, or the error, with %[1]s for the path
+	}{
+		{"empty", []byte{}, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{"abc", []byte("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+		{"missing", nil, "open %[1]s: "},
+		{"dir", nil, "%[1]s: read %[1]s: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name)
+			if tc.data != nil {
+				if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else if tc.name == "dir" {
+				if err := os.Mkdir(path, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := FileDigest(path)
+			if tc.data != nil {
+				if err != nil || got != tc.want {
+					t.Errorf("digest %q, %v; want %s", got, err, tc.want)
+				}
+				return
+			}
+			if want := fmt.Sprintf(tc.want, path); err == nil || got != "" || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("digest %q, err %v; want an error beginning %q", got, err, want)
+			}
+		})
 	}
 }
 

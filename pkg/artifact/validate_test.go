@@ -179,3 +179,38 @@ func TestValidateRecordNamesColumn(t *testing.T) {
 		})
 	}
 }
+
+// TestListSlicesCorrupt checks listSlices's own checks, which guard callers against a list
+// array that validateRecord has not seen: the offsets in bounds and in order, and the error
+// naming the input when there is a name.
+func TestListSlicesCorrupt(t *testing.T) {
+	i32 := arrow.PrimitiveTypes.Int32
+	list := func(n int, offsets *memory.Buffer) *array.List {
+		values := array.NewData(i32, 4, []*memory.Buffer{nil, int32Buf(1, 2, 3, 4)}, nil, 0, 0)
+		return array.MakeFromData(array.NewData(arrow.ListOf(i32), n, []*memory.Buffer{nil, offsets}, []arrow.ArrayData{values}, 0, 0)).(*array.List)
+	}
+	for _, tc := range []struct {
+		name, file string
+		a          *array.List
+		want       string // "" for no error
+	}{
+		{"in bounds", "q.arrow", list(2, int32Buf(0, 1, 4)), ""},
+		{"an offset short", "q.arrow", list(2, int32Buf(0, 1)), "q.arrow: column top: corrupt list offsets"},
+		{"unnamed, an offset short", "", list(2, int32Buf(0, 1)), "column top: corrupt list offsets"},
+		{"backwards", "q.arrow", list(2, int32Buf(0, 3, 2)), "q.arrow: column top: corrupt offsets"},
+		{"unnamed, past the values", "", list(2, int32Buf(0, 1, 5)), "column top: corrupt offsets"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			offsets, values, err := listSlices(tc.file, "top", tc.a)
+			if tc.want != "" {
+				if err == nil || err.Error() != tc.want {
+					t.Errorf("err = %v, want %s", err, tc.want)
+				}
+				return
+			}
+			if err != nil || len(offsets) != tc.a.Len()+1 || len(values) != 4 {
+				t.Errorf("offsets %v, values %v, err %v", offsets, values, err)
+			}
+		})
+	}
+}
