@@ -20,7 +20,6 @@ type tableWriter struct {
 	name string
 	w    *recordWriter
 	rb   *array.RecordBuilder
-	rows int64
 }
 
 func createTable(path string, s *spec, meta map[string]string) (*tableWriter, error) {
@@ -35,9 +34,8 @@ func createTable(path string, s *spec, meta map[string]string) (*tableWriter, er
 // field returns the builder of column i.
 func (t *tableWriter) field(i int) array.Builder { return t.rb.Field(i) }
 
-// rowDone counts a row appended to every column and flushes a full batch.
+// rowDone is called once a row is appended to every column; it flushes a full batch.
 func (t *tableWriter) rowDone() error {
-	t.rows++
 	if t.rb.Field(0).Len() >= maxBatchRows {
 		return t.flush()
 	}
