@@ -709,6 +709,16 @@ func TestDistanceBackwardNilOutputs(t *testing.T) {
 	}
 }
 
+// outOfRange is the distance calls' panic for a candidate past the entity table.
+const outOfRange = "cpu: distance: candidate row out of range"
+
+// withCandidate returns a copy of cand whose slot i holds row.
+func withCandidate(cand []int32, i, row int) []int32 {
+	c := slices.Clone(cand)
+	c[i] = int32(row)
+	return c
+}
+
 // TestDistanceBadOperands: DistanceForward refuses, with its own message and before
 // scoring, an entity table one element short (cand nil) and a candidate past the last
 // row of ent (len(ent)/dim rows), also in the last query's last slot.
@@ -716,11 +726,7 @@ func TestDistanceBadOperands(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 13))
 	sh := distShape{3, 5, 37, 8}
 	axis, half, ent, cand := distInputs(rng, sh)
-	last := slices.Clone(cand)
-	last[len(last)-1] = int32(sh.rows)
-	first := slices.Clone(cand)
-	first[0] = int32(sh.rows)
-	const outOfRange = "cpu: distance: candidate row out of range"
+	last, first := withCandidate(cand, len(cand)-1, sh.rows), withCandidate(cand, 0, sh.rows)
 	for _, c := range []struct {
 		name  string
 		ent   []float32
@@ -753,8 +759,7 @@ func TestDistanceBackwardBadOperands(t *testing.T) {
 	sh := distShape{3, 5, 37, 8}
 	axis, half, ent, cand := distInputs(rng, sh)
 	top := int(slices.Max(cand)) + 1 // the rows dEnt must hold with cand
-	past := slices.Clone(cand)
-	past[len(past)-1] = int32(sh.rows)
+	past := withCandidate(cand, len(cand)-1, sh.rows)
 	qd := sh.queries * sh.dim
 	for _, c := range []struct {
 		name               string
@@ -767,7 +772,7 @@ func TestDistanceBackwardBadOperands(t *testing.T) {
 		{"dHalf short", qd, qd - 1, top * sh.dim, cand, sh.cands, "cpu: distance dHalf: slice too short"},
 		{"dEnt short of the largest candidate", qd, qd, top*sh.dim - 1, cand, sh.cands, "cpu: distance dEnt: slice too short"},
 		{"dEnt short without candidates", qd, qd, sh.rows*sh.dim - 1, nil, sh.rows, "cpu: distance dEnt: slice too short"},
-		{"candidate past the rows", qd, qd, len(ent), past, sh.cands, "cpu: distance: candidate row out of range"},
+		{"candidate past the rows", qd, qd, len(ent), past, sh.cands, outOfRange},
 	} {
 		g := randF32(rng, sh.queries*c.cands, -1, 1)
 		for name, be := range backends() {
@@ -849,9 +854,7 @@ func TestPreparedBadOperands(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 16))
 	sh := distShape{3, 5, 37, 8}
 	axis, half, ent, cand := distInputs(rng, sh)
-	last := slices.Clone(cand)
-	last[len(last)-1] = int32(sh.rows)
-	const outOfRange = "cpu: distance: candidate row out of range"
+	last := withCandidate(cand, len(cand)-1, sh.rows)
 	const tooMany = "cpu: prepared distance: cands exceeds the table's rows"
 	for name, be := range backends() {
 		tab := be.PrepareEntities(ent, sh.rows, sh.dim)
