@@ -148,15 +148,29 @@ func TestResultsRefuses(t *testing.T) {
 	good := RunRecord{Dataset: "tiny", Model: "rocone", Seed: 1, Steps: 5, Commit: "0123456789abcdef", Device: "test CPU",
 		Date: "2026-11-26", WallTimeS: 1.5, Commands: []string{"train …"}}
 	entry := entries[0]
-	// editMetrics writes the entry's run.json as made and its metrics of one run with
-	// edit applied (under a valid checksum).
-	editMetrics := func(t *testing.T, edit func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row) {
+	// writeRun writes the entry's run.json as made and the metrics of the ranks given to out.
+	writeRun := func(t *testing.T, out string, ranks ...string) {
 		writeRecord(t, entry, good)
-		made := filepath.Join(t.TempDir(), ResultMetricsFile)
-		if err := Metrics(MetricsConfig{Ranks: ranks[:1], Output: made, Resamples: 0}, &bytes.Buffer{}); err != nil {
+		if err := Metrics(MetricsConfig{Ranks: ranks, Output: out, Resamples: 0}, &bytes.Buffer{}); err != nil {
 			t.Fatal(err)
 		}
-		artifacttest.Edit(t, made, filepath.Join(entry, ResultMetricsFile), edit)
+	}
+	metricsFile, logFile := filepath.Join(entry, ResultMetricsFile), filepath.Join(entry, ResultLogFile)
+	// editMetrics is writeRun of the entry's one run, its metrics with edit applied (under
+	// a valid checksum).
+	editMetrics := func(t *testing.T, edit func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row) {
+		made := filepath.Join(t.TempDir(), ResultMetricsFile)
+		writeRun(t, made, ranks[0])
+		artifacttest.Edit(t, made, metricsFile, edit)
+	}
+	// editLog makes the entry's train log the log src with edit applied.
+	editLog := func(t *testing.T, src string, edit func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row) {
+		made := filepath.Join(t.TempDir(), ResultLogFile)
+		artifacttest.Edit(t, src, made, edit)
+		b, err := os.ReadFile(made)
+		if err != nil || os.WriteFile(logFile, b, 0o644) != nil {
+			t.Fatal("replacing the entry's train log")
+		}
 	}
 	for _, c := range []struct {
 		name string
@@ -176,12 +190,7 @@ func TestResultsRefuses(t *testing.T) {
 		{"unknown field", func(t *testing.T) {
 			os.WriteFile(filepath.Join(entry, RunRecordFile), []byte(`{"dataset":"tiny","wall_time":3}`), 0o644)
 		}, `unknown field "wall_time"`},
-		{"seeds aggregated", func(t *testing.T) {
-			writeRecord(t, entry, good)
-			if err := Metrics(MetricsConfig{Ranks: ranks[:2], Output: filepath.Join(entry, ResultMetricsFile), Resamples: 0}, &bytes.Buffer{}); err != nil {
-				t.Fatal(err)
-			}
-		}, "not the metrics of one run"},
+		{"seeds aggregated", func(t *testing.T) { writeRun(t, metricsFile, ranks[:2]...) }, "not the metrics of one run"},
 		{"no steps", func(t *testing.T) { r := good; r.Steps = 0; writeRecord(t, entry, r) }, "steps 0: want the number of steps trained"},
 		{"the valid split", func(t *testing.T) {
 			editMetrics(t, func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row {
@@ -196,38 +205,25 @@ func TestResultsRefuses(t *testing.T) {
 			})
 		}, "has 2 seeds; an entry is one run"},
 		{"log of another configuration", func(t *testing.T) {
-			editMetrics(t, func(_ map[string]string, rows []artifacttest.Row) []artifacttest.Row { return rows })
-			log, other := filepath.Join(entry, ResultLogFile), filepath.Join(t.TempDir(), ResultLogFile)
-			artifacttest.Edit(t, log, other, func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row {
+			writeRun(t, metricsFile, ranks[0])
+			editLog(t, logFile, func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row {
 				meta["config"] = strings.Replace(meta["config"], `"lr":0.01`, `"lr":0.02`, 1)
 				return rows
 			})
-			b, _ := os.ReadFile(other)
-			os.WriteFile(log, b, 0o644)
 		}, "have other training configurations: not one run"},
 		{"log of another run", func(t *testing.T) {
-			writeRecord(t, entry, good)
-			if err := Metrics(MetricsConfig{Ranks: ranks[:1], Output: filepath.Join(entry, ResultMetricsFile), Resamples: 0}, &bytes.Buffer{}); err != nil {
-				t.Fatal(err)
-			}
+			writeRun(t, metricsFile, ranks[0])
 			b, _ := os.ReadFile(filepath.Join(entries[2], ResultLogFile))
-			os.WriteFile(filepath.Join(entry, ResultLogFile), b, 0o644)
+			os.WriteFile(logFile, b, 0o644)
 		}, "not one run"},
 		{"log of another train file", func(t *testing.T) {
-			writeRecord(t, entry, good)
-			if err := Metrics(MetricsConfig{Ranks: ranks[:1], Output: filepath.Join(entry, ResultMetricsFile), Resamples: 0}, &bytes.Buffer{}); err != nil {
-				t.Fatal(err)
-			}
+			writeRun(t, metricsFile, ranks[0])
 			// A rocone log, of a run on another train file (its lineage edited, under a
 			// valid checksum): refused for that before its seed is looked at.
-			log := filepath.Join(entry, ResultLogFile)
-			other := filepath.Join(t.TempDir(), "log.arrow")
-			artifacttest.Edit(t, filepath.Join(entries[1], ResultLogFile), other, func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row {
+			editLog(t, filepath.Join(entries[1], ResultLogFile), func(meta map[string]string, rows []artifacttest.Row) []artifacttest.Row {
 				meta["train_fingerprint"] = "0123456789abcdef"
 				return rows
 			})
-			b, _ := os.ReadFile(other)
-			os.WriteFile(log, b, 0o644)
 		}, "and train file 0123456789abcdef"},
 		// Last: an entry's artifacts without its run.json would drop out of the tables.
 		{"no run.json", func(t *testing.T) { os.Remove(filepath.Join(entry, RunRecordFile)) }, "holds metrics.arrow but no run.json"},
