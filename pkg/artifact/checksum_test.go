@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/rocone/rocone/pkg/outfile"
 )
@@ -581,4 +582,100 @@ func TestPatchChecksumBounds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTrailerWithRows: a stream whose checksum trailer carries rows is refused, naming the
+// trailer's record batch. The trailer is built by hand: a record batch of three int32 rows
+// whose metadata holds content_sha256.
+func TestTrailerWithRows(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int32}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.Int32Builder).AppendValues([]int32{4, 5}, nil)
+	rec := b.NewRecord()
+	defer rec.Release()
+
+	s := withMeta(schema, MetaChecksum, checksumTrailer)
+	var out bytes.Buffer
+	w := ipc.NewWriterWithPayloadWriter(&streamPayloads{w: &out}, ipc.WithSchema(s))
+	for i := 0; i < 2; i++ { // record batches 0 and 1; the trailer is batch 2
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := newContentHash(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.add(rec)
+	h.add(rec)
+	const rows = 3
+	body := make([]byte, 16) // three int32 values, padded to 8 bytes
+	for i := 0; i < rows; i++ {
+		binary.LittleEndian.PutUint32(body[4*i:], uint32(7+i))
+	}
+	if err := writeMessage(&out, trailerWithRows(rows, int64(len(body)), h.sum())); err != nil {
+		t.Fatal(err)
+	}
+	out.Write(body)
+	out.Write([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0})
+
+	read := func(p string) error {
+		r, err := Open(p)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+		}
+		return r.Err()
+	}
+	for _, pipe := range []bool{false, true} {
+		err := readAs(t, read, out.Bytes(), pipe)
+		want := "corrupt Arrow stream: record batch 2: the checksum trailer holds 3 rows, want none"
+		if err == nil || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("pipe %v: %v, want ...%q", pipe, err, want)
+		}
+	}
+}
+
+// trailerWithRows is trailerMessage's record batch for one int32 column, but of the given
+// number of rows, with a body of bodyLen bytes: one field node (rows, 0), the validity
+// buffer empty (no nulls), the values at the body's start.
+func trailerWithRows(rows, bodyLen int64, digest string) []byte {
+	b := flatbuffers.NewBuilder(256)
+	key, val := b.CreateString(MetaChecksum), b.CreateString(digest)
+	b.StartObject(2) // KeyValue
+	b.PrependUOffsetTSlot(0, key, 0)
+	b.PrependUOffsetTSlot(1, val, 0)
+	kv := b.EndObject()
+	b.StartVector(4, 1, 4)
+	b.PrependUOffsetT(kv)
+	md := b.EndVector(1)
+	b.StartVector(16, 1, 8) // FieldNode: length, null count
+	b.Prep(8, 16)
+	b.PrependInt64(0)
+	b.PrependInt64(rows)
+	nodes := b.EndVector(1)
+	b.StartVector(16, 2, 8) // Buffers (offset, length), written last to first
+	b.Prep(8, 16)
+	b.PrependInt64(4 * rows)
+	b.PrependInt64(0)
+	b.Prep(8, 16)
+	b.PrependInt64(0)
+	b.PrependInt64(0)
+	buffers := b.EndVector(2)
+	b.StartObject(5) // RecordBatch: length, nodes, buffers
+	b.PrependInt64Slot(0, rows, 0)
+	b.PrependUOffsetTSlot(1, nodes, 0)
+	b.PrependUOffsetTSlot(2, buffers, 0)
+	rb := b.EndObject()
+	b.StartObject(5) // Message
+	b.PrependInt16Slot(0, metadataV5, 0)
+	b.PrependByteSlot(messageHeaderType, headerRecordBatch, 0)
+	b.PrependUOffsetTSlot(messageHeader, rb, 0)
+	b.PrependInt64Slot(messageBodyLength, bodyLen, 0)
+	b.PrependUOffsetTSlot(messageCustomMetadata, md, 0)
+	b.Finish(b.EndObject())
+	return b.FinishedBytes()
 }
