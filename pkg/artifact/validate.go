@@ -113,11 +113,5 @@ func checkOffsetsBuffer(d arrow.ArrayData, n, off, limit int64, need func(int, i
 		return err
 	}
 	offsets := arrow.Int32Traits.CastFromBytes(d.Buffers()[1].Bytes())[off : off+n+1]
-	if err := checkOffsets(offsets, int(limit)); err != nil {
-		return err
-	}
-	if offsets[0] < 0 {
-		return fmt.Errorf("negative offset %d", offsets[0])
-	}
-	return nil
+	return checkOffsets(offsets, int(limit)) // refuses a first offset below 0 too
 }
