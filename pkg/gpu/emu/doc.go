@@ -11,8 +11,9 @@
 // emu.cc), and cp.async's and ldmatrix's addresses for their 16 bytes (emu_require_aligned):
 // an access at an address the device would fault on fails the launch with "misaligned
 // address", where the CPU would just do it. So does an index past an array of known
-// size, a __shared__ tile or a thread's own array (compiled with -fsanitize=bounds, the
-// handler in emu.cc), where the CPU would read or write a neighbouring variable. Between
+// size, a __shared__ tile, a thread's own array or a struct's last array member
+// (compiled with -fsanitize=bounds-strict, the handler in emu.cc), where the CPU would
+// read or write a neighbouring variable. Between
 // barriers a block's threads run in index order, or last to first (SetReverseThreads), so
 // that a missing barrier shows in one order or the other.
 //

@@ -336,10 +336,11 @@ extern "C" [[noreturn]] void __ubsan_handle_type_mismatch_v1_abort(UbsanTypeMism
 // An index out of an array's bounds: the device reads or writes whatever lies there (another
 // array of the block's shared memory, a register array spilled to local memory) or faults,
 // where the CPU would read or write a neighbouring variable. This file is compiled with
-// -fsanitize=bounds too (emu.go), which checks every index into an array of known size,
-// the kernels' __shared__ tiles and their per-thread arrays (accumulators, fragments),
-// against it and calls this handler before the access: the thread ends with a fault, as
-// above. (An access through a pointer into such an array is not checked: the guard zones
+// -fsanitize=bounds-strict too (emu.go), which checks every index into an array of known
+// size, the kernels' __shared__ tiles and their per-thread arrays (accumulators,
+// fragments), against it and calls this handler before the access: the thread ends with a
+// fault, as above. (Plain -fsanitize=bounds takes a struct's last array member for a
+// flexible array and leaves it unchecked: adam_program's K was.) (An access through a pointer into such an array is not checked: the guard zones
 // of device memory cover global memory, nothing covers shared memory reached that way.)
 struct UbsanOutOfBounds {
 	UbsanSourceLocation loc;

@@ -3,7 +3,7 @@
 package emu
 
 /*
-#cgo CXXFLAGS: -std=c++17 -O2 -fno-fast-math -pthread -fsanitize=alignment,bounds
+#cgo CXXFLAGS: -std=c++17 -O2 -fno-fast-math -pthread -fsanitize=alignment,bounds-strict
 #cgo LDFLAGS: -pthread -lm
 #include <stdlib.h>
 #include "emu_api.h"

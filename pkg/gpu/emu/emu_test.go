@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -286,4 +288,25 @@ func newDevice(t *testing.T) *Device {
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// TestBoundsStrict: the emulator is compiled with -fsanitize=bounds-strict, not plain
+// bounds, which leaves a struct's last array member unchecked (GCC takes it for a
+// flexible array). No kernel's arguments can index such a member out of bounds (the one
+// there is, adam_program's K, is indexed by loop counters), so this checks the flag
+// itself: without it, K[i] filled for i <= 6 passed every test.
+func TestBoundsStrict(t *testing.T) {
+	src, err := os.ReadFile("emu.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(src), "\n") {
+		if strings.HasPrefix(line, "#cgo CXXFLAGS:") {
+			if !slices.Contains(strings.Fields(line), "-fsanitize=alignment,bounds-strict") {
+				t.Errorf("emu.go: %q lacks -fsanitize=alignment,bounds-strict", line)
+			}
+			return
+		}
+	}
+	t.Error("emu.go: no #cgo CXXFLAGS line")
 }
