@@ -106,6 +106,7 @@ func testRotate(h *harness) {
 			compare(t, "dRelShift", dRS, h.down(DRS))
 
 			t.Run("NaN", func(t *testing.T) { testRotateNaN(&harness{t: t, d: h.d, rng: h.rng}, proj) })
+			t.Run("edges", func(t *testing.T) { testRotateEdges(&harness{t: t, d: h.d, rng: h.rng}, proj) })
 		})
 	}
 	if rotations == 0 {
@@ -132,4 +133,63 @@ func testRotate(h *harness) {
 			}
 		}
 	})
+}
+
+// onQuotient is the float32 h nearest float32(p·π) whose quotient h/π (in float32) is
+// exactly p, the S.E. clip's bounds.
+func onQuotient(t *testing.T, p float32) float32 {
+	t.Helper()
+	pi := float32(math.Pi)
+	h := float32(float64(p) * math.Pi)
+	for _, dir := range []float32{float32(math.Inf(1)), float32(math.Inf(-1))} {
+		x := h
+		for range 64 {
+			if x/pi == p {
+				return x
+			}
+			x = math.Nextafter32(x, dir)
+		}
+	}
+	t.Fatalf("no float32 h with h/π = %v", p)
+	return 0
+}
+
+// testRotateEdges: apertures on the bounds of the backward's closed intervals pass the
+// gradient, as on the CPU: h + φ exactly 0 and π for rocone-trunc's clamp, h/π exactly ε
+// and 1−ε for rocone-se's clip (a strict comparison would drop the gradient there).
+func testRotateEdges(h *harness, proj compute.Projection) {
+	pi := float32(math.Pi)
+	half := []float32{0, pi, 1, 2, 0.25, pi / 2, 3, 1e-3}
+	rel := []float32{0, 0, -1, pi - 2, 0.5, -0.25, -0.5, 2} // h + φ = 0, π, 0, π exactly, then inside
+	var relAperture, relShift []float32
+	if proj == compute.ProjectShift {
+		half[0], half[1] = onQuotient(h.t, 1e-6), onQuotient(h.t, 1-1e-6) // h/π = ε, 1 − ε exactly
+		// Shifts that put σ(z) away from 0 and 1, where 1 − q would have few bits.
+		rel[0], rel[1] = 13, -13
+		relShift = rel
+	} else {
+		relAperture = rel
+	}
+	n, d := 1, len(half)
+	in := model.Cones[float32]{Axis: h.uniform(n*d, -math.Pi, math.Pi), Half: half, N: n, Dim: d}
+	relAxis := h.uniform(n*d, -math.Pi, math.Pi)
+	out := model.NewCones[float32](n, d)
+	model.RotateForward(proj, out, in, relAxis, relAperture, relShift)
+	In, Out := h.upCones(in), h.upCones(model.NewCones[float32](n, d))
+	RA, RP, RS := h.up(relAxis), h.up(relAperture), h.up(relShift)
+	h.ok(h.d.RotateForward(proj, Out, In, RA, RP, RS))
+	got := h.downCones(Out)
+	compare(h.t, "axis", out.Axis, got.Axis)
+	compare(h.t, "half", out.Half, got.Half)
+
+	dOut := model.Cones[float32]{Axis: h.uniform(n*d, -1, 1), Half: h.uniform(n*d, 0.5, 1), N: n, Dim: d}
+	dIn := model.NewCones[float32](n, d)
+	dRA, dRP, dRS := make([]float32, n*d), make([]float32, n*d), make([]float32, n*d)
+	DIn, DRA, DRP, DRS := h.upCones(dIn), h.up(dRA), h.up(dRP), h.up(dRS)
+	model.RotateBackward(proj, dIn, dRA, dRP, dRS, dOut, in, out, relAperture)
+	h.ok(h.d.RotateBackward(proj, DIn, DRA, DRP, DRS, h.upCones(dOut), In, Out, RP))
+	gotIn := h.downCones(DIn)
+	compare(h.t, "dIn.half", dIn.Half, gotIn.Half)
+	compare(h.t, "dRelAperture", dRP, h.down(DRP))
+	compare(h.t, "dRelShift", dRS, h.down(DRS))
 }
