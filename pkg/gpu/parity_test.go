@@ -201,6 +201,7 @@ var parityCases = []struct {
 	{"Intersect", testIntersect},
 	{"IntersectRagged", testIntersectRagged},
 	{"IntersectNaN", testIntersectNaN},
+	{"IntersectClamp", testIntersectClamp},
 	{"DropoutRagged", testDropoutRagged},
 	{"LogitUnion", testLogitUnion},
 	{"LossHead", testLossHead},
