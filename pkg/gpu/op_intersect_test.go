@@ -212,6 +212,45 @@ func testIntersectRagged(h *harness) {
 		}
 	})
 
+	// Device counts that are a view into a larger buffer (a slab) followed by counts that
+	// exceed every output row: the kernels read counts[j] for j < J only, so the bits are
+	// those of NewBranches' own copy.
+	h.t.Run("counts-view", func(t *testing.T) {
+		h := &harness{t: t, d: h.d, rng: h.rng}
+		const d = 5
+		br, err := NewBranches(h.d, counts)
+		h.ok(err)
+		defer br.Free()
+		slab := make([]int32, 2*len(counts))
+		for j := range slab {
+			slab[j] = 1 << 20
+			if j < len(counts) {
+				slab[j] = int32(counts[j])
+			}
+		}
+		view := Branches{Counts: counts, Dev: h.upI(slab).Slice(0, len(counts))}
+		w := upIntersectWeights(h, randomIntersectWeights(h, d))
+		in, dOut := h.upCones(h.cones(br.Rows(), d)), h.upCones(h.cones(br.N(), d))
+		var outs, dIns [2]model.Cones[float32]
+		for i, b := range []Branches{br, view} {
+			out, dIn := h.upCones(model.NewCones[float32](br.N(), d)), h.upCones(model.NewCones[float32](br.Rows(), d))
+			st, err := h.d.IntersectForwardRagged(w, out, in, b, nil)
+			h.ok(err)
+			h.ok(h.d.IntersectBackward(w, IntersectWeights{}, st, dIn, dOut, in))
+			h.ok(st.Free())
+			outs[i], dIns[i] = h.downCones(out), h.downCones(dIn)
+		}
+		for _, c := range []struct {
+			what      string
+			want, got []float32
+		}{{"axis", outs[0].Axis, outs[1].Axis}, {"half", outs[0].Half, outs[1].Half},
+			{"dIn.axis", dIns[0].Axis, dIns[1].Axis}, {"dIn.half", dIns[0].Half, dIns[1].Half}} {
+			if !slices.Equal(c.want, c.got) {
+				t.Fatalf("%s: counts read past J through a view", c.what)
+			}
+		}
+	})
+
 	h.t.Run("errors", func(t *testing.T) {
 		h := &harness{t: t, d: h.d, rng: h.rng}
 		w := IntersectWeights{}
@@ -465,6 +504,49 @@ func testIntersectClamp(h *harness) {
 		compare(h.t, fmt.Sprint("dIn[", j, "].half"), dIn[j].Half, gotIn.Half[j*n*d:(j+1)*n*d])
 	}
 	compareIntersectGrads(h, h.t, gw, GW)
+}
+
+// testIntersectLogits: attention logits hundreds apart between branches (W2 scaled up),
+// where the softmax overflows unless it subtracts each element's maximum over its own
+// branches, against model.IntersectForward / IntersectBackward.
+func testIntersectLogits(h *harness) {
+	const nb, n, d = 3, 4, 7
+	w := randomIntersectWeights(h, d)
+	for i := range w.W2 {
+		w.W2[i] *= 500
+	}
+	in := make([]model.Cones[float32], nb)
+	all := model.NewCones[float32](nb*n, d)
+	for j := range in {
+		in[j] = h.cones(n, d)
+		copy(all.Axis[j*n*d:], in[j].Axis)
+		copy(all.Half[j*n*d:], in[j].Half)
+	}
+	ref := compute.Reference[float32]{}
+	out := model.NewCones[float32](n, d)
+	st := model.IntersectForward(ref, w, out, in, nil)
+	W, In, Out := upIntersectWeights(h, w), h.upCones(all), h.upCones(model.NewCones[float32](n, d))
+	dst, err := h.d.IntersectForward(W, Out, In, nb, nil)
+	h.ok(err)
+	defer dst.Free()
+	got := h.downCones(Out)
+	compare(h.t, "axis", out.Axis, got.Axis)
+	compare(h.t, "half", out.Half, got.Half)
+	dOut := h.cones(n, d)
+	dIn := make([]model.Cones[float32], nb)
+	for j := range dIn {
+		dIn[j] = model.NewCones[float32](n, d)
+	}
+	model.IntersectBackward(ref, w, zeroIntersectWeights(w), st, dIn, dOut, in)
+	DIn := h.upCones(model.NewCones[float32](nb*n, d))
+	h.ok(h.d.IntersectBackward(W, upIntersectWeights(h, zeroIntersectWeights(w)), dst, DIn, h.upCones(dOut), In))
+	gotIn := h.downCones(DIn)
+	for j := range dIn {
+		compare(h.t, fmt.Sprint("dIn[", j, "].axis"), dIn[j].Axis, gotIn.Axis[j*n*d:(j+1)*n*d])
+		compare(h.t, fmt.Sprint("dIn[", j, "].half"), dIn[j].Half, gotIn.Half[j*n*d:(j+1)*n*d])
+	}
+	// Not the weight gradients: W2's scale amplifies the rounding of dW1 past the tolerance
+	// (testIntersect compares them; the softmax's maximum does not enter the backward pass).
 }
 
 func randomIntersectWeights(h *harness, d int) *model.IntersectionWeights[float32] {

@@ -202,6 +202,7 @@ var parityCases = []struct {
 	{"IntersectRagged", testIntersectRagged},
 	{"IntersectNaN", testIntersectNaN},
 	{"IntersectClamp", testIntersectClamp},
+	{"IntersectLogits", testIntersectLogits},
 	{"DropoutRagged", testDropoutRagged},
 	{"LogitUnion", testLogitUnion},
 	{"LossHead", testLossHead},
