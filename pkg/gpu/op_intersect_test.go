@@ -61,6 +61,39 @@ func testDropoutRagged(h *harness) {
 		h.t.Fatalf("one uniform segment: DropoutMaskRagged differs from DropoutMask")
 	}
 
+	// A threshold equal to an element's draw keeps the element (the comparison is ≥, as
+	// model.DropoutKeep's): the draw of a random element of seed64[0], found by bisecting
+	// the threshold with DropoutKeep, as the threshold of both kernels.
+	at := uint64(h.rng.IntN(nb * n * d))
+	lo, hi := uint64(0), uint64(1)<<32 // DropoutKeep(lo) holds, DropoutKeep(hi) would not
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; model.DropoutKeep(seed64[0], at, uint32(mid)) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	draw := uint32(lo)
+	wantEq := make([]float32, nb*n*d)
+	for i := range wantEq {
+		if model.DropoutKeep(seed64[0], uint64(i), draw) {
+			wantEq[i] = keep
+		}
+	}
+	if wantEq[at] != keep {
+		h.t.Fatalf("element %d: not kept at a threshold equal to its draw %d", at, draw)
+	}
+	h.ok(h.d.DropoutMaskRagged(a, one, h.upI([]int32{0, n}), h.upI(seeds[:2]), d, draw, keep))
+	h.ok(h.d.DropoutMask(b, seed64[0], draw, keep))
+	for _, c := range []struct {
+		name string
+		got  []float32
+	}{{"DropoutMaskRagged", h.down(a)}, {"DropoutMask", h.down(b)}} {
+		if !slices.Equal(c.got, wantEq) {
+			h.t.Fatalf("%s, threshold %d = element %d's draw: mask differs from model.DropoutKeep's (element %d: %v)", c.name, draw, at, at, c.got[at])
+		}
+	}
+
 	for _, c := range []struct {
 		name         string
 		segOff, seed *I32
@@ -175,6 +208,45 @@ func testIntersectRagged(h *harness) {
 			{"dIn.axis", dIns[0].Axis, dIns[1].Axis}, {"dIn.half", dIns[0].Half, dIns[1].Half}} {
 			if !slices.Equal(c.want, c.got) {
 				t.Fatalf("%s: the counts on the device change the bits", c.what)
+			}
+		}
+	})
+
+	// Device counts that are a view into a larger buffer (a slab) followed by counts that
+	// exceed every output row: the kernels read counts[j] for j < J only, so the bits are
+	// those of NewBranches' own copy.
+	h.t.Run("counts-view", func(t *testing.T) {
+		h := &harness{t: t, d: h.d, rng: h.rng}
+		const d = 5
+		br, err := NewBranches(h.d, counts)
+		h.ok(err)
+		defer br.Free()
+		slab := make([]int32, 2*len(counts))
+		for j := range slab {
+			slab[j] = 1 << 20
+			if j < len(counts) {
+				slab[j] = int32(counts[j])
+			}
+		}
+		view := Branches{Counts: counts, Dev: h.upI(slab).Slice(0, len(counts))}
+		w := upIntersectWeights(h, randomIntersectWeights(h, d))
+		in, dOut := h.upCones(h.cones(br.Rows(), d)), h.upCones(h.cones(br.N(), d))
+		var outs, dIns [2]model.Cones[float32]
+		for i, b := range []Branches{br, view} {
+			out, dIn := h.upCones(model.NewCones[float32](br.N(), d)), h.upCones(model.NewCones[float32](br.Rows(), d))
+			st, err := h.d.IntersectForwardRagged(w, out, in, b, nil)
+			h.ok(err)
+			h.ok(h.d.IntersectBackward(w, IntersectWeights{}, st, dIn, dOut, in))
+			h.ok(st.Free())
+			outs[i], dIns[i] = h.downCones(out), h.downCones(dIn)
+		}
+		for _, c := range []struct {
+			what      string
+			want, got []float32
+		}{{"axis", outs[0].Axis, outs[1].Axis}, {"half", outs[0].Half, outs[1].Half},
+			{"dIn.axis", dIns[0].Axis, dIns[1].Axis}, {"dIn.half", dIns[0].Half, dIns[1].Half}} {
+			if !slices.Equal(c.want, c.got) {
+				t.Fatalf("%s: counts read past J through a view", c.what)
 			}
 		}
 	})
@@ -367,6 +439,114 @@ func testIntersectNaN(h *harness) {
 			}
 		})
 	}
+}
+
+// testIntersectClamp: the SemanticAverage's arctangent where the weighted mean direction
+// x = Σ α_j cos a_j is clamped (|x| < 1e-3: x = 1e-3, and no gradient through x) and where
+// x < 0 with y = Σ α_j sin a_j exactly 0 (+ π, not − π), against model.IntersectForward /
+// IntersectBackward. W2 = 0 makes the attention uniform (α_j = 1/2 for both branches), so
+// the axes alone place x and y: a pair (a, π − a) cancels x, (a, −a) cancels y exactly.
+func testIntersectClamp(h *harness) {
+	const nb, n = 2, 2
+	pairs := [][2]float32{
+		{1, math.Pi - 1}, {-1, 1 - math.Pi}, // x ≈ 0 (clamped), y > 0 and y < 0
+		{1.5715, 1.5715}, {-1.5715, -1.5715}, // x ≈ −7e-4 (clamped to +1e-3)
+		{1.5695, 1.5695},              // x ≈ 1.3e-3 (not clamped)
+		{2.5, -2.5}, {-2, 2}, {3, -3}, // x < 0, y = 0
+		{2, 2.5}, {-2, -2.5}, // x < 0, y ≠ 0
+	}
+	d := len(pairs)
+	w := randomIntersectWeights(h, d)
+	clear(w.W2)
+	in := []model.Cones[float32]{h.cones(n, d), h.cones(n, d)}
+	for r := range n {
+		for k, p := range pairs {
+			in[0].Axis[r*d+k], in[1].Axis[r*d+k] = p[r], p[1-r] // row 1 has the branches swapped
+		}
+	}
+	all := model.NewCones[float32](nb*n, d)
+	for j := range in {
+		copy(all.Axis[j*n*d:], in[j].Axis)
+		copy(all.Half[j*n*d:], in[j].Half)
+	}
+	ref := compute.Reference[float32]{}
+	out := model.NewCones[float32](n, d)
+	st := model.IntersectForward(ref, w, out, in, nil)
+	W, In, Out := upIntersectWeights(h, w), h.upCones(all), h.upCones(model.NewCones[float32](n, d))
+	dst, err := h.d.IntersectForward(W, Out, In, nb, nil)
+	h.ok(err)
+	defer dst.Free()
+	x, y := h.down(dst.x), h.down(dst.y)
+	for r := range n {
+		for k, p := range pairs {
+			c0, c1 := math.Cos(float64(p[0])), math.Cos(float64(p[1]))
+			if mean := (c0 + c1) / 2; math.Abs(mean) < 1e-3 && x[r*d+k] != 1e-3 {
+				h.t.Fatalf("axes %v: x = %g, want the clamp 1e-3", p, x[r*d+k])
+			}
+			if p[0] == -p[1] && y[r*d+k] != 0 {
+				h.t.Fatalf("axes %v: y = %g, want 0", p, y[r*d+k])
+			}
+		}
+	}
+	got := h.downCones(Out)
+	compare(h.t, "axis", out.Axis, got.Axis)
+	compare(h.t, "half", out.Half, got.Half)
+
+	dOut := h.cones(n, d)
+	dIn := []model.Cones[float32]{model.NewCones[float32](n, d), model.NewCones[float32](n, d)}
+	gw := zeroIntersectWeights(w)
+	model.IntersectBackward(ref, w, gw, st, dIn, dOut, in)
+	DIn, GW := h.upCones(model.NewCones[float32](nb*n, d)), upIntersectWeights(h, zeroIntersectWeights(w))
+	h.ok(h.d.IntersectBackward(W, GW, dst, DIn, h.upCones(dOut), In))
+	gotIn := h.downCones(DIn)
+	for j := range dIn {
+		compare(h.t, fmt.Sprint("dIn[", j, "].axis"), dIn[j].Axis, gotIn.Axis[j*n*d:(j+1)*n*d])
+		compare(h.t, fmt.Sprint("dIn[", j, "].half"), dIn[j].Half, gotIn.Half[j*n*d:(j+1)*n*d])
+	}
+	compareIntersectGrads(h, h.t, gw, GW)
+}
+
+// testIntersectLogits: attention logits hundreds apart between branches (W2 scaled up),
+// where the softmax overflows unless it subtracts each element's maximum over its own
+// branches, against model.IntersectForward / IntersectBackward.
+func testIntersectLogits(h *harness) {
+	const nb, n, d = 3, 4, 7
+	w := randomIntersectWeights(h, d)
+	for i := range w.W2 {
+		w.W2[i] *= 500
+	}
+	in := make([]model.Cones[float32], nb)
+	all := model.NewCones[float32](nb*n, d)
+	for j := range in {
+		in[j] = h.cones(n, d)
+		copy(all.Axis[j*n*d:], in[j].Axis)
+		copy(all.Half[j*n*d:], in[j].Half)
+	}
+	ref := compute.Reference[float32]{}
+	out := model.NewCones[float32](n, d)
+	st := model.IntersectForward(ref, w, out, in, nil)
+	W, In, Out := upIntersectWeights(h, w), h.upCones(all), h.upCones(model.NewCones[float32](n, d))
+	dst, err := h.d.IntersectForward(W, Out, In, nb, nil)
+	h.ok(err)
+	defer dst.Free()
+	got := h.downCones(Out)
+	compare(h.t, "axis", out.Axis, got.Axis)
+	compare(h.t, "half", out.Half, got.Half)
+	dOut := h.cones(n, d)
+	dIn := make([]model.Cones[float32], nb)
+	for j := range dIn {
+		dIn[j] = model.NewCones[float32](n, d)
+	}
+	model.IntersectBackward(ref, w, zeroIntersectWeights(w), st, dIn, dOut, in)
+	DIn := h.upCones(model.NewCones[float32](nb*n, d))
+	h.ok(h.d.IntersectBackward(W, upIntersectWeights(h, zeroIntersectWeights(w)), dst, DIn, h.upCones(dOut), In))
+	gotIn := h.downCones(DIn)
+	for j := range dIn {
+		compare(h.t, fmt.Sprint("dIn[", j, "].axis"), dIn[j].Axis, gotIn.Axis[j*n*d:(j+1)*n*d])
+		compare(h.t, fmt.Sprint("dIn[", j, "].half"), dIn[j].Half, gotIn.Half[j*n*d:(j+1)*n*d])
+	}
+	// Not the weight gradients: W2's scale amplifies the rounding of dW1 past the tolerance
+	// (testIntersect compares them; the softmax's maximum does not enter the backward pass).
 }
 
 func randomIntersectWeights(h *harness, d int) *model.IntersectionWeights[float32] {

@@ -201,6 +201,8 @@ var parityCases = []struct {
 	{"Intersect", testIntersect},
 	{"IntersectRagged", testIntersectRagged},
 	{"IntersectNaN", testIntersectNaN},
+	{"IntersectClamp", testIntersectClamp},
+	{"IntersectLogits", testIntersectLogits},
 	{"DropoutRagged", testDropoutRagged},
 	{"LogitUnion", testLogitUnion},
 	{"LossHead", testLossHead},
