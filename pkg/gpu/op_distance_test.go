@@ -212,6 +212,52 @@ func testDistance(h *harness) {
 	}
 	h.t.Run("boundary", func(t *testing.T) { testDistanceBoundary(&harness{t: t, d: h.d, rng: h.rng}) })
 	h.t.Run("NaN", func(t *testing.T) { testDistanceNaN(&harness{t: t, d: h.d, rng: h.rng}) })
+	h.t.Run("many candidates", func(t *testing.T) { testDistanceManyCands(&harness{t: t, d: h.d, rng: h.rng}) })
+}
+
+// testDistanceManyCands: more candidates per query than the query-side backward stages
+// at a time (DIST_BWD_THREADS = 128, a training batch's 129th and on), so that its
+// second slice is read, in every mode and for every kernel set, against the reference.
+func testDistanceManyCands(h *harness) {
+	ref := compute.Reference[float32]{}
+	const queries, cands, dim, rows, lambda = 3, 131, 5, 131, 0.05
+	axis, half := h.uniform(queries*dim, -math.Pi, math.Pi), h.uniform(queries*dim, 0, math.Pi)
+	ent := h.uniform(rows*dim, -math.Pi, math.Pi)
+	cand := make([]int32, queries*cands)
+	for i := range cand {
+		cand[i] = int32(h.rng.IntN(rows))
+	}
+	dDist := h.uniform(queries*cands, -1, 1)
+	A, H, E, DD := h.up(axis), h.up(half), h.up(ent), h.up(dDist)
+	for _, v := range distVersions {
+		h.t.Run(v.name, func(t *testing.T) {
+			h := &harness{t: t, d: h.d, rng: h.rng}
+			h.d.distFirst, h.d.distCSR = v.first, v.csr
+			defer func() { h.d.distFirst, h.d.distCSR = false, false }()
+			for _, mode := range []string{"atomic", "csr", "all"} {
+				c, C := cand, h.upI(cand)
+				if mode == "all" {
+					c, C = nil, nil
+				}
+				dist := make([]float32, queries*cands)
+				ref.DistanceForward(dist, axis, half, ent, c, queries, cands, dim, lambda)
+				D := h.zeros(len(dist))
+				h.ok(h.d.DistanceForward(D, A, H, E, C, queries, cands, dim, lambda))
+				compare(t, mode+" dist", dist, h.down(D))
+				var ix *DeviceRowIndex
+				if mode == "csr" {
+					ix = h.upIndex(RowCSR(cand, rows, nil))
+				}
+				dA, dH, dE := make([]float32, len(axis)), make([]float32, len(half)), make([]float32, len(ent))
+				ref.DistanceBackward(dA, dH, dE, dDist, axis, half, ent, c, queries, cands, dim, lambda)
+				DA, DH, DE := h.zeros(len(axis)), h.zeros(len(half)), h.zeros(len(ent))
+				h.ok(h.d.DistanceBackward(DA, DH, DE, DD, A, H, E, C, ix, queries, cands, dim, lambda))
+				compare(t, mode+" dAxis", dA, h.down(DA))
+				compare(t, mode+" dHalf", dH, h.down(DH))
+				compare(t, mode+" dEnt", dE, h.down(DE))
+			}
+		})
+	}
 }
 
 // testDistanceNaN: a NaN axis, aperture or entity angle makes the pair's distance and its

@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/rocone/rocone/pkg/compute"
@@ -103,7 +104,8 @@ func testDistanceAllNaN(h *harness) {
 
 // testFilteredRanks: the device's ranks against pkg/eval's on scores with many ties
 // (−0 and +0 among them), queries without hard or easy answers, one with more hard
-// answers than a block has threads, and a row holding a NaN.
+// answers than a block has threads, and a row holding a NaN; and the first queries alone
+// from the same lists, which leave the last query's ranks untouched.
 func testFilteredRanks(h *harness) {
 	const queries, cands = 9, 157
 	scores := make([]float32, queries*cands)
@@ -130,6 +132,8 @@ func testFilteredRanks(h *harness) {
 			nh = 3
 		case 5:
 			nh = 130 // more than a block's threads
+		case queries - 1:
+			nh = max(nh, 2) // left out below, where its ranks must stay as they were
 		}
 		qh, qe := make([]int32, nh), make([]int32, ne)
 		for i := range qh {
@@ -159,6 +163,23 @@ func testFilteredRanks(h *harness) {
 	for i := range want {
 		if got[i] != want[i] {
 			h.t.Fatalf("rank of hard answer %d (%d) = %d, want %d", i, hard[i], got[i], want[i])
+		}
+	}
+
+	// The first queries−1 queries of the same lists (a batch's lists may be longer than
+	// the queries ranked): the last query's ranks are left as they were.
+	const sentinel = -7
+	R = h.upI(slices.Repeat([]int32{sentinel}, len(hard)))
+	h.ok(h.d.FilteredRanks(R, h.up(scores), h.upI(hardStart), h.upI(hard), h.upI(ansStart), h.upI(ans), queries-1, cands))
+	got, err = R.ToHost()
+	h.ok(err)
+	for i := range want {
+		w := want[i]
+		if i >= int(hardStart[queries-1]) {
+			w = sentinel
+		}
+		if got[i] != w {
+			h.t.Fatalf("ranking %d of %d queries: rank of hard answer %d (%d) = %d, want %d", queries-1, queries, i, hard[i], got[i], w)
 		}
 	}
 }
