@@ -274,21 +274,11 @@ func TestWriterAnySchema(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	read := func(p string) error {
-		r, err := Open(p)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		for r.Next() {
-		}
-		return r.Err()
-	}
-	if err := read(path); err != nil {
+	if err := readAll(path); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
-	if err := readAs(t, read, toStream(t, data), true); err != nil {
+	if err := readAs(t, readAll, toStream(t, data), true); err != nil {
 		t.Fatal(err)
 	}
 	// One boolean flipped in the body: the value bytes differ in one bit.
@@ -620,18 +610,8 @@ func TestTrailerWithRows(t *testing.T) {
 	out.Write(body)
 	out.Write([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0})
 
-	read := func(p string) error {
-		r, err := Open(p)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		for r.Next() {
-		}
-		return r.Err()
-	}
 	for _, pipe := range []bool{false, true} {
-		err := readAs(t, read, out.Bytes(), pipe)
+		err := readAs(t, readAll, out.Bytes(), pipe)
 		want := "corrupt Arrow stream: record batch 2: the checksum trailer holds 3 rows, want none"
 		if err == nil || !strings.HasSuffix(err.Error(), want) {
 			t.Errorf("pipe %v: %v, want ...%q", pipe, err, want)
@@ -678,4 +658,17 @@ func trailerWithRows(rows, bodyLen int64, digest string) []byte {
 	b.PrependUOffsetTSlot(messageCustomMetadata, md, 0)
 	b.Finish(b.EndObject())
 	return b.FinishedBytes()
+}
+
+// readAll reads every record batch of the artifact at path, of any schema, and returns
+// the error that ended the read, if any.
+func readAll(path string) error {
+	r, err := Open(path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for r.Next() {
+	}
+	return r.Err()
 }

@@ -186,30 +186,13 @@ func testIntersectRagged(h *harness) {
 		br, err := NewBranches(h.d, UniformBranches(nb, n).Counts)
 		h.ok(err)
 		defer br.Free()
-		var outs [2]model.Cones[float32]
-		var dIns [2]model.Cones[float32]
-		for i := range outs {
-			out, dIn := h.upCones(model.NewCones[float32](n, d)), h.upCones(model.NewCones[float32](nb*n, d))
-			var st *IntersectState
-			if i == 0 {
-				st, err = h.d.IntersectForward(w, out, in, nb, nil)
-			} else {
-				st, err = h.d.IntersectForwardRagged(w, out, in, br, nil)
-			}
-			h.ok(err)
-			h.ok(h.d.IntersectBackward(w, IntersectWeights{}, st, dIn, dOut, in))
-			h.ok(st.Free())
-			outs[i], dIns[i] = h.downCones(out), h.downCones(dIn)
-		}
-		for _, c := range []struct {
-			what      string
-			want, got []float32
-		}{{"axis", outs[0].Axis, outs[1].Axis}, {"half", outs[0].Half, outs[1].Half},
-			{"dIn.axis", dIns[0].Axis, dIns[1].Axis}, {"dIn.half", dIns[0].Half, dIns[1].Half}} {
-			if !slices.Equal(c.want, c.got) {
-				t.Fatalf("%s: the counts on the device change the bits", c.what)
-			}
-		}
+		uniform := intersectPass(h, w, in, dOut, n, nb*n, d, func(out Cones) (*IntersectState, error) {
+			return h.d.IntersectForward(w, out, in, nb, nil)
+		})
+		ragged := intersectPass(h, w, in, dOut, n, nb*n, d, func(out Cones) (*IntersectState, error) {
+			return h.d.IntersectForwardRagged(w, out, in, br, nil)
+		})
+		sameConeBits(t, "the counts on the device change the bits", uniform, ragged)
 	})
 
 	// Device counts that are a view into a larger buffer (a slab) followed by counts that
@@ -231,24 +214,13 @@ func testIntersectRagged(h *harness) {
 		view := Branches{Counts: counts, Dev: h.upI(slab).Slice(0, len(counts))}
 		w := upIntersectWeights(h, randomIntersectWeights(h, d))
 		in, dOut := h.upCones(h.cones(br.Rows(), d)), h.upCones(h.cones(br.N(), d))
-		var outs, dIns [2]model.Cones[float32]
+		var passes [2][2]model.Cones[float32]
 		for i, b := range []Branches{br, view} {
-			out, dIn := h.upCones(model.NewCones[float32](br.N(), d)), h.upCones(model.NewCones[float32](br.Rows(), d))
-			st, err := h.d.IntersectForwardRagged(w, out, in, b, nil)
-			h.ok(err)
-			h.ok(h.d.IntersectBackward(w, IntersectWeights{}, st, dIn, dOut, in))
-			h.ok(st.Free())
-			outs[i], dIns[i] = h.downCones(out), h.downCones(dIn)
+			passes[i] = intersectPass(h, w, in, dOut, br.N(), br.Rows(), d, func(out Cones) (*IntersectState, error) {
+				return h.d.IntersectForwardRagged(w, out, in, b, nil)
+			})
 		}
-		for _, c := range []struct {
-			what      string
-			want, got []float32
-		}{{"axis", outs[0].Axis, outs[1].Axis}, {"half", outs[0].Half, outs[1].Half},
-			{"dIn.axis", dIns[0].Axis, dIns[1].Axis}, {"dIn.half", dIns[0].Half, dIns[1].Half}} {
-			if !slices.Equal(c.want, c.got) {
-				t.Fatalf("%s: counts read past J through a view", c.what)
-			}
-		}
+		sameConeBits(t, "counts read past J through a view", passes[0], passes[1])
 	})
 
 	h.t.Run("errors", func(t *testing.T) {
@@ -687,5 +659,31 @@ func testIntersect(h *harness) {
 			}
 			compareIntersectGrads(h, t, gw, GW)
 		})
+	}
+}
+
+// intersectPass runs the intersection forward (by fwd, into a fresh output of n rows) and
+// backward (into a fresh dIn of rows rows) and returns the output and dIn, downloaded.
+func intersectPass(h *harness, w IntersectWeights, in, dOut Cones, n, rows, d int, fwd func(out Cones) (*IntersectState, error)) [2]model.Cones[float32] {
+	out, dIn := h.upCones(model.NewCones[float32](n, d)), h.upCones(model.NewCones[float32](rows, d))
+	st, err := fwd(out)
+	h.ok(err)
+	h.ok(h.d.IntersectBackward(w, IntersectWeights{}, st, dIn, dOut, in))
+	h.ok(st.Free())
+	return [2]model.Cones[float32]{h.downCones(out), h.downCones(dIn)}
+}
+
+// sameConeBits fails unless two intersectPass results, output and dIn, are bit for bit
+// the same.
+func sameConeBits(t *testing.T, what string, a, b [2]model.Cones[float32]) {
+	t.Helper()
+	for _, c := range []struct {
+		what      string
+		want, got []float32
+	}{{"axis", a[0].Axis, b[0].Axis}, {"half", a[0].Half, b[0].Half},
+		{"dIn.axis", a[1].Axis, b[1].Axis}, {"dIn.half", a[1].Half, b[1].Half}} {
+		if !slices.Equal(c.want, c.got) {
+			t.Fatalf("%s: %s", c.what, what)
+		}
 	}
 }

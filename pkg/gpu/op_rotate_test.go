@@ -35,29 +35,44 @@ func testRotateNaN(h *harness, proj compute.Projection) {
 	if proj == compute.ProjectShift {
 		relAperture, relShift = nil, rel
 	}
+	r := runRotate(h, proj, in, relAxis, relAperture, relShift, h.cones(n, d), h.cones(n, d),
+		h.uniform(n*d, -1, 1), h.uniform(n*d, -1, 1), h.uniform(n*d, -1, 1))
+	compareNaN(h.t, "axis", r.out.Axis, r.gotOut.Axis)
+	if compareNaN(h.t, "half", r.out.Half, r.gotOut.Half) == 0 {
+		h.t.Fatal("no NaN aperture: the test's NaNs went nowhere")
+	}
+	compareNaN(h.t, "dIn.axis", r.dIn.Axis, r.gotDIn.Axis)
+	compareNaN(h.t, "dIn.half", r.dIn.Half, r.gotDIn.Half)
+	compareNaN(h.t, "dRelAxis", r.dRA, r.gotDRA)
+	compareNaN(h.t, "dRelAperture", r.dRP, r.gotDRP)
+	compareNaN(h.t, "dRelShift", r.dRS, r.gotDRS)
+}
+
+// rotateRun is RotateForward then RotateBackward run on the CPU (the reference) and on the
+// device from the same inputs: each result beside the device's, downloaded.
+type rotateRun struct {
+	out, gotOut, dIn, gotDIn              model.Cones[float32]
+	dRA, gotDRA, dRP, gotDRP, dRS, gotDRS []float32
+}
+
+// runRotate runs the rotation both ways; dIn, dRA, dRP and dRS are the gradients' initial
+// values (the backward adds to them).
+func runRotate(h *harness, proj compute.Projection, in model.Cones[float32], relAxis, relAperture, relShift []float32,
+	dOut, dIn model.Cones[float32], dRA, dRP, dRS []float32) rotateRun {
+	n, d := in.N, in.Dim
 	out := model.NewCones[float32](n, d)
 	model.RotateForward(proj, out, in, relAxis, relAperture, relShift)
 	In, Out := h.upCones(in), h.upCones(model.NewCones[float32](n, d))
 	RA, RP, RS := h.up(relAxis), h.up(relAperture), h.up(relShift)
 	h.ok(h.d.RotateForward(proj, Out, In, RA, RP, RS))
-	got := h.downCones(Out)
-	compareNaN(h.t, "axis", out.Axis, got.Axis)
-	if compareNaN(h.t, "half", out.Half, got.Half) == 0 {
-		h.t.Fatal("no NaN aperture: the test's NaNs went nowhere")
-	}
+	r := rotateRun{out: out, gotOut: h.downCones(Out)}
 
-	dOut := h.cones(n, d)
-	dIn := h.cones(n, d)
-	dRA, dRP, dRS := h.uniform(n*d, -1, 1), h.uniform(n*d, -1, 1), h.uniform(n*d, -1, 1)
 	DIn, DRA, DRP, DRS := h.upCones(dIn), h.up(dRA), h.up(dRP), h.up(dRS)
 	model.RotateBackward(proj, dIn, dRA, dRP, dRS, dOut, in, out, relAperture)
 	h.ok(h.d.RotateBackward(proj, DIn, DRA, DRP, DRS, h.upCones(dOut), In, Out, RP))
-	gotIn := h.downCones(DIn)
-	compareNaN(h.t, "dIn.axis", dIn.Axis, gotIn.Axis)
-	compareNaN(h.t, "dIn.half", dIn.Half, gotIn.Half)
-	compareNaN(h.t, "dRelAxis", dRA, h.down(DRA))
-	compareNaN(h.t, "dRelAperture", dRP, h.down(DRP))
-	compareNaN(h.t, "dRelShift", dRS, h.down(DRS))
+	r.dIn, r.gotDIn = dIn, h.downCones(DIn)
+	r.dRA, r.gotDRA, r.dRP, r.gotDRP, r.dRS, r.gotDRS = dRA, h.down(DRA), dRP, h.down(DRP), dRS, h.down(DRS)
+	return r
 }
 
 // testRotate checks every rotation of compute.Projections (the kernel's rule numbers come
@@ -173,23 +188,12 @@ func testRotateEdges(h *harness, proj compute.Projection) {
 	n, d := 1, len(half)
 	in := model.Cones[float32]{Axis: h.uniform(n*d, -math.Pi, math.Pi), Half: half, N: n, Dim: d}
 	relAxis := h.uniform(n*d, -math.Pi, math.Pi)
-	out := model.NewCones[float32](n, d)
-	model.RotateForward(proj, out, in, relAxis, relAperture, relShift)
-	In, Out := h.upCones(in), h.upCones(model.NewCones[float32](n, d))
-	RA, RP, RS := h.up(relAxis), h.up(relAperture), h.up(relShift)
-	h.ok(h.d.RotateForward(proj, Out, In, RA, RP, RS))
-	got := h.downCones(Out)
-	compare(h.t, "axis", out.Axis, got.Axis)
-	compare(h.t, "half", out.Half, got.Half)
-
 	dOut := model.Cones[float32]{Axis: h.uniform(n*d, -1, 1), Half: h.uniform(n*d, 0.5, 1), N: n, Dim: d}
-	dIn := model.NewCones[float32](n, d)
-	dRA, dRP, dRS := make([]float32, n*d), make([]float32, n*d), make([]float32, n*d)
-	DIn, DRA, DRP, DRS := h.upCones(dIn), h.up(dRA), h.up(dRP), h.up(dRS)
-	model.RotateBackward(proj, dIn, dRA, dRP, dRS, dOut, in, out, relAperture)
-	h.ok(h.d.RotateBackward(proj, DIn, DRA, DRP, DRS, h.upCones(dOut), In, Out, RP))
-	gotIn := h.downCones(DIn)
-	compare(h.t, "dIn.half", dIn.Half, gotIn.Half)
-	compare(h.t, "dRelAperture", dRP, h.down(DRP))
-	compare(h.t, "dRelShift", dRS, h.down(DRS))
+	r := runRotate(h, proj, in, relAxis, relAperture, relShift, dOut, model.NewCones[float32](n, d),
+		make([]float32, n*d), make([]float32, n*d), make([]float32, n*d))
+	compare(h.t, "axis", r.out.Axis, r.gotOut.Axis)
+	compare(h.t, "half", r.out.Half, r.gotOut.Half)
+	compare(h.t, "dIn.half", r.dIn.Half, r.gotDIn.Half)
+	compare(h.t, "dRelAperture", r.dRP, r.gotDRP)
+	compare(h.t, "dRelShift", r.dRS, r.gotDRS)
 }
