@@ -419,7 +419,7 @@ func testIntersectNaN(h *harness) {
 // IntersectBackward. W2 = 0 makes the attention uniform (α_j = 1/2 for both branches), so
 // the axes alone place x and y: a pair (a, π − a) cancels x, (a, −a) cancels y exactly.
 func testIntersectClamp(h *harness) {
-	const nb, n = 2, 2
+	const n = 2
 	pairs := [][2]float32{
 		{1, math.Pi - 1}, {-1, 1 - math.Pi}, // x ≈ 0 (clamped), y > 0 and y < 0
 		{1.5715, 1.5715}, {-1.5715, -1.5715}, // x ≈ −7e-4 (clamped to +1e-3)
@@ -436,19 +436,9 @@ func testIntersectClamp(h *harness) {
 			in[0].Axis[r*d+k], in[1].Axis[r*d+k] = p[r], p[1-r] // row 1 has the branches swapped
 		}
 	}
-	all := model.NewCones[float32](nb*n, d)
-	for j := range in {
-		copy(all.Axis[j*n*d:], in[j].Axis)
-		copy(all.Half[j*n*d:], in[j].Half)
-	}
-	ref := compute.Reference[float32]{}
-	out := model.NewCones[float32](n, d)
-	st := model.IntersectForward(ref, w, out, in, nil)
-	W, In, Out := upIntersectWeights(h, w), h.upCones(all), h.upCones(model.NewCones[float32](n, d))
-	dst, err := h.d.IntersectForward(W, Out, In, nb, nil)
-	h.ok(err)
-	defer dst.Free()
-	x, y := h.down(dst.x), h.down(dst.y)
+	r := intersectBoth(h, w, in)
+	defer r.dst.Free()
+	x, y := h.down(r.dst.x), h.down(r.dst.y)
 	for r := range n {
 		for k, p := range pairs {
 			c0, c1 := math.Cos(float64(p[0])), math.Cos(float64(p[1]))
@@ -460,21 +450,8 @@ func testIntersectClamp(h *harness) {
 			}
 		}
 	}
-	got := h.downCones(Out)
-	compare(h.t, "axis", out.Axis, got.Axis)
-	compare(h.t, "half", out.Half, got.Half)
-
-	dOut := h.cones(n, d)
-	dIn := []model.Cones[float32]{model.NewCones[float32](n, d), model.NewCones[float32](n, d)}
-	gw := zeroIntersectWeights(w)
-	model.IntersectBackward(ref, w, gw, st, dIn, dOut, in)
-	DIn, GW := h.upCones(model.NewCones[float32](nb*n, d)), upIntersectWeights(h, zeroIntersectWeights(w))
-	h.ok(h.d.IntersectBackward(W, GW, dst, DIn, h.upCones(dOut), In))
-	gotIn := h.downCones(DIn)
-	for j := range dIn {
-		compare(h.t, fmt.Sprint("dIn[", j, "].axis"), dIn[j].Axis, gotIn.Axis[j*n*d:(j+1)*n*d])
-		compare(h.t, fmt.Sprint("dIn[", j, "].half"), dIn[j].Half, gotIn.Half[j*n*d:(j+1)*n*d])
-	}
+	r.compareForward(h)
+	gw, GW := r.backward(h, h.cones(n, d))
 	compareIntersectGrads(h, h.t, gw, GW)
 }
 
@@ -488,35 +465,13 @@ func testIntersectLogits(h *harness) {
 		w.W2[i] *= 500
 	}
 	in := make([]model.Cones[float32], nb)
-	all := model.NewCones[float32](nb*n, d)
 	for j := range in {
 		in[j] = h.cones(n, d)
-		copy(all.Axis[j*n*d:], in[j].Axis)
-		copy(all.Half[j*n*d:], in[j].Half)
 	}
-	ref := compute.Reference[float32]{}
-	out := model.NewCones[float32](n, d)
-	st := model.IntersectForward(ref, w, out, in, nil)
-	W, In, Out := upIntersectWeights(h, w), h.upCones(all), h.upCones(model.NewCones[float32](n, d))
-	dst, err := h.d.IntersectForward(W, Out, In, nb, nil)
-	h.ok(err)
-	defer dst.Free()
-	got := h.downCones(Out)
-	compare(h.t, "axis", out.Axis, got.Axis)
-	compare(h.t, "half", out.Half, got.Half)
-	dOut := h.cones(n, d)
-	dIn := make([]model.Cones[float32], nb)
-	for j := range dIn {
-		dIn[j] = model.NewCones[float32](n, d)
-	}
-	model.IntersectBackward(ref, w, zeroIntersectWeights(w), st, dIn, dOut, in)
-	DIn := h.upCones(model.NewCones[float32](nb*n, d))
-	h.ok(h.d.IntersectBackward(W, upIntersectWeights(h, zeroIntersectWeights(w)), dst, DIn, h.upCones(dOut), In))
-	gotIn := h.downCones(DIn)
-	for j := range dIn {
-		compare(h.t, fmt.Sprint("dIn[", j, "].axis"), dIn[j].Axis, gotIn.Axis[j*n*d:(j+1)*n*d])
-		compare(h.t, fmt.Sprint("dIn[", j, "].half"), dIn[j].Half, gotIn.Half[j*n*d:(j+1)*n*d])
-	}
+	r := intersectBoth(h, w, in)
+	defer r.dst.Free()
+	r.compareForward(h)
+	r.backward(h, h.cones(n, d))
 	// Not the weight gradients: W2's scale amplifies the rounding of dW1 past the tolerance
 	// (testIntersect compares them; the softmax's maximum does not enter the backward pass).
 }
@@ -686,4 +641,60 @@ func sameConeBits(t *testing.T, what string, a, b [2]model.Cones[float32]) {
 			t.Fatalf("%s: %s", c.what, what)
 		}
 	}
+}
+
+// intersectRun is IntersectForward run on the CPU reference and on the device for the
+// same branches (each of n rows, stacked in one device buffer), kept for the backward.
+type intersectRun struct {
+	w   *model.IntersectionWeights[float32]
+	in  []model.Cones[float32]
+	out model.Cones[float32]
+	st  *model.IntersectState[float32]
+	W   IntersectWeights
+	In  Cones
+	Out Cones
+	dst *IntersectState
+}
+
+func intersectBoth(h *harness, w *model.IntersectionWeights[float32], in []model.Cones[float32]) intersectRun {
+	nb, n, d := len(in), in[0].N, in[0].Dim
+	all := model.NewCones[float32](nb*n, d)
+	for j := range in {
+		copy(all.Axis[j*n*d:], in[j].Axis)
+		copy(all.Half[j*n*d:], in[j].Half)
+	}
+	r := intersectRun{w: w, in: in, out: model.NewCones[float32](n, d)}
+	r.st = model.IntersectForward(compute.Reference[float32]{}, w, r.out, in, nil)
+	r.W, r.In, r.Out = upIntersectWeights(h, w), h.upCones(all), h.upCones(model.NewCones[float32](n, d))
+	var err error
+	r.dst, err = h.d.IntersectForward(r.W, r.Out, r.In, nb, nil)
+	h.ok(err)
+	return r
+}
+
+// compareForward compares the device's output with the reference's.
+func (r intersectRun) compareForward(h *harness) {
+	got := h.downCones(r.Out)
+	compare(h.t, "axis", r.out.Axis, got.Axis)
+	compare(h.t, "half", r.out.Half, got.Half)
+}
+
+// backward runs IntersectBackward both ways from dOut, compares each branch's dIn, and
+// returns the weight gradients, the reference's and the device's.
+func (r intersectRun) backward(h *harness, dOut model.Cones[float32]) (*model.IntersectionWeights[float32], IntersectWeights) {
+	nb, n, d := len(r.in), r.out.N, r.out.Dim
+	dIn := make([]model.Cones[float32], nb)
+	for j := range dIn {
+		dIn[j] = model.NewCones[float32](n, d)
+	}
+	gw := zeroIntersectWeights(r.w)
+	model.IntersectBackward(compute.Reference[float32]{}, r.w, gw, r.st, dIn, dOut, r.in)
+	DIn, GW := h.upCones(model.NewCones[float32](nb*n, d)), upIntersectWeights(h, zeroIntersectWeights(r.w))
+	h.ok(h.d.IntersectBackward(r.W, GW, r.dst, DIn, h.upCones(dOut), r.In))
+	gotIn := h.downCones(DIn)
+	for j := range dIn {
+		compare(h.t, fmt.Sprint("dIn[", j, "].axis"), dIn[j].Axis, gotIn.Axis[j*n*d:(j+1)*n*d])
+		compare(h.t, fmt.Sprint("dIn[", j, "].half"), dIn[j].Half, gotIn.Half[j*n*d:(j+1)*n*d])
+	}
+	return gw, GW
 }
