@@ -48,7 +48,8 @@ func main(stage string, graceful bool, run func(context.Context) error) {
 			cancel()
 			sig = <-sigs
 		}
-		cancel()
+		// No cancel here: it would wake a run waiting on ctx, whose own error and exit
+		// status 1 could then beat die's message and 128+signal.
 		die(stage, sig)
 	}()
 	defer func() {
