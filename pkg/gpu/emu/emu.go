@@ -27,8 +27,6 @@ import (
 // guard is the size of the guard zones on either side of every allocation.
 const guard = 64
 
-const guardByte = 0xA5
-
 // Kernel is one kernel the emulator can run.
 type Kernel struct {
 	Name   string
@@ -66,6 +64,7 @@ type Device struct {
 	closed     bool
 	lateCopies bool // cp.async copies land as late as their waits allow (SetLateCopies)
 	reversed   bool // a block's threads run last to first between barriers (SetReverseThreads)
+	fill       byte // the guard zones' bytes (SetGuardFill)
 
 	markMu sync.Mutex
 	marks  []time.Time // Mark's timestamps, since the last ResetMarks
@@ -80,7 +79,20 @@ func New() (*Device, error) {
 			w = n
 		}
 	}
-	return &Device{allocs: map[uint64]alloc{}, workers: w}, nil
+	return &Device{allocs: map[uint64]alloc{}, workers: w, fill: GuardNaN}, nil
+}
+
+// SetGuardFill sets the byte the guard zones hold, GuardNaN (the default) or GuardMark,
+// refilling the zones of the live allocations. A launch that writes into a zone fails
+// either way, unless it writes the fill itself; a read of a zone reads the fill. The
+// tests run the parity suite with both.
+func (d *Device) SetGuardFill(b byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.fill = b
+	for _, a := range d.allocs {
+		fillGuards(a, b)
+	}
 }
 
 // SetLateCopies sets when the kernels' cp.async copies (the pipelined GEMMs') land in
@@ -127,14 +139,19 @@ func (d *Device) Alloc(bytes int) (uint64, error) {
 	if base == nil {
 		return 0, fmt.Errorf("emu: out of memory allocating %d bytes", bytes)
 	}
-	b := unsafe.Slice((*byte)(base), bytes+2*guard)
-	for i := range b {
-		b[i] = guardByte
-	}
-	clear(b[guard : guard+bytes])
+	a := alloc{base: base, size: bytes}
+	clear(unsafe.Slice((*byte)(unsafe.Add(base, guard)), bytes))
+	fillGuards(a, d.fill)
 	p := uint64(uintptr(base)) + guard
-	d.allocs[p] = alloc{base: base, size: bytes}
+	d.allocs[p] = a
 	return p, nil
+}
+
+func fillGuards(a alloc, fill byte) {
+	b := unsafe.Slice((*byte)(a.base), a.size+2*guard)
+	for i := 0; i < guard; i++ {
+		b[i], b[guard+a.size+i] = fill, fill
+	}
 }
 
 // Free releases an allocation, reporting a guard zone that a kernel overwrote.
@@ -145,19 +162,19 @@ func (d *Device) Free(ptr uint64) error {
 	if !ok {
 		return fmt.Errorf("emu: free of 0x%x, which is not an allocation", ptr)
 	}
-	err := checkGuards(ptr, a)
+	err := checkGuards(ptr, a, d.fill)
 	delete(d.allocs, ptr)
 	C.free(a.base)
 	return err
 }
 
-func checkGuards(ptr uint64, a alloc) error {
+func checkGuards(ptr uint64, a alloc, fill byte) error {
 	b := unsafe.Slice((*byte)(a.base), a.size+2*guard)
 	for i := 0; i < guard; i++ {
-		if b[i] != guardByte {
+		if b[i] != fill {
 			return fmt.Errorf("emu: write before the start of the %d-byte allocation at 0x%x", a.size, ptr)
 		}
-		if b[guard+a.size+i] != guardByte {
+		if b[guard+a.size+i] != fill {
 			return fmt.Errorf("emu: write past the end of the %d-byte allocation at 0x%x", a.size, ptr)
 		}
 	}
@@ -301,7 +318,7 @@ func (d *Device) Launch(kernel string, grid, block [3]int, args []uint64) error 
 	}
 	sort.Slice(ptrs, func(a, b int) bool { return ptrs[a] < ptrs[b] })
 	for _, p := range ptrs {
-		if err := checkGuards(p, d.allocs[p]); err != nil {
+		if err := checkGuards(p, d.allocs[p], d.fill); err != nil {
 			return fmt.Errorf("emu: after %s: %w", kernel, err)
 		}
 	}

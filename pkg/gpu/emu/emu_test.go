@@ -310,3 +310,47 @@ func TestBoundsStrict(t *testing.T) {
 	}
 	t.Error("emu.go: no #cgo CXXFLAGS line")
 }
+
+// TestGuardFills: what each guard fill shows. add_f32 over one element more than its
+// source has reads the word after the source: NaN under GuardNaN, GuardMark's pattern
+// (a tiny number a sum would swallow) under GuardMark. fill_f32 one element past its
+// buffer writes the word after it: a write of the fill itself goes unseen, any other
+// fails the launch, which is why the tests run the parity suite under both fills. The
+// fill is set after the allocations, so SetGuardFill must refill the live zones.
+func TestGuardFills(t *testing.T) {
+	const n = 5
+	word := func(b byte) uint32 { return uint32(b) * 0x01010101 }
+	for _, fill := range []byte{GuardNaN, GuardMark} {
+		t.Run(fmt.Sprintf("%#x", fill), func(t *testing.T) {
+			d := newDevice(t)
+			src := upload(t, d, slices.Repeat([]byte{0, 0, 0x80, 0x3f}, n)) // n ones
+			dst := upload(t, d, make([]byte, 4*(n+1)))
+			d.SetGuardFill(fill)
+			if err := d.Launch("add_f32", [3]int{1, 1, 1}, [3]int{32, 1, 1}, []uint64{dst, src, n + 1}); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, 4*(n+1))
+			if err := d.CopyOut(unsafe.Pointer(&got[0]), dst, len(got)); err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				if v := math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:])); v != 1 {
+					t.Fatalf("dst[%d] = %g, want 1", i, v)
+				}
+			}
+			if w := binary.LittleEndian.Uint32(got[4*n:]); w != word(fill) {
+				t.Errorf("the word read past the source: %#08x, want %#08x", w, word(fill))
+			}
+			for _, write := range []byte{GuardNaN, GuardMark} {
+				err := d.Launch("fill_f32", [3]int{1, 1, 1}, [3]int{32, 1, 1}, []uint64{src, uint64(word(write)), n + 1})
+				switch {
+				case write == fill && err != nil:
+					t.Errorf("a write of %#08x into zones of %#x: %v, want it unseen", word(write), fill, err)
+				case write != fill && (err == nil || !strings.Contains(err.Error(), "write past the end")):
+					t.Errorf("a write of %#08x into zones of %#x: error %v, want a write past the end", word(write), fill, err)
+				}
+				d.SetGuardFill(fill) // mend the zone for the next write
+			}
+		})
+	}
+}

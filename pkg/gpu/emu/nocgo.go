@@ -95,3 +95,4 @@ func (*Device) Sync() error                                   { return nil }
 func (*Device) Close() error                                  { return nil }
 func (*Device) SetLateCopies(bool)                            {}
 func (*Device) SetReverseThreads(bool)                        {}
+func (*Device) SetGuardFill(byte)                             {}
