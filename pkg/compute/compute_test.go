@@ -21,7 +21,7 @@ func checkGrads(t *testing.T, f func() float64, names []string, xs, grads [][]fl
 		for i := range xs[p] {
 			num := fdGrad(f, xs[p], i, 1e-4)
 			a := grads[p][i]
-			if err := math.Abs(a-num) / math.Max(math.Max(math.Abs(a), math.Abs(num)), 1e-5); err > 1e-5 {
+			if err := math.Abs(a-num) / math.Max(math.Max(math.Abs(a), math.Abs(num)), 1e-5); !(err <= 1e-5) {
 				t.Fatalf("%s[%d]: analytic %.12g, numeric %.12g (relative error %.2g)", names[p], i, a, num, err)
 			}
 		}
@@ -100,7 +100,7 @@ func TestDistanceValue(t *testing.T) {
 	} {
 		got := make([]float64, 1)
 		Reference[float64]{}.DistanceForward(got, []float64{a}, []float64{h}, []float64{c.theta}, nil, 1, 1, 1, lambda)
-		if math.Abs(got[0]-c.want) > 1e-12 {
+		if !(math.Abs(got[0]-c.want) <= 1e-12) {
 			t.Fatalf("θ = %g: distance %g, want %g", c.theta, got[0], c.want)
 		}
 	}
@@ -112,7 +112,7 @@ func TestDistanceValue(t *testing.T) {
 func TestDistanceTieConvention(t *testing.T) {
 	gTheta, gA, gH := dimDistanceGrad(1.0, 0.2, 0.0, 0.5)
 	want := math.Cos(0.4) / 2 // d|sin((θ−a)/2)|/dθ
-	if math.Abs(gTheta-want) > 1e-15 || math.Abs(gA+want) > 1e-15 || gH != 0 {
+	if !(math.Abs(gTheta-want) <= 1e-15) || !(math.Abs(gA+want) <= 1e-15) || gH != 0 {
 		t.Fatalf("at h = 0: (∂θ, ∂a, ∂h) = (%g, %g, %g), want (%g, %g, 0)", gTheta, gA, gH, want, -want)
 	}
 }
@@ -128,7 +128,7 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 	dist32 := make([]float32, q*rows)
 	Reference[float32]{}.DistanceForward(dist32, to32(axis), to32(half), to32(ent), nil, q, rows, d, 0.02)
 	for i := range dist64 {
-		if math.Abs(float64(dist32[i])-dist64[i]) > 1e-5*math.Max(1, dist64[i]) {
+		if !(math.Abs(float64(dist32[i])-dist64[i]) <= 1e-5*math.Max(1, dist64[i])) {
 			t.Fatalf("dist[%d]: float32 %g, float64 %g", i, dist32[i], dist64[i])
 		}
 	}

@@ -296,7 +296,7 @@ func TestNPYReadByNumPy(t *testing.T) {
 			for i := range c.N {
 				a, h := c.Row(i)
 				for j := range testDim {
-					if !closeAngle(r.Cones.Axis[i][j], float64(a[j]), 2e-5) || math.Abs(r.Cones.Half[i][j]-float64(h[j])) > 2e-5 {
+					if !closeAngle(r.Cones.Axis[i][j], float64(a[j]), 2e-5) || !(math.Abs(r.Cones.Half[i][j]-float64(h[j])) <= 2e-5) {
 						t.Fatalf("1p cone %v, dim %d: numpy from the export (%v, %v), the model (%v, %v)",
 							pairs()[i], j, r.Cones.Axis[i][j], r.Cones.Half[i][j], a[j], h[j])
 					}

@@ -137,7 +137,7 @@ func testLossHeadShape(h *harness, classes []LossClass, Q, roots, k int) {
 		name      string
 		want, got float64
 	}{{"L", L, gl}, {"L_pos", Lp, glp}, {"L_neg", Ln, gln}} {
-		if math.Abs(c.got-c.want) > 1e-6*math.Abs(c.want) {
+		if !(math.Abs(c.got-c.want) <= 1e-6*math.Abs(c.want)) {
 			h.t.Fatalf("%v k=%d: %s = %.12g, reference %.12g", classes, k, c.name, c.got, c.want)
 		}
 	}
@@ -151,7 +151,7 @@ func testLossHeadShape(h *harness, classes []LossClass, Q, roots, k int) {
 			h.t.Fatalf("%v k=%d: dDist[%d] = %g, the CPU's %g", classes, k, i, g, dDist[i])
 		}
 	}
-	if got, want := h.down(DM)[0], float32(0.25+dm); math.Abs(float64(got-want)) > 1e-6*math.Abs(float64(want)) {
+	if got, want := h.down(DM)[0], float32(0.25+dm); !(math.Abs(float64(got-want)) <= 1e-6*math.Abs(float64(want))) {
 		h.t.Fatalf("%v k=%d: dModulus %.9g, reference %.9g", classes, k, got, want)
 	}
 }

@@ -95,7 +95,7 @@ func TestGemmWarps(t *testing.T) {
 	} {
 		d.tf32 = c.tf32
 		got, base := d.gemmCost(c.M, c.N, c.K, 132, c.tile, 1), unscaled(c.M, c.N, c.K, c.tile)
-		if math.Abs(got/base-c.slower) > 1e-12 {
+		if !(math.Abs(got/base-c.slower) <= 1e-12) {
 			t.Errorf("%s (%d×%d×%d, tile %d): %.3g s, %.3g× the unscaled %.3g; want %g×", c.description, c.M, c.N, c.K, c.tile, got, got/base, base, c.slower)
 		}
 	}

@@ -24,7 +24,7 @@ func TestDropoutMask(t *testing.T) {
 				t.Fatalf("p=%g: mask value %g", p, x)
 			}
 		}
-		if sd := math.Sqrt(n * p * (1 - p)); math.Abs(float64(dropped)-n*p) > 5*sd {
+		if sd := math.Sqrt(n * p * (1 - p)); !(math.Abs(float64(dropped)-n*p) <= 5*sd) {
 			t.Errorf("p=%g: dropped %d of %d", p, dropped, n)
 		}
 		src := rand.New(rand.NewPCG(1, 2))

@@ -67,7 +67,7 @@ func fdCheck(f func() float64, ps []fdParam, step float64) fdResult {
 			half := deriv(p.x, i, step/2)
 			// A kink inside the stencil shows as D(h) ≠ D(h/2); flag any disagreement
 			// that could reach half the tolerance.
-			if math.Abs(num-half) > fdTol/2*math.Max(math.Abs(half), fdFloor) {
+			if !(math.Abs(num-half) <= fdTol/2*math.Max(math.Abs(half), fdFloor)) {
 				res.kink = fmt.Sprintf("%s[%d] (D(h)=%g, D(h/2)=%g)", p.name, i, num, half)
 				return res
 			}

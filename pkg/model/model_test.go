@@ -56,10 +56,10 @@ func TestRotationComposes(t *testing.T) {
 				two := embed1(t, m, "('e',('r','r'))", []int32{e}, []int32{0, 1}).Branches[0]
 				one := embed1(t, m, "('e',('r',))", []int32{e}, []int32{2}).Branches[0]
 				for j := 0; j < d; j++ {
-					if diff := angleDiff(two.Axis[j], one.Axis[j]); diff > 1e-12 {
+					if diff := angleDiff(two.Axis[j], one.Axis[j]); !(diff <= 1e-12) {
 						t.Fatalf("entity %d dim %d: axis of 2p %g, of 1p %g", e, j, two.Axis[j], one.Axis[j])
 					}
-					if v != RoConESE && math.Abs(two.Half[j]-one.Half[j]) > 1e-12 {
+					if v != RoConESE && !(math.Abs(two.Half[j]-one.Half[j]) <= 1e-12) {
 						t.Fatalf("entity %d dim %d: aperture of 2p %g, of 1p %g", e, j, two.Half[j], one.Half[j])
 					}
 				}
@@ -76,10 +76,10 @@ func TestNegateTwice(t *testing.T) {
 	NegateForward(once, in)
 	NegateForward(twice, once)
 	for i := range in.Axis {
-		if math.Abs(twice.Axis[i]-in.Axis[i]) > 1e-12 || math.Abs(twice.Half[i]-in.Half[i]) > 1e-12 {
+		if !(math.Abs(twice.Axis[i]-in.Axis[i]) <= 1e-12) || !(math.Abs(twice.Half[i]-in.Half[i]) <= 1e-12) {
 			t.Fatalf("element %d: (%g, %g) negated twice is (%g, %g)", i, in.Axis[i], in.Half[i], twice.Axis[i], twice.Half[i])
 		}
-		if angleDiff(once.Axis[i], in.Axis[i]+pi) > 1e-12 || math.Abs(once.Half[i]+in.Half[i]-pi) > 1e-12 {
+		if !(angleDiff(once.Axis[i], in.Axis[i]+pi) <= 1e-12) || !(math.Abs(once.Half[i]+in.Half[i]-pi) <= 1e-12) {
 			t.Fatalf("element %d: negation is not the complement", i)
 		}
 	}
@@ -88,7 +88,7 @@ func TestNegateTwice(t *testing.T) {
 		plain := embed1(t, m, "('e',('r',))", []int32{3}, []int32{1}).Branches[0]
 		double := embed1(t, m, "('e',('r','n','n'))", []int32{3}, []int32{1}).Branches[0]
 		for j := range plain.Axis {
-			if math.Abs(plain.Axis[j]-double.Axis[j]) > 1e-12 || math.Abs(plain.Half[j]-double.Half[j]) > 1e-12 {
+			if !(math.Abs(plain.Axis[j]-double.Axis[j]) <= 1e-12) || !(math.Abs(plain.Half[j]-double.Half[j]) <= 1e-12) {
 				t.Fatalf("%s: (e,(r,n,n)) differs from (e,(r,)) in dim %d", v, j)
 			}
 		}
@@ -120,7 +120,7 @@ func TestUnionIsMaxOverBranches(t *testing.T) {
 		for _, u := range []int{0, 3} {
 			for e := 0; e < N; e++ {
 				want := math.Max(out[(u+1)*N+e], out[(u+2)*N+e])
-				if math.Abs(out[u*N+e]-want) > 1e-12 {
+				if !(math.Abs(out[u*N+e]-want) <= 1e-12) {
 					t.Fatalf("%s: %s entity %d: score %g, max of branches %g", v, qs[u].Structure, e, out[u*N+e], want)
 				}
 			}
@@ -149,11 +149,11 @@ func TestScorerMatchesLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 		for q := range b.Queries {
-			if got, want := lt.pos[q], out[q*N+int(b.Positive[q])]; math.Abs(got-want) > 1e-12 {
+			if got, want := lt.pos[q], out[q*N+int(b.Positive[q])]; !(math.Abs(got-want) <= 1e-12) {
 				t.Fatalf("%s query %d: loss logit %g, scorer %g", v, q, got, want)
 			}
 			for j := 0; j < 3; j++ {
-				if got, want := lt.neg[q*3+j], out[q*N+int(b.Negative[q*3+j])]; math.Abs(got-want) > 1e-12 {
+				if got, want := lt.neg[q*3+j], out[q*N+int(b.Negative[q*3+j])]; !(math.Abs(got-want) <= 1e-12) {
 					t.Fatalf("%s query %d negative %d: loss logit %g, scorer %g", v, q, j, got, want)
 				}
 			}
@@ -194,7 +194,7 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if math.Abs(l32.Loss-l64.Loss) > 1e-5*math.Abs(l64.Loss) {
+		if !(math.Abs(l32.Loss-l64.Loss) <= 1e-5*math.Abs(l64.Loss)) {
 			t.Fatalf("%s: loss float32 %g, float64 %g", v, l32.Loss, l64.Loss)
 		}
 		g64, g32 := m64.NewGrads(), m32.NewGrads()
@@ -217,7 +217,7 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 				diff += (float64(t32[i].Data[j]) - x) * (float64(t32[i].Data[j]) - x)
 				norm += x * x
 			}
-			if math.Sqrt(diff) > 1e-4*math.Sqrt(norm)+1e-6*total {
+			if !(math.Sqrt(diff) <= 1e-4*math.Sqrt(norm)+1e-6*total) {
 				t.Fatalf("%s %s: |g32 − g64| = %g, |g64| = %g", v, t64.Name, math.Sqrt(diff), math.Sqrt(norm))
 			}
 		}
@@ -301,7 +301,7 @@ func TestInit(t *testing.T) {
 			if x != tb[i].Data[j] {
 				t.Fatalf("%s differs between two models with the same seed", ta[i].Name)
 			}
-			if bd, ok := bounds[ta[i].Name]; ok && math.Abs(x) > bd {
+			if bd, ok := bounds[ta[i].Name]; ok && !(math.Abs(x) <= bd) {
 				t.Fatalf("%s = %g beyond its bound %g", ta[i].Name, x, bd)
 			}
 		}
@@ -385,7 +385,7 @@ func TestMatmulTF32(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := math.Abs(lt.Loss - lf.Loss); d == 0 || d > 1e-2*math.Abs(lf.Loss) {
+		if d := math.Abs(lt.Loss - lf.Loss); d == 0 || !(d <= 1e-2*math.Abs(lf.Loss)) {
 			t.Fatalf("%s: loss tf32 %.9g, fp32 %.9g", v, lt.Loss, lf.Loss)
 		}
 		gf, gt := fp.NewGrads(), tf.NewGrads()
@@ -400,7 +400,7 @@ func TestMatmulTF32(t *testing.T) {
 				norm += float64(x) * float64(x)
 			}
 		}
-		if diff == 0 || math.Sqrt(diff) > 2e-2*math.Sqrt(norm) {
+		if diff == 0 || !(math.Sqrt(diff) <= 2e-2*math.Sqrt(norm)) {
 			t.Fatalf("%s: |g_tf32 − g_fp32| = %g, |g_fp32| = %g", v, math.Sqrt(diff), math.Sqrt(norm))
 		}
 		t.Logf("%s: loss %.3g relative, gradients %.3g relative", v, math.Abs(lt.Loss-lf.Loss)/math.Abs(lf.Loss), math.Sqrt(diff/norm))

@@ -208,7 +208,7 @@ func TestIntersectAttentionExtremeLogits(t *testing.T) {
 			tc.edit(&we)
 			out := run(&we)
 			for i, a := range out.Axis {
-				if !(math.Abs(a) <= math.Pi) || tc.sameAxis && angleDiff(a, base.Axis[i]) > 1e-9 || out.Half[i] != base.Half[i] {
+				if !(math.Abs(a) <= math.Pi) || tc.sameAxis && !(angleDiff(a, base.Axis[i]) <= 1e-9) || out.Half[i] != base.Half[i] {
 					t.Errorf("element %d: axis %v half %v, want axis in [−π, π] (%v unless scaled), half %v",
 						i, a, out.Half[i], base.Axis[i], base.Half[i])
 				}
@@ -237,7 +237,7 @@ func TestConeAxisCut(t *testing.T) {
 		{-1, -1e-9, -math.Pi + 1e-9},
 		{-1, 1e-9, math.Pi - 1e-9},
 	} {
-		if got := coneAxis(c.x, c.y); math.Abs(got-c.want) > 1e-15 {
+		if got := coneAxis(c.x, c.y); !(math.Abs(got-c.want) <= 1e-15) {
 			t.Errorf("coneAxis(%v, %v) = %v, want %v", c.x, c.y, got, c.want)
 		}
 	}
@@ -462,7 +462,7 @@ func TestLossValue(t *testing.T) {
 	wantPos := -(0.25*ls(1.5) + 0.5*ls(-0.5)) / 0.75
 	wantNeg := -(0.25*(ls(-0.2)+ls(1))/2 + 0.5*(ls(-3)+ls(0))/2) / 0.75
 	l, lp, ln := LossForward(pos, neg, w, 2)
-	if math.Abs(lp-wantPos) > 1e-12 || math.Abs(ln-wantNeg) > 1e-12 || math.Abs(l-(wantPos+wantNeg)/2) > 1e-12 {
+	if !(math.Abs(lp-wantPos) <= 1e-12) || !(math.Abs(ln-wantNeg) <= 1e-12) || !(math.Abs(l-(wantPos+wantNeg)/2) <= 1e-12) {
 		t.Fatalf("loss = %g (%g, %g), want %g (%g, %g)", l, lp, ln, (wantPos+wantNeg)/2, wantPos, wantNeg)
 	}
 }
@@ -477,7 +477,7 @@ func TestRotateShiftClip(t *testing.T) {
 		RotateForward(ProjectShift, out, in, []float64{0}, []float64{0}, []float64{c.shift})
 		p := min(max(c.half/pi, seClip), 1-seClip)
 		want := pi / (1 + math.Exp(-(math.Log(p/(1-p)) + c.shift)))
-		if math.Abs(out.Half[0]-want) > 1e-12 || out.Half[0] <= 0 || out.Half[0] >= pi {
+		if !(math.Abs(out.Half[0]-want) <= 1e-12) || out.Half[0] <= 0 || out.Half[0] >= pi {
 			t.Errorf("half %v shift %v: %v, want %v, inside (0, π)", c.half, c.shift, out.Half[0], want)
 		}
 	}

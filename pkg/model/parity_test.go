@@ -70,7 +70,7 @@ func TestParityCones(t *testing.T) {
 			for j := 0; j < d; j++ {
 				ra, rh := float64(q.Cones.Axis.Values[br*d+j]), float64(q.Cones.Half.Values[br*d+j])
 				ga, gh := float64(e.Branches[br].Axis[j]), float64(e.Branches[br].Half[j])
-				if angleDiff(ga, ra) > coneTol || math.Abs(gh-rh) > coneTol {
+				if !(angleDiff(ga, ra) <= coneTol) || !(math.Abs(gh-rh) <= coneTol) {
 					if bad[q.Name] < 3 {
 						t.Errorf("query %d (%s) branch %d dim %d: cone (%.7g, %.7g), QE-ConE (%.7g, %.7g)", i, q.Name, br, j, ga, gh, ra, rh)
 					}
@@ -99,7 +99,7 @@ func TestParityScoresAndRanks(t *testing.T) {
 		for e := 0; e < N; e++ {
 			worst = max(worst, math.Abs(float64(got[i*N+e]-f.Scores.Values[i*N+e])))
 		}
-		if worst > scoreTol {
+		if !(worst <= scoreTol) {
 			t.Errorf("query %d (%s): scores differ from QE-ConE's by up to %.3g", i, q.Name, worst)
 		}
 		// Ranks: this project's filtered ranks (ties by entity id) from its scores against
@@ -204,7 +204,7 @@ func TestParityIntersectionCases(t *testing.T) {
 		for p := range out.Axis {
 			ga, ra := float64(out.Axis[p]), float64(c.OutAxis.Values[p])
 			gh, rh := float64(out.Half[p]), float64(c.OutHalf.Values[p])
-			if angleDiff(ga, ra) > coneTol || math.Abs(gh-rh) > coneTol {
+			if !(angleDiff(ga, ra) <= coneTol) || !(math.Abs(gh-rh) <= coneTol) {
 				t.Errorf("case %d (%d branches) row %d dim %d: (%.8g, %.8g), QE-ConE (%.8g, %.8g)", ci, c.Branches, p/d, p%d, ga, gh, ra, rh)
 			}
 		}
@@ -234,8 +234,11 @@ func relErr(got []float32, want []float32) (float64, int) {
 		scale = max(scale, math.Abs(float64(want[i])))
 	}
 	for i := range want {
-		if e := math.Abs(float64(got[i] - want[i])); e > worst {
+		if e := math.Abs(float64(got[i] - want[i])); e > worst || math.IsNaN(e) {
 			worst, at = e, i
+			if math.IsNaN(e) {
+				break // the worst there is
+			}
 		}
 	}
 	if scale == 0 {
@@ -263,7 +266,7 @@ func TestParityUpdateGradients(t *testing.T) {
 		name      string
 		got, want float64
 	}{{"loss", lt.Loss, f.Update.Loss}, {"positive loss", lt.PositiveLoss, f.Update.LossPos}, {"negative loss", lt.NegativeLoss, f.Update.LossNeg}} {
-		if math.Abs(c.got-c.want) > 1e-5*math.Abs(c.want) {
+		if !(math.Abs(c.got-c.want) <= 1e-5*math.Abs(c.want)) {
 			t.Errorf("%s %.9g, QE-ConE %.9g", c.name, c.got, c.want)
 		}
 	}
@@ -293,13 +296,13 @@ func checkGrads(t *testing.T, got []model.Tensor[float32], want map[string]qecon
 		}
 		if tn.Name == "intersection.b2" {
 			for i, v := range tn.Data {
-				if math.Abs(float64(v)) > tol*w2Scale || math.Abs(float64(w.Values[i])) > tol*w2Scale {
+				if !(math.Abs(float64(v)) <= tol*w2Scale) || !(math.Abs(float64(w.Values[i])) <= tol*w2Scale) {
 					t.Errorf("gradient of %s[%d] = %.3g (QE-ConE %.3g): want 0 to rounding (scale %.3g)", tn.Name, i, v, w.Values[i], w2Scale)
 				}
 			}
 			continue
 		}
-		if e, at := relErr(tn.Data, w.Values); e > tol {
+		if e, at := relErr(tn.Data, w.Values); !(e <= tol) {
 			t.Errorf("gradient of %s: relative error %.3g at %d (%.9g, QE-ConE %.9g)", tn.Name, e, at, tn.Data[at], w.Values[at])
 		}
 	}

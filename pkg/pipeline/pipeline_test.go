@@ -202,7 +202,7 @@ func TestMetricsOverSeeds(t *testing.T) {
 		}
 		mean := (want[0] + want[1]) / 2
 		std := math.Abs(want[0]-want[1]) / math.Sqrt2 // sample std of two values
-		if math.Abs(r.MRR.Mean-mean) > 1e-12 || math.Abs(r.MRR.Std-std) > 1e-12 || r.Seeds != 2 {
+		if !(math.Abs(r.MRR.Mean-mean) <= 1e-12) || !(math.Abs(r.MRR.Std-std) <= 1e-12) || r.Seeds != 2 {
 			t.Errorf("%s: mean %v std %v, want %v %v", r.Name, r.MRR.Mean, r.MRR.Std, mean, std)
 		}
 		checked++

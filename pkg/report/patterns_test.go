@@ -56,7 +56,7 @@ func TestFindPatterns(t *testing.T) {
 }
 
 func TestMeanAngularError(t *testing.T) {
-	if e := MeanAngularError([]float64{math.Pi - 0.1, 3}, []float64{math.Pi - 0.1, 3}); math.Abs(e-(0.2+(2*math.Pi-6))/2) > 1e-12 {
+	if e := MeanAngularError([]float64{math.Pi - 0.1, 3}, []float64{math.Pi - 0.1, 3}); !(math.Abs(e-(0.2+(2*math.Pi-6))/2) <= 1e-12) {
 		t.Errorf("got %v", e)
 	}
 	// Angles of the caller's own, beyond the lemma sums' 3π: wrapped all the same, and an

@@ -400,7 +400,7 @@ func TestOurValues(t *testing.T) {
 				low, high := tc.bars(st)
 				got := errs.YErrors[i]
 				if errs.XYs[i].X != xs[i] || errs.XYs[i].Y != ys[i] ||
-					math.Abs(got.Low-low) > 1e-9 || math.Abs(got.High-high) > 1e-9 {
+					!(math.Abs(got.Low-low) <= 1e-9) || !(math.Abs(got.High-high) <= 1e-9) {
 					t.Errorf("%s: error bar %v %+v, want at (%v, %v) low %v high %v", c.label, errs.XYs[i], got, xs[i], ys[i], low, high)
 				}
 				nonZero = nonZero || got.Low > 0 || got.High > 0

@@ -134,7 +134,7 @@ func TestPublishedAverages(t *testing.T) {
 				want  float64
 			}{{query.EPFOTypes, w.epfo}, {query.NegationTypes, w.negs}} {
 				got, ok := p.Average(g.types)
-				if ok != (g.want != 0) || (ok && math.Abs(got-g.want) > tol) {
+				if ok != (g.want != 0) || (ok && !(math.Abs(got-g.want) <= tol)) {
 					t.Errorf("%s %s AVG %v: %v, %v; want %v", ds, p.Model, g.types[0], got, ok, g.want)
 				}
 			}

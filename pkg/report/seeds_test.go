@@ -156,7 +156,7 @@ func TestSummarizeDirect(t *testing.T) {
 				}
 				mean, std := meanStd(xs)
 				got := st.Get(Metric(m))
-				if math.Abs(got.Mean-mean) > 1e-12 || math.Abs(got.Std-std) > 1e-12 {
+				if !(math.Abs(got.Mean-mean) <= 1e-12) || !(math.Abs(got.Std-std) <= 1e-12) {
 					t.Errorf("S=%d %s %s: mean %v std %v, want %v %v", S, name, Metric(m), got.Mean, got.Std, mean, std)
 				}
 			}
@@ -385,7 +385,7 @@ func TestBootstrap(t *testing.T) {
 		}
 		want := 2 * 1.96 * math.Sqrt(ss/n) / math.Sqrt(n)
 		ts, _ := a.Type("1p")
-		if got := ts.MRR.Hi - ts.MRR.Lo; math.Abs(got/want-1) > 0.1 {
+		if got := ts.MRR.Hi - ts.MRR.Lo; !(math.Abs(got/want-1) <= 0.1) {
 			t.Errorf("width %v, want about %v", got, want)
 		}
 	})

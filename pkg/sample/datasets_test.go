@@ -93,7 +93,7 @@ func TestNELLImport(t *testing.T) {
 			t.Errorf("%s: %d queries, %d without a hard answer", st.Type, st.Queries, st.Rejected[rejectNoHard])
 			continue
 		}
-		if math.Abs(st.MeanHard-m[0]) > 0.05 || math.Abs(st.MeanEasy-m[1]) > 0.05 {
+		if !(math.Abs(st.MeanHard-m[0]) <= 0.05) || !(math.Abs(st.MeanEasy-m[1]) <= 0.05) {
 			t.Errorf("%s: mean hard %.2f easy %.2f, want %.1f %.1f", st.Type, st.MeanHard, st.MeanEasy, m[0], m[1])
 		}
 	}

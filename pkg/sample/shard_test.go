@@ -328,7 +328,7 @@ func TestMarginFor(t *testing.T) {
 		margin   float64
 	}{{12000, 3, 0.2}, {12000, 7, 0.35}, {40, 2, 0.5}, {5000, 3, 1}} {
 		got := marginFor(float64(shardTarget(tc.count, tc.n, tc.margin)), tc.count, tc.n)
-		if math.Abs(got-tc.margin) > 0.05+1e-9 || got < tc.margin-1e-9 {
+		if !(math.Abs(got-tc.margin) <= 0.05+1e-9) || got < tc.margin-1e-9 {
 			t.Errorf("count %d n %d: marginFor(shardTarget(margin %g)) = %g", tc.count, tc.n, tc.margin, got)
 		}
 		if more := marginFor(float64(shardTarget(tc.count, tc.n, tc.margin+0.3)), tc.count, tc.n); more <= got {

@@ -134,7 +134,7 @@ func TestPowerLaw(t *testing.T) {
 		total := (math.Pow(n+1, 1-s) - 1) / (1 - s)
 		for _, k := range []int{0, 1, 3, 9, 99, n - 1} {
 			want := draws * w(k) / total
-			if got := float64(count[k]); math.Abs(got-want) > 5*math.Sqrt(want) {
+			if got := float64(count[k]); !(math.Abs(got-want) <= 5*math.Sqrt(want)) {
 				t.Errorf("s=%g: rank %d drawn %.0f times, want %.0f ± %.0f", s, k, got, want, 5*math.Sqrt(want))
 			}
 		}

@@ -167,7 +167,7 @@ func TestSparseAdamMatchesDense(t *testing.T) {
 					t.Fatal(err)
 				}
 				for j := range p {
-					if d := math.Abs(float64(solo[0].Data[j] - p[j])); d > 1e-6 {
+					if d := math.Abs(float64(solo[0].Data[j] - p[j])); !(d <= 1e-6) {
 						t.Fatalf("row %d element %d: %v, want %v (one step at t=%d)", row, j, p[j], solo[0].Data[j], k)
 					}
 				}

@@ -45,10 +45,10 @@ func closeCurves(t *testing.T, a, b []artifact.TrainLogRow, tol curveTolerance) 
 		if x.Step != y.Step || x.Kind != y.Kind || x.Type != y.Type || x.LR != y.LR {
 			t.Fatalf("row %d: %+v against %+v", i, x, y)
 		}
-		if x.Kind == artifact.LogTrain && math.Abs(x.Loss-y.Loss) > tol.lossRel*math.Abs(x.Loss) {
+		if x.Kind == artifact.LogTrain && !(math.Abs(x.Loss-y.Loss) <= tol.lossRel*math.Abs(x.Loss)) {
 			t.Errorf("step %d: loss %.9g on the CPU, %.9g on the device", x.Step, x.Loss, y.Loss)
 		}
-		if x.Kind == artifact.LogValid && math.Abs(x.MRR-y.MRR) > tol.mrrAbs+tol.mrrFlips/float64(max(x.Queries, 1)) {
+		if x.Kind == artifact.LogValid && !(math.Abs(x.MRR-y.MRR) <= tol.mrrAbs+tol.mrrFlips/float64(max(x.Queries, 1))) {
 			t.Errorf("step %d: valid %s MRR %.6f on the CPU, %.6f on the device (%d queries)", x.Step, x.Type, x.MRR, y.MRR, x.Queries)
 		}
 	}

@@ -324,7 +324,7 @@ func (g *lemmaKG) diagnose(m *model.Model[float32]) string {
 		sums := []float64{wrap(2 * th["sym"][j]), wrap(th["a"][j] + th["b"][j]), wrap(th["a"][j] + th["d"][j] - th["c"][j])}
 		mark := ""
 		for _, s := range sums {
-			if math.Abs(s) > 0.1 {
+			if !(math.Abs(s) <= 0.1) {
 				mark = "  <- miss"
 			}
 		}

@@ -42,7 +42,7 @@ func TestAdamHand(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		for i, x := range params[0].Data {
-			if math.Abs(float64(x)-want[i]) > 1e-6*math.Max(1, math.Abs(want[i])) {
+			if !(math.Abs(float64(x)-want[i]) <= 1e-6*math.Max(1, math.Abs(want[i]))) {
 				t.Errorf("%s: p[%d] = %.9g, want %.9g", when, i, x, want[i])
 			}
 		}
@@ -53,7 +53,7 @@ func TestAdamHand(t *testing.T) {
 	hand(g1, 1)
 	check("update 1")
 	// The first update moves each element with a non-zero gradient by lr·sign(g).
-	if d := float64(p[1]) - float64(params[0].Data[1]); math.Abs(d+lr) > 1e-7 {
+	if d := float64(p[1]) - float64(params[0].Data[1]); !(math.Abs(d+lr) <= 1e-7) {
 		t.Errorf("first update moved p[1] by %g, want -lr", d)
 	}
 	if params[0].Data[2] != p[2] {
@@ -81,7 +81,7 @@ func TestAdamHand(t *testing.T) {
 	}
 	for i := range before {
 		d := float64(before[i]) - float64(params[0].Data[i])
-		if math.Abs(math.Abs(d)-lr/5) > 1e-7 || (d > 0) != (g2[i] > 0) {
+		if !(math.Abs(math.Abs(d)-lr/5) <= 1e-7) || (d > 0) != (g2[i] > 0) {
 			t.Errorf("first update after reset moved p[%d] by %g, want %g·sign(g)", i, -d, lr/5)
 		}
 	}

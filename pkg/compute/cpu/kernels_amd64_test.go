@@ -66,7 +66,7 @@ func TestGEMMMicroKernels(t *testing.T) {
 				got := slices.Clone(c0)
 				kern.fn(k, a, lda, rowA, b, ldb, got, ldc)
 				for i := range want {
-					if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*math.Sqrt(float64(k+1)) {
+					if d := math.Abs(float64(got[i] - want[i])); !(d <= 1e-5*math.Sqrt(float64(k+1))) {
 						t.Fatalf("%s k=%d %+v: c[%d] = %g, want %g", kern.name, k, layout, i, got[i], want[i])
 					}
 				}
@@ -119,7 +119,7 @@ func testDistanceKernel(t *testing.T, k distKernels, rawSincos func(x *float32, 
 	sincosGo(xs, nblk, s2, 48, nil)
 	for b := 0; b < nblk; b++ {
 		for i := 0; i < 32; i++ {
-			if d := math.Abs(float64(s1[b*48+i] - s2[b*48+i])); d > 2e-7 {
+			if d := math.Abs(float64(s1[b*48+i] - s2[b*48+i])); !(d <= 2e-7) {
 				t.Fatalf("sincos block %d lane %d: %g vs %g", b, i, s1[b*48+i], s2[b*48+i])
 			}
 		}
@@ -156,7 +156,7 @@ func testDistanceKernel(t *testing.T, k distKernels, rawSincos func(x *float32, 
 		k.fwd4(qt.s, &e, nb, &o1)
 		fwd4Go(qt.s, &e, nb, &o2)
 		for i := range o1 {
-			if d := math.Abs(float64(o1[i] - o2[i])); d > 1e-5*float64(dim) {
+			if d := math.Abs(float64(o1[i] - o2[i])); !(d <= 1e-5*float64(dim)) {
 				t.Fatalf("dim %d: fwd4 out[%d] = %g, Go %g", dim, i, o1[i], o2[i])
 			}
 		}
@@ -170,7 +170,7 @@ func testDistanceKernel(t *testing.T, k distKernels, rawSincos func(x *float32, 
 			bwdGo(qt.s, e[i], nb, tail, 0.37, 0.02, da2, dh2, de2, nil)
 			for j := 0; j < dim; j++ {
 				for _, p := range [][2]float32{{da1[j], da2[j]}, {dh1[j], dh2[j]}, {de1[j], de2[j]}} {
-					if d := math.Abs(float64(p[0] - p[1])); d > 1e-6 {
+					if d := math.Abs(float64(p[0] - p[1])); !(d <= 1e-6) {
 						t.Fatalf("dim %d entity %d lane %d: bwd %g, Go %g", dim, i, j, p[0], p[1])
 					}
 				}
@@ -367,7 +367,7 @@ func testDistanceKernelNaN(t *testing.T, k distKernels) {
 					}
 					if isNaN32(g1[p]) != isNaN32(g2[p]) {
 						t.Errorf("%s: entity %d: bwd [%d] = %g, Go %g", what, i, p, g1[p], g2[p])
-					} else if d := math.Abs(float64(g1[p] - g2[p])); d > 1e-6 {
+					} else if d := math.Abs(float64(g1[p] - g2[p])); !isNaN32(g2[p]) && !(d <= 1e-6) { // NaN and NaN agree
 						t.Errorf("%s: entity %d: bwd [%d] = %g, Go %g", what, i, p, g1[p], g2[p])
 					}
 				}

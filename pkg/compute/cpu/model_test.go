@@ -41,7 +41,7 @@ func TestModelMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if math.Abs(l2.Loss-l1.Loss) > 1e-5*math.Abs(l1.Loss) {
+		if !(math.Abs(l2.Loss-l1.Loss) <= 1e-5*math.Abs(l1.Loss)) {
 			t.Fatalf("%s: loss %g, reference %g", v, l2.Loss, l1.Loss)
 		}
 		g1, g2 := ref.NewGrads(), fast.NewGrads()
@@ -55,7 +55,7 @@ func TestModelMatchesReference(t *testing.T) {
 				diff += d * d
 				norm += float64(x) * float64(x)
 			}
-			if math.Sqrt(diff) > 1e-4*math.Sqrt(norm)+1e-7 {
+			if !(math.Sqrt(diff) <= 1e-4*math.Sqrt(norm)+1e-7) {
 				t.Fatalf("%s %s: |fast − reference| = %g, |reference| = %g", v, t1.Name, math.Sqrt(diff), math.Sqrt(norm))
 			}
 		}
@@ -69,7 +69,7 @@ func TestModelMatchesReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range s1 {
-			if d := math.Abs(float64(s2[i] - s1[i])); d > 1e-4*math.Max(1, math.Abs(float64(s1[i]))) {
+			if d := math.Abs(float64(s2[i] - s1[i])); !(d <= 1e-4*math.Max(1, math.Abs(float64(s1[i])))) {
 				t.Fatalf("%s: score[%d] = %g, reference %g", v, i, s2[i], s1[i])
 			}
 		}

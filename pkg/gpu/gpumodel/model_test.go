@@ -150,7 +150,7 @@ func checkStepMatchesCPU(t *testing.T, dev *gpu.Device, v model.Variant, dim int
 		name      string
 		got, want float64
 	}{{"loss", loss, tape.Loss}, {"positive loss", lossPos, tape.PositiveLoss}, {"negative loss", lossNeg, tape.NegativeLoss}} {
-		if math.Abs(c.got-c.want) > 1e-5*math.Abs(c.want) {
+		if !(math.Abs(c.got-c.want) <= 1e-5*math.Abs(c.want)) {
 			t.Errorf("%s: device %.9g, CPU %.9g", c.name, c.got, c.want)
 		}
 	}

@@ -37,7 +37,7 @@ func TestSummarise(t *testing.T) {
 	}
 	for i := range want {
 		g, w := rows[i], want[i]
-		if g.Kernel != w.Kernel || g.Launches != w.Launches || math.Abs(g.Seconds-w.Seconds) > 1e-12 || g.Work != w.Work {
+		if g.Kernel != w.Kernel || g.Launches != w.Launches || !(math.Abs(g.Seconds-w.Seconds) <= 1e-12) || g.Work != w.Work {
 			t.Errorf("row %d: %+v, want %+v", i, g, w)
 		}
 	}
@@ -117,7 +117,7 @@ func TestIdle(t *testing.T) {
 	}
 	for i := range want {
 		g, w := rows[i], want[i]
-		if g.After != w.After || g.Before != w.Before || g.Gaps != w.Gaps || math.Abs(g.Seconds-w.Seconds) > 1e-12 || g.Longest != w.Longest {
+		if g.After != w.After || g.Before != w.Before || g.Gaps != w.Gaps || !(math.Abs(g.Seconds-w.Seconds) <= 1e-12) || g.Longest != w.Longest {
 			t.Errorf("row %d: %+v, want %+v", i, g, w)
 		}
 	}

@@ -71,7 +71,7 @@ func TestTanhLengths(t *testing.T) {
 					want = 2*tanhEigen(src[i]/1.5) + 0.25
 				}
 			}
-			if d := math.Abs(float64(dst[i] - want)); d > 1e-6 || (!hasAsm && d != 0) {
+			if d := math.Abs(float64(dst[i] - want)); !(d <= 1e-6) || (!hasAsm && d != 0) {
 				t.Fatalf("n=%d: [%d] = %v, want %v", n, i, dst[i], want)
 			}
 		}
@@ -165,7 +165,7 @@ func TestTanhSaturatedLanes(t *testing.T) {
 						if want := float32(mul*tanhTorch(q)) + add; math.Float32bits(dst[i]) != math.Float32bits(want) {
 							t.Fatalf("n=%d: [%d] = %v (x=%v), want %v", n, i, dst[i], q, want)
 						}
-					} else if i == lane && math.Abs(float64(dst[i])-(mul*math.Tanh(float64(q))+add)) > 1e-5 {
+					} else if i == lane && !(math.Abs(float64(dst[i])-(mul*math.Tanh(float64(q))+add)) <= 1e-5) {
 						t.Fatalf("n=%d: [%d] = %v (x=%v), want about %v", n, i, dst[i], q, mul*math.Tanh(float64(q))+add)
 					}
 				}
@@ -256,7 +256,7 @@ func testAngleBackward(t *testing.T) {
 		}
 		AngleBackward(dRaw[:n], dTheta[:n], theta[:n], R)
 		for i := range want {
-			if d := math.Abs(float64(dRaw[i] - want[i])); d > 1e-5*(1+math.Abs(float64(want[i]))) || (i >= n && dRaw[i] != want[i]) {
+			if d := math.Abs(float64(dRaw[i] - want[i])); !(d <= 1e-5*(1+math.Abs(float64(want[i])))) || (i >= n && dRaw[i] != want[i]) {
 				t.Fatalf("n=%d [%d]: %v, want %v", n, i, dRaw[i], want[i])
 			}
 		}
@@ -285,7 +285,7 @@ func testSinCos(t *testing.T) {
 				}
 				continue
 			}
-			if math.Abs(float64(s[i])-ws) > tol || math.Abs(float64(c[i])-wc) > tol {
+			if !(math.Abs(float64(s[i])-ws) <= tol) || !(math.Abs(float64(c[i])-wc) <= tol) {
 				t.Fatalf("sincos(%v) = %v, %v; exact %v, %v", x, s[i], c[i], ws, wc)
 			}
 		}
