@@ -18,12 +18,13 @@ import (
 // A tolerance check that a NaN passes: `if math.Abs(got-want) > tol { fail }` takes a NaN
 // result for a match, since every comparison with a NaN is false, and the kernel or
 // operator that returned it passes its test. `if !(math.Abs(got-want) <= tol) { fail }`
-// does not. nanBlind finds the first form in the test files of one package: a comparison
-// `E > tol` or `E >= tol` whose E is a distance, in a statement that never asks
-// math.IsNaN (an if statement's init and condition, not its body). A distance is a call of
-// math.Abs, math.Sqrt, math.Max or math.Hypot, a variable a declaration or an assignment
-// sets from a distance (the worst error so far), or a call of one of the package's own
-// functions that returns a distance (an angle difference, a relative error).
+// does not. nanBlind finds the first form in the test files of one package: a
+// comparison `E > tol` or `E >= tol` whose E is a distance, in a statement that never
+// asks math.IsNaN (an if statement's init and condition, not its body), and not under a
+// `!` (`!(e >= lo && e <= hi)` fails a NaN). A distance is a call of math.Abs, math.Sqrt,
+// math.Max or math.Hypot, a variable a declaration or an assignment sets from a distance
+// (the worst error so far), or a call of one of the package's own functions that returns
+// a distance (an angle difference, a relative error).
 type nanBlind struct {
 	fset  *token.FileSet
 	files map[string]*ast.File
@@ -140,7 +141,7 @@ func (c *nanBlind) check(name string) []string {
 		}
 		stack = append(stack, n)
 		b, ok := n.(*ast.BinaryExpr)
-		if !ok || (b.Op != token.GTR && b.Op != token.GEQ) || !c.isDistance(b.X) || asksIsNaN(enclosingTest(stack)) {
+		if !ok || (b.Op != token.GTR && b.Op != token.GEQ) || !c.isDistance(b.X) || asksIsNaN(enclosingTest(stack)) || negated(stack) {
 			return true
 		}
 		from, to := c.fset.Position(b.Pos()), c.fset.Position(b.End())
@@ -163,6 +164,21 @@ func enclosingTest(stack []ast.Node) []ast.Node {
 		}
 	}
 	return nil
+}
+
+// negated reports whether an odd number of ! stand between the stack's top and its
+// statement, as in `!(e >= lo && e <= hi)`, where a NaN fails the check.
+func negated(stack []ast.Node) bool {
+	odd := false
+	for i := len(stack) - 2; i >= 0; i-- {
+		if _, ok := stack[i].(ast.Stmt); ok {
+			break
+		}
+		if u, ok := stack[i].(*ast.UnaryExpr); ok && u.Op == token.NOT {
+			odd = !odd
+		}
+	}
+	return odd
 }
 
 // isCall reports whether n calls pkg.name.
@@ -203,16 +219,17 @@ func asksIsNaN(parts []ast.Node) bool {
 	return false
 }
 
-// TestToleranceChecksSeeNaN: no test compares a distance with its tolerance in a way a
-// NaN passes (nanBlind): a kernel or an operator that returns NaN must fail its parity
-// test, not match every reference.
+// TestToleranceChecksSeeNaN: no test, and no test helper (internal/*test), compares a
+// distance with its tolerance in a way a NaN passes (nanBlind): a kernel or an operator
+// that returns NaN must fail its parity test, not match every reference.
 func TestToleranceChecksSeeNaN(t *testing.T) {
 	root := stagetest.RepoRoot(t)
 	pkgs := map[string]map[string][]byte{} // folder → test file → source
 	files := 0
 	for _, f := range repoFiles(t, root) {
 		f = filepath.ToSlash(f)
-		if !strings.HasSuffix(f, "_test.go") || !checked(f) {
+		helper := strings.HasPrefix(f, "internal/") && strings.HasSuffix(path.Dir(f), "test") && strings.HasSuffix(f, ".go")
+		if !(strings.HasSuffix(f, "_test.go") || helper) || !checked(f) {
 			continue
 		}
 		dir := path.Dir(f)
@@ -255,6 +272,8 @@ func TestNanBlindErrors(t *testing.T) {
 		{"own distance function", `if diff(got, want) > tol { t.Fail() }`, 1},
 		{"own function through a variable", `if e := relative(got, want); e > tol { t.Fail() }`, 1},
 		{"negated at most", `if !(math.Abs(got-want) <= tol) { t.Fail() }`, 0},
+		{"negated range", `if !(math.Abs(got) >= a && math.Abs(got) <= b) { t.Fail() }`, 0},
+		{"negated twice", `if !(!(math.Abs(got) > tol)) { t.Fail() }`, 1},
 		{"below", `if math.Abs(got-want) < tol { return }`, 0},
 		{"asks IsNaN", `if d := math.Abs(got - want); d > tol || math.IsNaN(d) { t.Fail() }`, 0},
 		{"IsNaN in the body only", "if math.Abs(got-want) > tol { _ = math.IsNaN(got) }", 1},
