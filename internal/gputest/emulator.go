@@ -19,6 +19,8 @@ func Emulator(t testing.TB) *gpu.Device {
 // EmulatorReversed is Emulator with each block's threads run last to first between
 // barriers (emu.Device.SetReverseThreads): the device orders them only by its barriers,
 // so a test that passes on both finds no missing barrier that either order would show.
+// Its guard zones hold the other fill (emu.GuardMark), which shows a write of all-ones
+// bytes past a buffer that Emulator's NaN fill hides.
 func EmulatorReversed(t testing.TB) *gpu.Device {
 	t.Helper()
 	return emulator(t, reversedDriver(t))

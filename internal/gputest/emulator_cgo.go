@@ -20,10 +20,12 @@ func EmulatorDriver(t testing.TB) gpu.Driver {
 	return e
 }
 
-// reversedDriver is EmulatorDriver running each block's threads last to first.
+// reversedDriver is EmulatorDriver running each block's threads last to first, its guard
+// zones holding emu.GuardMark (pkg/gpu's TestEmulatorReverseThreads does the same).
 func reversedDriver(t testing.TB) gpu.Driver {
 	t.Helper()
 	e := EmulatorDriver(t).(*emu.Device)
 	e.SetReverseThreads(true)
+	e.SetGuardFill(emu.GuardMark)
 	return e
 }
