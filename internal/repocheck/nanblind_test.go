@@ -26,11 +26,21 @@ import (
 // (the worst error so far), or a call of one of the package's own functions that returns
 // a distance (an angle difference, a relative error).
 type nanBlind struct {
-	fset  *token.FileSet
-	files map[string]*ast.File
-	srcs  map[string][]byte
-	vars  map[*ast.Object]bool // variables set from a distance
-	funcs map[string]bool      // the package's functions that return a distance
+	fset     *token.FileSet
+	files    map[string]*ast.File
+	srcs     map[string][]byte
+	declared map[varKey]bool // every variable, by the scope that declares it
+	vars     map[varKey]bool // the variables set from a distance
+	funcs    map[string]bool // the package's functions that return a distance
+}
+
+// varKey names a variable: its scope's position (a function, or the if, for, range or
+// switch statement whose init declares it; 0 for the package) and its name. Blocks are
+// not told apart from their function: a variable that shadows another of the same name in
+// an inner block is taken for it, which can only add a check to the list.
+type varKey struct {
+	scope token.Pos
+	name  string
 }
 
 var distanceCalls = [][2]string{{"math", "Abs"}, {"math", "Sqrt"}, {"math", "Max"}, {"math", "Hypot"}}
@@ -39,79 +49,186 @@ var distanceCalls = [][2]string{{"math", "Abs"}, {"math", "Sqrt"}, {"math", "Max
 // tolerance checks, "file:line:col: E > tol ...", in file order.
 func nanBlindErrors(srcs map[string][]byte) ([]string, error) {
 	c := &nanBlind{fset: token.NewFileSet(), files: map[string]*ast.File{}, srcs: srcs,
-		vars: map[*ast.Object]bool{}, funcs: map[string]bool{}}
+		declared: map[varKey]bool{}, vars: map[varKey]bool{}, funcs: map[string]bool{}}
 	for name, src := range srcs {
 		f, err := parser.ParseFile(c.fset, name, src, 0)
 		if err != nil {
 			return nil, err
 		}
 		c.files[name] = f
+		walk(f, func(n ast.Node, stack []ast.Node) { c.declare(n, stack) })
 	}
 	for changed := true; changed; {
 		changed = false
 		for _, f := range c.files {
-			changed = c.markDistances(f) || changed
+			walk(f, func(n ast.Node, stack []ast.Node) { changed = c.mark(n, stack) || changed })
 		}
 	}
 	var errs []string
 	for _, name := range slices.Sorted(maps.Keys(c.files)) {
-		errs = append(errs, c.check(name)...)
+		walk(c.files[name], func(n ast.Node, stack []ast.Node) {
+			if e := c.check(n, stack, c.srcs[name]); e != "" {
+				errs = append(errs, e)
+			}
+		})
 	}
 	return errs, nil
 }
 
-// markDistances marks the variables and functions of f that hold or return a distance,
-// reporting whether it marked any new one.
-func (c *nanBlind) markDistances(f *ast.File) bool {
+// walk calls fn for every node under root with the node's ancestors, root first.
+func walk(root ast.Node, fn func(n ast.Node, stack []ast.Node)) {
+	var stack []ast.Node
+	ast.Inspect(root, func(n ast.Node) bool {
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return true
+		}
+		fn(n, stack)
+		stack = append(stack, n)
+		return true
+	})
+}
+
+// scopeOf returns the scope a declaration at n (an assignment or a var spec, with its
+// ancestors stack) declares into: the statement whose init it is, else the innermost
+// function, else the package (0).
+func scopeOf(n ast.Node, stack []ast.Node) token.Pos {
+	if len(stack) > 0 {
+		switch p := stack[len(stack)-1].(type) {
+		case *ast.IfStmt:
+			if p.Init == n {
+				return p.Pos()
+			}
+		case *ast.ForStmt:
+			if p.Init == n {
+				return p.Pos()
+			}
+		case *ast.SwitchStmt:
+			if p.Init == n {
+				return p.Pos()
+			}
+		case *ast.TypeSwitchStmt:
+			if p.Init == n {
+				return p.Pos()
+			}
+		}
+	}
+	for i := len(stack) - 1; i >= 0; i-- {
+		switch stack[i].(type) {
+		case *ast.FuncDecl, *ast.FuncLit:
+			return stack[i].Pos()
+		}
+	}
+	return 0
+}
+
+// declare records the variables n declares: := and var, range's key and value, and a
+// function's parameters and results (which shadow, and are never distances themselves).
+func (c *nanBlind) declare(n ast.Node, stack []ast.Node) {
+	add := func(scope token.Pos, ids ...*ast.Ident) {
+		for _, id := range ids {
+			c.declared[varKey{scope, id.Name}] = true
+		}
+	}
+	switch n := n.(type) {
+	case *ast.AssignStmt:
+		if n.Tok == token.DEFINE {
+			for _, l := range n.Lhs {
+				if id, ok := l.(*ast.Ident); ok {
+					add(scopeOf(n, stack), id)
+				}
+			}
+		}
+	case *ast.ValueSpec:
+		add(scopeOf(n, stack[:len(stack)-1]), n.Names...) // stack's top is the GenDecl
+	case *ast.RangeStmt:
+		if n.Tok == token.DEFINE {
+			for _, e := range []ast.Expr{n.Key, n.Value} {
+				if id, ok := e.(*ast.Ident); ok {
+					add(n.Pos(), id)
+				}
+			}
+		}
+	case *ast.FuncDecl, *ast.FuncLit:
+		var ft *ast.FuncType
+		if d, ok := n.(*ast.FuncDecl); ok {
+			ft = d.Type
+		} else {
+			ft = n.(*ast.FuncLit).Type
+		}
+		for _, fl := range []*ast.FieldList{ft.Params, ft.Results} {
+			if fl != nil {
+				for _, f := range fl.List {
+					add(n.Pos(), f.Names...)
+				}
+			}
+		}
+	}
+}
+
+// lookup returns the key of the variable name means where stack ends: the innermost
+// scope on the stack that declares it, else the package's.
+func (c *nanBlind) lookup(name string, stack []ast.Node) varKey {
+	for i := len(stack) - 1; i >= 0; i-- {
+		if k := (varKey{stack[i].Pos(), name}); c.declared[k] {
+			switch stack[i].(type) {
+			case *ast.FuncDecl, *ast.FuncLit, *ast.IfStmt, *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt:
+				return k
+			}
+		}
+	}
+	return varKey{0, name}
+}
+
+// mark marks what n makes a distance: the variables an assignment or a declaration sets
+// from one, a function that returns one. It reports whether it marked a new one.
+func (c *nanBlind) mark(n ast.Node, stack []ast.Node) bool {
 	changed := false
-	mark := func(lhs []*ast.Ident, rhs []ast.Expr) {
-		for i, id := range lhs {
-			if id.Obj == nil || c.vars[id.Obj] {
+	set := func(lhs []ast.Expr, rhs []ast.Expr) {
+		for i, l := range lhs {
+			id, ok := l.(*ast.Ident)
+			if !ok || id.Name == "_" {
 				continue
 			}
 			r := rhs[0]
 			if len(rhs) == len(lhs) {
 				r = rhs[i]
 			}
-			if c.isDistance(r) {
-				c.vars[id.Obj], changed = true, true
+			if k := c.lookup(id.Name, append(stack[:len(stack):len(stack)], n)); !c.vars[k] && c.isDistance(r, stack) {
+				c.vars[k], changed = true, true
 			}
 		}
 	}
-	ast.Inspect(f, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.AssignStmt:
-			var lhs []*ast.Ident
-			for _, l := range n.Lhs {
-				if id, ok := l.(*ast.Ident); ok {
-					lhs = append(lhs, id)
-				} else {
-					lhs = append(lhs, &ast.Ident{}) // keeps the positions paired
-				}
+	switch n := n.(type) {
+	case *ast.AssignStmt:
+		set(n.Lhs, n.Rhs)
+	case *ast.ValueSpec:
+		if len(n.Values) > 0 {
+			lhs := make([]ast.Expr, len(n.Names))
+			for i, id := range n.Names {
+				lhs[i] = id
 			}
-			mark(lhs, n.Rhs)
-		case *ast.ValueSpec:
-			if len(n.Values) > 0 {
-				mark(n.Names, n.Values)
-			}
-		case *ast.FuncDecl:
-			if n.Recv != nil || n.Body == nil || c.funcs[n.Name.Name] {
-				return true
-			}
-			ast.Inspect(n.Body, func(m ast.Node) bool {
-				if r, ok := m.(*ast.ReturnStmt); ok && len(r.Results) > 0 && c.isDistance(r.Results[0]) {
-					c.funcs[n.Name.Name], changed = true, true
-				}
-				return !c.funcs[n.Name.Name]
-			})
+			set(lhs, n.Values)
 		}
-		return true
-	})
+	case *ast.ReturnStmt:
+		for i := len(stack) - 1; i >= 0; i-- {
+			if _, ok := stack[i].(*ast.FuncLit); ok {
+				break // a closure's return is not its function's
+			}
+			if d, ok := stack[i].(*ast.FuncDecl); ok {
+				if d.Recv == nil && !c.funcs[d.Name.Name] && len(n.Results) > 0 && c.isDistance(n.Results[0], stack) {
+					c.funcs[d.Name.Name], changed = true, true
+				}
+				break
+			}
+		}
+	}
 	return changed
 }
 
-// isDistance reports whether e holds a distance (see nanBlind).
-func (c *nanBlind) isDistance(e ast.Expr) bool {
+// isDistance reports whether e, whose ancestors are stack, holds a distance (see
+// nanBlind).
+func (c *nanBlind) isDistance(e ast.Expr, stack []ast.Node) bool {
 	return contains(e, func(m ast.Node) bool {
 		switch m := m.(type) {
 		case *ast.CallExpr:
@@ -124,32 +241,25 @@ func (c *nanBlind) isDistance(e ast.Expr) bool {
 				}
 			}
 		case *ast.Ident:
-			return m.Obj != nil && c.vars[m.Obj]
+			return c.vars[c.lookup(m.Name, stack)]
 		}
 		return false
 	})
 }
 
-// check lists the NaN-blind comparisons of one file.
-func (c *nanBlind) check(name string) []string {
-	var errs []string
-	var stack []ast.Node
-	ast.Inspect(c.files[name], func(n ast.Node) bool {
-		if n == nil {
-			stack = stack[:len(stack)-1]
-			return true
-		}
-		stack = append(stack, n)
-		b, ok := n.(*ast.BinaryExpr)
-		if !ok || (b.Op != token.GTR && b.Op != token.GEQ) || !c.isDistance(b.X) || asksIsNaN(enclosingTest(stack)) || negated(stack) {
-			return true
-		}
-		from, to := c.fset.Position(b.Pos()), c.fset.Position(b.End())
-		errs = append(errs, fmt.Sprintf("%s: %s lets a NaN pass: write !(x <= tol), or ask math.IsNaN too",
-			from, c.srcs[name][from.Offset:to.Offset]))
-		return true
-	})
-	return errs
+// check returns the error for n, with its ancestors stack, if it is a NaN-blind
+// comparison, else "".
+func (c *nanBlind) check(n ast.Node, stack []ast.Node, src []byte) string {
+	b, ok := n.(*ast.BinaryExpr)
+	if !ok || (b.Op != token.GTR && b.Op != token.GEQ) || !c.isDistance(b.X, stack) {
+		return ""
+	}
+	full := append(stack[:len(stack):len(stack)], n)
+	if asksIsNaN(enclosingTest(full)) || negated(full) {
+		return ""
+	}
+	from, to := c.fset.Position(b.Pos()), c.fset.Position(b.End())
+	return fmt.Sprintf("%s: %s lets a NaN pass: write !(x <= tol), or ask math.IsNaN too", from, src[from.Offset:to.Offset])
 }
 
 // enclosingTest returns the part of the innermost statement around the stack's top that
@@ -279,6 +389,10 @@ func TestNanBlindErrors(t *testing.T) {
 		{"IsNaN in the body only", "if math.Abs(got-want) > tol { _ = math.IsNaN(got) }", 1},
 		{"no distance", `if got > tol { t.Fail() }`, 0},
 		{"a function that is no distance", `if plain(got) > tol { t.Fail() }`, 0},
+		{"an int shadowing a distance", "d := math.Abs(got - want)\n\t_ = d\n\tif d := int(a); d > 3 { t.Fail() }", 0},
+		{"a closure's own variable", "d := math.Abs(got - want)\n\t_ = d\n\tg := func(d int) bool { return d > 3 }\n\t_ = g", 0},
+		{"a distance from the enclosing function", "d := math.Abs(got - want)\n\tg := func() bool { return d > tol }\n\t_ = g", 1},
+		{"a range variable shadowing a distance", "d := math.Abs(got - want)\n\t_ = d\n\tfor _, d := range []int{1} { _ = d > 3 }", 0},
 	} {
 		src := "package p\nimport \"math\"\nfunc f(t T, got, want, a, b, tol, scale float64) bool {\n\t" + c.body + "\n\treturn false\n}\n"
 		helpers := "package p\nimport \"math\"\nfunc diff(a, b float64) float64 { return math.Abs(a - b) }\n" +
