@@ -13,8 +13,9 @@ import (
 // testLinear: the FP32 GEMMs through every kernel and tile (gemm_* and, for dX and dW on
 // aligned operands, gemm_pipe_nn and gemm_pipe_tn, at 128×128 and 64×64; the
 // register-staged gemm_nn and gemm_tn in their place; the first version gemm64_*; K split
-// 3 ways and twice 5 ways, the splits added by the GEMM's own last blocks or by
-// gemm_splitk_sum; the choice by shape) against the CPU reference, with the fused ReLUs
+// 3 ways, twice 5 ways and up to 12 ways (more splits than gemm_splitk_sum loads at a
+// time: 9 to 12 where K is long enough), the splits added by the GEMM's own last blocks or
+// by gemm_splitk_sum; the choice by shape) against the CPU reference, with the fused ReLUs
 // (checkFusedReLU), at shapes over several tiles with ragged edges, K not a multiple of the
 // slice, leading dimensions that are and are not multiples of 4 (the 16-byte loads and
 // their scalar fallback), operands that start off a 16-byte boundary, and K = 0. Unsplit,
@@ -43,6 +44,7 @@ func testLinear(h *harness) {
 		{"split3 fixup", 128, 3, false, true, "split3"}, {"reg split3", 128, 3, true, false, "split3"},
 		{"split5", 128, 5, false, false, ""}, {"split5 again", 128, 5, false, false, "split5"},
 		{"split5 64", 64, 5, false, false, ""}, {"split5 64 fixup", 64, 5, false, true, "split5 64"},
+		{"split12", 128, 12, false, false, ""}, {"split12 fixup", 128, 12, false, true, "split12"},
 		{"by shape", gemmTileAuto, 0, false, false, ""}}
 	for _, sh := range shapes {
 		h.t.Run(fmt.Sprint(sh.rows, "x", sh.in, "x", sh.out, map[bool]string{true: "+1"}[sh.offset]), func(t *testing.T) {
