@@ -18,7 +18,9 @@ import (
 // by gemm_splitk_sum; the choice by shape) against the CPU reference, with the fused ReLUs
 // (checkFusedReLU), at shapes over several tiles with ragged edges, K not a multiple of the
 // slice, leading dimensions that are and are not multiples of 4 (the 16-byte loads and
-// their scalar fallback), operands that start off a 16-byte boundary, and K = 0. Unsplit,
+// their scalar fallback), operands that start off a 16-byte boundary, K = 0, and aligned
+// operands whose dX and dW span more than one column of tiles (in = 136: gemm_pipe_* over
+// several blocks along x, the last one ragged). Unsplit,
 // every tile's outputs are equal bit for bit (each output's sum runs over k in order); a
 // split repeated gives the same bits, and so does its sum in a pass of its own, and so
 // do the register-staged kernels in place of the pipelined ones. An aligned layer's dX
@@ -30,7 +32,7 @@ func testLinear(h *harness) {
 		rows, in, out int
 		offset        bool // operands one float into their buffers
 	}{{130, 37, 67, false}, {5, 131, 3, false}, {1, 0, 4, false}, {1, 1, 1, false}, {260, 64, 132, false},
-		{129, 200, 136, true}, {3, 1600, 7, false}, {70, 12, 300, false}}
+		{129, 200, 136, true}, {3, 1600, 7, false}, {70, 12, 300, false}, {40, 136, 20, false}}
 	type run struct {
 		name         string
 		tile, splits int
