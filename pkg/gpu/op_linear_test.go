@@ -13,11 +13,14 @@ import (
 // testLinear: the FP32 GEMMs through every kernel and tile (gemm_* and, for dX and dW on
 // aligned operands, gemm_pipe_nn and gemm_pipe_tn, at 128×128 and 64×64; the
 // register-staged gemm_nn and gemm_tn in their place; the first version gemm64_*; K split
-// 3 ways and twice 5 ways, the splits added by the GEMM's own last blocks or by
-// gemm_splitk_sum; the choice by shape) against the CPU reference, with the fused ReLUs
+// 3 ways, twice 5 ways and up to 12 ways (more splits than gemm_splitk_sum loads at a
+// time: 9 to 12 where K is long enough), the splits added by the GEMM's own last blocks or
+// by gemm_splitk_sum; the choice by shape) against the CPU reference, with the fused ReLUs
 // (checkFusedReLU), at shapes over several tiles with ragged edges, K not a multiple of the
 // slice, leading dimensions that are and are not multiples of 4 (the 16-byte loads and
-// their scalar fallback), operands that start off a 16-byte boundary, and K = 0. Unsplit,
+// their scalar fallback), operands that start off a 16-byte boundary, K = 0, and aligned
+// operands whose dX and dW span more than one column of tiles (in = 136: gemm_pipe_* over
+// several blocks along x, the last one ragged). Unsplit,
 // every tile's outputs are equal bit for bit (each output's sum runs over k in order); a
 // split repeated gives the same bits, and so does its sum in a pass of its own, and so
 // do the register-staged kernels in place of the pipelined ones. An aligned layer's dX
@@ -29,7 +32,7 @@ func testLinear(h *harness) {
 		rows, in, out int
 		offset        bool // operands one float into their buffers
 	}{{130, 37, 67, false}, {5, 131, 3, false}, {1, 0, 4, false}, {1, 1, 1, false}, {260, 64, 132, false},
-		{129, 200, 136, true}, {3, 1600, 7, false}, {70, 12, 300, false}}
+		{129, 200, 136, true}, {3, 1600, 7, false}, {70, 12, 300, false}, {40, 136, 20, false}}
 	type run struct {
 		name         string
 		tile, splits int
@@ -43,6 +46,7 @@ func testLinear(h *harness) {
 		{"split3 fixup", 128, 3, false, true, "split3"}, {"reg split3", 128, 3, true, false, "split3"},
 		{"split5", 128, 5, false, false, ""}, {"split5 again", 128, 5, false, false, "split5"},
 		{"split5 64", 64, 5, false, false, ""}, {"split5 64 fixup", 64, 5, false, true, "split5 64"},
+		{"split12", 128, 12, false, false, ""}, {"split12 fixup", 128, 12, false, true, "split12"},
 		{"by shape", gemmTileAuto, 0, false, false, ""}}
 	for _, sh := range shapes {
 		h.t.Run(fmt.Sprint(sh.rows, "x", sh.in, "x", sh.out, map[bool]string{true: "+1"}[sh.offset]), func(t *testing.T) {
@@ -109,6 +113,17 @@ func testLinear(h *harness) {
 			if !launched[k] {
 				h.t.Fatalf("tile %d, aligned operands: dX and dW ran %v, want %v", tile, launched, want)
 			}
+		}
+	}
+	// db a view into a longer buffer: col_sum leaves the elements after it alone, bit for
+	// bit (a −0 and a signalling NaN, which even an added +0 would change).
+	{
+		const rows, in, out = 5, 3, 5
+		dy := h.uniform(rows*out, -1, 1)
+		buf := h.up(append(make([]float32, out), math.Float32frombits(0x80000000), math.Float32frombits(0x7f800001)))
+		h.ok(h.d.LinearBackward(nil, nil, buf.Slice(0, out), h.up(dy), nil, nil, rows, in, out))
+		if got := h.down(buf); math.Float32bits(got[out]) != 0x80000000 || math.Float32bits(got[out+1]) != 0x7f800001 {
+			h.t.Fatalf("LinearBackward wrote past db: %#08x %#08x after it", math.Float32bits(got[out]), math.Float32bits(got[out+1]))
 		}
 	}
 	// The epilogues a layout is compiled with (gemm_end_for): others are refused.
