@@ -12,19 +12,19 @@ import (
 
 // testLinear: the FP32 GEMMs through every kernel and tile (gemm_* and, for dX and dW on
 // aligned operands, gemm_pipe_nn and gemm_pipe_tn, at 128×128 and 64×64; the
-// register-staged gemm_nn and gemm_tn in their place; the first version gemm64_*; K split
-// 3 ways, twice 5 ways and up to 12 ways (more splits than gemm_splitk_sum loads at a
-// time: 9 to 12 where K is long enough), the splits added by the GEMM's own last blocks or
-// by gemm_splitk_sum; the choice by shape) against the CPU reference, with the fused ReLUs
+// register-staged gemm_nn and gemm_tn in their place; the first version gemm64_*; K split 3
+// ways, twice 5 ways and up to 12 ways (more splits than gemm_splitk_sum loads at a time: 9
+// to 12 where K is long enough), the splits added by the GEMM's own last blocks or by
+// gemm_splitk_sum; the choice by shape) against the CPU reference, with the fused ReLUs
 // (checkFusedReLU), at shapes over several tiles with ragged edges, K not a multiple of the
 // slice, leading dimensions that are and are not multiples of 4 (the 16-byte loads and
 // their scalar fallback), operands that start off a 16-byte boundary, K = 0, and aligned
 // operands whose dX and dW span more than one column of tiles (in = 136: gemm_pipe_* over
-// several blocks along x, the last one ragged). Unsplit,
-// every tile's outputs are equal bit for bit (each output's sum runs over k in order); a
-// split repeated gives the same bits, and so does its sum in a pass of its own, and so
-// do the register-staged kernels in place of the pipelined ones. An aligned layer's dX
-// and dW run gemm_pipe_nn and gemm_pipe_tn (its profile says so).
+// several blocks along x, the last one ragged). Unsplit, every tile's outputs are equal bit
+// for bit (each output's sum runs over k in order); a split repeated gives the same bits,
+// and so does its sum in a pass of its own, and so do the register-staged kernels in place
+// of the pipelined ones. An aligned layer's dX and dW run gemm_pipe_nn and gemm_pipe_tn
+// (its profile says so).
 func testLinear(h *harness) {
 	ref := compute.Reference[float32]{}
 	defer func() { h.d.gemmTile, h.d.gemmSplit, h.d.regStaged, h.d.splitFixup = gemmTileAuto, 0, false, false }()
