@@ -94,23 +94,8 @@ func walk(root ast.Node, fn func(n ast.Node, stack []ast.Node)) {
 // function, else the package (0).
 func scopeOf(n ast.Node, stack []ast.Node) token.Pos {
 	if len(stack) > 0 {
-		switch p := stack[len(stack)-1].(type) {
-		case *ast.IfStmt:
-			if p.Init == n {
-				return p.Pos()
-			}
-		case *ast.ForStmt:
-			if p.Init == n {
-				return p.Pos()
-			}
-		case *ast.SwitchStmt:
-			if p.Init == n {
-				return p.Pos()
-			}
-		case *ast.TypeSwitchStmt:
-			if p.Init == n {
-				return p.Pos()
-			}
+		if p := stack[len(stack)-1]; initOf(p) != nil && ast.Node(initOf(p)) == n {
+			return p.Pos()
 		}
 	}
 	for i := len(stack) - 1; i >= 0; i-- {
@@ -120,6 +105,21 @@ func scopeOf(n ast.Node, stack []ast.Node) token.Pos {
 		}
 	}
 	return 0
+}
+
+// initOf returns the init statement of an if, for or switch statement, else nil.
+func initOf(n ast.Node) ast.Stmt {
+	switch n := n.(type) {
+	case *ast.IfStmt:
+		return n.Init
+	case *ast.ForStmt:
+		return n.Init
+	case *ast.SwitchStmt:
+		return n.Init
+	case *ast.TypeSwitchStmt:
+		return n.Init
+	}
+	return nil
 }
 
 // declare records the variables n declares: := and var, range's key and value, and a
