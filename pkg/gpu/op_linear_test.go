@@ -165,7 +165,8 @@ func testLinearTF32(h *harness) {
 	}
 	shapes := []shape{{1, 1, 1, false}, {1, 8, 8, false}, {16, 8, 8, false}, {64, 64, 64, false}, {130, 37, 67, false},
 		{5, 131, 3, false}, {65, 17, 129, false}, {200, 300, 50, false}, {3, 1600, 7, false}, {1, 0, 4, false},
-		{260, 64, 132, false}, {129, 200, 136, true}, {70, 12, 300, true}}
+		{260, 64, 132, false}, {129, 200, 136, true}, {70, 12, 300, true},
+		{40, 136, 20, false}} // aligned, dX and dW over two columns of tiles
 	for i := 0; i < 4; i++ { // and random ones
 		shapes = append(shapes, shape{1 + h.rng.IntN(150), 1 + h.rng.IntN(150), 1 + h.rng.IntN(150), false})
 	}
