@@ -169,12 +169,9 @@ func (c *nanBlind) declare(n ast.Node, stack []ast.Node) {
 // lookup returns the key of the variable name means where stack ends: the innermost
 // scope on the stack that declares it, else the package's.
 func (c *nanBlind) lookup(name string, stack []ast.Node) varKey {
-	for i := len(stack) - 1; i >= 0; i-- {
+	for i := len(stack) - 1; i >= 0; i-- { // a node that starts where a scope does names it too
 		if k := (varKey{stack[i].Pos(), name}); c.declared[k] {
-			switch stack[i].(type) {
-			case *ast.FuncDecl, *ast.FuncLit, *ast.IfStmt, *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt:
-				return k
-			}
+			return k
 		}
 	}
 	return varKey{0, name}
