@@ -3,6 +3,7 @@
 package gpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -128,6 +129,50 @@ func TestEmulatorCpAsyncAlignment(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), "misaligned address") || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: error %v, want a misaligned address, %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestEmulatorReadPastOperand: a GEMM whose operand's last row runs past the end of its
+// allocation fails the launch, through each way an operand is read (the pipelined
+// kernels' cp.async, the register-staged ones' rt_load4, in both layouts). Those values
+// would go only into outputs past the edge, which are never written, and the guard
+// zone's NaNs reach no result, so a read past the end shows nowhere else.
+func TestEmulatorReadPastOperand(t *testing.T) {
+	d := emuDevice(t, nil)
+	h := &harness{t: t, d: d, rng: rand.New(rand.NewPCG(1, 2))}
+	const M, N, K = 16, 16, 16
+	for _, c := range []struct {
+		kernel         string
+		kMajor         bool // A [k][m] and B [k][n] (tn), else A [m][k] and B [n][k] (nt)
+		vec            bool
+		shortA, shortB int    // floats missing from the end of A's, B's allocation
+		want           string // "" or the error's start and how far past the end
+	}{
+		{"gemm_tf32_pipe_nt", false, true, 0, 0, ""},
+		{"gemm_tf32_pipe_nt", false, true, 1, 0, "cp.async's global source: 16 bytes at # run 4 bytes past the end"},
+		{"gemm_tf32_pipe_tn", true, true, 0, 4, "cp.async's global source: 16 bytes at # start 0 bytes past the end"},
+		{"gemm_tf32_nt", false, true, 0, 0, ""},
+		{"gemm_tf32_nt", false, true, 0, 1, "a GEMM operand's load: 16 bytes at # run 4 bytes past the end"},
+		{"gemm_nt", false, false, 1, 0, "a GEMM operand's load: 16 bytes at # run 4 bytes past the end"},
+		{"gemm_tn", true, false, 0, 0, ""},
+		{"gemm_tn", true, false, 3, 0, "a GEMM operand's load: 16 bytes at # run 12 bytes past the end"},
+	} {
+		name := fmt.Sprintf("%s short A %d B %d", c.kernel, c.shortA, c.shortB)
+		A, B, C := h.zeros(M*K-c.shortA), h.zeros(N*K-c.shortB), h.zeros(M*N)
+		lda, ldb := K, K
+		if c.kMajor {
+			lda, ldb = M, N
+		}
+		err := d.launch(c.kernel, gemmWork(M, N, K, gemmEnd{}), [3]int{1, 1, 1}, [3]int{256, 1, 1},
+			i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(N), ptr[float32](nil), boolArg(false),
+			boolArg(false), ptr[float32](nil), boolArg(c.vec), boolArg(c.vec), i32(K), ptr[float32](nil), ptr[int32](nil))
+		start, past, _ := strings.Cut(c.want, " # ")
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), start) || !strings.Contains(err.Error(), past)):
+			t.Errorf("%s: error %v, want %q … %q", name, err, start, past)
 		}
 	}
 }

@@ -8,7 +8,10 @@
 // device. Device memory is C memory with guard zones, checked after every launch, and
 // every pointer argument must point into a live allocation. The zones hold 0xFF bytes, so
 // that a read past a buffer reads a NaN (an int −1) that shows in the results, or 0xA5
-// bytes, which show a write of all-ones bytes that 0xFF hides (SetGuardFill). Every load
+// bytes, which show a write of all-ones bytes that 0xFF hides (SetGuardFill). A GEMM
+// operand's reads (cp.async's source, rt_load4) must lie inside one live allocation
+// (emu_require_inside): their values past an operand's edge reach only outputs that are
+// never written, so a read past the end would show nowhere else. Every load
 // and store is checked for its type's alignment (compiled with -fsanitize=alignment, the
 // handler in emu.cc), and cp.async's and ldmatrix's addresses for their 16 bytes
 // (emu_require_aligned): an access at an address the device would fault on fails the

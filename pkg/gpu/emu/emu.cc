@@ -76,6 +76,8 @@ struct LaneCopies {
 thread_local LaneCopies lane_copies[1024];
 bool g_copies_late = false; // this launch's mode (emu_launch; launches run one at a time)
 bool g_threads_reversed = false; // this launch's thread order (emu_launch): see run_block
+const uint64_t* g_ranges = nullptr; // this launch's live allocations: [start, end) pairs, by start (emu_launch)
+int g_nranges = 0;
 
 int linear_tid() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); }
 
@@ -89,6 +91,7 @@ void land(const PendingCopy& c) {
 void emu_cp_async(float* dst, const float* src, int bytes) {
 	emu_require_aligned(dst, 16, "cp.async's shared destination");
 	emu_require_aligned(src, 16, "cp.async's global source");
+	emu_require_inside(src, bytes, "cp.async's global source");
 	if (!g_copies_late) {
 		land(PendingCopy{dst, src, bytes, 0});
 		return;
@@ -391,6 +394,32 @@ void emu_require_aligned(const void* p, unsigned n, const char* what) {
 	emu_fault(buf);
 }
 
+void emu_require_inside(const void* p, long long bytes, const char* what) {
+	if (bytes <= 0) return;
+	const uint64_t a = (uint64_t)(uintptr_t)p, b = a + (uint64_t)bytes;
+	int lo = 0, hi = g_nranges; // lo: the first allocation that starts after a
+	while (lo < hi) {
+		const int mid = (lo + hi) / 2;
+		if (g_ranges[2 * mid] <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && b <= g_ranges[2 * (lo - 1) + 1]) return;
+	char buf[240];
+	const uint64_t end = lo > 0 ? g_ranges[2 * (lo - 1) + 1] : 0; // of the allocation below a, if any
+	if (lo > 0 && a < end)
+		snprintf(buf, sizeof buf, "%s: %lld bytes at 0x%llx run %llu bytes past the end of their device allocation", what,
+		         bytes, (unsigned long long)a, (unsigned long long)(b - end));
+	else if (lo > 0)
+		snprintf(buf, sizeof buf, "%s: %lld bytes at 0x%llx start %llu bytes past the end of a device allocation", what,
+		         bytes, (unsigned long long)a, (unsigned long long)(a - end));
+	else
+		snprintf(buf, sizeof buf, "%s: %lld bytes at 0x%llx lie below every device allocation", what, bytes,
+		         (unsigned long long)a);
+	emu_fault(buf);
+}
+
 namespace {
 
 struct Launch {
@@ -619,11 +648,13 @@ int emu_num_kernels(void) { return kNumKernels; }
 const char* emu_kernel_name(int i) { return table[i].name; }
 const char* emu_kernel_params(int i) { return table[i].params(); }
 
-int emu_launch(int i, const unsigned* grid, const unsigned* block, const uint64_t* args, int workers, int lateCopies,
-               int reverseThreads, char* err, int errlen) {
+int emu_launch(int i, const unsigned* grid, const unsigned* block, const uint64_t* args, const uint64_t* ranges,
+               int nranges, int workers, int lateCopies, int reverseThreads, char* err, int errlen) {
 	std::lock_guard<std::mutex> g(g_launch_mu);
 	g_copies_late = lateCopies != 0;
 	g_threads_reversed = reverseThreads != 0;
+	g_ranges = ranges;
+	g_nranges = nranges;
 	Launch l;
 	l.grid = dim3{grid[0], grid[1], grid[2]};
 	l.block = dim3{block[0], block[1], block[2]};

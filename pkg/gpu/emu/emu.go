@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -257,7 +257,8 @@ func (d *Device) Zero(dst uint64, bytes int) error {
 // Launch runs a kernel to completion, with CUDA's launch checks: the kernel exists, the
 // argument count matches, 1 ≤ grid ≤ (2³¹−1, 65535, 65535), 1 ≤ block ≤ (1024, 1024,
 // 64) with at most 1024 threads, and every pointer argument is NULL or inside a live
-// allocation. After the launch the guard zones are checked.
+// allocation. During it, the reads that emu_require_inside checks (a GEMM operand's
+// chunks) must lie inside one live allocation. After it the guard zones are checked.
 func (d *Device) Launch(kernel string, grid, block [3]int, args []uint64) error {
 	i, ok := kernelIndex[kernel]
 	if !ok {
@@ -301,6 +302,17 @@ func (d *Device) Launch(kernel string, grid, block [3]int, args []uint64) error 
 	for k := 0; k < 3; k++ {
 		dims[k], dims[3+k] = C.uint(grid[k]), C.uint(block[k])
 	}
+	ptrs := make([]uint64, 0, len(d.allocs))
+	for p := range d.allocs {
+		ptrs = append(ptrs, p)
+	}
+	slices.Sort(ptrs)
+	cranges := (*C.uint64_t)(C.malloc(C.size_t(16 * max(len(ptrs), 1))))
+	defer C.free(unsafe.Pointer(cranges))
+	ranges := unsafe.Slice((*uint64)(unsafe.Pointer(cranges)), 2*len(ptrs))
+	for k, p := range ptrs {
+		ranges[2*k], ranges[2*k+1] = p, p+uint64(d.allocs[p].size)
+	}
 	var errbuf [256]C.char
 	late, reversed := C.int(0), C.int(0)
 	if d.lateCopies {
@@ -309,14 +321,10 @@ func (d *Device) Launch(kernel string, grid, block [3]int, args []uint64) error 
 	if d.reversed {
 		reversed = 1
 	}
-	if C.emu_launch(C.int(i), &dims[0], &dims[3], cargs, C.int(d.workers), late, reversed, &errbuf[0], C.int(len(errbuf))) != 0 {
+	if C.emu_launch(C.int(i), &dims[0], &dims[3], cargs, cranges, C.int(len(ptrs)), C.int(d.workers), late, reversed,
+		&errbuf[0], C.int(len(errbuf))) != 0 {
 		return fmt.Errorf("emu: %s: %s", kernel, C.GoString(&errbuf[0]))
 	}
-	ptrs := make([]uint64, 0, len(d.allocs))
-	for p := range d.allocs {
-		ptrs = append(ptrs, p)
-	}
-	sort.Slice(ptrs, func(a, b int) bool { return ptrs[a] < ptrs[b] })
 	for _, p := range ptrs {
 		if err := checkGuards(p, d.allocs[p], d.fill); err != nil {
 			return fmt.Errorf("emu: after %s: %w", kernel, err)

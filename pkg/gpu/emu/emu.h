@@ -75,8 +75,14 @@ void emu_cp_async(float* dst, const float* src, int bytes);
 // as a device's would (emu.cc). emu_require_aligned faults unless p is a multiple of n
 // bytes: for the instructions the device requires aligned that the compiler's alignment
 // checks do not see (cp.async's 16 bytes, ldmatrix's rows, emu_cp_async and ldsm_x4).
+// emu_require_inside faults unless the `bytes` bytes at p (none if bytes ≤ 0) lie inside
+// one live device allocation: the reads of a GEMM operand's chunks (cp.async's source,
+// common.h's rt_load4), whose values past an operand's edge go only into outputs that
+// are never written, so that a read past the end shows nowhere else (the guard zones'
+// NaNs do not reach a result); on the device such a read may fault.
 [[noreturn]] void emu_fault(const char* msg);
 void emu_require_aligned(const void* p, unsigned n, const char* what);
+void emu_require_inside(const void* p, long long bytes, const char* what);
 void emu_cp_commit();
 void emu_cp_wait(int n);
 

@@ -160,6 +160,9 @@ __device__ __forceinline__ float wrapf(float x) {
 // p[base …] of which the first `valid` exist (0 … 4), zero-filling the rest; in one 16-byte
 // load when vec (the host's check that the rows are 16-byte aligned) and all four exist.
 __device__ __forceinline__ void rt_load4(float r[4], const float* p, long long base, int valid, int vec) {
+#ifndef __CUDA_ARCH__
+	emu_require_inside(p + base, 4LL * valid, "a GEMM operand's load");
+#endif
 	if (vec && valid == 4) {
 		float4 v = *(const float4*)(p + base);
 		r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
