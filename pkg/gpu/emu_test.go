@@ -104,6 +104,15 @@ func TestEmulatorTF32RoundNaN(t *testing.T) {
 	}
 }
 
+// launchGemmBlock launches the GEMM kernel over one block of 256 threads: C (M×N, rows
+// of N) = A·B in the kernel's layout, from A and B with their row strides, no bias or
+// epilogue, K unsplit; vec claims both operands' rows 16-byte aligned.
+func launchGemmBlock(d *Device, kernel string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, vec bool) error {
+	return d.launch(kernel, gemmWork(M, N, K, gemmEnd{}), [3]int{1, 1, 1}, [3]int{256, 1, 1},
+		i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(N), ptr[float32](nil), boolArg(false),
+		boolArg(false), ptr[float32](nil), boolArg(vec), boolArg(vec), i32(K), ptr[float32](nil), ptr[int32](nil))
+}
+
 // TestEmulatorCpAsyncAlignment: a cp.async whose 16 bytes are off their alignment fails
 // the launch, as it faults on the device, though the copy (a memcpy here) would work on
 // the CPU: a pipelined GEMM launched with an operand 4 bytes into its allocation, its
@@ -120,10 +129,7 @@ func TestEmulatorCpAsyncAlignment(t *testing.T) {
 		{"aligned", h.zeros(M * K), ""},
 		{"4 bytes off", h.zerosAt(1, M*K), "cp.async's global source needs 16-byte alignment"},
 	} {
-		B, C := h.zeros(N*K), h.zeros(M*N)
-		err := d.launch("gemm_tf32_pipe_nt", gemmWork(M, N, K, gemmEnd{}), [3]int{1, 1, 1}, [3]int{256, 1, 1},
-			i32(M), i32(N), i32(K), ptr(c.A), i32(K), ptr(B), i32(K), ptr(C), i32(N), ptr[float32](nil), boolArg(false),
-			boolArg(false), ptr[float32](nil), boolArg(true), boolArg(true), i32(K), ptr[float32](nil), ptr[int32](nil))
+		err := launchGemmBlock(d, "gemm_tf32_pipe_nt", M, N, K, c.A, K, h.zeros(N*K), K, h.zeros(M*N), true)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
@@ -164,9 +170,7 @@ func TestEmulatorReadPastOperand(t *testing.T) {
 		if c.kMajor {
 			lda, ldb = M, N
 		}
-		err := d.launch(c.kernel, gemmWork(M, N, K, gemmEnd{}), [3]int{1, 1, 1}, [3]int{256, 1, 1},
-			i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(N), ptr[float32](nil), boolArg(false),
-			boolArg(false), ptr[float32](nil), boolArg(c.vec), boolArg(c.vec), i32(K), ptr[float32](nil), ptr[int32](nil))
+		err := launchGemmBlock(d, c.kernel, M, N, K, A, lda, B, ldb, C, c.vec)
 		start, past, _ := strings.Cut(c.want, " # ")
 		switch {
 		case c.want == "" && err != nil:
