@@ -94,7 +94,7 @@ func walk(root ast.Node, fn func(n ast.Node, stack []ast.Node)) {
 // function, else the package (0).
 func scopeOf(n ast.Node, stack []ast.Node) token.Pos {
 	if len(stack) > 0 {
-		if p := stack[len(stack)-1]; initOf(p) != nil && ast.Node(initOf(p)) == n {
+		if p := stack[len(stack)-1]; ast.Node(initOf(p)) == n {
 			return p.Pos()
 		}
 	}

@@ -104,13 +104,18 @@ func TestEmulatorTF32RoundNaN(t *testing.T) {
 	}
 }
 
-// launchGemmBlock launches the GEMM kernel over one block of 256 threads: C (M×N, rows
-// of N) = A·B in the kernel's layout, from A and B with their row strides, no bias or
-// epilogue, K unsplit; vec claims both operands' rows 16-byte aligned.
-func launchGemmBlock(d *Device, kernel string, M, N, K int, A *F32, lda int, B *F32, ldb int, C *F32, vec bool) error {
-	return d.launch(kernel, gemmWork(M, N, K, gemmEnd{}), [3]int{1, 1, 1}, [3]int{256, 1, 1},
-		i32(M), i32(N), i32(K), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(C), i32(N), ptr[float32](nil), boolArg(false),
-		boolArg(false), ptr[float32](nil), boolArg(vec), boolArg(vec), i32(K), ptr[float32](nil), ptr[int32](nil))
+// gemmBlock is the size (M = N = K) of the one-block GEMM of the fault tests below.
+const gemmBlock = 16
+
+// launchGemmBlock launches the GEMM kernel over one block of 256 threads: C (gemmBlock²,
+// rows of gemmBlock) = A·B in the kernel's layout, from A and B with their row strides, no
+// bias or epilogue, K unsplit; vec claims both operands' rows 16-byte aligned.
+func launchGemmBlock(h *harness, kernel string, A *F32, lda int, B *F32, ldb int, vec bool) error {
+	const n = gemmBlock
+	return h.d.launch(kernel, gemmWork(n, n, n, gemmEnd{}), [3]int{1, 1, 1}, [3]int{256, 1, 1},
+		i32(n), i32(n), i32(n), ptr(A), i32(lda), ptr(B), i32(ldb), ptr(h.zeros(n*n)), i32(n), ptr[float32](nil),
+		boolArg(false), boolArg(false), ptr[float32](nil), boolArg(vec), boolArg(vec), i32(n), ptr[float32](nil),
+		ptr[int32](nil))
 }
 
 // TestEmulatorCpAsyncAlignment: a cp.async whose 16 bytes are off their alignment fails
@@ -118,18 +123,17 @@ func launchGemmBlock(d *Device, kernel string, M, N, K int, A *F32, lda int, B *
 // the CPU: a pipelined GEMM launched with an operand 4 bytes into its allocation, its
 // flags claiming 16-byte rows (the host checks, gemm's aligned, never pass it so).
 func TestEmulatorCpAsyncAlignment(t *testing.T) {
-	d := emuDevice(t, nil)
-	h := &harness{t: t, d: d, rng: rand.New(rand.NewPCG(1, 2))}
-	const M, N, K = 16, 16, 16
+	h := &harness{t: t, d: emuDevice(t, nil)}
+	const n = gemmBlock
 	for _, c := range []struct {
 		name string
 		A    *F32
 		want string
 	}{
-		{"aligned", h.zeros(M * K), ""},
-		{"4 bytes off", h.zerosAt(1, M*K), "cp.async's global source needs 16-byte alignment"},
+		{"aligned", h.zeros(n * n), ""},
+		{"4 bytes off", h.zerosAt(1, n*n), "cp.async's global source needs 16-byte alignment"},
 	} {
-		err := launchGemmBlock(d, "gemm_tf32_pipe_nt", M, N, K, c.A, K, h.zeros(N*K), K, h.zeros(M*N), true)
+		err := launchGemmBlock(h, "gemm_tf32_pipe_nt", c.A, n, h.zeros(n*n), n, true)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
@@ -145,38 +149,32 @@ func TestEmulatorCpAsyncAlignment(t *testing.T) {
 // would go only into outputs past the edge, which are never written, and the guard
 // zone's NaNs reach no result, so a read past the end shows nowhere else.
 func TestEmulatorReadPastOperand(t *testing.T) {
-	d := emuDevice(t, nil)
-	h := &harness{t: t, d: d, rng: rand.New(rand.NewPCG(1, 2))}
-	const M, N, K = 16, 16, 16
+	h := &harness{t: t, d: emuDevice(t, nil)}
+	const n = gemmBlock
 	for _, c := range []struct {
 		kernel         string
-		kMajor         bool // A [k][m] and B [k][n] (tn), else A [m][k] and B [n][k] (nt)
 		vec            bool
 		shortA, shortB int    // floats missing from the end of A's, B's allocation
-		want           string // "" or the error's start and how far past the end
+		want, past     string // "" or the error's start, and how far past the end it says
 	}{
-		{"gemm_tf32_pipe_nt", false, true, 0, 0, ""},
-		{"gemm_tf32_pipe_nt", false, true, 1, 0, "cp.async's global source: 16 bytes at # run 4 bytes past the end"},
-		{"gemm_tf32_pipe_tn", true, true, 0, 4, "cp.async's global source: 16 bytes at # start 0 bytes past the end"},
-		{"gemm_tf32_nt", false, true, 0, 0, ""},
-		{"gemm_tf32_nt", false, true, 0, 1, "a GEMM operand's load: 16 bytes at # run 4 bytes past the end"},
-		{"gemm_nt", false, false, 1, 0, "a GEMM operand's load: 16 bytes at # run 4 bytes past the end"},
-		{"gemm_tn", true, false, 0, 0, ""},
-		{"gemm_tn", true, false, 3, 0, "a GEMM operand's load: 16 bytes at # run 12 bytes past the end"},
+		{"gemm_tf32_pipe_nt", true, 0, 0, "", ""},
+		{"gemm_tf32_pipe_nt", true, 1, 0, "cp.async's global source: 16 bytes at", "run 4 bytes past the end"},
+		{"gemm_tf32_pipe_tn", true, 0, 4, "cp.async's global source: 16 bytes at", "start 0 bytes past the end"},
+		{"gemm_tf32_nt", true, 0, 0, "", ""},
+		{"gemm_tf32_nt", true, 0, 1, "a GEMM operand's load: 16 bytes at", "run 4 bytes past the end"},
+		{"gemm_nt", false, 1, 0, "a GEMM operand's load: 16 bytes at", "run 4 bytes past the end"},
+		{"gemm_tn", false, 0, 0, "", ""},
+		{"gemm_tn", false, 3, 0, "a GEMM operand's load: 16 bytes at", "run 12 bytes past the end"},
 	} {
+		// Square operands: each row stride is n in either layout (nt: A [m][k], B [n][k];
+		// tn: A [k][m], B [k][n]).
 		name := fmt.Sprintf("%s short A %d B %d", c.kernel, c.shortA, c.shortB)
-		A, B, C := h.zeros(M*K-c.shortA), h.zeros(N*K-c.shortB), h.zeros(M*N)
-		lda, ldb := K, K
-		if c.kMajor {
-			lda, ldb = M, N
-		}
-		err := launchGemmBlock(d, c.kernel, M, N, K, A, lda, B, ldb, C, c.vec)
-		start, past, _ := strings.Cut(c.want, " # ")
+		err := launchGemmBlock(h, c.kernel, h.zeros(n*n-c.shortA), n, h.zeros(n*n-c.shortB), n, c.vec)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", name, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), start) || !strings.Contains(err.Error(), past)):
-			t.Errorf("%s: error %v, want %q … %q", name, err, start, past)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.past)):
+			t.Errorf("%s: error %v, want %q … %q", name, err, c.want, c.past)
 		}
 	}
 }

@@ -405,9 +405,9 @@ void emu_require_inside(const void* p, long long bytes, const char* what) {
 		else
 			hi = mid;
 	}
-	if (lo > 0 && b <= g_ranges[2 * (lo - 1) + 1]) return;
-	char buf[240];
 	const uint64_t end = lo > 0 ? g_ranges[2 * (lo - 1) + 1] : 0; // of the allocation below a, if any
+	if (lo > 0 && b <= end) return;
+	char buf[240];
 	if (lo > 0 && a < end)
 		snprintf(buf, sizeof buf, "%s: %lld bytes at 0x%llx run %llu bytes past the end of their device allocation", what,
 		         bytes, (unsigned long long)a, (unsigned long long)(b - end));
